@@ -1,0 +1,231 @@
+"""The header sets pygraphrt binds, the pinned packages they come from, and fetching.
+
+Vendor headers are never copied into the repository: ``python -m bindgen fetch``
+downloads the pinned wheels with pip (download only), checks each file's
+sha256, and extracts just the include folders (and, for the tests, the runtime
+libraries) into a cache outside git.  Users may point at their own toolkit
+instead (``--cuda-include`` / ``--hip-include`` or CUDA_HOME / ROCM_PATH).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Wheel:
+    project: str
+    version: str
+    filename: str
+    sha256: str
+    # folders inside the wheel to extract, mapped to a name in the cache
+    include: str
+    libs: tuple[str, ...] = ()
+
+
+WHEELS: dict[str, Wheel] = {w.project: w for w in [
+    Wheel("nvidia-cuda-runtime", "13.0.96",
+          "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+          "7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548",
+          "nvidia/cu13/include", ("nvidia/cu13/lib/libcudart.so.13",)),
+    Wheel("nvidia-cuda-crt", "13.0.88",
+          "nvidia_cuda_crt-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+          "2c8043c7c9e02492716426e9919fc78d2c5b3b2a7a768a88e952676b08aa55a4",
+          "nvidia/cu13/include"),
+    Wheel("nvidia-cuda-runtime-cu12", "12.9.79",
+          "nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
+          "25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3",
+          "nvidia/cuda_runtime/include", ("nvidia/cuda_runtime/lib/libcudart.so.12",)),
+    Wheel("nvidia-cuda-nvcc-cu12", "12.9.86",
+          "nvidia_cuda_nvcc_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+          "5d6a0d32fdc7ea39917c20065614ae93add6f577d840233237ff08e9a38f58f0",
+          "nvidia/cuda_nvcc/include/crt"),
+    Wheel("nvidia-cuda-nvrtc", "13.0.88",
+          "nvidia_cuda_nvrtc-13.0.88-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+          "ad9b6d2ead2435f11cbb6868809d2adeeee302e9bb94bcf0539c7a40d80e8575",
+          "nvidia/cu13/include", ("nvidia/cu13/lib/libnvrtc.so.13",)),
+    Wheel("nvidia-cuda-nvrtc-cu12", "12.9.86",
+          "nvidia_cuda_nvrtc_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
+          "210cf05005a447e29214e9ce50851e83fc5f4358df8b453155d5e1918094dcb4",
+          "nvidia/cuda_nvrtc/include", ("nvidia/cuda_nvrtc/lib/libnvrtc.so.12",)),
+    Wheel("triton", "3.8.0",
+          "triton-3.8.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+          "e91ffa46d095b252248297292dd22bcbacd53a125a0c2eefbbbf74925a320bc3",
+          "triton/backends/amd/include"),
+]}
+
+
+@dataclass(frozen=True)
+class HeaderSet:
+    """One binding: which headers, from where, with which defines."""
+
+    name: str  # module name under pygraphrt._bindings
+    vendor: str  # "cuda" | "hip" | "nvrtc"
+    version: str
+    packages: tuple[str, ...]  # WHEELS keys; the first provides the main include root
+    headers: tuple[str, ...]  # what the entry file includes
+    api_headers: tuple[str, ...]  # functions declared in these files are bound
+    library: str  # the shared library the functions come from
+    defines: dict[str, str] = field(default_factory=dict)
+    # Defining this makes the headers rename functions to their per-thread-stream
+    # variants; a second pass with it set collects those variants.
+    per_thread_define: str | None = None
+    per_thread_suffixes: tuple[str, ...] = ()
+    constant_prefixes: tuple[str, ...] = ()
+    # where the crt/ headers of a CUDA 12 set live, relative to the cache
+    extra_roots: tuple[str, ...] = ()
+    toolkit: str = "cuda"  # which --*-include / *_HOME applies
+
+
+HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
+    HeaderSet("cuda12", "cuda", "12.9", ("nvidia-cuda-runtime-cu12", "nvidia-cuda-nvcc-cu12"),
+              ("cuda_runtime_api.h",), ("cuda_runtime_api.h",), "libcudart.so.12",
+              per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_ptds", "_ptsz"),
+              constant_prefixes=("cuda", "CUDA", "CUDART")),
+    HeaderSet("cuda13", "cuda", "13.0", ("nvidia-cuda-runtime", "nvidia-cuda-crt"),
+              ("cuda_runtime_api.h",), ("cuda_runtime_api.h",), "libcudart.so.13",
+              per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_ptds", "_ptsz"),
+              constant_prefixes=("cuda", "CUDA", "CUDART")),
+    HeaderSet("hip7", "hip", "7.1", ("triton",),
+              ("hip/hip_runtime_api.h",),
+              ("hip/hip_runtime_api.h", "hip/amd_detail/amd_hip_runtime_pt_api.h"),
+              "libamdhip64.so.7",
+              defines={"__HIP_PLATFORM_AMD__": ""},
+              per_thread_define="HIP_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_spt",),
+              constant_prefixes=("hip", "HIP"), toolkit="hip"),
+    HeaderSet("nvrtc12", "nvrtc", "12.9", ("nvidia-cuda-nvrtc-cu12",),
+              ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.12", constant_prefixes=("NVRTC",)),
+    HeaderSet("nvrtc13", "nvrtc", "13.0", ("nvidia-cuda-nvrtc",),
+              ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.13", constant_prefixes=("NVRTC",)),
+]}
+
+
+def cache_dir() -> Path:
+    """Where fetched headers live: ``$PYGRAPHRT_HEADER_CACHE`` or ``<repo>/.cache/headers``."""
+    return Path(os.environ.get("PYGRAPHRT_HEADER_CACHE", REPO / ".cache" / "headers"))
+
+
+class FetchError(RuntimeError):
+    pass
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _download(wheel: Wheel, wheels: Path) -> Path:
+    target = wheels / wheel.filename
+    if target.exists() and sha256(target) == wheel.sha256:
+        return target
+    wheels.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+           "--python-version", "3.12", "--implementation", "cp",
+           "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
+           "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+           "--platform", "manylinux_2_12_x86_64", "--platform", "manylinux2010_x86_64",
+           "--disable-pip-version-check", "-q", "-d", str(wheels),
+           f"{wheel.project}=={wheel.version}"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not target.exists():
+        raise FetchError(f"pip download {wheel.project}=={wheel.version} failed:\n"
+                         f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    digest = sha256(target)
+    if digest != wheel.sha256:
+        target.unlink()
+        raise FetchError(f"{wheel.filename}: sha256 {digest} != pinned {wheel.sha256}")
+    return target
+
+
+def fetch(projects: list[str] | None = None, keep_wheels: bool = False) -> Path:
+    """Download and extract the pinned wheels; return the cache folder."""
+    cache = cache_dir()
+    wheels_dir = cache / "wheels"
+    for name in projects or list(WHEELS):
+        wheel = WHEELS[name]
+        stamp = cache / name / ".sha256"
+        if stamp.exists() and stamp.read_text() == wheel.sha256:
+            continue
+        path = _download(wheel, wheels_dir)
+        dest = cache / name
+        if dest.exists():
+            shutil.rmtree(dest)
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                name_in = info.filename
+                if name_in.startswith(wheel.include + "/") and not info.is_dir():
+                    rel = name_in[len(wheel.include) + 1:]
+                    out = dest / "include" / rel
+                elif name_in in wheel.libs:
+                    out = dest / "lib" / Path(name_in).name
+                else:
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_bytes(zf.read(info))
+        stamp.write_text(wheel.sha256)
+        if not keep_wheels:
+            path.unlink()
+    return cache
+
+
+def include_roots(hs: HeaderSet, override: Path | None = None) -> list[Path]:
+    """Include folders for a header set: a user's toolkit if given, else the cache."""
+    if override is not None:
+        return [override]
+    cache = cache_dir()
+    roots: list[Path] = []
+    for project in hs.packages:
+        inc = cache / project / "include"
+        if not inc.exists():
+            raise FetchError(f"headers of {project} are not in {cache}; run `python -m bindgen fetch`")
+        if project == "nvidia-cuda-nvcc-cu12":
+            # This wheel's include/crt is extracted as include/: expose it as crt/.
+            crt_parent = cache / project / "crt-root"
+            if not (crt_parent / "crt").exists():
+                crt_parent.mkdir(parents=True, exist_ok=True)
+                (crt_parent / "crt").symlink_to(inc.resolve(), target_is_directory=True)
+            roots.append(crt_parent)
+        else:
+            roots.append(inc)
+    return roots
+
+
+def library_path(hs: HeaderSet) -> Path | None:
+    """The runtime library extracted from the pinned wheel (tests use it), if any."""
+    for project in hs.packages:
+        for lib in WHEELS[project].libs:
+            p = cache_dir() / project / "lib" / Path(lib).name
+            if p.exists():
+                return p
+    return None
+
+
+def user_toolkit_include(hs: HeaderSet, cuda_include: str | None, hip_include: str | None) -> Path | None:
+    """The include folder of a user's toolkit for ``hs``, from flags or the environment."""
+    if hs.toolkit == "hip":
+        if hip_include:
+            return Path(hip_include)
+        for var in ("ROCM_PATH", "HIP_PATH"):
+            if os.environ.get(var):
+                return Path(os.environ[var]) / "include"
+        return None
+    if cuda_include:
+        return Path(cuda_include)
+    if os.environ.get("CUDA_HOME"):
+        return Path(os.environ["CUDA_HOME"]) / "include"
+    return None
