@@ -19,41 +19,60 @@ class Generated:
     manifest: dict[str, object]
 
 
-def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
-    roots = include_roots(hs, override_include)
-    headers = list(hs.headers)
-    pre = preprocess.preprocess(headers, roots, hs.defines)
-    module = parse(pre, roots)
+@dataclass
+class Pipeline:
+    """The intermediate results of one run, for tests and tools."""
 
-    macro_defs, expansions = select.collect((headers, roots, hs.defines), hs.constant_prefixes or ("",))
+    module: object
+    functions: dict
+    constants: dict
+    cdef: str
+    cdef_packed: str
+    omitted: dict[str, str]
+
+
+def run_pipeline(headers: list[str], roots: list[Path], defines: dict[str, str],
+                 api_headers: tuple[str, ...], constant_prefixes: tuple[str, ...],
+                 per_thread_define: str | None = None,
+                 per_thread_suffixes: tuple[str, ...] = ()) -> Pipeline:
+    """preprocess -> parse -> select -> cdef, for any header folder."""
+    pre = preprocess.preprocess(headers, roots, defines)
+    module = parse(pre, roots)
+    macro_defs, expansions = select.collect((headers, roots, defines), constant_prefixes)
     symbols = {f.symbol for f in module.functions.values()}
     renames = select.renames(list(macro_defs), expansions, symbols)
-    functions = select.functions(module, hs.api_headers, renames)
-    if hs.per_thread_define:
-        pt_defines = dict(hs.defines, **{hs.per_thread_define: ""})
+    functions = select.functions(module, api_headers, renames)
+    if per_thread_define:
+        pt_defines = dict(defines, **{per_thread_define: ""})
         pt_module = parse(preprocess.preprocess(headers, roots, pt_defines), roots)
-        for api, fn in select.per_thread_variants(functions, pt_module, hs.api_headers,
-                                                  hs.per_thread_suffixes).items():
+        for api, fn in select.per_thread_variants(functions, pt_module, api_headers,
+                                                  per_thread_suffixes).items():
             functions[api] = fn
             module.functions.setdefault(fn.symbol, fn)
-    constants = select.constants(macro_defs, expansions, hs.constant_prefixes,
+    constants = select.constants(macro_defs, expansions, constant_prefixes,
                                  set(module.typedefs), module)
-
     cdef, cdef_packed, omitted = emit.build_cdef(module, functions)
+    return Pipeline(module, functions, constants, cdef, cdef_packed, omitted)
+
+
+def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
+    roots = include_roots(hs, override_include)
+    p = run_pipeline(list(hs.headers), roots, hs.defines, hs.api_headers, hs.constant_prefixes,
+                     hs.per_thread_define, hs.per_thread_suffixes)
     module_name = f"pygraphrt._bindings.{hs.name}._ffi"
-    ffi = emit.make_ffi(cdef, cdef_packed)
+    ffi = emit.make_ffi(p.cdef, p.cdef_packed)
     if override_include is None:
-        packages = {p: WHEELS[p].version for p in hs.packages}
+        packages = {pkg: WHEELS[pkg].version for pkg in hs.packages}
     else:
         packages = {"toolkit": str(override_include)}
     source = {"vendor": hs.vendor, "version": hs.version, "packages": packages,
               "headers": list(hs.headers), "library": hs.library,
               "defines": dict(sorted(hs.defines.items()))}
-    data = emit.manifest(source, module, functions, constants, ffi, omitted)
+    data = emit.manifest(source, p.module, p.functions, p.constants, ffi, p.omitted)
     files = {
         "__init__.py": emit.package_init_source(hs.name, source),
-        "_ffi.py": emit.ffi_module_source(module_name, cdef, cdef_packed),
-        "enums.py": emit.enums_module_source(hs.name, module, functions, constants),
+        "_ffi.py": emit.ffi_module_source(module_name, p.cdef, p.cdef_packed),
+        "enums.py": emit.enums_module_source(hs.name, p.module, p.functions, p.constants),
         "manifest.json": emit.manifest_json(data),
     }
     return Generated(hs.name, files, data)

@@ -41,13 +41,15 @@ def functions(module: Module, api_headers: tuple[str, ...], renames: dict[str, s
 def renames(macro_names: list[str], expansions: dict[str, str], symbols: set[str]) -> dict[str, str]:
     """Map symbol -> api name for macros that rename a declared function.
 
-    When several macros expand to one symbol, the shortest name is the
-    documented one (``cudaStreamGetCaptureInfo`` rather than an alias).
+    A rename keeps the documented name as the symbol's stem (``X`` -> ``X_v2``,
+    ``X`` -> ``XR0600``); other macros that merely alias a function are not
+    renames.  The longest matching stem wins.
     """
     out: dict[str, str] = {}
-    for name in sorted(macro_names, key=lambda n: (len(n), n)):
+    for name in sorted(macro_names, key=lambda n: (-len(n), n)):
         target = expansions.get(name, "")
-        if target != name and target in symbols and name not in symbols:
+        if (target != name and target.startswith(name) and target in symbols
+                and name not in symbols):
             out.setdefault(target, name)
     return out
 

@@ -1,0 +1,48 @@
+"""Shared fixtures and the GPU marker policy.
+
+GPU tests carry ``@pytest.mark.gpu``.  Where no GPU (or no driver) is found they
+skip with the reason; with ``PYGRAPHRT_REQUIRE_GPU=1`` that skip is a failure,
+so a GPU run cannot pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+REQUIRE_GPU = os.environ.get("PYGRAPHRT_REQUIRE_GPU") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs a GPU and its driver")
+    config.addinivalue_line("markers", "headers: needs the pinned vendor headers (python -m bindgen fetch)")
+
+
+_gpu_reason: list[str | None] = []
+
+
+def gpu_unavailable_reason() -> str | None:
+    """Why GPU tests cannot run here, or None when a device is usable."""
+    if not _gpu_reason:
+        reason = None
+        try:
+            import pygraphrt
+
+            if pygraphrt.backend().device_count < 1:
+                reason = "the runtime loaded but reports no device"
+        except Exception as exc:  # no library, no driver, no device
+            reason = f"{type(exc).__name__}: {exc}"
+        _gpu_reason.append(reason)
+    return _gpu_reason[0]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("gpu") is None:
+        return
+    reason = gpu_unavailable_reason()
+    if reason is None:
+        return
+    if REQUIRE_GPU:
+        pytest.fail(f"PYGRAPHRT_REQUIRE_GPU=1 but no GPU is usable: {reason}", pytrace=False)
+    pytest.skip(f"no GPU: {reason}")
