@@ -29,8 +29,10 @@ def gpu_unavailable_reason() -> str | None:
         try:
             import pygraphrt
 
-            if pygraphrt.backend().device_count < 1:
-                reason = "the runtime loaded but reports no device"
+            info = pygraphrt.backend()
+            if info.device_count < 1:
+                reason = f"{info.vendor} runtime {info.library_path} loaded but reports no device" + (
+                    f": {info.device_error}" if info.device_error else "")
         except Exception as exc:  # no library, no driver, no device
             reason = f"{type(exc).__name__}: {exc}"
         _gpu_reason.append(reason)

@@ -23,3 +23,10 @@ def fetched() -> None:
             include_roots(hs)
         except FetchError as exc:
             pytest.fail(str(exc))
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.headers)

@@ -1,0 +1,64 @@
+"""``python -m pygraphrt info``: what was found, what was chosen, what it can do."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def info(out=sys.stdout) -> int:
+    from . import _runtime, errors
+    from .capabilities import capabilities
+    from .device import Device
+
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p("pygraphrt info")
+    backends = {}
+    for vendor in ("cuda", "hip"):
+        try:
+            backends[vendor] = _runtime.load(vendor)
+        except errors.BackendError as exc:
+            p(f"  {vendor}: not available ({exc})")
+    p("  libraries tried:")
+    for a in _runtime.attempts():
+        p(f"    [{a.vendor}] {a.candidate or '-'} via {a.how}: {a.outcome}")
+    if not backends:
+        p("  no GPU runtime library found: nothing to run on this machine")
+        return 0
+    try:
+        active = _runtime.active()
+    except errors.BackendError as exc:
+        p(f"  no backend selected: {exc}")
+        return 0
+    bi = active.info()
+    p(f"  active backend: {bi.vendor} (binding {bi.binding})")
+    p(f"    library: {bi.library_path}")
+    p(f"    runtime version: {bi.runtime_version_str} ({bi.runtime_version})")
+    p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
+      + ("" if bi.driver_version else " (no driver found)"))
+    if bi.device_error:
+        p(f"    devices: none ({bi.device_error})")
+    else:
+        p(f"    devices: {bi.device_count}")
+        for i in range(bi.device_count):
+            try:
+                d = Device(i).info()
+                p(f"      [{i}] {d.name}, {d.arch}, {d.total_memory / 2**30:.1f} GiB")
+            except errors.GraphRTError as exc:
+                p(f"      [{i}] unreadable: {exc}")
+    p("    capabilities:")
+    for k, v in capabilities().as_dict().items():
+        if k not in ("vendor", "binding"):
+            p(f"      {k}: {'yes' if v else 'no'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pygraphrt")
+    ap.add_argument("command", nargs="?", default="info", choices=["info"])
+    ap.parse_args(argv)
+    return info()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

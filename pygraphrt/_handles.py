@@ -1,0 +1,146 @@
+"""Lifetime of runtime objects, and Python host callables run by the GPU.
+
+Every owning wrapper registers a ``weakref.finalize`` that destroys its handle
+exactly once: at ``close()``, when garbage-collected, or at interpreter exit,
+whichever comes first.  Destroy errors in finalizers are swallowed (the
+interpreter may be shutting down); ``close()`` reports them.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable
+
+from . import _runtime, errors
+
+
+def _destroy(backend: _runtime.Backend, api: str, handle: Any, report: list[Any] | None) -> None:
+    try:
+        rc = backend.ops.fn(api)(handle)
+    except Exception:  # interpreter shutdown: the library may be gone
+        return
+    if rc and report is not None:
+        report.append(backend.ops.error(rc, backend.ops.prefix + api))
+
+
+class Owned:
+    """Base of wrappers around one runtime handle."""
+
+    _destroy_api: str = ""
+    _kind: str = "handle"
+
+    def __init__(self, backend: _runtime.Backend, handle: Any, owned: bool, keep: Any = None) -> None:
+        self._backend = backend
+        self._handle = handle
+        self._owned = owned
+        self._keep = keep  # objects the handle refers to: must outlive it
+        self._finalizer: weakref.finalize | None = None
+        if owned:
+            self._report: list[Any] = []
+            self._finalizer = weakref.finalize(self, _destroy, backend, self._destroy_api, handle,
+                                               None)
+        backend.live.add(self)
+
+    @property
+    def handle(self) -> Any:
+        """The raw cffi handle; raises InvalidResourceHandle once closed."""
+        h = self._handle
+        if h is None:
+            raise errors.InvalidResourceHandle(f"{type(self).__name__}.handle",
+                                               detail=f"this {self._kind} was closed")
+        return h
+
+    @property
+    def is_valid(self) -> bool:
+        return self._handle is not None
+
+    @property
+    def backend(self) -> _runtime.Backend:
+        return self._backend
+
+    def __int__(self) -> int:
+        return int(self._backend.ffi.cast("uintptr_t", self.handle))
+
+    def close(self) -> None:
+        """Destroy the runtime object now (idempotent). Wrappers of foreign handles only forget it."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        fin, self._finalizer = self._finalizer, None
+        self._backend.live.discard(self)
+        if fin is not None and fin.detach() is not None:
+            report: list[Any] = []
+            _destroy(self._backend, self._destroy_api, handle, report)
+            if report:
+                raise report[0]
+
+    destroy = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _same_backend(self, other: "Owned", what: str) -> None:
+        if other._backend is not self._backend:
+            raise errors.InvalidValue(what, detail=f"{type(other).__name__} belongs to the "
+                                                   f"{other._backend.vendor} backend, not "
+                                                   f"{self._backend.vendor}")
+
+
+class ErrorSink:
+    """Exceptions raised by host callables, kept until the next synchronize."""
+
+    __slots__ = ("errors", "lock", "__weakref__")
+
+    def __init__(self) -> None:
+        self.errors: list[BaseException] = []
+        self.lock = threading.Lock()
+
+    def raise_pending(self, api: str) -> None:
+        with self.lock:
+            if not self.errors:
+                return
+            first, self.errors = self.errors[0], []
+        raise errors.HostCallbackError(api, first)
+
+
+class HostPayload:
+    """One Python callable the GPU may run; its cffi handle is the C ``userData``."""
+
+    __slots__ = ("fn", "sink", "c_handle", "calls")
+
+    def __init__(self, backend: _runtime.Backend, fn: Callable[[], Any], sink: ErrorSink) -> None:
+        if not callable(fn):
+            raise errors.InvalidValue("host function", detail=f"{fn!r} is not callable")
+        self.fn = fn
+        self.sink = sink
+        self.calls = 0
+        self.c_handle = backend.ffi.new_handle(self)
+
+    def run(self) -> None:
+        self.calls += 1
+        try:
+            self.fn()
+        except BaseException as exc:  # noqa: BLE001 - must never unwind into the runtime
+            with self.sink.lock:
+                self.sink.errors.append(exc)
+
+
+_trampolines: dict[int, Any] = {}
+
+
+def trampoline(backend: _runtime.Backend) -> Any:
+    """The one C host function of a backend; it runs the payload behind ``userData``."""
+    t = _trampolines.get(id(backend))
+    if t is None:
+        ffi = backend.ffi
+
+        def run(user: Any) -> None:
+            ffi.from_handle(user).run()
+
+        t = ffi.callback(backend.ops.host_fn_type, run)
+        _trampolines[id(backend)] = t
+    return t

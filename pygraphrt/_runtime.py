@@ -1,0 +1,267 @@
+"""Loading a vendor runtime and the one backend switch.
+
+Only one backend is active at a time.  Both vendors' libraries may be loaded in
+one process (each through its own binding), but objects created under one
+backend belong to it: switching with live objects refuses with BackendError
+rather than letting a CUDA handle reach HIP.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import os
+import threading
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import errors
+from ._vendors import VENDORS, Vendor
+
+SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {7: "hip7"}}
+
+
+@dataclass
+class BackendInfo:
+    """What :func:`pygraphrt.backend` reports."""
+
+    vendor: str
+    binding: str
+    library_path: str
+    runtime_version: int
+    driver_version: int | None
+    device_count: int
+    device_error: str | None = None
+
+    @property
+    def runtime_version_str(self) -> str:
+        return _version_str(self.vendor, self.runtime_version)
+
+
+def _version_str(vendor: str, v: int | None) -> str:
+    if v is None:
+        return "none"
+    if vendor == "cuda":
+        return f"{v // 1000}.{(v % 1000) // 10}"
+    return f"{v // 10_000_000}.{(v // 100_000) % 100}.{v % 100_000}"
+
+
+class Backend:
+    """A loaded runtime: its binding's ``ffi``/``lib`` and the vendor table."""
+
+    def __init__(self, vendor: str, path: str, version: int) -> None:
+        major = version // 1000 if vendor == "cuda" else version // 10_000_000
+        binding = SUPPORTED[vendor].get(major)
+        if binding is None:
+            supported = ", ".join(f"{vendor} {m}.x" for m in SUPPORTED[vendor])
+            raise errors.BackendError(
+                f"{path} is {vendor} runtime {_version_str(vendor, version)}; "
+                f"pygraphrt supports {supported}")
+        pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+        self.vendor = vendor
+        self.binding = binding
+        self.path = path
+        self.runtime_version = version
+        self.ffi = pkg.ffi
+        self.lib = self.ffi.dlopen(path)
+        self.enums = importlib.import_module(f"pygraphrt._bindings.{binding}.enums")
+        self.ops: Vendor = VENDORS[vendor](self.ffi, self.lib, binding, self.enums)
+        self.live: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._info: BackendInfo | None = None
+
+    def check(self, rc: int, api: str) -> None:
+        if rc:
+            raise self.ops.error(rc, api)
+
+    def info(self) -> BackendInfo:
+        ffi, ops = self.ffi, self.ops
+        driver = ffi.new("int *")
+        rc = ops.fn("DriverGetVersion")(driver)
+        count = ffi.new("int *")
+        rc2 = ops.fn("GetDeviceCount")(count)
+        err = None if rc2 == 0 else str(ops.error(rc2, ops.prefix + "GetDeviceCount"))
+        return BackendInfo(self.vendor, self.binding, self.path, self.runtime_version,
+                           driver[0] if rc == 0 and driver[0] else None,
+                           count[0] if rc2 == 0 else 0, err)
+
+
+# ---------------------------------------------------------------- finding libraries
+def _cuda_candidates() -> list[tuple[str, str]]:
+    """(path or soname, how it was found)."""
+    env = os.environ.get("PYGRAPHRT_CUDART")
+    if env:
+        return [(env, "PYGRAPHRT_CUDART")]
+    found: list[tuple[str, str]] = []
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        dl = load_nvidia_dynamic_lib("cudart")
+        if dl.abs_path:
+            found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})"))
+    except Exception as exc:  # not installed, or found nothing
+        found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}"))
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if home:
+        for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+            p = Path(home) / "lib64" / name
+            if p.exists():
+                found.append((str(p), "CUDA_HOME"))
+                break
+    found += [("libcudart.so.13", "system loader"), ("libcudart.so.12", "system loader")]
+    return found
+
+
+def _hip_candidates() -> list[tuple[str, str]]:
+    env = os.environ.get("PYGRAPHRT_HIP_LIB")
+    if env:
+        return [(env, "PYGRAPHRT_HIP_LIB")]
+    found = []
+    for var in ("ROCM_PATH", "HIP_PATH"):
+        if os.environ.get(var):
+            found.append((str(Path(os.environ[var]) / "lib" / "libamdhip64.so"), var))
+    found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm"))
+    found += [("libamdhip64.so.7", "system loader"), ("libamdhip64.so", "system loader")]
+    return found
+
+
+@dataclass
+class Attempt:
+    vendor: str
+    candidate: str
+    how: str
+    outcome: str
+
+
+@dataclass
+class _State:
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    requested: str | None = None
+    active: Backend | None = None
+    loaded: dict[str, Backend] = field(default_factory=dict)
+    attempts: list[Attempt] = field(default_factory=list)
+
+
+_state = _State()
+
+
+def _runtime_version(vendor: str, path: str) -> tuple[int, str]:
+    lib = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0))
+    fn = getattr(lib, "cudaRuntimeGetVersion" if vendor == "cuda" else "hipRuntimeGetVersion")
+    v = ctypes.c_int(0)
+    rc = fn(ctypes.byref(v))
+    if rc != 0:
+        raise errors.BackendError(f"{path}: runtime version query returned error {rc}")
+    real = path
+    if "/" in path:
+        return v.value, path
+    try:  # the absolute path, when found through the system loader
+        import re
+
+        with open("/proc/self/maps") as maps:
+            base = os.path.basename(path)
+            for line in maps:
+                m = re.search(r"(/\S*" + re.escape(base.split(".so")[0]) + r"\.so\S*)", line)
+                if m:
+                    real = m.group(1)
+                    break
+    except OSError:
+        pass
+    return v.value, real
+
+
+def load(vendor: str) -> Backend:
+    """Load ``vendor``'s runtime (once) and return its backend."""
+    with _state.lock:
+        if vendor in _state.loaded:
+            return _state.loaded[vendor]
+        if vendor not in SUPPORTED:
+            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip' or 'auto'")
+        reasons = []
+        candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
+        for cand, how in candidates:
+            if not cand:
+                reasons.append(how)
+                _state.attempts.append(Attempt(vendor, "", how, "not found"))
+                continue
+            if "/" in cand and not Path(cand).exists():
+                _state.attempts.append(Attempt(vendor, cand, how, "no such file"))
+                reasons.append(f"{cand} ({how}): no such file")
+                continue
+            try:
+                version, real = _runtime_version(vendor, cand)
+            except OSError as exc:
+                _state.attempts.append(Attempt(vendor, cand, how, f"cannot load: {exc}"))
+                reasons.append(f"{cand} ({how}): {exc}")
+                continue
+            backend = Backend(vendor, real, version)  # BackendError on unsupported version
+            _state.attempts.append(Attempt(vendor, real, how,
+                                           f"loaded {vendor} {_version_str(vendor, version)} "
+                                           f"as {backend.binding}"))
+            _state.loaded[vendor] = backend
+            return backend
+        raise errors.BackendError(f"no {vendor} runtime library could be loaded; tried: "
+                                  + "; ".join(reasons))
+
+
+def use(vendor: str = "auto") -> Backend:
+    """Select the active backend: ``"cuda"``, ``"hip"`` or ``"auto"``.
+
+    ``auto`` takes the first of CUDA, HIP that loads and has a device; if
+    neither has a device, the first that loads.  Switching away from a backend
+    that still has live objects (streams, graphs, ...) raises BackendError.
+    """
+    with _state.lock:
+        if vendor not in ("auto", "cuda", "hip"):
+            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip' or 'auto'")
+        current = _state.active
+        if current is not None and vendor != "auto" and current.vendor == vendor:
+            return current
+        if current is not None and len(current.live) and (vendor != current.vendor):
+            raise errors.BackendError(
+                f"cannot switch from {current.vendor} to {vendor}: {len(current.live)} "
+                f"{current.vendor} object(s) are still alive; close them first")
+        if vendor == "auto":
+            chosen = None
+            first = None
+            failures = []
+            for v in ("cuda", "hip"):
+                try:
+                    b = load(v)
+                except errors.BackendError as exc:
+                    failures.append(str(exc))
+                    continue
+                first = first or b
+                if b.info().device_count > 0:
+                    chosen = b
+                    break
+            chosen = chosen or first
+            if chosen is None:
+                raise errors.BackendError("no GPU runtime could be loaded: " + " | ".join(failures))
+        else:
+            chosen = load(vendor)
+        if current is not None and current is not chosen and len(current.live):
+            raise errors.BackendError(
+                f"cannot switch from {current.vendor} to {chosen.vendor}: objects still alive")
+        _state.active = chosen
+        return chosen
+
+
+def active() -> Backend:
+    """The active backend, selecting one (``PYGRAPHRT_BACKEND`` or auto) on first use."""
+    b = _state.active
+    if b is None:
+        b = use(os.environ.get("PYGRAPHRT_BACKEND", "auto"))
+    return b
+
+
+def attempts() -> list[Attempt]:
+    return list(_state.attempts)
+
+
+def _reset_for_tests() -> None:
+    with _state.lock:
+        _state.active = None
+        _state.loaded.clear()
+        _state.attempts.clear()

@@ -1,0 +1,237 @@
+"""What CUDA and HIP share: the call forms that differ only by prefix.
+
+A vendor module (:mod:`.cuda`, :mod:`.hip`) subclasses :class:`Vendor` and
+supplies its tables (error classes, enum member names, edge-data symbols) and
+the call forms that really differ (instantiate, exec update, capture info).
+Everything the layer asks of a runtime goes through these methods, so the
+difference between vendors lives in exactly one place per vendor.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any, Callable
+
+from .. import errors
+from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, EdgeData,
+                     GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
+
+NULL_HANDLES = (None, 0)
+
+
+class Vendor:
+    """Base of the vendor tables; one instance per loaded backend."""
+
+    name: str = ""
+    prefix: str = ""
+    error_enum: str = ""  # typedef of the error enum in the binding's enums module
+    # vendor error member name -> pygraphrt.errors class name
+    error_classes: dict[str, str] = {}
+    sticky_errors: frozenset[str] = frozenset()
+    node_types: dict[NodeType, str] = {}
+    capture_modes: dict[CaptureMode, str] = {}
+    capture_statuses: dict[CaptureStatus, str] = {}
+    instantiate_flags: dict[InstantiateFlags, str] = {}
+    update_results: dict[UpdateResult, str] = {}
+    graph_mem_attrs: dict[GraphMemAttr, str] = {}
+    debug_dot_flags: dict[DebugDotFlags, str] = {}
+    edge_data_type: str | None = None  # C type of one edge-data record
+    # api role -> symbol of the form that carries edge data, per binding name
+    edge_symbols: dict[str, dict[str, str]] = {}
+    host_fn_type: str = ""
+    memset_params_type: str = ""
+    host_params_type: str = ""
+    kernel_params_type: str = ""
+    memcpy3d_params_type: str = ""
+    mem_alloc_params_type: str = ""
+    device_prop_type: str = ""
+    exec_update_info_type: str | None = None
+
+    def __init__(self, ffi: Any, lib: Any, binding: str, enums: ModuleType) -> None:
+        self.ffi = ffi
+        self.lib = lib
+        self.binding = binding
+        self.enums = enums
+        self._fns: dict[str, Callable[..., int]] = {}
+        err_enum = getattr(enums, self.error_enum)
+        self._error_names = {int(m): m.name for m in err_enum}
+        cls_by_code: dict[int, type[errors.GraphRTError]] = {}
+        for member in err_enum:
+            cls_name = self.error_classes.get(member.name)
+            cls_by_code[int(member)] = getattr(errors, cls_name) if cls_name else errors.GraphRTError
+        self._error_class = cls_by_code
+        self._sticky_codes = {int(getattr(err_enum, n)) for n in self.sticky_errors
+                              if hasattr(err_enum, n)}
+        self.node_type_of = self._reverse(self.node_types)
+        self.update_result_of = self._reverse(self.update_results)
+        self.capture_status_of = self._reverse(self.capture_statuses)
+        edge_forms = self.edge_symbols.get(binding, {})
+        self.edge_forms = {role: sym for role, sym in edge_forms.items() if self.has(sym)}
+
+    # ------------------------------------------------------------------ lookups
+    def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:
+        out = {}
+        for neutral, member in table.items():
+            if hasattr(self.lib, member):
+                out[int(getattr(self.lib, member))] = neutral
+        return out
+
+    def value(self, table: dict[Any, str], neutral: Any, what: str) -> int:
+        """The vendor's integer for a neutral enum member, or NotSupported."""
+        member = table.get(neutral)
+        if member is None or not hasattr(self.lib, member):
+            raise errors.NotSupported(what, detail=f"{neutral} has no {self.name} equivalent "
+                                                   f"in binding {self.binding}")
+        return int(getattr(self.lib, member))
+
+    def has(self, symbol: str) -> bool:
+        """Whether the loaded library exports ``symbol``."""
+        try:
+            getattr(self.lib, symbol)
+            return True
+        except (AttributeError, NotImplementedError):
+            return False
+
+    def fn(self, api: str) -> Callable[..., int]:
+        """The library function for a prefix-less api name (``"GraphLaunch"``)."""
+        f = self._fns.get(api)
+        if f is None:
+            symbol = self.enums.API_SYMBOLS.get(self.prefix + api, self.prefix + api)
+            try:
+                f = getattr(self.lib, symbol)
+            except (AttributeError, NotImplementedError) as exc:
+                raise errors.NotSupported(self.prefix + api, vendor=self.name,
+                                          detail=f"{symbol} is not exported by this runtime") from exc
+            self._fns[api] = f
+        return f
+
+    # ------------------------------------------------------------------ errors
+    def error(self, code: int, api: str, detail: str = "") -> errors.GraphRTError:
+        cls = self._error_class.get(code, errors.GraphRTError)
+        name = self._error_names.get(code)
+        if name is None:
+            raw = self._call_str("GetErrorName", code)
+            name = raw or f"{self.prefix}Error{code}"
+        message = self._call_str("GetErrorString", code)
+        return cls(api, code, name, self.name, message, code in self._sticky_codes, detail)
+
+    def _call_str(self, api: str, code: int) -> str:
+        try:
+            p = self.fn(api)(code)
+        except errors.GraphRTError:
+            return ""
+        return self.ffi.string(p).decode(errors="replace") if p != self.ffi.NULL else ""
+
+    def call(self, api: str, *args: Any) -> None:
+        rc = self.fn(api)(*args)
+        if rc:
+            raise self.error(rc, self.prefix + api)
+
+    # ------------------------------------------------------------------ edges
+    @property
+    def has_edge_data(self) -> bool:
+        return "add_dependencies" in self.edge_forms
+
+    def _edge_array(self, edges: list[EdgeData]) -> Any:
+        arr = self.ffi.new(f"{self.edge_data_type}[]", max(len(edges), 1))
+        for i, e in enumerate(edges):
+            arr[i].from_port = e.from_port
+            arr[i].to_port = e.to_port
+            arr[i].type = int(e.type)
+        return arr
+
+    def _edges_from(self, arr: Any, n: int) -> list[EdgeData]:
+        return [EdgeData(arr[i].from_port, arr[i].to_port, DependencyType(arr[i].type))
+                if arr[i].type in (0, 1) else EdgeData(arr[i].from_port, arr[i].to_port, arr[i].type)
+                for i in range(n)]
+
+    def require_default_edges(self, edges: list[EdgeData] | None, what: str) -> None:
+        if edges and any(not e.is_default for e in edges):
+            raise errors.NotSupported(what, vendor=self.name,
+                                      detail=f"edge data is not supported by the {self.name} "
+                                             f"runtime bound as {self.binding}")
+
+    def add_dependencies(self, graph: Any, froms: list[Any], tos: list[Any],
+                         edges: list[EdgeData] | None, remove: bool = False) -> None:
+        role = "remove_dependencies" if remove else "add_dependencies"
+        base = "GraphRemoveDependencies" if remove else "GraphAddDependencies"
+        n = len(froms)
+        f_arr = self.ffi.new(f"{self.prefix}GraphNode_t[]", froms)
+        t_arr = self.ffi.new(f"{self.prefix}GraphNode_t[]", tos)
+        if role in self.edge_forms and edges is not None:
+            sym = self.edge_forms[role]
+            rc = getattr(self.lib, sym)(graph, f_arr, t_arr, self._edge_array(edges), n)
+            if rc:
+                raise self.error(rc, sym)
+            return
+        self.require_default_edges(edges, self.prefix + base)
+        if role in self.edge_forms:  # the edge-data form is the only one (CUDA 13)
+            rc = getattr(self.lib, self.edge_forms[role])(graph, f_arr, t_arr, self.ffi.NULL, n)
+            if rc:
+                raise self.error(rc, self.edge_forms[role])
+            return
+        self.call(base, graph, f_arr, t_arr, n)
+
+    def _query(self, role: str, base: str, head: tuple[Any, ...], two_lists: bool
+               ) -> tuple[list[Any], list[Any], list[EdgeData]]:
+        """Count-then-fill queries; always ask for edge data where the runtime has it."""
+        ffi = self.ffi
+        count = ffi.new("size_t *")
+        sym = self.edge_forms.get(role)
+        fn = getattr(self.lib, sym) if sym else self.fn(base)
+        api = sym or self.prefix + base
+        nullish = (ffi.NULL, ffi.NULL) if two_lists else (ffi.NULL,)
+        rc = fn(*head, *nullish, *((ffi.NULL,) if sym else ()), count)
+        if rc:
+            raise self.error(rc, api)
+        n = count[0]
+        if n == 0:
+            return [], [], []
+        a = ffi.new(f"{self.prefix}GraphNode_t[]", n)
+        b = ffi.new(f"{self.prefix}GraphNode_t[]", n) if two_lists else None
+        e = self._edge_array([EdgeData()] * n) if sym else None
+        lists = (a, b) if two_lists else (a,)
+        rc = fn(*head, *lists, *((e,) if sym else ()), count)
+        if rc:
+            raise self.error(rc, api)
+        n = min(n, count[0])
+        edges = self._edges_from(e, n) if sym else [EdgeData()] * n
+        return [a[i] for i in range(n)], ([b[i] for i in range(n)] if two_lists else []), edges
+
+    def get_edges(self, graph: Any) -> list[tuple[Any, Any, EdgeData]]:
+        froms, tos, edges = self._query("get_edges", "GraphGetEdges", (graph,), True)
+        return list(zip(froms, tos, edges))
+
+    def node_dependencies(self, node: Any) -> list[tuple[Any, EdgeData]]:
+        deps, _, edges = self._query("node_dependencies", "GraphNodeGetDependencies", (node,), False)
+        return list(zip(deps, edges))
+
+    def node_dependents(self, node: Any) -> list[tuple[Any, EdgeData]]:
+        deps, _, edges = self._query("node_dependents", "GraphNodeGetDependentNodes", (node,), False)
+        return list(zip(deps, edges))
+
+    # ------------------------------------------------------------------ capture
+    def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
+        raise NotImplementedError
+
+    def update_capture_dependencies(self, stream: Any, deps: list[Any],
+                                    edges: list[EdgeData] | None, set_: bool) -> None:
+        raise NotImplementedError
+
+    def begin_capture_to_graph(self, stream: Any, graph: Any, deps: list[Any],
+                               edges: list[EdgeData] | None, mode: int) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ exec
+    def instantiate(self, graph: Any, flags: int) -> Any:
+        out = self.ffi.new(f"{self.prefix}GraphExec_t *")
+        self.call("GraphInstantiateWithFlags", out, graph, flags)
+        return out[0]
+
+    def exec_update(self, exec_: Any, graph: Any) -> tuple[int, UpdateResult, Any]:
+        """Return (rc, result, error node handle or NULL)."""
+        raise NotImplementedError
+
+    def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
+        """(name, architecture, total memory in bytes) of a device."""
+        raise NotImplementedError

@@ -1,0 +1,201 @@
+"""CUDA's tables and call forms (bindings cuda12 and cuda13).
+
+Facts checked against the bound headers (see the manifests): CUDA 13 folded
+edge data into ``cudaGraphAddDependencies`` & co., CUDA 12.3-12.9 have them as
+``_v2`` (``cudaStreamGetCaptureInfo_v3``); ``cudaGraphExecUpdate`` takes a
+``cudaGraphExecUpdateResultInfo``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, GraphMemAttr,
+                     InstantiateFlags, NodeType, UpdateResult)
+from .base import Vendor
+
+_EDGE_ROLES_13 = {
+    "add_dependencies": "cudaGraphAddDependencies",
+    "remove_dependencies": "cudaGraphRemoveDependencies",
+    "get_edges": "cudaGraphGetEdges",
+    "node_dependencies": "cudaGraphNodeGetDependencies",
+    "node_dependents": "cudaGraphNodeGetDependentNodes",
+    "capture_info": "cudaStreamGetCaptureInfo",
+    "update_capture": "cudaStreamUpdateCaptureDependencies",
+    "capture_to_graph": "cudaStreamBeginCaptureToGraph",
+}
+_EDGE_ROLES_12 = {
+    "add_dependencies": "cudaGraphAddDependencies_v2",
+    "remove_dependencies": "cudaGraphRemoveDependencies_v2",
+    "get_edges": "cudaGraphGetEdges_v2",
+    "node_dependencies": "cudaGraphNodeGetDependencies_v2",
+    "node_dependents": "cudaGraphNodeGetDependentNodes_v2",
+    "capture_info": "cudaStreamGetCaptureInfo_v3",
+    "update_capture": "cudaStreamUpdateCaptureDependencies_v2",
+    "capture_to_graph": "cudaStreamBeginCaptureToGraph",
+}
+
+
+class CudaVendor(Vendor):
+    name = "cuda"
+    prefix = "cuda"
+    error_enum = "cudaError_t"
+    error_classes = {
+        "cudaErrorInvalidValue": "InvalidValue",
+        "cudaErrorInvalidDevice": "InvalidDevice",
+        "cudaErrorDeviceNotLicensed": "InvalidDevice",
+        "cudaErrorMemoryAllocation": "OutOfMemory",
+        "cudaErrorNotSupported": "NotSupported",
+        "cudaErrorNotPermitted": "NotPermitted",
+        "cudaErrorIllegalState": "IllegalState",
+        "cudaErrorInvalidResourceHandle": "InvalidResourceHandle",
+        "cudaErrorContextIsDestroyed": "InvalidResourceHandle",
+        "cudaErrorNotReady": "NotReady",
+        "cudaErrorNoDevice": "NoDevice",
+        "cudaErrorInsufficientDriver": "InsufficientDriver",
+        "cudaErrorCallRequiresNewerDriver": "InsufficientDriver",
+        "cudaErrorInitializationError": "NotInitialized",
+        "cudaErrorLossyQuery": "LossyQuery",
+        "cudaErrorGraphExecUpdateFailure": "GraphExecUpdateFailure",
+        "cudaErrorStreamCaptureUnsupported": "StreamCaptureUnsupported",
+        "cudaErrorStreamCaptureInvalidated": "StreamCaptureInvalidated",
+        "cudaErrorStreamCaptureMerge": "StreamCaptureMerge",
+        "cudaErrorStreamCaptureUnmatched": "StreamCaptureUnmatched",
+        "cudaErrorStreamCaptureUnjoined": "StreamCaptureUnjoined",
+        "cudaErrorStreamCaptureIsolation": "StreamCaptureIsolation",
+        "cudaErrorStreamCaptureImplicit": "StreamCaptureImplicit",
+        "cudaErrorStreamCaptureWrongThread": "StreamCaptureWrongThread",
+        "cudaErrorCapturedEvent": "CapturedEvent",
+        "cudaErrorLaunchFailure": "LaunchFailure",
+    }
+    # Errors after which the context is unusable (CUDA runtime docs: "the
+    # process must be terminated and relaunched").
+    sticky_errors = frozenset({
+        "cudaErrorIllegalAddress", "cudaErrorLaunchFailure", "cudaErrorIllegalInstruction",
+        "cudaErrorMisalignedAddress", "cudaErrorInvalidAddressSpace", "cudaErrorInvalidPc",
+        "cudaErrorHardwareStackError", "cudaErrorAssert", "cudaErrorECCUncorrectable",
+        "cudaErrorLaunchTimeout", "cudaErrorTensorMemoryLeak", "cudaErrorContextIsDestroyed",
+    })
+    node_types = {
+        NodeType.KERNEL: "cudaGraphNodeTypeKernel", NodeType.MEMCPY: "cudaGraphNodeTypeMemcpy",
+        NodeType.MEMSET: "cudaGraphNodeTypeMemset", NodeType.HOST: "cudaGraphNodeTypeHost",
+        NodeType.GRAPH: "cudaGraphNodeTypeGraph", NodeType.EMPTY: "cudaGraphNodeTypeEmpty",
+        NodeType.WAIT_EVENT: "cudaGraphNodeTypeWaitEvent",
+        NodeType.EVENT_RECORD: "cudaGraphNodeTypeEventRecord",
+        NodeType.EXT_SEMAS_SIGNAL: "cudaGraphNodeTypeExtSemaphoreSignal",
+        NodeType.EXT_SEMAS_WAIT: "cudaGraphNodeTypeExtSemaphoreWait",
+        NodeType.MEM_ALLOC: "cudaGraphNodeTypeMemAlloc",
+        NodeType.MEM_FREE: "cudaGraphNodeTypeMemFree",
+        NodeType.CONDITIONAL: "cudaGraphNodeTypeConditional",
+    }
+    capture_modes = {CaptureMode.GLOBAL: "cudaStreamCaptureModeGlobal",
+                     CaptureMode.THREAD_LOCAL: "cudaStreamCaptureModeThreadLocal",
+                     CaptureMode.RELAXED: "cudaStreamCaptureModeRelaxed"}
+    capture_statuses = {CaptureStatus.NONE: "cudaStreamCaptureStatusNone",
+                        CaptureStatus.ACTIVE: "cudaStreamCaptureStatusActive",
+                        CaptureStatus.INVALIDATED: "cudaStreamCaptureStatusInvalidated"}
+    instantiate_flags = {
+        InstantiateFlags.AUTO_FREE_ON_LAUNCH: "cudaGraphInstantiateFlagAutoFreeOnLaunch",
+        InstantiateFlags.UPLOAD: "cudaGraphInstantiateFlagUpload",
+        InstantiateFlags.DEVICE_LAUNCH: "cudaGraphInstantiateFlagDeviceLaunch",
+        InstantiateFlags.USE_NODE_PRIORITY: "cudaGraphInstantiateFlagUseNodePriority",
+    }
+    update_results = {
+        UpdateResult.SUCCESS: "cudaGraphExecUpdateSuccess",
+        UpdateResult.ERROR: "cudaGraphExecUpdateError",
+        UpdateResult.TOPOLOGY_CHANGED: "cudaGraphExecUpdateErrorTopologyChanged",
+        UpdateResult.NODE_TYPE_CHANGED: "cudaGraphExecUpdateErrorNodeTypeChanged",
+        UpdateResult.FUNCTION_CHANGED: "cudaGraphExecUpdateErrorFunctionChanged",
+        UpdateResult.PARAMETERS_CHANGED: "cudaGraphExecUpdateErrorParametersChanged",
+        UpdateResult.NOT_SUPPORTED: "cudaGraphExecUpdateErrorNotSupported",
+        UpdateResult.UNSUPPORTED_FUNCTION_CHANGE: "cudaGraphExecUpdateErrorUnsupportedFunctionChange",
+        UpdateResult.ATTRIBUTES_CHANGED: "cudaGraphExecUpdateErrorAttributesChanged",
+    }
+    graph_mem_attrs = {GraphMemAttr.USED_MEM_CURRENT: "cudaGraphMemAttrUsedMemCurrent",
+                       GraphMemAttr.USED_MEM_HIGH: "cudaGraphMemAttrUsedMemHigh",
+                       GraphMemAttr.RESERVED_MEM_CURRENT: "cudaGraphMemAttrReservedMemCurrent",
+                       GraphMemAttr.RESERVED_MEM_HIGH: "cudaGraphMemAttrReservedMemHigh"}
+    debug_dot_flags = {
+        DebugDotFlags.VERBOSE: "cudaGraphDebugDotFlagsVerbose",
+        DebugDotFlags.KERNEL_NODE_PARAMS: "cudaGraphDebugDotFlagsKernelNodeParams",
+        DebugDotFlags.MEMCPY_NODE_PARAMS: "cudaGraphDebugDotFlagsMemcpyNodeParams",
+        DebugDotFlags.MEMSET_NODE_PARAMS: "cudaGraphDebugDotFlagsMemsetNodeParams",
+        DebugDotFlags.HOST_NODE_PARAMS: "cudaGraphDebugDotFlagsHostNodeParams",
+        DebugDotFlags.EVENT_NODE_PARAMS: "cudaGraphDebugDotFlagsEventNodeParams",
+        DebugDotFlags.EXT_SEMAS_SIGNAL_NODE_PARAMS: "cudaGraphDebugDotFlagsExtSemasSignalNodeParams",
+        DebugDotFlags.EXT_SEMAS_WAIT_NODE_PARAMS: "cudaGraphDebugDotFlagsExtSemasWaitNodeParams",
+        DebugDotFlags.KERNEL_NODE_ATTRIBUTES: "cudaGraphDebugDotFlagsKernelNodeAttributes",
+        DebugDotFlags.HANDLES: "cudaGraphDebugDotFlagsHandles",
+    }
+    edge_data_type = "cudaGraphEdgeData"
+    edge_symbols = {"cuda13": _EDGE_ROLES_13, "cuda12": _EDGE_ROLES_12}
+    host_fn_type = "cudaHostFn_t"
+    memset_params_type = "struct cudaMemsetParams"
+    host_params_type = "struct cudaHostNodeParams"
+    kernel_params_type = "struct cudaKernelNodeParams"
+    memcpy3d_params_type = "struct cudaMemcpy3DParms"
+    mem_alloc_params_type = "struct cudaMemAllocNodeParams"
+    device_prop_type = "struct cudaDeviceProp"
+
+    def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
+        ffi = self.ffi
+        status = ffi.new("enum cudaStreamCaptureStatus *")
+        ident = ffi.new("unsigned long long *")
+        graph = ffi.new("cudaGraph_t *")
+        deps = ffi.new("const cudaGraphNode_t **")
+        n = ffi.new("size_t *")
+        sym = self.edge_forms.get("capture_info")
+        if sym is not None:
+            edata = ffi.new("const cudaGraphEdgeData **")
+            rc = getattr(self.lib, sym)(stream, status, ident, graph, deps, edata, n)
+        else:  # CUDA 12.0-12.2: no edge data
+            sym = "cudaStreamGetCaptureInfo"
+            edata = None
+            rc = self.fn("StreamGetCaptureInfo")(stream, status, ident, graph, deps, n)
+        if rc:
+            raise self.error(rc, sym)
+        st = self.capture_status_of[status[0]]
+        if st is not CaptureStatus.ACTIVE:
+            return st, ident[0], None, []
+        count = n[0]
+        # The arrays belong to the runtime and stay valid only until the next
+        # call on this stream: copy them out now.
+        handles = [deps[0][i] for i in range(count)]
+        if edata is not None and edata[0] != ffi.NULL:
+            edges = self._edges_from(edata[0], count)
+        else:
+            edges = [EdgeData()] * count
+        return st, ident[0], graph[0], list(zip(handles, edges))
+
+    def update_capture_dependencies(self, stream: Any, deps: list[Any],
+                                    edges: list[EdgeData] | None, set_: bool) -> None:
+        flag = int(self.lib.cudaStreamSetCaptureDependencies if set_
+                   else self.lib.cudaStreamAddCaptureDependencies)
+        arr = self.ffi.new("cudaGraphNode_t[]", deps) if deps else self.ffi.NULL
+        sym = self.edge_forms.get("update_capture")
+        if sym is not None:
+            e = self._edge_array(edges) if edges is not None else self.ffi.NULL
+            rc = getattr(self.lib, sym)(stream, arr, e, len(deps), flag)
+            if rc:
+                raise self.error(rc, sym)
+            return
+        self.require_default_edges(edges, "cudaStreamUpdateCaptureDependencies")
+        self.call("StreamUpdateCaptureDependencies", stream, arr, len(deps), flag)
+
+    def begin_capture_to_graph(self, stream: Any, graph: Any, deps: list[Any],
+                               edges: list[EdgeData] | None, mode: int) -> None:
+        arr = self.ffi.new("cudaGraphNode_t[]", deps) if deps else self.ffi.NULL
+        e = self._edge_array(edges) if edges and any(not x.is_default for x in edges) else self.ffi.NULL
+        self.call("StreamBeginCaptureToGraph", stream, graph, arr, e, len(deps), mode)
+
+    def exec_update(self, exec_: Any, graph: Any) -> tuple[int, UpdateResult, Any]:
+        info = self.ffi.new("cudaGraphExecUpdateResultInfo *")
+        rc = self.fn("GraphExecUpdate")(exec_, graph, info)
+        result = self.update_result_of.get(int(info.result), UpdateResult.ERROR)
+        return rc, result, info.errorNode
+
+    def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
+        prop = self.ffi.new(f"{self.device_prop_type} *")
+        self.call("GetDeviceProperties", prop, device)
+        name = self.ffi.string(prop.name).decode(errors="replace")
+        return name, f"sm_{prop.major}{prop.minor}", int(prop.totalGlobalMem)

@@ -1,0 +1,111 @@
+"""HIP's tables and call forms (binding hip7, HIP 7.1 headers from the triton wheel).
+
+Where HIP names match CUDA's but for the prefix, the tables are derived from
+:mod:`.cuda` and the differences are spelt out here: node types 12-14 are
+HIP's own (no conditional nodes); exec update has no result-info struct; no
+edge-data forms of the dependency APIs (``hipStreamBeginCaptureToGraph``
+accepts only NULL edge data); ``hipGraphEdgeData`` is laid out
+``from_port, reserved[5], to_port, type`` -- cffi reaches its fields by name, so
+the layout difference is handled by the binding; error codes 911/912 mean other
+things than on CUDA, which does not matter here because classes are chosen by
+name; HIP's error names for handles and memory differ (``hipErrorInvalidHandle``,
+``hipErrorOutOfMemory``).  No AMD GPU was available: this module is checked
+against the generated hip7 binding only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..enums import CaptureStatus, EdgeData, NodeType, UpdateResult
+from .base import Vendor
+from .cuda import CudaVendor
+
+
+def _hip(table: dict[Any, str]) -> dict[Any, str]:
+    return {k: "hip" + v[len("cuda"):] for k, v in table.items()}
+
+
+class HipVendor(Vendor):
+    name = "hip"
+    prefix = "hip"
+    error_enum = "hipError_t"
+    error_classes = {
+        **_hip({k: v for k, v in CudaVendor.error_classes.items()
+                if k not in ("cudaErrorMemoryAllocation", "cudaErrorInvalidResourceHandle",
+                             "cudaErrorDeviceNotLicensed", "cudaErrorCallRequiresNewerDriver",
+                             "cudaErrorInitializationError", "cudaErrorNotPermitted",
+                             "cudaErrorLossyQuery")}),
+        "hipErrorOutOfMemory": "OutOfMemory",
+        "hipErrorMemoryAllocation": "OutOfMemory",
+        "hipErrorInvalidHandle": "InvalidResourceHandle",
+        "hipErrorInvalidResourceHandle": "InvalidResourceHandle",
+        "hipErrorNotInitialized": "NotInitialized",
+        "hipErrorInitializationError": "NotInitialized",
+    }
+    sticky_errors = frozenset({
+        "hipErrorIllegalAddress", "hipErrorLaunchFailure", "hipErrorAssert",
+        "hipErrorECCNotCorrectable", "hipErrorLaunchTimeOut", "hipErrorContextIsDestroyed",
+    })
+    node_types = {
+        **_hip({k: v for k, v in CudaVendor.node_types.items() if k is not NodeType.CONDITIONAL}),
+        NodeType.MEMCPY_FROM_SYMBOL: "hipGraphNodeTypeMemcpyFromSymbol",
+        NodeType.MEMCPY_TO_SYMBOL: "hipGraphNodeTypeMemcpyToSymbol",
+        NodeType.BATCH_MEM_OP: "hipGraphNodeTypeBatchMemOp",
+    }
+    capture_modes = _hip(CudaVendor.capture_modes)
+    capture_statuses = _hip(CudaVendor.capture_statuses)
+    instantiate_flags = _hip(CudaVendor.instantiate_flags)
+    update_results = _hip({k: v for k, v in CudaVendor.update_results.items()
+                           if k is not UpdateResult.ATTRIBUTES_CHANGED})
+    graph_mem_attrs = _hip(CudaVendor.graph_mem_attrs)
+    debug_dot_flags = _hip(CudaVendor.debug_dot_flags)
+    edge_data_type = "hipGraphEdgeData"
+    edge_symbols: dict[str, dict[str, str]] = {}  # HIP 7.1: no edge-data forms
+    host_fn_type = "hipHostFn_t"
+    memset_params_type = "hipMemsetParams"
+    host_params_type = "hipHostNodeParams"
+    kernel_params_type = "hipKernelNodeParams"
+    memcpy3d_params_type = "hipMemcpy3DParms"
+    mem_alloc_params_type = "hipMemAllocNodeParams"
+    device_prop_type = "hipDeviceProp_tR0600"
+
+    def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
+        ffi = self.ffi
+        status = ffi.new("hipStreamCaptureStatus *")
+        ident = ffi.new("unsigned long long *")
+        graph = ffi.new("hipGraph_t *")
+        deps = ffi.new("const hipGraphNode_t **")
+        n = ffi.new("size_t *")
+        self.call("StreamGetCaptureInfo_v2", stream, status, ident, graph, deps, n)
+        st = self.capture_status_of[status[0]]
+        if st is not CaptureStatus.ACTIVE:
+            return st, ident[0], None, []
+        return st, ident[0], graph[0], [(deps[0][i], EdgeData()) for i in range(n[0])]
+
+    def update_capture_dependencies(self, stream: Any, deps: list[Any],
+                                    edges: list[EdgeData] | None, set_: bool) -> None:
+        self.require_default_edges(edges, "hipStreamUpdateCaptureDependencies")
+        flag = int(self.lib.hipStreamSetCaptureDependencies if set_
+                   else self.lib.hipStreamAddCaptureDependencies)
+        arr = self.ffi.new("hipGraphNode_t[]", deps) if deps else self.ffi.NULL
+        self.call("StreamUpdateCaptureDependencies", stream, arr, len(deps), flag)
+
+    def begin_capture_to_graph(self, stream: Any, graph: Any, deps: list[Any],
+                               edges: list[EdgeData] | None, mode: int) -> None:
+        self.require_default_edges(edges, "hipStreamBeginCaptureToGraph")
+        arr = self.ffi.new("hipGraphNode_t[]", deps) if deps else self.ffi.NULL
+        self.call("StreamBeginCaptureToGraph", stream, graph, arr, self.ffi.NULL, len(deps), mode)
+
+    def exec_update(self, exec_: Any, graph: Any) -> tuple[int, UpdateResult, Any]:
+        node = self.ffi.new("hipGraphNode_t *")
+        result = self.ffi.new("hipGraphExecUpdateResult *")
+        rc = self.fn("GraphExecUpdate")(exec_, graph, node, result)
+        return rc, self.update_result_of.get(int(result[0]), UpdateResult.ERROR), node[0]
+
+    def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
+        prop = self.ffi.new(f"{self.device_prop_type} *")
+        self.call("GetDeviceProperties", prop, device)
+        name = self.ffi.string(prop.name).decode(errors="replace")
+        arch = self.ffi.string(prop.gcnArchName).decode(errors="replace")
+        return name, arch, int(prop.totalGlobalMem)

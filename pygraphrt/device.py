@@ -1,0 +1,363 @@
+"""Devices, streams, events and device memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import _runtime, errors
+from ._handles import ErrorSink, HostPayload, Owned, trampoline
+from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr
+
+if TYPE_CHECKING:
+    from .graph import Capture, Graph, Node
+
+__all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_device",
+           "exchange_capture_mode"]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    arch: str  # sm_90 / gfx942
+    total_memory: int
+
+
+class Device:
+    """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread."""
+
+    def __init__(self, ordinal: int = 0) -> None:
+        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+            raise errors.InvalidValue("Device", detail=f"ordinal must be a non-negative int, got {ordinal!r}")
+        self.ordinal = ordinal
+        self._backend = _runtime.active()
+
+    def __repr__(self) -> str:
+        return f"Device({self.ordinal})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and other.ordinal == self.ordinal
+
+    def __hash__(self) -> int:
+        return hash(("Device", self.ordinal))
+
+    def set_current(self) -> "Device":
+        self._backend.ops.call("SetDevice", self.ordinal)
+        return self
+
+    def synchronize(self) -> None:
+        ops = self._backend.ops
+        cur = self._backend.ffi.new("int *")
+        ops.call("GetDevice", cur)
+        ops.call("SetDevice", self.ordinal)
+        try:
+            ops.call("DeviceSynchronize")
+        finally:
+            ops.call("SetDevice", cur[0])
+
+    def info(self) -> DeviceInfo:
+        name, arch, mem = self._backend.ops.device_name_and_arch(self.ordinal)
+        return DeviceInfo(self.ordinal, name, arch, mem)
+
+    # -- graph memory -------------------------------------------------------
+    def graph_mem_attribute(self, attr: GraphMemAttr) -> int:
+        """Graph memory used/reserved on this device (current or high watermark), in bytes."""
+        ops = self._backend.ops
+        value = self._backend.ffi.new("unsigned long long *")
+        ops.call("DeviceGetGraphMemAttribute", self.ordinal,
+                 ops.value(ops.graph_mem_attrs, attr, f"{ops.prefix}DeviceGetGraphMemAttribute"), value)
+        return int(value[0])
+
+    def graph_mem_attributes(self) -> dict[GraphMemAttr, int]:
+        return {a: self.graph_mem_attribute(a) for a in GraphMemAttr}
+
+    def reset_graph_mem_high_watermarks(self) -> None:
+        """Reset USED_MEM_HIGH and RESERVED_MEM_HIGH (the runtime accepts only 0)."""
+        ops = self._backend.ops
+        zero = self._backend.ffi.new("unsigned long long *", 0)
+        for attr in (GraphMemAttr.USED_MEM_HIGH, GraphMemAttr.RESERVED_MEM_HIGH):
+            ops.call("DeviceSetGraphMemAttribute", self.ordinal,
+                     ops.value(ops.graph_mem_attrs, attr, f"{ops.prefix}DeviceSetGraphMemAttribute"), zero)
+
+    def graph_mem_trim(self) -> None:
+        """Return unused graph memory reserved on this device to the OS."""
+        self._backend.ops.call("DeviceGraphMemTrim", self.ordinal)
+
+
+def current_device() -> Device:
+    b = _runtime.active()
+    cur = b.ffi.new("int *")
+    b.ops.call("GetDevice", cur)
+    return Device(cur[0])
+
+
+def _stream_int(obj: Any) -> int:
+    """The stream handle of a foreign stream object, as an int."""
+    if isinstance(obj, bool):
+        raise errors.InvalidValue("Stream.wrap", detail="a bool is not a stream")
+    if isinstance(obj, int):
+        return obj
+    proto = getattr(obj, "__cuda_stream__", None)
+    if proto is not None:  # cuda.core protocol: (version, handle)
+        value = proto() if callable(proto) else proto
+        return int(value[1])
+    for attr in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy.cuda.Stream
+        if hasattr(obj, attr):
+            return int(getattr(obj, attr))
+    raise errors.InvalidValue("Stream.wrap", detail=f"cannot find a stream handle in {obj!r}")
+
+
+class Stream(Owned):
+    """A stream.  ``Stream()`` creates one; ``Stream.wrap(obj)`` borrows a foreign one."""
+
+    _destroy_api = "StreamDestroy"
+    _kind = "stream"
+
+    def __init__(self, *, non_blocking: bool = True, priority: int = 0,
+                 _handle: Any = None, _owned: bool = True) -> None:
+        backend = _runtime.active()
+        if _handle is None:
+            ops = backend.ops
+            out = backend.ffi.new(f"{ops.prefix}Stream_t *")
+            flags = int(getattr(backend.lib, f"{ops.prefix}StreamNonBlocking")) if non_blocking else 0
+            ops.call("StreamCreateWithPriority", out, flags, priority)
+            _handle = out[0]
+        super().__init__(backend, _handle, _owned)
+        self._sinks: set[ErrorSink] = set()
+        self._own_sink = ErrorSink()
+        self._capture_keep: list[Any] = []
+        self._capture_failure: str | None = None
+
+    @classmethod
+    def wrap(cls, obj: Any) -> "Stream":
+        """Borrow a stream (int handle, ``__cuda_stream__``, torch or CuPy stream); never destroys it."""
+        b = _runtime.active()
+        return cls(_handle=b.ffi.cast(f"{b.ops.prefix}Stream_t", _stream_int(obj)), _owned=False)
+
+    @classmethod
+    def legacy_default(cls) -> "Stream":
+        """The legacy default stream (handle 0); it cannot be captured."""
+        b = _runtime.active()
+        return cls(_handle=b.ffi.cast(f"{b.ops.prefix}Stream_t", 0), _owned=False)
+
+    def __repr__(self) -> str:
+        state = "closed" if self._handle is None else hex(int(self))
+        return f"<Stream {state}{'' if self._owned else ' (borrowed)'}>"
+
+    @property
+    def is_legacy_default(self) -> bool:
+        return int(self) in (0, 1)
+
+    # -- work --------------------------------------------------------------
+    def memset(self, ptr: Any, value: int, count: int) -> None:
+        """Set ``count`` bytes at device pointer ``ptr`` to ``value``."""
+        self._work("MemsetAsync", _ptr(self._backend, ptr), _byte(value), _count(count), self.handle)
+
+    def memcpy(self, dst: Any, src: Any, count: int) -> None:
+        """Copy ``count`` bytes (host or device pointers, unified addressing)."""
+        b = self._backend
+        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        self._work("MemcpyAsync", _ptr(b, dst), _ptr(b, src), _count(count), kind, self.handle)
+
+    def record(self, event: "Event") -> None:
+        event._same_backend(self, "Stream.record")
+        self._work("EventRecord", event.handle, self.handle)
+
+    def wait(self, event: "Event") -> None:
+        event._same_backend(self, "Stream.wait")
+        self._work("StreamWaitEvent", self.handle, event.handle, 0)
+
+    def launch_host_func(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn()`` on a runtime thread once preceding work is done.
+
+        Captured, it becomes a host node; an exception it raises is kept and
+        raised by the next ``synchronize()`` of this stream (or of the
+        executable graph that ran it).
+        """
+        b = self._backend
+        payload = HostPayload(b, fn, self._own_sink)
+        self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
+        # Keep the payload alive: as long as the stream exists (uncaptured) or
+        # as long as the graph that captures it (moved there at end of capture).
+        self._capture_keep.append(payload)
+
+    def _work(self, api: str, *args: Any) -> None:
+        ops = self._backend.ops
+        rc = ops.fn(api)(*args)
+        if rc:
+            err = ops.error(rc, ops.prefix + api)
+            if self._capture_keep is not None and self._capturing_hint():
+                self._capture_failure = f"Stream.{api} ({err.name})"
+            raise err
+
+    def _capturing_hint(self) -> bool:
+        try:
+            return self.capture_status() is not CaptureStatus.NONE
+        except errors.GraphRTError:
+            return False
+
+    def synchronize(self) -> None:
+        """Wait for all work; then raise any exception a host callable raised."""
+        self._backend.ops.call("StreamSynchronize", self.handle)
+        self._own_sink.raise_pending("Stream.synchronize")
+        sinks, self._sinks = self._sinks, set()
+        for sink in sinks:
+            sink.raise_pending("Stream.synchronize")
+        if self.capture_status() is CaptureStatus.NONE:
+            self._capture_keep = [p for p in self._capture_keep if p.calls == 0]
+
+    def query(self) -> bool:
+        """True when all work is done."""
+        ops = self._backend.ops
+        rc = ops.fn("StreamQuery")(self.handle)
+        if rc == 0:
+            return True
+        err = ops.error(rc, ops.prefix + "StreamQuery")
+        if isinstance(err, errors.NotReady):
+            return False
+        raise err
+
+    # -- capture -----------------------------------------------------------
+    def capture_status(self) -> CaptureStatus:
+        ops = self._backend.ops
+        st = self._backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
+        ops.call("StreamIsCapturing", self.handle, st)
+        return ops.capture_status_of[st[0]]
+
+    @property
+    def is_capturing(self) -> bool:
+        return self.capture_status() is CaptureStatus.ACTIVE
+
+    def capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, *, graph: "Graph | None" = None,
+                dependencies: "list[Node] | None" = None,
+                edges: list[EdgeData] | None = None) -> "Capture":
+        """Capture the work issued on this stream into a graph (a context manager).
+
+        With ``graph``, capture into that existing graph after ``dependencies``
+        (each with its ``edges`` entry of edge data where the runtime has it).
+        """
+        from .graph import Capture
+
+        return Capture(self, mode, graph, dependencies, edges)
+
+    def begin_capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, **kw: Any) -> "Capture":
+        """Explicit form: ``cap = s.begin_capture(); ...; graph = cap.end()``."""
+        cap = self.capture(mode, **kw)
+        cap.begin()
+        return cap
+
+
+class Event(Owned):
+    """An event; ``timing=False`` (default) makes record/wait cheapest."""
+
+    _destroy_api = "EventDestroy"
+    _kind = "event"
+
+    def __init__(self, *, timing: bool = False, _handle: Any = None, _owned: bool = True) -> None:
+        backend = _runtime.active()
+        if _handle is None:
+            ops = backend.ops
+            out = backend.ffi.new(f"{ops.prefix}Event_t *")
+            flags = 0 if timing else int(getattr(backend.lib, f"{ops.prefix}EventDisableTiming"))
+            ops.call("EventCreateWithFlags", out, flags)
+            _handle = out[0]
+        super().__init__(backend, _handle, _owned)
+
+    def synchronize(self) -> None:
+        self._backend.ops.call("EventSynchronize", self.handle)
+
+    def elapsed_ms(self, start: "Event") -> float:
+        out = self._backend.ffi.new("float *")
+        self._backend.ops.call("EventElapsedTime", out, start.handle, self.handle)
+        return float(out[0])
+
+
+class DeviceBuffer(Owned):
+    """Device memory from ``cudaMalloc``/``hipMalloc``; ``ptr`` is its address as an int."""
+
+    _destroy_api = "Free"
+    _kind = "device buffer"
+
+    def __init__(self, size: int) -> None:
+        backend = _runtime.active()
+        size = _count(size)
+        out = backend.ffi.new("void **")
+        backend.ops.call("Malloc", out, size)
+        super().__init__(backend, out[0], True)
+        self.size = size
+
+    @property
+    def ptr(self) -> int:
+        return int(self)
+
+    def copy_from(self, data: Any, stream: Stream | None = None) -> None:
+        """Copy a bytes-like object into the buffer (synchronously when no stream)."""
+        b = self._backend
+        buf = b.ffi.from_buffer(data)
+        if len(buf) > self.size:
+            raise errors.InvalidValue("DeviceBuffer.copy_from",
+                                      detail=f"{len(buf)} bytes do not fit in {self.size}")
+        self._copy(self.handle, buf, len(buf), stream)
+
+    def to_bytes(self, count: int | None = None, stream: Stream | None = None) -> bytes:
+        n = self.size if count is None else _count(count)
+        out = bytearray(n)
+        self._copy(self._backend.ffi.from_buffer(out), self.handle, n, stream)
+        return bytes(out)
+
+    def _copy(self, dst: Any, src: Any, n: int, stream: Stream | None) -> None:
+        b = self._backend
+        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        if stream is None:
+            b.ops.call("Memcpy", dst, src, n, kind)
+        else:
+            stream.memcpy(dst, src, n)
+            stream.synchronize()
+
+
+def malloc(size: int) -> DeviceBuffer:
+    return DeviceBuffer(size)
+
+
+def exchange_capture_mode(mode: str | CaptureMode) -> CaptureMode:
+    """Set this thread's capture-interaction mode; return the previous one."""
+    b = _runtime.active()
+    ops = b.ops
+    m = CaptureMode(mode) if isinstance(mode, str) else mode
+    cell = b.ffi.new(f"enum {ops.prefix}StreamCaptureMode *",
+                     ops.value(ops.capture_modes, m, f"{ops.prefix}ThreadExchangeStreamCaptureMode"))
+    ops.call("ThreadExchangeStreamCaptureMode", cell)
+    back = {int(getattr(b.lib, v)): k for k, v in ops.capture_modes.items()}
+    return back[cell[0]]
+
+
+# -- argument checking --------------------------------------------------------
+def _ptr(backend: _runtime.Backend, p: Any) -> Any:
+    ffi = backend.ffi
+    if isinstance(p, DeviceBuffer):
+        return p.handle
+    if isinstance(p, bool):
+        raise errors.InvalidValue("pointer", detail="a bool is not a pointer")
+    if isinstance(p, int):
+        if p < 0:
+            raise errors.InvalidValue("pointer", detail=f"negative address {p}")
+        return ffi.cast("void *", p)
+    if isinstance(p, ffi.CData):
+        return p
+    try:
+        return ffi.from_buffer(p)  # host memory: bytearray, numpy array, memoryview
+    except TypeError:
+        raise errors.InvalidValue("pointer", detail=f"{type(p).__name__} is not a pointer or buffer") from None
+
+
+def _count(n: Any) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")
+    return n
+
+
+def _byte(v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 255:
+        raise errors.InvalidValue("value", detail=f"expected an int in 0..255, got {v!r}")
+    return v

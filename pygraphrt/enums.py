@@ -1,0 +1,126 @@
+"""Vendor-neutral enums and the edge-data record.
+
+The numbers here are pygraphrt's own; each vendor module
+(:mod:`pygraphrt._vendors.cuda`, :mod:`pygraphrt._vendors.hip`) maps them to
+the runtime's enum members by name, and the values come from the generated
+bindings.  Members a runtime lacks raise :class:`~pygraphrt.errors.NotSupported`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "UpdateResult",
+           "GraphMemAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
+           "PORT_DEFAULT", "PORT_PROGRAMMATIC", "PORT_LAUNCH_ORDER"]
+
+
+class NodeType(enum.Enum):
+    KERNEL = "kernel"
+    MEMCPY = "memcpy"
+    MEMSET = "memset"
+    HOST = "host"
+    GRAPH = "graph"
+    EMPTY = "empty"
+    WAIT_EVENT = "wait_event"
+    EVENT_RECORD = "event_record"
+    EXT_SEMAS_SIGNAL = "ext_semas_signal"
+    EXT_SEMAS_WAIT = "ext_semas_wait"
+    MEM_ALLOC = "mem_alloc"
+    MEM_FREE = "mem_free"
+    CONDITIONAL = "conditional"  # CUDA only
+    MEMCPY_FROM_SYMBOL = "memcpy_from_symbol"  # HIP only
+    MEMCPY_TO_SYMBOL = "memcpy_to_symbol"  # HIP only
+    BATCH_MEM_OP = "batch_mem_op"  # HIP only
+
+
+class CaptureMode(enum.Enum):
+    GLOBAL = "global"
+    THREAD_LOCAL = "thread_local"
+    RELAXED = "relaxed"
+
+
+class CaptureStatus(enum.Enum):
+    NONE = "none"
+    ACTIVE = "active"
+    INVALIDATED = "invalidated"
+
+
+class InstantiateFlags(enum.IntFlag):
+    NONE = 0
+    AUTO_FREE_ON_LAUNCH = 1
+    UPLOAD = 2
+    DEVICE_LAUNCH = 4
+    USE_NODE_PRIORITY = 8
+
+
+class UpdateResult(enum.Enum):
+    SUCCESS = "success"
+    ERROR = "error"
+    TOPOLOGY_CHANGED = "topology_changed"
+    NODE_TYPE_CHANGED = "node_type_changed"
+    FUNCTION_CHANGED = "function_changed"
+    PARAMETERS_CHANGED = "parameters_changed"
+    NOT_SUPPORTED = "not_supported"
+    UNSUPPORTED_FUNCTION_CHANGE = "unsupported_function_change"
+    ATTRIBUTES_CHANGED = "attributes_changed"  # CUDA only
+
+
+class GraphMemAttr(enum.Enum):
+    USED_MEM_CURRENT = "used_mem_current"
+    USED_MEM_HIGH = "used_mem_high"
+    RESERVED_MEM_CURRENT = "reserved_mem_current"
+    RESERVED_MEM_HIGH = "reserved_mem_high"
+
+
+class DebugDotFlags(enum.IntFlag):
+    """Flags of ``Graph.debug_dot``; the vendor module translates each bit."""
+
+    NONE = 0
+    VERBOSE = 1 << 0
+    KERNEL_NODE_PARAMS = 1 << 2
+    MEMCPY_NODE_PARAMS = 1 << 3
+    MEMSET_NODE_PARAMS = 1 << 4
+    HOST_NODE_PARAMS = 1 << 5
+    EVENT_NODE_PARAMS = 1 << 6
+    EXT_SEMAS_SIGNAL_NODE_PARAMS = 1 << 7
+    EXT_SEMAS_WAIT_NODE_PARAMS = 1 << 8
+    KERNEL_NODE_ATTRIBUTES = 1 << 9
+    HANDLES = 1 << 10
+
+
+class DependencyType(enum.IntEnum):
+    DEFAULT = 0
+    PROGRAMMATIC = 1
+
+
+PORT_DEFAULT = 0
+PORT_PROGRAMMATIC = 1
+PORT_LAUNCH_ORDER = 2
+
+
+@dataclass(frozen=True)
+class EdgeData:
+    """Data carried by one edge: the ports it leaves and enters, and its type.
+
+    The default (all zero) is a plain full dependency; runtimes without edge
+    data accept only that.
+    """
+
+    from_port: int = PORT_DEFAULT
+    to_port: int = 0
+    type: DependencyType = DependencyType.DEFAULT
+
+    def __post_init__(self) -> None:
+        for name in ("from_port", "to_port", "type"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 0 <= v <= 255:
+                raise ValueError(f"EdgeData.{name} must be an int in 0..255, got {v!r}")
+
+    @property
+    def is_default(self) -> bool:
+        return self.from_port == 0 and self.to_port == 0 and self.type == 0
+
+
+DEFAULT_EDGE = EdgeData()

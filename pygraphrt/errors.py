@@ -1,0 +1,203 @@
+"""Vendor-neutral exceptions.
+
+Every runtime call pygraphrt makes goes through one checker; a failure raises
+a subclass of :class:`GraphRTError` chosen by the vendor table of the active
+backend (:mod:`pygraphrt._vendors.cuda` / :mod:`pygraphrt._vendors.hip`), so
+the same ``except pygraphrt.errors.InvalidValue`` works on CUDA and HIP.
+Codes that mean different things on the two vendors (911/912) are resolved by
+name, never by number.  Unknown codes keep their number and name and raise the
+base class.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "GraphRTError", "InvalidValue", "InvalidDevice", "OutOfMemory", "NotSupported",
+    "NotPermitted", "IllegalState", "InvalidResourceHandle", "NotReady", "NoDevice",
+    "InsufficientDriver", "NotInitialized", "LossyQuery", "GraphExecUpdateFailure",
+    "StreamCaptureError", "StreamCaptureUnsupported", "StreamCaptureInvalidated",
+    "StreamCaptureMerge", "StreamCaptureUnmatched", "StreamCaptureUnjoined",
+    "StreamCaptureIsolation", "StreamCaptureImplicit", "StreamCaptureWrongThread",
+    "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
+    "GraphExecUpdateError",
+]
+
+
+class GraphRTError(RuntimeError):
+    """A runtime call failed.
+
+    Attributes
+    ----------
+    api : str
+        The C function that was called (``"cudaGraphLaunch"``), or the
+        pygraphrt operation for errors raised before any call.
+    code : int | None
+        The vendor's integer error code.
+    name : str | None
+        The vendor's enum name (``"cudaErrorInvalidValue"``).
+    vendor : str | None
+        ``"cuda"`` or ``"hip"``.
+    message : str
+        The runtime's own description (``cudaGetErrorString``).
+    sticky : bool
+        True when the error corrupts the context: the process must restart
+        to use the device again.
+    """
+
+    def __init__(self, api: str, code: int | None = None, name: str | None = None,
+                 vendor: str | None = None, message: str = "", sticky: bool = False,
+                 detail: str = "") -> None:
+        self.api = api
+        self.code = code
+        self.name = name
+        self.vendor = vendor
+        self.message = message
+        self.sticky = sticky
+        self.detail = detail
+        parts = [f"{api} failed"]
+        if name is not None:
+            parts.append(f": {name} ({code})")
+        if message:
+            parts.append(f": {message}")
+        if detail:
+            parts.append(f" [{detail}]")
+        if sticky:
+            parts.append(" -- this error is sticky: the device context is corrupted and "
+                         "the process must be restarted to use the GPU again")
+        super().__init__("".join(parts))
+
+    def __reduce__(self):  # keep the fields through pickling (multiprocessing)
+        return (type(self), (self.api, self.code, self.name, self.vendor, self.message,
+                             self.sticky, self.detail))
+
+
+class InvalidValue(GraphRTError, ValueError):
+    """An argument was out of range or a handle was NULL."""
+
+
+class InvalidDevice(GraphRTError):
+    pass
+
+
+class OutOfMemory(GraphRTError, MemoryError):
+    pass
+
+
+class NotSupported(GraphRTError):
+    """The runtime, the device or this binding cannot do the operation."""
+
+
+class NotPermitted(GraphRTError):
+    pass
+
+
+class IllegalState(GraphRTError):
+    pass
+
+
+class InvalidResourceHandle(GraphRTError):
+    pass
+
+
+class NotReady(GraphRTError):
+    pass
+
+
+class NoDevice(GraphRTError):
+    pass
+
+
+class InsufficientDriver(GraphRTError):
+    """No driver, or one older than the runtime needs."""
+
+
+class NotInitialized(GraphRTError):
+    pass
+
+
+class LossyQuery(GraphRTError):
+    """A query without room for edge data on a graph whose edges carry data."""
+
+
+class GraphExecUpdateFailure(GraphRTError):
+    pass
+
+
+class LaunchFailure(GraphRTError):
+    pass
+
+
+class StreamCaptureError(GraphRTError):
+    """Base of the stream-capture errors."""
+
+
+class StreamCaptureUnsupported(StreamCaptureError):
+    pass
+
+
+class StreamCaptureInvalidated(StreamCaptureError):
+    pass
+
+
+class StreamCaptureMerge(StreamCaptureError):
+    pass
+
+
+class StreamCaptureUnmatched(StreamCaptureError):
+    pass
+
+
+class StreamCaptureUnjoined(StreamCaptureError):
+    pass
+
+
+class StreamCaptureIsolation(StreamCaptureError):
+    pass
+
+
+class StreamCaptureImplicit(StreamCaptureError):
+    pass
+
+
+class StreamCaptureWrongThread(StreamCaptureError):
+    pass
+
+
+class CapturedEvent(StreamCaptureError):
+    pass
+
+
+class GraphExecUpdateError(GraphExecUpdateFailure):
+    """``GraphExec.update`` was refused; ``result`` says why, ``error_node`` where.
+
+    Attributes
+    ----------
+    result : pygraphrt.enums.UpdateResult
+    error_node : pygraphrt.graph.Node | None
+    """
+
+    def __init__(self, api: str, code: int | None, name: str | None, vendor: str | None,
+                 message: str, result: object, error_node: object = None) -> None:
+        super().__init__(api, code, name, vendor, message, detail=f"update result {result}")
+        self.result = result
+        self.error_node = error_node
+
+
+class HostCallbackError(GraphRTError):
+    """A Python host function run by the GPU raised; ``__cause__`` is its exception."""
+
+    def __init__(self, api: str, exc: BaseException) -> None:
+        super().__init__(api, detail=f"host callable raised {type(exc).__name__}: {exc}")
+        self.__cause__ = exc
+
+
+class BackendError(GraphRTError):
+    """No backend could be loaded, or switching backends was refused."""
+
+    def __init__(self, message: str) -> None:
+        RuntimeError.__init__(self, message)
+        self.api, self.code, self.name, self.vendor, self.message = "pygraphrt.use", None, None, None, message
+        self.sticky, self.detail = False, ""
+
+    def __reduce__(self):
+        return (type(self), (self.message,))

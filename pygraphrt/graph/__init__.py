@@ -1,0 +1,17 @@
+"""Graphs: explicit definition, nodes, capture, executable graphs, export.
+
+One module per concept: :mod:`._graph` (explicit definition), :mod:`._node`
+(node base with builder methods and one subclass per type), :mod:`._capture`
+(stream capture and capture info), :mod:`._exec` (instantiate / launch /
+update), :mod:`._export` (networkx, JSON, structural comparison).
+"""
+
+from ._capture import Capture, CaptureInfo
+from ._exec import GraphExec
+from ._graph import Graph
+from ._node import (ChildGraphNode, Dim3, EmptyNode, EventRecordNode, EventWaitNode, HostNode,
+                    KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
+
+__all__ = ["Graph", "GraphExec", "Capture", "CaptureInfo", "Node", "EmptyNode", "MemsetNode",
+           "MemcpyNode", "HostNode", "ChildGraphNode", "EventRecordNode", "EventWaitNode",
+           "MemAllocNode", "MemFreeNode", "KernelNode", "OtherNode", "Dim3"]

@@ -1,0 +1,183 @@
+"""Stream capture with capture info, dependency updates and guaranteed clean-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .. import errors
+from ..enums import CaptureMode, CaptureStatus, EdgeData
+from ._graph import Graph, _check_edges
+
+if TYPE_CHECKING:
+    from ..device import Stream
+    from ._node import Node
+
+
+@dataclass(frozen=True)
+class CaptureInfo:
+    """What the runtime says about a capture in progress."""
+
+    status: CaptureStatus
+    id: int
+    graph: Graph | None
+    dependencies: list[tuple["Node", EdgeData]]
+
+
+class Capture:
+    """``with stream.capture() as cap: ...`` then ``cap.graph``.
+
+    On any exception inside the block the capture is ended and its graph
+    discarded (the stream is left not capturing) and the original exception
+    propagates.  A capture the runtime invalidated raises
+    StreamCaptureInvalidated naming the pygraphrt call that failed, if any.
+    """
+
+    def __init__(self, stream: "Stream", mode: str | CaptureMode, graph: Graph | None,
+                 dependencies: Sequence["Node"] | None, edges: Sequence[EdgeData] | None) -> None:
+        self.stream = stream
+        self.mode = CaptureMode(mode) if isinstance(mode, str) else mode
+        if not isinstance(self.mode, CaptureMode):
+            raise errors.InvalidValue("Stream.capture", detail=f"unknown mode {mode!r}")
+        self._target = graph
+        self._deps = list(dependencies or ())
+        if graph is None and self._deps:
+            raise errors.InvalidValue("Stream.capture", detail="dependencies need a target graph")
+        if graph is not None:
+            for d in self._deps:
+                graph._own(d)
+        self._edges = _check_edges(self._deps, edges)
+        self.graph: Graph | None = None
+        self._live_graph: Graph | None = None
+        self._state = "new"
+
+    def __enter__(self) -> "Capture":
+        self.begin()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc is None:
+            self.end()
+            return
+        self.abort()
+
+    def begin(self) -> None:
+        s = self.stream
+        b = s.backend
+        ops = b.ops
+        if self._state != "new":
+            raise errors.IllegalState("Capture.begin", detail="this capture object was already used")
+        if s.is_legacy_default:
+            raise errors.StreamCaptureUnsupported(
+                f"{ops.prefix}StreamBeginCapture",
+                detail="the legacy default stream cannot be captured; use a created stream")
+        mode = ops.value(ops.capture_modes, self.mode, f"{ops.prefix}StreamBeginCapture")
+        s._capture_failure = None
+        keep_before = len(s._capture_keep)
+        try:
+            if self._target is not None:
+                s._same_backend(self._target, "Stream.capture")
+                ops.begin_capture_to_graph(s.handle, self._target.handle,
+                                           [d.handle for d in self._deps], self._edges, mode)
+            else:
+                ops.call("StreamBeginCapture", s.handle, mode)
+        except BaseException:
+            self._ensure_not_capturing()
+            raise
+        self._keep_from = keep_before
+        self._state = "active"
+
+    def _ensure_not_capturing(self) -> None:
+        """After a failure: leave the stream not capturing and free what was captured."""
+        s = self.stream
+        ops = s.backend.ops
+        try:
+            if s.capture_status() is CaptureStatus.NONE:
+                return
+        except errors.GraphRTError:
+            return
+        out = s.backend.ffi.new(f"{ops.prefix}Graph_t *")
+        ops.fn("StreamEndCapture")(s.handle, out)
+        if out[0] != s.backend.ffi.NULL and self._target is None:
+            ops.fn("GraphDestroy")(out[0])
+
+    def info(self) -> CaptureInfo:
+        """Status, capture id, the graph being built and the current dependencies (with edge data)."""
+        ops = self.stream.backend.ops
+        status, ident, graph_h, deps = ops.capture_info(self.stream.handle)
+        if status is not CaptureStatus.ACTIVE:
+            return CaptureInfo(status, ident, None, [])
+        graph = self._graph_for(graph_h)
+        return CaptureInfo(status, ident, graph, [(graph._wrap(h), e) for h, e in deps])
+
+    def _graph_for(self, handle: Any) -> Graph:
+        if self._target is not None:
+            return self._target
+        if self._live_graph is None:
+            # The runtime owns the graph until the capture ends; it becomes ours then.
+            self._live_graph = Graph._borrow(handle, owner=self)
+        return self._live_graph
+
+    def update_dependencies(self, nodes: Sequence["Node"], edges: Sequence[EdgeData] | None = None,
+                            *, replace: bool = False) -> None:
+        """Add to (or with ``replace``, set) the capture's current dependencies."""
+        if self._state != "active":
+            raise errors.IllegalState("Capture.update_dependencies", detail="capture is not active")
+        nodes = list(nodes)
+        edges = _check_edges(nodes, edges)
+        info = self.info()
+        if info.graph is not None:
+            for n in nodes:
+                info.graph._own(n)
+        self.stream.backend.ops.update_capture_dependencies(
+            self.stream.handle, [n.handle for n in nodes], edges, replace)
+
+    def end(self) -> Graph:
+        """End the capture and return the graph."""
+        s = self.stream
+        b = s.backend
+        ops = b.ops
+        if self._state != "active":
+            raise errors.IllegalState("Capture.end", detail=f"capture is {self._state}, not active")
+        out = b.ffi.new(f"{ops.prefix}Graph_t *")
+        rc = ops.fn("StreamEndCapture")(s.handle, out)
+        self._state = "ended"
+        payloads = s._capture_keep[self._keep_from:]
+        del s._capture_keep[self._keep_from:]
+        if rc:
+            if out[0] != b.ffi.NULL and self._target is None:
+                ops.fn("GraphDestroy")(out[0])
+            self._ensure_not_capturing()
+            failed = s._capture_failure
+            raise ops.error(rc, f"{ops.prefix}StreamEndCapture",
+                            detail=f"the capture was invalidated by {failed}" if failed else "")
+        if self._target is not None:
+            graph = self._target
+        elif self._live_graph is not None:
+            graph = self._live_graph
+            graph._handle = out[0]
+            graph._owned = True
+            graph._owner = None
+            import weakref
+
+            from .._handles import _destroy
+
+            graph._finalizer = weakref.finalize(graph, _destroy, b, "GraphDestroy", out[0], None)
+        else:
+            graph = Graph(_handle=out[0])
+        graph._keep.extend(payloads)
+        for p in payloads:  # host functions captured now report to the graph
+            p.sink = graph._sink
+        self.graph = graph
+        return graph
+
+    def abort(self) -> None:
+        """End the capture and discard what was captured."""
+        if self._state != "active":
+            return
+        self._state = "aborted"
+        s = self.stream
+        del s._capture_keep[self._keep_from:]
+        self._ensure_not_capturing()
+        if self._live_graph is not None:
+            self._live_graph._handle = None

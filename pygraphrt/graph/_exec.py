@@ -1,0 +1,159 @@
+"""Executable graphs: launch, upload, update, per-node parameters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
+from .._handles import HostPayload, Owned, trampoline
+from ..device import Stream, _count, _ptr
+from ..enums import InstantiateFlags, UpdateResult
+from ._node import HostNode, KernelNode, MemcpyNode, MemsetNode, Node, _apply_dims
+
+if TYPE_CHECKING:
+    from ._graph import Graph
+
+
+class GraphExec(Owned):
+    """An instantiated graph.  It keeps alive everything its nodes refer to."""
+
+    _destroy_api = "GraphExecDestroy"
+    _kind = "executable graph"
+
+    def __init__(self, graph: "Graph", handle: Any) -> None:
+        super().__init__(graph._backend, handle, True, keep=graph._keep)
+        self._graph = graph  # nodes of this graph address nodes of the exec
+        self._sink = graph._sink
+        self._launch_fn = graph._backend.ops.fn("GraphLaunch")
+        self._last_stream: Stream | None = None
+
+    @property
+    def graph(self) -> "Graph":
+        return self._graph
+
+    def launch(self, stream: Stream) -> None:
+        """Launch on ``stream`` (the hot path: one call, one check)."""
+        h = self._handle
+        if h is None or type(stream) is not Stream:
+            self._launch_slow(stream)
+            return
+        rc = self._launch_fn(h, stream._handle)
+        if rc:
+            raise self._backend.ops.error(rc, self._backend.ops.prefix + "GraphLaunch")
+        stream._sinks.add(self._sink)
+        self._last_stream = stream
+
+    def _launch_slow(self, stream: Any) -> None:
+        h = self.handle  # raises when closed
+        if not isinstance(stream, Stream):
+            raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
+        self._same_backend(stream, "GraphExec.launch")
+        self._backend.ops.call("GraphLaunch", h, stream.handle)
+        stream._sinks.add(self._sink)
+        self._last_stream = stream
+
+    def upload(self, stream: Stream) -> None:
+        """Upload the graph's work to the device ahead of the first launch."""
+        self._same_backend(stream, "GraphExec.upload")
+        self._backend.ops.call("GraphUpload", self.handle, stream.handle)
+
+    def synchronize(self) -> None:
+        """Wait for the last launch; raise what a host node raised."""
+        if self._last_stream is not None:
+            self._last_stream.synchronize()
+        self._sink.raise_pending("GraphExec.synchronize")
+
+    @property
+    def flags(self) -> InstantiateFlags:
+        ops = self._backend.ops
+        out = self._backend.ffi.new("unsigned long long *")
+        ops.call("GraphExecGetFlags", self.handle, out)
+        result = InstantiateFlags.NONE
+        for neutral, member in ops.instantiate_flags.items():
+            if hasattr(self._backend.lib, member) and out[0] & int(getattr(self._backend.lib, member)):
+                result |= neutral
+        return result
+
+    def update(self, graph: "Graph") -> UpdateResult:
+        """Update in place from ``graph`` (same topology).  Raises GraphExecUpdateError
+        carrying ``result`` (e.g. TOPOLOGY_CHANGED) and ``error_node`` when refused."""
+        self._same_backend(graph, "GraphExec.update")
+        ops = self._backend.ops
+        rc, result, node = ops.exec_update(self.handle, graph.handle)
+        if rc == 0 and result is UpdateResult.SUCCESS:
+            self._graph = graph
+            self._keep = graph._keep
+            self._sink = graph._sink
+            return result
+        err_node = None
+        if node is not None and node != self._backend.ffi.NULL:
+            try:
+                err_node = graph._wrap(node)
+            except errors.GraphRTError:
+                err_node = None
+        base = ops.error(rc, f"{ops.prefix}GraphExecUpdate") if rc else None
+        raise errors.GraphExecUpdateError(f"{ops.prefix}GraphExecUpdate", rc,
+                                          base.name if base else None, ops.name,
+                                          base.message if base else "", result, err_node)
+
+    # -- per-node changes ------------------------------------------------------
+    def _node(self, node: Node, cls: type[Node] | None = None) -> Any:
+        if not isinstance(node, Node) or node._graph is not self._graph:
+            raise errors.InvalidValue("GraphExec node", detail="the node must belong to the graph "
+                                                               "this executable was made from")
+        if cls is not None and not isinstance(node, cls):
+            raise errors.InvalidValue("GraphExec node", detail=f"expected a {cls.__name__}")
+        return node.handle
+
+    def set_enabled(self, node: Node, enabled: bool) -> None:
+        """Enable or disable a node for later launches (kernel, memcpy, memset nodes)."""
+        self._backend.ops.call("GraphNodeSetEnabled", self.handle, self._node(node), int(bool(enabled)))
+
+    def is_enabled(self, node: Node) -> bool:
+        out = self._backend.ffi.new("unsigned int *")
+        self._backend.ops.call("GraphNodeGetEnabled", self.handle, self._node(node), out)
+        return bool(out[0])
+
+    def set_memset(self, node: MemsetNode, *, dst: Any = None, value: int | None = None,
+                   count: int | None = None) -> None:
+        """Change a memset node's parameters in this executable graph only."""
+        h = self._node(node, MemsetNode)
+        b = self._backend
+        cur = node.params
+        p = b.ffi.new(f"{b.ops.memset_params_type} *")
+        p.dst = _ptr(b, cur["dst"] if dst is None else dst)
+        p.value = cur["value"] if value is None else value
+        if value is not None and not 0 <= value < 1 << (8 * cur["element_size"]):
+            raise errors.InvalidValue("set_memset", detail=f"value {value} does not fit")
+        p.elementSize = cur["element_size"]
+        p.width = cur["width"] if count is None else _count(count)
+        p.height = cur["height"]
+        p.pitch = cur["pitch"]
+        b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
+
+    def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
+        h = self._node(node, MemcpyNode)
+        b = self._backend
+        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        b.ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, h, _ptr(b, dst), _ptr(b, src),
+                   _count(count), kind)
+
+    def set_host(self, node: HostNode, fn: Any) -> None:
+        h = self._node(node, HostNode)
+        b = self._backend
+        payload = HostPayload(b, fn, self._sink)
+        p = b.ffi.new(f"{b.ops.host_params_type} *")
+        p.fn = trampoline(b)
+        p.userData = payload.c_handle
+        b.ops.call("GraphExecHostNodeSetParams", self.handle, h, p)
+        self._keep = [self._keep, payload]
+
+    def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
+                               shared_mem_bytes: int | None = None) -> None:
+        h = self._node(node, KernelNode)
+        p = node._get()
+        _apply_dims(p, grid, block, shared_mem_bytes)
+        self._backend.ops.call("GraphExecKernelNodeSetParams", self.handle, h, p)
+
+
+__all__ = ["GraphExec"]

@@ -1,0 +1,392 @@
+"""Explicit graph definition."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from .. import _runtime, errors
+from .._handles import ErrorSink, HostPayload, Owned, trampoline
+from ..device import DeviceBuffer, Event, Stream, _count, _ptr
+from ..enums import DEFAULT_EDGE, DebugDotFlags, EdgeData, InstantiateFlags, NodeType
+from ._node import NODE_CLASSES, MemAllocNode, Node, OtherNode
+
+if TYPE_CHECKING:
+    from ._exec import GraphExec
+
+
+def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
+    if edges is None:
+        return None
+    edges = list(edges)
+    if len(edges) != len(deps):
+        raise errors.InvalidValue("edges", detail=f"{len(edges)} edge data for {len(deps)} dependencies")
+    for e in edges:
+        if not isinstance(e, EdgeData):
+            raise errors.InvalidValue("edges", detail=f"{e!r} is not an EdgeData")
+    return edges
+
+
+class Graph(Owned):
+    """A CUDA/HIP graph built explicitly or by stream capture.
+
+    Operands the graph refers to (host callables, child graphs, buffers given
+    as objects) are retained for the graph's lifetime and by every executable
+    graph instantiated from it.
+    """
+
+    _destroy_api = "GraphDestroy"
+    _kind = "graph"
+
+    def __init__(self, *, _handle: Any = None, _owned: bool = True, _owner: Any = None) -> None:
+        backend = _runtime.active()
+        if _handle is None:
+            out = backend.ffi.new(f"{backend.ops.prefix}Graph_t *")
+            backend.ops.call("GraphCreate", out, 0)
+            _handle = out[0]
+        super().__init__(backend, _handle, _owned, keep=[])
+        self._nodes: dict[int, Node] = {}
+        self._sink = ErrorSink()
+        self._owner = _owner  # a borrowed graph keeps what owns it alive
+
+    @classmethod
+    def _borrow(cls, handle: Any, owner: Any) -> "Graph":
+        return cls(_handle=handle, _owned=False, _owner=owner)
+
+    def close(self) -> None:
+        """Destroy the graph now.  Executable graphs made from it stay usable."""
+        super().close()
+        self._nodes.clear()
+
+    # -- node table ---------------------------------------------------------
+    def _node_type(self, handle: Any) -> NodeType:
+        ops = self._backend.ops
+        out = self._backend.ffi.new(f"enum {ops.prefix}GraphNodeType *")
+        ops.call("GraphNodeGetType", handle, out)
+        t = ops.node_type_of.get(out[0])
+        if t is None:
+            raise errors.NotSupported(f"{ops.prefix}GraphNodeGetType",
+                                      detail=f"unknown node type value {out[0]}")
+        return t
+
+    def _wrap(self, handle: Any) -> Node:
+        key = int(self._backend.ffi.cast("uintptr_t", handle))
+        node = self._nodes.get(key)
+        if node is None:
+            cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)
+            node = cls(self, handle)
+            self._nodes[key] = node
+        return node
+
+    def _forget(self, handle: Any) -> None:
+        self._nodes.pop(int(self._backend.ffi.cast("uintptr_t", handle)), None)
+
+    def _own(self, node: Node) -> Node:
+        if not isinstance(node, Node):
+            raise errors.InvalidValue("dependency", detail=f"{node!r} is not a Node")
+        if node._graph is not self:
+            raise errors.InvalidValue("dependency", detail=f"{node!r} belongs to another graph")
+        return node
+
+    # -- adding nodes --------------------------------------------------------
+    def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
+             *args: Any) -> Node:
+        ops, ffi = self._backend.ops, self._backend.ffi
+        deps = [self._own(d) for d in (dependencies or ())]
+        edges = _check_edges(deps, edges)
+        with_data = edges is not None and any(not e.is_default for e in edges)
+        if with_data and not ops.has_edge_data:
+            ops.require_default_edges(edges, f"{ops.prefix}{api}")
+        out = ffi.new(f"{ops.prefix}GraphNode_t *")
+        first = [] if with_data else deps
+        arr = ffi.new(f"{ops.prefix}GraphNode_t[]", [d.handle for d in first]) if first else ffi.NULL
+        ops.call(api, out, self.handle, arr, len(first), *args)
+        node = self._wrap(out[0])
+        if with_data:
+            try:
+                self.add_dependencies(deps, [node] * len(deps), edges)
+            except BaseException:
+                ops.call("GraphDestroyNode", out[0])
+                self._forget(out[0])
+                raise
+        return node
+
+    def add_empty(self, *, dependencies: Iterable[Node] | None = None,
+                  edges: Sequence[EdgeData] | None = None) -> Node:
+        """An empty node: a join point with no work."""
+        return self._add("GraphAddEmptyNode", dependencies, edges)
+
+    def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
+                   height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
+                   edges: Sequence[EdgeData] | None = None) -> Node:
+        """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch)."""
+        b = self._backend
+        if element_size not in (1, 2, 4):
+            raise errors.InvalidValue("add_memset", detail="element_size must be 1, 2 or 4")
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << (8 * element_size):
+            raise errors.InvalidValue("add_memset", detail=f"value {value!r} does not fit {element_size} byte(s)")
+        p = b.ffi.new(f"{b.ops.memset_params_type} *")
+        p.dst = _ptr(b, dst)
+        p.value = value
+        p.elementSize = element_size
+        p.width = _count(count)
+        p.height = _count(height)
+        p.pitch = _count(pitch)
+        self._keep_operand(dst)
+        return self._add("GraphAddMemsetNode", dependencies, edges, p)
+
+    def add_memcpy(self, dst: Any, src: Any, count: int, *,
+                   dependencies: Iterable[Node] | None = None,
+                   edges: Sequence[EdgeData] | None = None) -> Node:
+        """Copy ``count`` bytes; host or device memory on either side (unified addressing)."""
+        b = self._backend
+        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        self._keep_operand(dst), self._keep_operand(src)
+        return self._add("GraphAddMemcpyNode1D", dependencies, edges, _ptr(b, dst), _ptr(b, src),
+                         _count(count), kind)
+
+    def add_memcpy_2d(self, dst: Any, dst_pitch: int, src: Any, src_pitch: int, width: int,
+                      height: int, depth: int = 1, *, dependencies: Iterable[Node] | None = None,
+                      edges: Sequence[EdgeData] | None = None) -> Node:
+        """A pitched 2D (or 3D with ``depth``) copy of ``width`` bytes x ``height`` rows x ``depth``."""
+        b = self._backend
+        ffi = b.ffi
+        p = ffi.new(f"{b.ops.memcpy3d_params_type} *")
+        p.srcPtr.ptr = _ptr(b, src)
+        p.srcPtr.pitch = _count(src_pitch)
+        p.srcPtr.xsize = width
+        p.srcPtr.ysize = height
+        p.dstPtr.ptr = _ptr(b, dst)
+        p.dstPtr.pitch = _count(dst_pitch)
+        p.dstPtr.xsize = width
+        p.dstPtr.ysize = height
+        p.extent.width = _count(width)
+        p.extent.height = _count(height)
+        p.extent.depth = _count(depth)
+        p.kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        self._keep_operand(dst), self._keep_operand(src)
+        return self._add("GraphAddMemcpyNode", dependencies, edges, p)
+
+    def add_host(self, fn: Callable[[], Any], *, dependencies: Iterable[Node] | None = None,
+                 edges: Sequence[EdgeData] | None = None) -> Node:
+        """A node that runs the Python callable ``fn()`` on a runtime thread.
+
+        An exception it raises is kept and raised by the next
+        ``synchronize()`` of the stream or executable graph that ran it.
+        """
+        b = self._backend
+        payload = HostPayload(b, fn, self._sink)
+        p = b.ffi.new(f"{b.ops.host_params_type} *")
+        p.fn = trampoline(b)
+        p.userData = payload.c_handle
+        self._keep.append(payload)
+        return self._add("GraphAddHostNode", dependencies, edges, p)
+
+    def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
+                        edges: Sequence[EdgeData] | None = None) -> Node:
+        """Embed a copy of ``child`` (its operands are retained here too)."""
+        if not isinstance(child, Graph):
+            raise errors.InvalidValue("add_child_graph", detail=f"{child!r} is not a Graph")
+        self._same_backend(child, "add_child_graph")
+        if child is self:
+            raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
+        self._keep.append(child._keep)
+        return self._add("GraphAddChildGraphNode", dependencies, edges, child.handle)
+
+    def add_event_record(self, event: Event, *, dependencies: Iterable[Node] | None = None,
+                         edges: Sequence[EdgeData] | None = None) -> Node:
+        self._check_event(event)
+        return self._add("GraphAddEventRecordNode", dependencies, edges, event.handle)
+
+    def add_event_wait(self, event: Event, *, dependencies: Iterable[Node] | None = None,
+                       edges: Sequence[EdgeData] | None = None) -> Node:
+        self._check_event(event)
+        return self._add("GraphAddEventWaitNode", dependencies, edges, event.handle)
+
+    def _check_event(self, event: Any) -> None:
+        if not isinstance(event, Event):
+            raise errors.InvalidValue("event node", detail=f"{event!r} is not an Event")
+        self._same_backend(event, "event node")
+        self._keep.append(event)
+
+    def add_mem_alloc(self, size: int, *, device: int | None = None,
+                      dependencies: Iterable[Node] | None = None,
+                      edges: Sequence[EdgeData] | None = None) -> MemAllocNode:
+        """Allocate ``size`` bytes of graph memory on ``device``; the node's ``dptr`` is the address."""
+        b = self._backend
+        ops, ffi, lib = b.ops, b.ffi, b.lib
+        if device is None:
+            cur = ffi.new("int *")
+            ops.call("GetDevice", cur)
+            device = cur[0]
+        p = ffi.new(f"{ops.mem_alloc_params_type} *")
+        p.poolProps.allocType = int(getattr(lib, f"{ops.prefix}MemAllocationTypePinned"))
+        p.poolProps.location.type = int(getattr(lib, f"{ops.prefix}MemLocationTypeDevice"))
+        p.poolProps.location.id = device
+        p.bytesize = _count(size)
+        node = self._add("GraphAddMemAllocNode", dependencies, edges, p)
+        assert isinstance(node, MemAllocNode)
+        return node
+
+    def add_mem_free(self, dptr: Any, *, dependencies: Iterable[Node] | None = None,
+                     edges: Sequence[EdgeData] | None = None) -> Node:
+        """Free graph memory (``dptr``: an address or the MemAllocNode that made it)."""
+        if isinstance(dptr, MemAllocNode):
+            dptr = dptr.dptr
+        return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr))
+
+    def add_kernel(self, *args: Any, **kw: Any) -> Node:
+        """Kernel nodes from source are not available yet."""
+        raise errors.NotSupported("Graph.add_kernel", detail="creating kernel nodes from source "
+                                  "comes in a later issue; capture kernels launched by PyTorch/CuPy "
+                                  "on a wrapped stream instead")
+
+    def add_conditional(self, *args: Any, **kw: Any) -> Node:
+        raise errors.NotSupported("Graph.add_conditional",
+                                  detail="conditional nodes come in a later issue")
+
+    def add_external_semaphore_signal(self, *args: Any, **kw: Any) -> Node:
+        raise errors.NotSupported("Graph.add_external_semaphore_signal",
+                                  detail="external-semaphore nodes come in a later issue")
+
+    add_external_semaphore_wait = add_external_semaphore_signal
+
+    def _keep_operand(self, obj: Any) -> None:
+        if isinstance(obj, DeviceBuffer):
+            self._same_backend(obj, "graph operand")
+        if not isinstance(obj, int):
+            self._keep.append(obj)  # buffers given as objects live as long as the graph
+
+    # -- edges ---------------------------------------------------------------
+    def add_dependencies(self, froms: Sequence[Node], tos: Sequence[Node],
+                         edges: Sequence[EdgeData] | None = None) -> None:
+        """Add edges froms[i] -> tos[i] (with ``edges[i]`` data where supported)."""
+        self._edges_op(froms, tos, edges, remove=False)
+
+    def remove_dependencies(self, froms: Sequence[Node], tos: Sequence[Node],
+                            edges: Sequence[EdgeData] | None = None) -> None:
+        self._edges_op(froms, tos, edges, remove=True)
+
+    def _edges_op(self, froms: Sequence[Node], tos: Sequence[Node],
+                  edges: Sequence[EdgeData] | None, remove: bool) -> None:
+        froms, tos = [self._own(n) for n in froms], [self._own(n) for n in tos]
+        if len(froms) != len(tos):
+            raise errors.InvalidValue("dependencies", detail="froms and tos differ in length")
+        edges = _check_edges(froms, edges)
+        if not froms:
+            return
+        self._backend.ops.add_dependencies(self.handle, [n.handle for n in froms],
+                                           [n.handle for n in tos], edges, remove=remove)
+
+    def edges(self) -> list[tuple[Node, Node, EdgeData]]:
+        """Every edge with its edge data (asked for wherever the runtime has it)."""
+        return [(self._wrap(a), self._wrap(b), e)
+                for a, b, e in self._backend.ops.get_edges(self.handle)]
+
+    # -- introspection -------------------------------------------------------
+    def _list(self, api: str) -> list[Node]:
+        ops, ffi = self._backend.ops, self._backend.ffi
+        n = ffi.new("size_t *")
+        ops.call(api, self.handle, ffi.NULL, n)
+        if n[0] == 0:
+            return []
+        arr = ffi.new(f"{ops.prefix}GraphNode_t[]", n[0])
+        ops.call(api, self.handle, arr, n)
+        return [self._wrap(arr[i]) for i in range(n[0])]
+
+    def nodes(self) -> list[Node]:
+        return self._list("GraphGetNodes")
+
+    def root_nodes(self) -> list[Node]:
+        return self._list("GraphGetRootNodes")
+
+    def leaf_nodes(self) -> list[Node]:
+        return [n for n in self.nodes() if not n.dependents]
+
+    def __len__(self) -> int:
+        ffi = self._backend.ffi
+        n = ffi.new("size_t *")
+        self._backend.ops.call("GraphGetNodes", self.handle, ffi.NULL, n)
+        return int(n[0])
+
+    def clone(self) -> "Graph":
+        """A copy; ``find_clone`` maps nodes of this graph to the copy's."""
+        out = self._backend.ffi.new(f"{self._backend.ops.prefix}Graph_t *")
+        self._backend.ops.call("GraphClone", out, self.handle)
+        g = Graph(_handle=out[0])
+        g._keep.append(self._keep)
+        return g
+
+    def find_clone(self, node: Node, clone: "Graph") -> Node:
+        """The node of ``clone`` that was copied from ``node`` of this graph."""
+        self._own(node)
+        out = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t *")
+        self._backend.ops.call("GraphNodeFindInClone", out, node.handle, clone.handle)
+        return clone._wrap(out[0])
+
+    def debug_dot(self, path: str | None = None, flags: DebugDotFlags = DebugDotFlags.VERBOSE) -> str:
+        """The runtime's DOT description; written to ``path`` if given, and returned."""
+        import os
+        import tempfile
+
+        ops = self._backend.ops
+        vendor_flags = 0
+        for f in DebugDotFlags:
+            if f and f in flags:
+                vendor_flags |= ops.value(ops.debug_dot_flags, f, f"{ops.prefix}GraphDebugDotPrint")
+        target = path
+        tmp = None
+        if target is None:
+            fd, tmp = tempfile.mkstemp(suffix=".dot")
+            os.close(fd)
+            target = tmp
+        try:
+            ops.call("GraphDebugDotPrint", self.handle, os.fsencode(target), vendor_flags)
+            with open(target, encoding="utf-8", errors="replace") as f:
+                return f.read()
+        finally:
+            if tmp is not None:
+                os.unlink(tmp)
+
+    # -- export / comparison (see _export) ---------------------------------
+    def to_networkx(self) -> Any:
+        from ._export import to_networkx
+
+        return to_networkx(self)
+
+    def to_json(self) -> str:
+        from ._export import to_json
+
+        return to_json(self)
+
+    def same_structure(self, other: "Graph") -> bool:
+        """Same shape, node types and edge data (node identities aside)."""
+        from ._export import same_structure
+
+        return same_structure(self, other)
+
+    # -- instantiate ---------------------------------------------------------
+    def instantiate(self, flags: InstantiateFlags = InstantiateFlags.NONE, *,
+                    upload_stream: Stream | None = None, auto_free_on_launch: bool = False,
+                    use_node_priority: bool = False, device_launch: bool = False) -> "GraphExec":
+        """Make an executable graph.  ``upload_stream`` uploads it right away."""
+        from ._exec import GraphExec
+
+        f = InstantiateFlags(flags)
+        if auto_free_on_launch:
+            f |= InstantiateFlags.AUTO_FREE_ON_LAUNCH
+        if use_node_priority:
+            f |= InstantiateFlags.USE_NODE_PRIORITY
+        if device_launch:
+            f |= InstantiateFlags.DEVICE_LAUNCH
+        ops = self._backend.ops
+        vendor_flags = 0
+        for bit in InstantiateFlags:
+            if bit and bit in f and bit is not InstantiateFlags.UPLOAD:
+                vendor_flags |= ops.value(ops.instantiate_flags, bit, f"{ops.prefix}GraphInstantiate")
+        handle = ops.instantiate(self.handle, vendor_flags)
+        exec_ = GraphExec(self, handle)
+        if upload_stream is not None or InstantiateFlags.UPLOAD in f:
+            if upload_stream is None:
+                raise errors.InvalidValue("Graph.instantiate", detail="UPLOAD needs upload_stream")
+            exec_.upload(upload_stream)
+        return exec_

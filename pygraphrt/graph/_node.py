@@ -1,0 +1,297 @@
+"""Graph nodes: a base with builder methods, and one subclass per node type.
+
+A node keeps its graph alive.  The same runtime handle always gives the same
+Python object while the graph lives (the graph's node table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import errors
+from ..enums import DEFAULT_EDGE, EdgeData, NodeType
+
+if TYPE_CHECKING:
+    from ._graph import Graph
+
+
+@dataclass(frozen=True)
+class Dim3:
+    x: int = 1
+    y: int = 1
+    z: int = 1
+
+
+def _as_dim3(v: Any) -> Dim3:
+    if isinstance(v, Dim3):
+        return v
+    if isinstance(v, int) and not isinstance(v, bool):
+        return Dim3(v)
+    t = tuple(v)
+    if not 1 <= len(t) <= 3 or not all(isinstance(i, int) and i > 0 for i in t):
+        raise errors.InvalidValue("launch dimensions", detail=f"expected 1-3 positive ints, got {v!r}")
+    return Dim3(*t)
+
+
+def _builder(add: str) -> Callable[..., "Node"]:
+    def method(self: "Node", *args: Any, edge: EdgeData | None = None, **kw: Any) -> "Node":
+        return getattr(self.graph, add)(*args, dependencies=[self],
+                                        edges=None if edge is None else [edge], **kw)
+
+    method.__name__ = add.removeprefix("add_")
+    method.__doc__ = (f"Add a node depending on this one (``edge``: its edge data); "
+                      f"same arguments as :meth:`Graph.{add}`.  Returns the new node.")
+    return method
+
+
+class Node:
+    """A node of a :class:`~pygraphrt.graph.Graph`."""
+
+    node_type: NodeType | None = None
+
+    def __init__(self, graph: "Graph", handle: Any) -> None:
+        self._graph = graph
+        self._handle = handle
+
+    # builder methods: ``a.memset(...)`` returns a node that depends on ``a``
+    empty = _builder("add_empty")
+    memset = _builder("add_memset")
+    memcpy = _builder("add_memcpy")
+    memcpy_2d = _builder("add_memcpy_2d")
+    host = _builder("add_host")
+    child_graph = _builder("add_child_graph")
+    event_record = _builder("add_event_record")
+    event_wait = _builder("add_event_wait")
+    mem_alloc = _builder("add_mem_alloc")
+    mem_free = _builder("add_mem_free")
+    kernel = _builder("add_kernel")
+
+    @property
+    def graph(self) -> "Graph":
+        return self._graph
+
+    @property
+    def handle(self) -> Any:
+        if self._handle is None or not self._graph.is_valid:
+            raise errors.InvalidResourceHandle(f"{type(self).__name__}.handle",
+                                               detail="the node or its graph was destroyed")
+        return self._handle
+
+    @property
+    def is_valid(self) -> bool:
+        return self._handle is not None and self._graph.is_valid
+
+    def __int__(self) -> int:
+        return int(self._graph._backend.ffi.cast("uintptr_t", self.handle))
+
+    def __repr__(self) -> str:
+        t = self.type.value if self.is_valid else "destroyed"
+        return f"<{type(self).__name__} {t} {hex(int(self)) if self.is_valid else ''}>"
+
+    @property
+    def type(self) -> NodeType:
+        return self._graph._node_type(self.handle)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The node's parameters as the runtime reports them."""
+        return {}
+
+    @property
+    def dependencies(self) -> list[tuple["Node", EdgeData]]:
+        """Nodes this one depends on, each with its edge's data."""
+        ops = self._graph._backend.ops
+        return [(self._graph._wrap(h), e) for h, e in ops.node_dependencies(self.handle)]
+
+    @property
+    def dependents(self) -> list[tuple["Node", EdgeData]]:
+        ops = self._graph._backend.ops
+        return [(self._graph._wrap(h), e) for h, e in ops.node_dependents(self.handle)]
+
+    def add_dependent(self, node: "Node", edge: EdgeData = DEFAULT_EDGE) -> None:
+        """Add the edge self -> node (with edge data where the runtime has it)."""
+        self._graph.add_dependencies([self], [node], [edge])
+
+    def remove_dependent(self, node: "Node", edge: EdgeData = DEFAULT_EDGE) -> None:
+        self._graph.remove_dependencies([self], [node], [edge])
+
+    def destroy(self) -> None:
+        """Remove this node (and its edges) from the graph."""
+        h = self.handle
+        self._graph._backend.ops.call("GraphDestroyNode", h)
+        self._graph._forget(h)
+        self._handle = None
+
+
+class EmptyNode(Node):
+    node_type = NodeType.EMPTY
+
+
+class MemsetNode(Node):
+    node_type = NodeType.MEMSET
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        p = g._backend.ffi.new(f"{g._backend.ops.memset_params_type} *")
+        g._backend.ops.call("GraphMemsetNodeGetParams", self.handle, p)
+        return {"dst": int(g._backend.ffi.cast("uintptr_t", p.dst)), "value": p.value,
+                "element_size": p.elementSize, "width": p.width, "height": p.height,
+                "pitch": p.pitch}
+
+
+class MemcpyNode(Node):
+    node_type = NodeType.MEMCPY
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        ffi = g._backend.ffi
+        p = ffi.new(f"{g._backend.ops.memcpy3d_params_type} *")
+        g._backend.ops.call("GraphMemcpyNodeGetParams", self.handle, p)
+        return {"dst": int(ffi.cast("uintptr_t", p.dstPtr.ptr)),
+                "src": int(ffi.cast("uintptr_t", p.srcPtr.ptr)),
+                "dst_pitch": p.dstPtr.pitch, "src_pitch": p.srcPtr.pitch,
+                "width": p.extent.width, "height": p.extent.height, "depth": p.extent.depth,
+                "kind": int(p.kind)}
+
+
+class HostNode(Node):
+    node_type = NodeType.HOST
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        ffi = g._backend.ffi
+        p = ffi.new(f"{g._backend.ops.host_params_type} *")
+        g._backend.ops.call("GraphHostNodeGetParams", self.handle, p)
+        fn = None
+        if p.userData != ffi.NULL:
+            try:
+                fn = ffi.from_handle(p.userData).fn
+            except Exception:  # a host node made by other code: not our payload
+                fn = None
+        return {"fn": fn}
+
+
+class ChildGraphNode(Node):
+    node_type = NodeType.GRAPH
+
+    @property
+    def child(self) -> "Graph":
+        """The node's own copy of the child graph (owned by the node)."""
+        from ._graph import Graph
+
+        g = self._graph
+        out = g._backend.ffi.new(f"{g._backend.ops.prefix}Graph_t *")
+        g._backend.ops.call("GraphChildGraphNodeGetGraph", self.handle, out)
+        return Graph._borrow(out[0], owner=self)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"nodes": len(self.child.nodes())}
+
+
+class _EventNode(Node):
+    _get_api = ""
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        ffi = g._backend.ffi
+        out = ffi.new(f"{g._backend.ops.prefix}Event_t *")
+        g._backend.ops.call(self._get_api, self.handle, out)
+        return {"event": int(ffi.cast("uintptr_t", out[0]))}
+
+
+class EventRecordNode(_EventNode):
+    node_type = NodeType.EVENT_RECORD
+    _get_api = "GraphEventRecordNodeGetEvent"
+
+
+class EventWaitNode(_EventNode):
+    node_type = NodeType.WAIT_EVENT
+    _get_api = "GraphEventWaitNodeGetEvent"
+
+
+class MemAllocNode(Node):
+    node_type = NodeType.MEM_ALLOC
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        ffi = g._backend.ffi
+        p = ffi.new(f"{g._backend.ops.mem_alloc_params_type} *")
+        g._backend.ops.call("GraphMemAllocNodeGetParams", self.handle, p)
+        return {"dptr": int(ffi.cast("uintptr_t", p.dptr)), "bytesize": p.bytesize,
+                "device": p.poolProps.location.id}
+
+    @property
+    def dptr(self) -> int:
+        """The device address this node's allocation will have."""
+        return self.params["dptr"]
+
+
+class MemFreeNode(Node):
+    node_type = NodeType.MEM_FREE
+
+    @property
+    def params(self) -> dict[str, Any]:
+        g = self._graph
+        ffi = g._backend.ffi
+        out = ffi.new("void **")
+        g._backend.ops.call("GraphMemFreeNodeGetParams", self.handle, out)
+        return {"dptr": int(ffi.cast("uintptr_t", out[0]))}
+
+
+class KernelNode(Node):
+    """Kernel nodes come from capture here; they are readable and their launch dims updatable."""
+
+    node_type = NodeType.KERNEL
+
+    def _get(self) -> Any:
+        g = self._graph
+        p = g._backend.ffi.new(f"{g._backend.ops.kernel_params_type} *")
+        g._backend.ops.call("GraphKernelNodeGetParams", self.handle, p)
+        return p
+
+    @property
+    def params(self) -> dict[str, Any]:
+        p = self._get()
+        ffi = self._graph._backend.ffi
+        return {"func": int(ffi.cast("uintptr_t", p.func)),
+                "grid": Dim3(p.gridDim.x, p.gridDim.y, p.gridDim.z),
+                "block": Dim3(p.blockDim.x, p.blockDim.y, p.blockDim.z),
+                "shared_mem_bytes": p.sharedMemBytes}
+
+    def set_launch_dims(self, grid: Any = None, block: Any = None,
+                        shared_mem_bytes: int | None = None) -> None:
+        """Change grid / block / dynamic shared memory of this node in its graph."""
+        p = self._get()
+        _apply_dims(p, grid, block, shared_mem_bytes)
+        self._graph._backend.ops.call("GraphKernelNodeSetParams", self.handle, p)
+
+
+def _apply_dims(p: Any, grid: Any, block: Any, shared: int | None) -> None:
+    if grid is not None:
+        d = _as_dim3(grid)
+        p.gridDim.x, p.gridDim.y, p.gridDim.z = d.x, d.y, d.z
+    if block is not None:
+        d = _as_dim3(block)
+        p.blockDim.x, p.blockDim.y, p.blockDim.z = d.x, d.y, d.z
+    if shared is not None:
+        if not isinstance(shared, int) or shared < 0:
+            raise errors.InvalidValue("shared_mem_bytes", detail=f"{shared!r}")
+        p.sharedMemBytes = shared
+
+
+class OtherNode(Node):
+    """A node type pygraphrt does not model yet (conditional, external semaphores, ...)."""
+
+
+NODE_CLASSES: dict[NodeType, type[Node]] = {
+    cls.node_type: cls for cls in (EmptyNode, MemsetNode, MemcpyNode, HostNode, ChildGraphNode,
+                                   EventRecordNode, EventWaitNode, MemAllocNode, MemFreeNode,
+                                   KernelNode)
+}
