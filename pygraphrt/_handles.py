@@ -29,6 +29,7 @@ class Owned:
 
     _destroy_api: str = ""
     _kind: str = "handle"
+    _handle: Any = None  # also what a half-constructed object reports
 
     def __init__(self, backend: _runtime.Backend, handle: Any, owned: bool, keep: Any = None) -> None:
         self._backend = backend

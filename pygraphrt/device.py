@@ -120,7 +120,7 @@ class Stream(Owned):
         if _handle is None:
             ops = backend.ops
             out = backend.ffi.new(f"{ops.prefix}Stream_t *")
-            flags = int(getattr(backend.lib, f"{ops.prefix}StreamNonBlocking")) if non_blocking else 0
+            flags = ops.const("StreamNonBlocking") if non_blocking else 0
             ops.call("StreamCreateWithPriority", out, flags, priority)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
@@ -157,7 +157,7 @@ class Stream(Owned):
     def memcpy(self, dst: Any, src: Any, count: int) -> None:
         """Copy ``count`` bytes (host or device pointers, unified addressing)."""
         b = self._backend
-        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        kind = b.ops.const("MemcpyDefault")
         self._work("MemcpyAsync", _ptr(b, dst), _ptr(b, src), _count(count), kind, self.handle)
 
     def record(self, event: "Event") -> None:
@@ -259,7 +259,7 @@ class Event(Owned):
         if _handle is None:
             ops = backend.ops
             out = backend.ffi.new(f"{ops.prefix}Event_t *")
-            flags = 0 if timing else int(getattr(backend.lib, f"{ops.prefix}EventDisableTiming"))
+            flags = 0 if timing else ops.const("EventDisableTiming")
             ops.call("EventCreateWithFlags", out, flags)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
@@ -308,7 +308,7 @@ class DeviceBuffer(Owned):
 
     def _copy(self, dst: Any, src: Any, n: int, stream: Stream | None) -> None:
         b = self._backend
-        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        kind = b.ops.const("MemcpyDefault")
         if stream is None:
             b.ops.call("Memcpy", dst, src, n, kind)
         else:

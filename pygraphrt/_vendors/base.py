@@ -84,6 +84,19 @@ class Vendor:
                                                    f"in binding {self.binding}")
         return int(getattr(self.lib, member))
 
+    def const(self, name: str) -> int:
+        """A vendor constant by prefix-less name: an enum member or a macro constant."""
+        full = self.prefix + name
+        try:
+            return int(getattr(self.lib, full))
+        except AttributeError:
+            pass
+        try:
+            return int(self.enums.CONSTANTS[full])
+        except KeyError:
+            raise errors.NotSupported(full, vendor=self.name,
+                                      detail=f"no constant {full} in binding {self.binding}") from None
+
     def has(self, symbol: str) -> bool:
         """Whether the loaded library exports ``symbol``."""
         try:

@@ -169,8 +169,7 @@ class CudaVendor(Vendor):
 
     def update_capture_dependencies(self, stream: Any, deps: list[Any],
                                     edges: list[EdgeData] | None, set_: bool) -> None:
-        flag = int(self.lib.cudaStreamSetCaptureDependencies if set_
-                   else self.lib.cudaStreamAddCaptureDependencies)
+        flag = self.const("StreamSetCaptureDependencies" if set_ else "StreamAddCaptureDependencies")
         arr = self.ffi.new("cudaGraphNode_t[]", deps) if deps else self.ffi.NULL
         sym = self.edge_forms.get("update_capture")
         if sym is not None:

@@ -86,8 +86,7 @@ class HipVendor(Vendor):
     def update_capture_dependencies(self, stream: Any, deps: list[Any],
                                     edges: list[EdgeData] | None, set_: bool) -> None:
         self.require_default_edges(edges, "hipStreamUpdateCaptureDependencies")
-        flag = int(self.lib.hipStreamSetCaptureDependencies if set_
-                   else self.lib.hipStreamAddCaptureDependencies)
+        flag = self.const("StreamSetCaptureDependencies" if set_ else "StreamAddCaptureDependencies")
         arr = self.ffi.new("hipGraphNode_t[]", deps) if deps else self.ffi.NULL
         self.call("StreamUpdateCaptureDependencies", stream, arr, len(deps), flag)
 

@@ -134,7 +134,7 @@ class GraphExec(Owned):
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
         h = self._node(node, MemcpyNode)
         b = self._backend
-        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        kind = b.ops.const("MemcpyDefault")
         b.ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, h, _ptr(b, dst), _ptr(b, src),
                    _count(count), kind)
 

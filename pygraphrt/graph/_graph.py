@@ -139,7 +139,7 @@ class Graph(Owned):
                    edges: Sequence[EdgeData] | None = None) -> Node:
         """Copy ``count`` bytes; host or device memory on either side (unified addressing)."""
         b = self._backend
-        kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst), self._keep_operand(src)
         return self._add("GraphAddMemcpyNode1D", dependencies, edges, _ptr(b, dst), _ptr(b, src),
                          _count(count), kind)
@@ -162,7 +162,7 @@ class Graph(Owned):
         p.extent.width = _count(width)
         p.extent.height = _count(height)
         p.extent.depth = _count(depth)
-        p.kind = int(getattr(b.lib, f"{b.ops.prefix}MemcpyDefault"))
+        p.kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst), self._keep_operand(src)
         return self._add("GraphAddMemcpyNode", dependencies, edges, p)
 
@@ -219,8 +219,8 @@ class Graph(Owned):
             ops.call("GetDevice", cur)
             device = cur[0]
         p = ffi.new(f"{ops.mem_alloc_params_type} *")
-        p.poolProps.allocType = int(getattr(lib, f"{ops.prefix}MemAllocationTypePinned"))
-        p.poolProps.location.type = int(getattr(lib, f"{ops.prefix}MemLocationTypeDevice"))
+        p.poolProps.allocType = ops.const("MemAllocationTypePinned")
+        p.poolProps.location.type = ops.const("MemLocationTypeDevice")
         p.poolProps.location.id = device
         p.bytesize = _count(size)
         node = self._add("GraphAddMemAllocNode", dependencies, edges, p)
