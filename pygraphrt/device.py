@@ -199,7 +199,7 @@ class Stream(Owned):
 
     def synchronize(self) -> None:
         """Wait for all work; then raise any exception a host callable raised."""
-        self._backend.ops.call("StreamSynchronize", self.handle)
+        self._work("StreamSynchronize", self.handle)
         self._own_sink.raise_pending("Stream.synchronize")
         sinks, self._sinks = self._sinks, set()
         for sink in sinks:

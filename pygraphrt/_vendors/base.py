@@ -120,7 +120,18 @@ class Vendor:
 
     # ------------------------------------------------------------------ errors
     def error(self, code: int, api: str, detail: str = "") -> errors.GraphRTError:
+        """The exception for ``code``; also clears the runtime's last-error slot.
+
+        The runtime remembers the last (non-sticky) error until someone calls
+        ``GetLastError``; other libraries in the process (PyTorch checks it
+        after each launch) would otherwise see our already-reported failure.
+        """
         cls = self._error_class.get(code, errors.GraphRTError)
+        if code not in self._sticky_codes:
+            try:
+                self.fn("GetLastError")()
+            except errors.GraphRTError:
+                pass
         name = self._error_names.get(code)
         if name is None:
             raw = self._call_str("GetErrorName", code)

@@ -72,6 +72,11 @@ class Capture:
                 f"{ops.prefix}StreamBeginCapture",
                 detail="the legacy default stream cannot be captured; use a created stream")
         mode = ops.value(ops.capture_modes, self.mode, f"{ops.prefix}StreamBeginCapture")
+        if s.capture_status() is not CaptureStatus.NONE:
+            # Refuse before touching the runtime: a failed begin must not end
+            # (or invalidate) the capture that is already running there.
+            raise errors.IllegalState(f"{ops.prefix}StreamBeginCapture",
+                                      detail="the stream is already capturing")
         s._capture_failure = None
         keep_before = len(s._capture_keep)
         try:
