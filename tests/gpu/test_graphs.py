@@ -175,19 +175,19 @@ def _floats(buf, n):
 
 
 def _two_kernels():
-    """A graph with two independent kernel nodes: x += 1 and y += 2 (256 floats each)."""
+    """Two independent kernel nodes: x += 1 (256 floats, grid 2), y += 2 (384 floats, grid 3)."""
     from .kernels import add_kernel
 
     k = add_kernel()
-    x, y = rt.malloc(1024), rt.malloc(1024)
-    x.copy_from(bytes(1024)), y.copy_from(bytes(1024))
+    x, y = rt.malloc(1024), rt.malloc(1536)
+    x.copy_from(bytes(1024)), y.copy_from(bytes(1536))
     a, b = rt.Stream(), rt.Stream()
     fork, join = rt.Event(), rt.Event()
     with a.capture() as cap:
         a.record(fork)
         b.wait(fork)
         k.launch(a, x.ptr, 1.0, 256)
-        k.launch(b, y.ptr, 2.0, 256)
+        k.launch(b, y.ptr, 2.0, 384)
         b.record(join)
         a.wait(join)
     kernels = [n for n in cap.graph.nodes() if n.type is NodeType.KERNEL]
@@ -209,7 +209,7 @@ def test_programmatic_edge_data_between_kernel_nodes():
     exe = g.instantiate()
     exe.launch(s)
     s.synchronize()
-    assert sum(_floats(x, 256)) == 256.0 and sum(_floats(y, 256)) == 512.0
+    assert sum(_floats(x, 256)) == 256.0 and sum(_floats(y, 384)) == 768.0
     # The raw query without room for edge data is lossy on such a graph.
     from pygraphrt import lowlevel
 
