@@ -252,8 +252,21 @@ class KernelNode(Node):
 
     def _get(self) -> Any:
         g = self._graph
-        p = g._backend.ffi.new(f"{g._backend.ops.kernel_params_type} *")
-        g._backend.ops.call("GraphKernelNodeGetParams", self.handle, p)
+        ops = g._backend.ops
+        p = g._backend.ffi.new(f"{ops.kernel_params_type} *")
+        rc = ops.fn("GraphKernelNodeGetParams")(self.handle, p)
+        if rc:
+            err = ops.error(rc, f"{ops.prefix}GraphKernelNodeGetParams")
+            if err.name and err.name.endswith("InvalidDeviceFunction"):
+                # The runtime API describes only kernels launched through its own
+                # host stubs; library/NVRTC kernels and kernels of another runtime
+                # need the driver API (cuGraphKernelNodeGetParams).
+                raise errors.NotSupported(
+                    f"{ops.prefix}GraphKernelNodeGetParams", rc, err.name, ops.name, err.message,
+                    detail="this kernel was not launched through this runtime's host stubs "
+                           "(a library/NVRTC kernel or one of another runtime); reading it "
+                           "needs the driver API, not bound yet") from err
+            raise err
         return p
 
     @property
