@@ -72,14 +72,14 @@ class Vendor:
     def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:
         out = {}
         for neutral, member in table.items():
-            if hasattr(self.lib, member):
+            if self.has(member):
                 out[int(getattr(self.lib, member))] = neutral
         return out
 
     def value(self, table: dict[Any, str], neutral: Any, what: str) -> int:
         """The vendor's integer for a neutral enum member, or NotSupported."""
         member = table.get(neutral)
-        if member is None or not hasattr(self.lib, member):
+        if member is None or not self.has(member):
             raise errors.NotSupported(what, detail=f"{neutral} has no {self.name} equivalent "
                                                    f"in binding {self.binding}")
         return int(getattr(self.lib, member))
@@ -89,7 +89,7 @@ class Vendor:
         full = self.prefix + name
         try:
             return int(getattr(self.lib, full))
-        except AttributeError:
+        except (AttributeError, self.ffi.error):
             pass
         try:
             return int(self.enums.CONSTANTS[full])
@@ -102,7 +102,7 @@ class Vendor:
         try:
             getattr(self.lib, symbol)
             return True
-        except (AttributeError, NotImplementedError):
+        except (AttributeError, NotImplementedError, self.ffi.error):
             return False
 
     def fn(self, api: str) -> Callable[..., int]:
@@ -112,7 +112,7 @@ class Vendor:
             symbol = self.enums.API_SYMBOLS.get(self.prefix + api, self.prefix + api)
             try:
                 f = getattr(self.lib, symbol)
-            except (AttributeError, NotImplementedError) as exc:
+            except (AttributeError, NotImplementedError, self.ffi.error) as exc:
                 raise errors.NotSupported(self.prefix + api, vendor=self.name,
                                           detail=f"{symbol} is not exported by this runtime") from exc
             self._fns[api] = f

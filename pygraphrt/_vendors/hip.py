@@ -23,7 +23,13 @@ from .cuda import CudaVendor
 
 
 def _hip(table: dict[Any, str]) -> dict[Any, str]:
+    """CUDA's table with each vendor name (the values) renamed to HIP's."""
     return {k: "hip" + v[len("cuda"):] for k, v in table.items()}
+
+
+def _hip_keys(table: dict[str, str]) -> dict[str, str]:
+    """CUDA's error table with each vendor name (the keys) renamed to HIP's."""
+    return {"hip" + k[len("cuda"):]: v for k, v in table.items()}
 
 
 class HipVendor(Vendor):
@@ -31,7 +37,7 @@ class HipVendor(Vendor):
     prefix = "hip"
     error_enum = "hipError_t"
     error_classes = {
-        **_hip({k: v for k, v in CudaVendor.error_classes.items()
+        **_hip_keys({k: v for k, v in CudaVendor.error_classes.items()
                 if k not in ("cudaErrorMemoryAllocation", "cudaErrorInvalidResourceHandle",
                              "cudaErrorDeviceNotLicensed", "cudaErrorCallRequiresNewerDriver",
                              "cudaErrorInitializationError", "cudaErrorNotPermitted",

@@ -70,7 +70,7 @@ class GraphExec(Owned):
         ops.call("GraphExecGetFlags", self.handle, out)
         result = InstantiateFlags.NONE
         for neutral, member in ops.instantiate_flags.items():
-            if hasattr(self._backend.lib, member) and out[0] & int(getattr(self._backend.lib, member)):
+            if ops.has(member) and out[0] & int(getattr(self._backend.lib, member)):
                 result |= neutral
         return result
 

@@ -1,0 +1,1 @@
+"""pygraphrt benchmarks: see run.py (``scripts/bench OUTDIR``)."""

@@ -1,0 +1,116 @@
+"""Timing statistics and report formatting (pure Python; smoke-tested in CI)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+
+@dataclass
+class Figure:
+    """One measured quantity: per-item time over repeated trials, in microseconds."""
+
+    group: str
+    name: str
+    trials_us: list[float]
+    unit: str = "us"
+    note: str = ""
+    median: float = field(init=False)
+    min: float = field(init=False)
+    max: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not self.trials_us:
+            raise ValueError(f"{self.group}/{self.name}: no trials")
+        self.median = statistics.median(self.trials_us)
+        self.min = min(self.trials_us)
+        self.max = max(self.trials_us)
+
+
+def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: int = 1,
+                  between: Callable[[], None] | None = None) -> list[float]:
+    """Run ``fn(items)`` ``trials`` times; return microseconds per item of each trial."""
+    for _ in range(warmup):
+        fn(items)
+        if between:
+            between()
+    out = []
+    for _ in range(trials):
+        t0 = time.perf_counter_ns()
+        fn(items)
+        t1 = time.perf_counter_ns()
+        if between:
+            between()
+        out.append((t1 - t0) / 1e3 / items)
+    return out
+
+
+@dataclass
+class Ratio:
+    name: str
+    numerator: str
+    denominator: str
+    value: float
+    target: str
+    met: bool
+
+
+def ratio(figs: dict[str, Figure], name: str, num: str, den: str, target: str,
+          limit: float | None = None, at_least: float | None = None) -> Ratio | None:
+    if num not in figs or den not in figs:
+        return None
+    v = figs[num].median / figs[den].median
+    met = True
+    if limit is not None:
+        met = v <= limit
+    if at_least is not None:
+        met = v >= at_least
+    return Ratio(name, num, den, v, target, met)
+
+
+def table(figs: list[Figure], ratios: list[Ratio]) -> str:
+    lines = [f"{'group':<22} {'measure':<44} {'median':>10} {'min':>10} {'max':>10} unit",
+             "-" * 104]
+    for f in figs:
+        lines.append(f"{f.group:<22} {f.name:<44} {f.median:>10.3f} {f.min:>10.3f} {f.max:>10.3f} "
+                     f"{f.unit}{('  ' + f.note) if f.note else ''}")
+    if ratios:
+        lines += ["", f"{'target':<6} {'ratio':<58} {'value':>8}  goal  met"]
+        for r in ratios:
+            lines.append(f"{r.name:<6} {r.numerator + ' / ' + r.denominator:<58} {r.value:>8.3f}  "
+                         f"{r.target}  {'yes' if r.met else 'NO'}")
+    return "\n".join(lines)
+
+
+def to_json(meta: dict, figs: list[Figure], ratios: list[Ratio]) -> str:
+    return json.dumps({"meta": meta, "figures": [asdict(f) for f in figs],
+                       "ratios": [asdict(r) for r in ratios]}, indent=1, sort_keys=True)
+
+
+def chart(figs: list[Figure], path: str) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    groups = sorted({f.group for f in figs})
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 2.2 * len(groups) + 1))
+    if len(groups) == 1:
+        axes = [axes]
+    for ax, g in zip(axes, groups):
+        fs = [f for f in figs if f.group == g]
+        y = range(len(fs))
+        ax.barh(list(y), [f.median for f in fs],
+                xerr=[[f.median - f.min for f in fs], [f.max - f.median for f in fs]], color="#4477aa")
+        ax.set_yticks(list(y))
+        ax.set_yticklabels([f.name for f in fs], fontsize=7)
+        ax.set_title(f"{g} ({fs[0].unit}, median with min/max)", fontsize=9)
+        ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True

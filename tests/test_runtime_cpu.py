@@ -1,0 +1,281 @@
+"""Runtime core without a GPU: loading, selection, errors, vendor tables, raw layer."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pygraphrt import errors
+from pygraphrt._vendors import CudaVendor, HipVendor
+from pygraphrt.enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, EdgeData,
+                             GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
+
+REPO = Path(__file__).resolve().parent.parent
+CUDA12_LIB = REPO / ".cache" / "headers" / "nvidia-cuda-runtime-cu12" / "lib" / "libcudart.so.12"
+CUDA13_LIB = REPO / ".cache" / "headers" / "nvidia-cuda-runtime" / "lib" / "libcudart.so.13"
+
+
+def vendor(binding: str):
+    pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+    enums = importlib.import_module(f"pygraphrt._bindings.{binding}.enums")
+    cls = HipVendor if binding.startswith("hip") else CudaVendor
+    # dlopen(None): the process itself.  Enum constants resolve without the
+    # vendor library; functions do not (and are not needed here).
+    return cls(pkg.ffi, pkg.ffi.dlopen(None), binding, enums)
+
+
+def run_py(code: str, **env: str) -> subprocess.CompletedProcess:
+    e = dict(os.environ, PYTHONPATH=str(REPO), **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=e, cwd=str(REPO), timeout=120)
+
+
+# -- vendor tables -------------------------------------------------------------
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "hip7"])
+def test_every_table_entry_names_a_member_of_the_binding(binding):
+    ops = vendor(binding)
+    err_enum = getattr(ops.enums, ops.error_enum)
+    members = {m.name for m in err_enum}
+    assert set(ops.error_classes) <= members | {"hipErrorMemoryAllocation", "hipErrorInitializationError",
+                                                "hipErrorInvalidResourceHandle"}
+    for name in ops.error_classes.values():
+        assert issubclass(getattr(errors, name), errors.GraphRTError)
+    for table in (ops.node_types, ops.capture_modes, ops.capture_statuses, ops.instantiate_flags,
+                  ops.update_results, ops.graph_mem_attrs, ops.debug_dot_flags):
+        for neutral, member in table.items():
+            assert hasattr(ops.lib, member), f"{binding}: {member} ({neutral}) missing"
+
+
+def test_node_type_values_differ_where_the_vendors_do():
+    cuda, hip = vendor("cuda13"), vendor("hip7")
+    assert cuda.node_type_of[13] is NodeType.CONDITIONAL
+    assert hip.node_type_of[12] is NodeType.MEMCPY_FROM_SYMBOL
+    assert hip.node_type_of[13] is NodeType.MEMCPY_TO_SYMBOL
+    assert hip.node_type_of[14] is NodeType.BATCH_MEM_OP
+    for v in range(12):
+        assert cuda.node_type_of[v] is hip.node_type_of[v]
+    with pytest.raises(errors.NotSupported, match="no hip equivalent"):
+        hip.value(hip.node_types, NodeType.CONDITIONAL, "x")
+    with pytest.raises(errors.NotSupported):
+        hip.value(hip.update_results, UpdateResult.ATTRIBUTES_CHANGED, "x")
+    assert cuda.update_result_of[8] is UpdateResult.ATTRIBUTES_CHANGED
+
+
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "hip7"])
+def test_neutral_enums_map_to_the_documented_values(binding):
+    ops = vendor(binding)
+    assert [ops.value(ops.capture_modes, m, "") for m in CaptureMode] == [0, 1, 2]
+    assert [ops.value(ops.capture_statuses, m, "") for m in CaptureStatus] == [0, 1, 2]
+    assert [ops.value(ops.graph_mem_attrs, m, "") for m in GraphMemAttr] == [0, 1, 2, 3]
+    for flag in (InstantiateFlags.AUTO_FREE_ON_LAUNCH, InstantiateFlags.UPLOAD,
+                 InstantiateFlags.DEVICE_LAUNCH, InstantiateFlags.USE_NODE_PRIORITY):
+        assert ops.value(ops.instantiate_flags, flag, "") == int(flag)
+    assert ops.value(ops.debug_dot_flags, DebugDotFlags.VERBOSE, "") == 1
+
+
+@pytest.mark.parametrize("binding,expected", [
+    ("cuda13", "0102010000000000"),  # from_port, to_port, type, reserved[5]
+    ("cuda12", "0102010000000000"),
+    ("hip7", "0100000000000201"),    # from_port, reserved[5], to_port, type
+])
+def test_edge_data_bytes_per_vendor(binding, expected):
+    ops = vendor(binding)
+    arr = ops._edge_array([EdgeData(1, 2, DependencyType.PROGRAMMATIC)])
+    assert bytes(ops.ffi.buffer(arr, 8)).hex() == expected
+    assert ops._edges_from(arr, 1) == [EdgeData(1, 2, DependencyType.PROGRAMMATIC)]
+
+
+def test_edge_data_validation():
+    with pytest.raises(ValueError):
+        EdgeData(from_port=256)
+    with pytest.raises(ValueError):
+        EdgeData(type=-1)
+    assert EdgeData().is_default and not EdgeData(1).is_default
+
+
+def test_hip_refuses_non_default_edge_data_naming_the_feature():
+    ops = vendor("hip7")
+    assert not ops.has_edge_data
+    with pytest.raises(errors.NotSupported, match="edge data is not supported by the hip"):
+        ops.require_default_edges([EdgeData(1, 0, DependencyType.PROGRAMMATIC)], "hipGraphAddDependencies")
+    ops.require_default_edges([EdgeData()], "hipGraphAddDependencies")  # default edges are fine
+
+
+# -- errors ----------------------------------------------------------------------
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13"])
+def test_cuda_error_classes(binding):
+    ops = vendor(binding)
+    E = ops.enums.cudaError_t
+    cases = {
+        E.cudaErrorInvalidValue: errors.InvalidValue, E.cudaErrorMemoryAllocation: errors.OutOfMemory,
+        E.cudaErrorNoDevice: errors.NoDevice, E.cudaErrorInsufficientDriver: errors.InsufficientDriver,
+        E.cudaErrorLossyQuery: errors.LossyQuery, E.cudaErrorNotPermitted: errors.NotPermitted,
+        E.cudaErrorStreamCaptureInvalidated: errors.StreamCaptureInvalidated,
+        E.cudaErrorStreamCaptureWrongThread: errors.StreamCaptureWrongThread,
+        E.cudaErrorCapturedEvent: errors.CapturedEvent,
+        E.cudaErrorGraphExecUpdateFailure: errors.GraphExecUpdateFailure,
+        E.cudaErrorInvalidResourceHandle: errors.InvalidResourceHandle,
+    }
+    for code, cls in cases.items():
+        err = ops.error(int(code), "cudaSomething")
+        assert type(err) is cls and err.code == int(code) and err.name == code.name
+        assert err.api == "cudaSomething" and err.vendor == "cuda"
+        assert isinstance(err, errors.GraphRTError)
+    sticky = ops.error(int(E.cudaErrorIllegalAddress), "cudaStreamSynchronize")
+    assert sticky.sticky and "sticky" in str(sticky)
+
+
+def test_colliding_codes_911_912_mean_different_things():
+    cuda, hip = vendor("cuda13"), vendor("hip7")
+    assert cuda.error(911, "x").name == "cudaErrorExternalDevice"
+    assert hip.error(911, "x").name == "hipErrorInvalidChannelDescriptor"
+    assert cuda.error(912, "x").name == "cudaErrorInvalidClusterSize"
+    assert hip.error(912, "x").name == "hipErrorInvalidTexture"
+    assert type(hip.error(int(hip.enums.hipError_t.hipErrorInvalidHandle), "x")) is errors.InvalidResourceHandle
+    assert type(hip.error(int(hip.enums.hipError_t.hipErrorOutOfMemory), "x")) is errors.OutOfMemory
+
+
+def test_unknown_code_keeps_number_and_a_name():
+    err = vendor("hip7").error(424242, "hipFoo")
+    assert type(err) is errors.GraphRTError and err.code == 424242 and err.name == "hipError424242"
+
+
+def test_errors_pickle():
+    import pickle
+
+    e = vendor("cuda13").error(1, "cudaGraphLaunch")
+    e2 = pickle.loads(pickle.dumps(e))
+    assert type(e2) is errors.InvalidValue and e2.api == "cudaGraphLaunch" and e2.code == 1
+
+
+# -- loading and selection (subprocesses: each gets a fresh backend) -------------
+def test_import_is_lazy():
+    r = run_py("""
+        import sys, pygraphrt
+        assert not any(m.startswith(('pygraphrt._runtime', 'pygraphrt._bindings', '_cffi_backend'))
+                       for m in sys.modules), sorted(m for m in sys.modules if 'pygraphrt' in m)
+        print('lazy')
+    """)
+    assert r.returncode == 0 and "lazy" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("lib,binding", [(CUDA13_LIB, "cuda13"), (CUDA12_LIB, "cuda12")])
+def test_real_cudart_without_driver(lib, binding):
+    if not lib.exists():
+        pytest.fail(f"{lib} missing: run `python -m bindgen fetch`")
+    r = run_py("""
+        import json, pygraphrt
+        from pygraphrt import errors
+        b = pygraphrt.use("cuda")
+        out = {"binding": b.binding, "path": b.path}
+        try:
+            pygraphrt.Stream()
+            out["error"] = None
+        except errors.GraphRTError as e:
+            out.update(error=type(e).__name__, api=e.api, name=e.name)
+        print(json.dumps(out))
+    """, PYGRAPHRT_CUDART=str(lib), CUDA_VISIBLE_DEVICES="")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["binding"] == binding and out["path"] == str(lib)
+    if out["error"] is not None:  # no driver here (CI); a GPU machine would succeed
+        assert out["error"] in ("InsufficientDriver", "NoDevice")
+        assert out["api"] == "cudaStreamCreateWithPriority" and out["name"].startswith("cudaError")
+
+
+def test_unsupported_runtime_version_is_a_clear_error(tmp_path):
+    src = tmp_path / "fake.c"
+    src.write_text("int cudaRuntimeGetVersion(int *v) { *v = 11080; return 0; }\n")
+    lib = tmp_path / "libcudart.so.11"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    r = run_py("""
+        import pygraphrt
+        from pygraphrt import errors
+        try:
+            pygraphrt.use("cuda")
+        except errors.BackendError as e:
+            print("ERR", e)
+    """, PYGRAPHRT_CUDART=str(lib))
+    assert "ERR" in r.stdout, r.stderr
+    assert str(lib) in r.stdout and "11.8" in r.stdout and "cuda 12.x, cuda 13.x" in r.stdout
+
+
+def test_missing_hip_library_is_a_clear_error():
+    r = run_py("""
+        import pygraphrt
+        from pygraphrt import errors
+        try:
+            pygraphrt.use("hip")
+        except errors.BackendError as e:
+            print("ERR", e)
+    """, PYGRAPHRT_HIP_LIB="/nonexistent/libamdhip64.so")
+    assert "ERR no hip runtime library could be loaded" in r.stdout
+    assert "/nonexistent/libamdhip64.so (PYGRAPHRT_HIP_LIB): no such file" in r.stdout
+
+
+def test_unknown_backend_and_switching_with_live_objects():
+    r = run_py("""
+        import pygraphrt
+        from pygraphrt import errors, _runtime
+        for bad in ("opencl", ""):
+            try:
+                pygraphrt.use(bad)
+            except errors.BackendError as e:
+                print("BAD", e)
+        b = pygraphrt.use("cuda")
+        class Thing: pass
+        t = Thing()
+        b.live.add(t)
+        try:
+            pygraphrt.use("hip")
+        except errors.BackendError as e:
+            print("SWITCH", e)
+        assert pygraphrt.use("cuda") is b
+        del t
+        import gc; gc.collect()
+        print("LIVE", len(b.live))
+    """, PYGRAPHRT_CUDART=str(CUDA13_LIB))
+    assert r.stdout.count("BAD unknown backend") == 2, r.stdout + r.stderr
+    assert "SWITCH" in r.stdout and "still alive" in r.stdout
+    assert "LIVE 0" in r.stdout
+
+
+def test_backend_env_var_and_lowlevel_roundtrip():
+    r = run_py("""
+        import pygraphrt
+        from pygraphrt import lowlevel
+        info = pygraphrt.backend()
+        print("VENDOR", info.vendor, info.binding)
+        h = lowlevel.int_to_handle(0x1234, "cudaStream_t")
+        print("INT", hex(lowlevel.handle_to_int(h)))
+        print("MANIFEST", len(lowlevel.manifest()["functions"]) > 300)
+        print("SYM", lowlevel.lib.cudaGraphLaunch is not None)
+    """, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(CUDA12_LIB))
+    assert "VENDOR cuda cuda12" in r.stdout, r.stderr
+    assert "INT 0x1234" in r.stdout and "MANIFEST True" in r.stdout and "SYM True" in r.stdout
+
+
+def test_info_exits_zero_and_says_what_it_found():
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_CUDART=str(CUDA13_LIB)),
+                       cwd=str(REPO), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "active backend: cuda (binding cuda13)" in r.stdout
+    assert "capabilities:" in r.stdout and "libraries tried:" in r.stdout
+    print(r.stdout)
+
+
+def test_capabilities_table_for_each_binding():
+    r = run_py("""
+        import pygraphrt
+        c = pygraphrt.capabilities()
+        print(c.binding, c.edge_data, c.conditional_nodes, c.exec_update_result_info)
+    """, PYGRAPHRT_CUDART=str(CUDA12_LIB))
+    assert r.stdout.strip() == "cuda12 True True True", r.stderr
