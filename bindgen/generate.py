@@ -73,6 +73,7 @@ def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
         "__init__.py": emit.package_init_source(hs.name, source),
         "_ffi.py": emit.ffi_module_source(module_name, p.cdef, p.cdef_packed),
         "enums.py": emit.enums_module_source(hs.name, p.module, p.functions, p.constants),
+        "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants),
         "manifest.json": emit.manifest_json(data),
     }
     return Generated(hs.name, files, data)

@@ -66,10 +66,15 @@ class Backend:
         self.runtime_version = version
         self.ffi = pkg.ffi
         self.lib = self.ffi.dlopen(path)
-        self.enums = importlib.import_module(f"pygraphrt._bindings.{binding}.enums")
-        self.ops: Vendor = VENDORS[vendor](self.ffi, self.lib, binding, self.enums)
+        symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
+        self.ops: Vendor = VENDORS[vendor](self.ffi, self.lib, binding, symbols)
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self._info: BackendInfo | None = None
+
+    @property
+    def enums(self) -> Any:
+        """The binding's IntEnums (imported on first use: creating them takes a while)."""
+        return importlib.import_module(f"pygraphrt._bindings.{self.binding}.enums")
 
     def check(self, rc: int, api: str) -> None:
         if rc:

@@ -124,6 +124,11 @@ class Stream(Owned):
             ops.call("StreamCreateWithPriority", out, flags, priority)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
+        ops = backend.ops
+        # Pre-bound for the cheap, frequent queries (is_capturing).
+        self._status_cell = backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
+        self._is_capturing_fn = ops.fn("StreamIsCapturing")
+        self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
         self._sinks: set[ErrorSink] = set()
         self._own_sink = ErrorSink()
         self._capture_keep: list[Any] = []
@@ -220,6 +225,7 @@ class Stream(Owned):
 
     # -- capture -----------------------------------------------------------
     def capture_status(self) -> CaptureStatus:
+        """NONE, ACTIVE or INVALIDATED (a capture the runtime gave up on, not yet ended)."""
         ops = self._backend.ops
         st = self._backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
         ops.call("StreamIsCapturing", self.handle, st)
@@ -227,7 +233,16 @@ class Stream(Owned):
 
     @property
     def is_capturing(self) -> bool:
-        return self.capture_status() is CaptureStatus.ACTIVE
+        """Whether a capture is active on this stream (the cheap form of ``capture_status``)."""
+        cell = self._status_cell
+        try:
+            rc = self._is_capturing_fn(self._handle, cell)
+        except TypeError:
+            self.handle  # closed: raises InvalidResourceHandle
+            raise
+        if rc:
+            raise self._backend.ops.error(rc, self._backend.ops.prefix + "StreamIsCapturing")
+        return cell[0] == self._active_status
 
     def capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, *, graph: "Graph | None" = None,
                 dependencies: "list[Node] | None" = None,

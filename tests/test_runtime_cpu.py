@@ -24,11 +24,13 @@ CUDA13_LIB = REPO / ".cache" / "headers" / "nvidia-cuda-runtime" / "lib" / "libc
 
 def vendor(binding: str):
     pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
-    enums = importlib.import_module(f"pygraphrt._bindings.{binding}.enums")
+    symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
     cls = HipVendor if binding.startswith("hip") else CudaVendor
     # dlopen(None): the process itself.  Enum constants resolve without the
     # vendor library; functions do not (and are not needed here).
-    return cls(pkg.ffi, pkg.ffi.dlopen(None), binding, enums)
+    ops = cls(pkg.ffi, pkg.ffi.dlopen(None), binding, symbols)
+    ops.enums = importlib.import_module(f"pygraphrt._bindings.{binding}.enums")
+    return ops
 
 
 def run_py(code: str, **env: str) -> subprocess.CompletedProcess:
@@ -166,6 +168,7 @@ def test_import_is_lazy():
     assert r.returncode == 0 and "lazy" in r.stdout, r.stderr
 
 
+@pytest.mark.headers  # uses the runtime libraries of the pinned wheels
 @pytest.mark.parametrize("lib,binding", [(CUDA13_LIB, "cuda13"), (CUDA12_LIB, "cuda12")])
 def test_real_cudart_without_driver(lib, binding):
     if not lib.exists():
@@ -220,6 +223,7 @@ def test_missing_hip_library_is_a_clear_error():
     assert "/nonexistent/libamdhip64.so (PYGRAPHRT_HIP_LIB): no such file" in r.stdout
 
 
+@pytest.mark.headers
 def test_unknown_backend_and_switching_with_live_objects():
     r = run_py("""
         import pygraphrt
@@ -247,6 +251,7 @@ def test_unknown_backend_and_switching_with_live_objects():
     assert "LIVE 0" in r.stdout
 
 
+@pytest.mark.headers
 def test_backend_env_var_and_lowlevel_roundtrip():
     r = run_py("""
         import pygraphrt
@@ -262,6 +267,7 @@ def test_backend_env_var_and_lowlevel_roundtrip():
     assert "INT 0x1234" in r.stdout and "MANIFEST True" in r.stdout and "SYM True" in r.stdout
 
 
+@pytest.mark.headers
 def test_info_exits_zero_and_says_what_it_found():
     r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_CUDART=str(CUDA13_LIB)),
@@ -272,6 +278,7 @@ def test_info_exits_zero_and_says_what_it_found():
     print(r.stdout)
 
 
+@pytest.mark.headers
 def test_capabilities_table_for_each_binding():
     r = run_py("""
         import pygraphrt

@@ -47,21 +47,22 @@ class Vendor:
     device_prop_type: str = ""
     exec_update_info_type: str | None = None
 
-    def __init__(self, ffi: Any, lib: Any, binding: str, enums: ModuleType) -> None:
+    def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType) -> None:
         self.ffi = ffi
         self.lib = lib
         self.binding = binding
-        self.enums = enums
+        self.symbols = symbols  # the binding's CONSTANTS and API_SYMBOLS
         self._fns: dict[str, Callable[..., int]] = {}
-        err_enum = getattr(enums, self.error_enum)
-        self._error_names = {int(m): m.name for m in err_enum}
-        cls_by_code: dict[int, type[errors.GraphRTError]] = {}
-        for member in err_enum:
-            cls_name = self.error_classes.get(member.name)
-            cls_by_code[int(member)] = getattr(errors, cls_name) if cls_name else errors.GraphRTError
-        self._error_class = cls_by_code
-        self._sticky_codes = {int(getattr(err_enum, n)) for n in self.sticky_errors
-                              if hasattr(err_enum, n)}
+        # cffi knows the error enum's members: no need to import the IntEnum module.
+        err_type = ffi.typeof(self.error_enum)
+        self._error_names: dict[int, str] = dict(err_type.elements)
+        codes = err_type.relements
+        self._error_class: dict[int, type[errors.GraphRTError]] = {
+            code: errors.GraphRTError for code in self._error_names}
+        for name, cls_name in self.error_classes.items():
+            if name in codes:
+                self._error_class[codes[name]] = getattr(errors, cls_name)
+        self._sticky_codes = {codes[n] for n in self.sticky_errors if n in codes}
         self.node_type_of = self._reverse(self.node_types)
         self.update_result_of = self._reverse(self.update_results)
         self.capture_status_of = self._reverse(self.capture_statuses)
@@ -92,7 +93,7 @@ class Vendor:
         except (AttributeError, self.ffi.error):
             pass
         try:
-            return int(self.enums.CONSTANTS[full])
+            return int(self.symbols.CONSTANTS[full])
         except KeyError:
             raise errors.NotSupported(full, vendor=self.name,
                                       detail=f"no constant {full} in binding {self.binding}") from None
@@ -109,7 +110,7 @@ class Vendor:
         """The library function for a prefix-less api name (``"GraphLaunch"``)."""
         f = self._fns.get(api)
         if f is None:
-            symbol = self.enums.API_SYMBOLS.get(self.prefix + api, self.prefix + api)
+            symbol = self.symbols.API_SYMBOLS.get(self.prefix + api, self.prefix + api)
             try:
                 f = getattr(self.lib, symbol)
             except (AttributeError, NotImplementedError, self.ffi.error) as exc:

@@ -22,25 +22,38 @@ class GraphExec(Owned):
 
     def __init__(self, graph: "Graph", handle: Any) -> None:
         super().__init__(graph._backend, handle, True, keep=graph._keep)
-        self._graph = graph  # nodes of this graph address nodes of the exec
-        self._sink = graph._sink
         self._launch_fn = graph._backend.ops.fn("GraphLaunch")
         self._last_stream: Stream | None = None
+        self._adopt(graph)
+
+    def _adopt(self, graph: "Graph") -> None:
+        self._graph = graph  # nodes of this graph address nodes of the exec
+        self._keep = graph._keep
+        self._sink = graph._sink
+        # Only graphs with Python host callables need their errors routed to the
+        # stream's next synchronize: the others skip that on every launch.
+        self._host_sink = graph._sink if _has_host(graph._keep) else None
 
     @property
     def graph(self) -> "Graph":
         return self._graph
 
     def launch(self, stream: Stream) -> None:
-        """Launch on ``stream`` (the hot path: one call, one check)."""
-        h = self._handle
-        if h is None or type(stream) is not Stream:
+        """Launch on ``stream``.
+
+        The hot path: one C call and one check.  A closed executable graph or
+        stream (handle None), a non-stream or a stream of another backend makes
+        cffi refuse the arguments; the slow path then says precisely why.
+        """
+        try:
+            rc = self._launch_fn(self._handle, stream._handle)
+        except (TypeError, AttributeError):
             self._launch_slow(stream)
             return
-        rc = self._launch_fn(h, stream._handle)
         if rc:
             raise self._backend.ops.error(rc, self._backend.ops.prefix + "GraphLaunch")
-        stream._sinks.add(self._sink)
+        if self._host_sink is not None:
+            stream._sinks.add(self._host_sink)
         self._last_stream = stream
 
     def _launch_slow(self, stream: Any) -> None:
@@ -49,7 +62,8 @@ class GraphExec(Owned):
             raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
         self._same_backend(stream, "GraphExec.launch")
         self._backend.ops.call("GraphLaunch", h, stream.handle)
-        stream._sinks.add(self._sink)
+        if self._host_sink is not None:
+            stream._sinks.add(self._host_sink)
         self._last_stream = stream
 
     def upload(self, stream: Stream) -> None:
@@ -81,9 +95,7 @@ class GraphExec(Owned):
         ops = self._backend.ops
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
-            self._graph = graph
-            self._keep = graph._keep
-            self._sink = graph._sink
+            self._adopt(graph)
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:
@@ -147,6 +159,7 @@ class GraphExec(Owned):
         p.userData = payload.c_handle
         b.ops.call("GraphExecHostNodeSetParams", self.handle, h, p)
         self._keep = [self._keep, payload]
+        self._host_sink = self._sink
 
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:
@@ -154,6 +167,18 @@ class GraphExec(Owned):
         p = node._get()
         _apply_dims(p, grid, block, shared_mem_bytes)
         self._backend.ops.call("GraphExecKernelNodeSetParams", self.handle, h, p)
+
+
+def _has_host(keep: Any) -> bool:
+    """Whether a graph's retained operands (nested for child graphs) hold a host callable."""
+    stack = [keep]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, HostPayload):
+            return True
+        if isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 __all__ = ["GraphExec"]

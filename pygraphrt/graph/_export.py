@@ -26,6 +26,16 @@ def _jsonable(v: Any) -> Any:
     return repr(v)
 
 
+def _params(node: Any) -> dict[str, Any]:
+    """A node's params, or why they cannot be read (e.g. kernels of another runtime)."""
+    from .. import errors
+
+    try:
+        return node.params
+    except errors.NotSupported as exc:
+        return {"unavailable": exc.detail or str(exc)}
+
+
 def to_networkx(graph: "Graph") -> Any:
     """A ``networkx.DiGraph``: nodes 0..n-1 with ``type`` and ``params``; edges with ``edge_data``."""
     import networkx as nx
@@ -33,7 +43,7 @@ def to_networkx(graph: "Graph") -> Any:
     nodes, _, edges = _describe(graph)
     g = nx.DiGraph()
     for i, n in enumerate(nodes):
-        g.add_node(i, type=n.type.value, params=n.params, node=n)
+        g.add_node(i, type=n.type.value, params=_params(n), node=n)
     for a, b, e in edges:
         g.add_edge(a, b, edge_data=e)
     return g
@@ -43,7 +53,7 @@ def to_json(graph: "Graph") -> str:
     nodes, _, edges = _describe(graph)
     return json.dumps({
         "nodes": [{"id": i, "type": n.type.value,
-                   "params": {k: _jsonable(v) for k, v in n.params.items()}}
+                   "params": {k: _jsonable(v) for k, v in _params(n).items()}}
                   for i, n in enumerate(nodes)],
         "edges": [{"from": a, "to": b, "from_port": e.from_port, "to_port": e.to_port,
                    "type": int(e.type)} for a, b, e in edges],

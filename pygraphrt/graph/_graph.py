@@ -8,7 +8,8 @@ from .. import _runtime, errors
 from .._handles import ErrorSink, HostPayload, Owned, trampoline
 from ..device import DeviceBuffer, Event, Stream, _count, _ptr
 from ..enums import DEFAULT_EDGE, DebugDotFlags, EdgeData, InstantiateFlags, NodeType
-from ._node import NODE_CLASSES, MemAllocNode, Node, OtherNode
+from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
+                    HostNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
 
 if TYPE_CHECKING:
     from ._exec import GraphExec
@@ -44,7 +45,13 @@ class Graph(Owned):
             backend.ops.call("GraphCreate", out, 0)
             _handle = out[0]
         super().__init__(backend, _handle, _owned, keep=[])
-        self._nodes: dict[int, Node] = {}
+        # Keyed by the handle itself: cffi pointers hash and compare by address.
+        self._nodes: dict[Any, Node] = {}
+        # Scratch cells reused by node creation (graphs are not thread-safe in the
+        # runtime either: one graph must not be modified from two threads at once).
+        ffi, prefix = backend.ffi, backend.ops.prefix
+        self._out1 = ffi.new(f"{prefix}GraphNode_t *")
+        self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
 
@@ -68,17 +75,18 @@ class Graph(Owned):
                                       detail=f"unknown node type value {out[0]}")
         return t
 
-    def _wrap(self, handle: Any) -> Node:
-        key = int(self._backend.ffi.cast("uintptr_t", handle))
-        node = self._nodes.get(key)
+    def _wrap(self, handle: Any, cls: type[Node] | None = None) -> Node:
+        """The one Python object of a node handle (``cls`` when the caller knows the type)."""
+        node = self._nodes.get(handle)
         if node is None:
-            cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)
+            if cls is None:
+                cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)
             node = cls(self, handle)
-            self._nodes[key] = node
+            self._nodes[handle] = node
         return node
 
     def _forget(self, handle: Any) -> None:
-        self._nodes.pop(int(self._backend.ffi.cast("uintptr_t", handle)), None)
+        self._nodes.pop(handle, None)
 
     def _own(self, node: Node) -> Node:
         if not isinstance(node, Node):
@@ -89,31 +97,51 @@ class Graph(Owned):
 
     # -- adding nodes --------------------------------------------------------
     def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
-             *args: Any) -> Node:
-        ops, ffi = self._backend.ops, self._backend.ffi
-        deps = [self._own(d) for d in (dependencies or ())]
-        edges = _check_edges(deps, edges)
-        with_data = edges is not None and any(not e.is_default for e in edges)
-        if with_data and not ops.has_edge_data:
+             *args: Any, cls: type[Node] | None = None) -> Node:
+        ops = self._backend.ops
+        h = self._handle
+        if h is None:
+            self.handle  # raises InvalidResourceHandle
+        if edges is not None and any(not e.is_default for e in _check_edges(list(dependencies or ()), edges)):
+            return self._add_with_edge_data(api, list(dependencies or ()), list(edges), args, cls)
+        deps = dependencies if type(dependencies) in (list, tuple) else list(dependencies or ())
+        n = len(deps)
+        if n == 0:
+            arr = self._backend.ffi.NULL
+        elif n == 1:
+            arr = self._dep1
+            arr[0] = self._own(deps[0]).handle
+        else:
+            arr = self._backend.ffi.new(f"{ops.prefix}GraphNode_t[]", [self._own(d).handle for d in deps])
+        out = self._out1
+        rc = ops.fn(api)(out, h, arr, n, *args)
+        if rc:
+            raise ops.error(rc, ops.prefix + api)
+        return self._wrap(out[0], cls)
+
+    def _add_with_edge_data(self, api: str, deps: list[Node], edges: list[EdgeData],
+                            args: tuple[Any, ...], cls: type[Node] | None) -> Node:
+        """Create the node alone, then add its incoming edges with their data."""
+        ops = self._backend.ops
+        for d in deps:
+            self._own(d)
+        if not ops.has_edge_data:
             ops.require_default_edges(edges, f"{ops.prefix}{api}")
-        out = ffi.new(f"{ops.prefix}GraphNode_t *")
-        first = [] if with_data else deps
-        arr = ffi.new(f"{ops.prefix}GraphNode_t[]", [d.handle for d in first]) if first else ffi.NULL
-        ops.call(api, out, self.handle, arr, len(first), *args)
-        node = self._wrap(out[0])
-        if with_data:
-            try:
-                self.add_dependencies(deps, [node] * len(deps), edges)
-            except BaseException:
-                ops.call("GraphDestroyNode", out[0])
-                self._forget(out[0])
-                raise
+        node = self._add(api, None, None, *args, cls=cls)
+        try:
+            self.add_dependencies(deps, [node] * len(deps), edges)
+        except BaseException:
+            h = node._handle
+            ops.call("GraphDestroyNode", h)
+            self._forget(h)
+            node._handle = None
+            raise
         return node
 
     def add_empty(self, *, dependencies: Iterable[Node] | None = None,
                   edges: Sequence[EdgeData] | None = None) -> Node:
         """An empty node: a join point with no work."""
-        return self._add("GraphAddEmptyNode", dependencies, edges)
+        return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
                    height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
@@ -132,7 +160,7 @@ class Graph(Owned):
         p.height = _count(height)
         p.pitch = _count(pitch)
         self._keep_operand(dst)
-        return self._add("GraphAddMemsetNode", dependencies, edges, p)
+        return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,
                    dependencies: Iterable[Node] | None = None,
@@ -142,7 +170,7 @@ class Graph(Owned):
         kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst), self._keep_operand(src)
         return self._add("GraphAddMemcpyNode1D", dependencies, edges, _ptr(b, dst), _ptr(b, src),
-                         _count(count), kind)
+                         _count(count), kind, cls=MemcpyNode)
 
     def add_memcpy_2d(self, dst: Any, dst_pitch: int, src: Any, src_pitch: int, width: int,
                       height: int, depth: int = 1, *, dependencies: Iterable[Node] | None = None,
@@ -164,7 +192,7 @@ class Graph(Owned):
         p.extent.depth = _count(depth)
         p.kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst), self._keep_operand(src)
-        return self._add("GraphAddMemcpyNode", dependencies, edges, p)
+        return self._add("GraphAddMemcpyNode", dependencies, edges, p, cls=MemcpyNode)
 
     def add_host(self, fn: Callable[[], Any], *, dependencies: Iterable[Node] | None = None,
                  edges: Sequence[EdgeData] | None = None) -> Node:
@@ -179,7 +207,7 @@ class Graph(Owned):
         p.fn = trampoline(b)
         p.userData = payload.c_handle
         self._keep.append(payload)
-        return self._add("GraphAddHostNode", dependencies, edges, p)
+        return self._add("GraphAddHostNode", dependencies, edges, p, cls=HostNode)
 
     def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
                         edges: Sequence[EdgeData] | None = None) -> Node:
@@ -190,17 +218,17 @@ class Graph(Owned):
         if child is self:
             raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
         self._keep.append(child._keep)
-        return self._add("GraphAddChildGraphNode", dependencies, edges, child.handle)
+        return self._add("GraphAddChildGraphNode", dependencies, edges, child.handle, cls=ChildGraphNode)
 
     def add_event_record(self, event: Event, *, dependencies: Iterable[Node] | None = None,
                          edges: Sequence[EdgeData] | None = None) -> Node:
         self._check_event(event)
-        return self._add("GraphAddEventRecordNode", dependencies, edges, event.handle)
+        return self._add("GraphAddEventRecordNode", dependencies, edges, event.handle, cls=EventRecordNode)
 
     def add_event_wait(self, event: Event, *, dependencies: Iterable[Node] | None = None,
                        edges: Sequence[EdgeData] | None = None) -> Node:
         self._check_event(event)
-        return self._add("GraphAddEventWaitNode", dependencies, edges, event.handle)
+        return self._add("GraphAddEventWaitNode", dependencies, edges, event.handle, cls=EventWaitNode)
 
     def _check_event(self, event: Any) -> None:
         if not isinstance(event, Event):
@@ -223,7 +251,7 @@ class Graph(Owned):
         p.poolProps.location.type = ops.const("MemLocationTypeDevice")
         p.poolProps.location.id = device
         p.bytesize = _count(size)
-        node = self._add("GraphAddMemAllocNode", dependencies, edges, p)
+        node = self._add("GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode)
         assert isinstance(node, MemAllocNode)
         return node
 
@@ -232,7 +260,7 @@ class Graph(Owned):
         """Free graph memory (``dptr``: an address or the MemAllocNode that made it)."""
         if isinstance(dptr, MemAllocNode):
             dptr = dptr.dptr
-        return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr))
+        return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr), cls=MemFreeNode)
 
     def add_kernel(self, *args: Any, **kw: Any) -> Node:
         """Kernel nodes from source are not available yet."""

@@ -29,36 +29,4 @@ class nvrtcResult(IntEnum):
 __all__.append('nvrtcResult')
 
 
-# Object-like macros with a constant value: name -> value.
-CONSTANTS = {
-}
-
-# Documented API name -> the symbol the library exports.
-API_SYMBOLS = {
-    'nvrtcAddNameExpression': 'nvrtcAddNameExpression',
-    'nvrtcCompileProgram': 'nvrtcCompileProgram',
-    'nvrtcCreateProgram': 'nvrtcCreateProgram',
-    'nvrtcDestroyProgram': 'nvrtcDestroyProgram',
-    'nvrtcGetCUBIN': 'nvrtcGetCUBIN',
-    'nvrtcGetCUBINSize': 'nvrtcGetCUBINSize',
-    'nvrtcGetErrorString': 'nvrtcGetErrorString',
-    'nvrtcGetLTOIR': 'nvrtcGetLTOIR',
-    'nvrtcGetLTOIRSize': 'nvrtcGetLTOIRSize',
-    'nvrtcGetLoweredName': 'nvrtcGetLoweredName',
-    'nvrtcGetNVVM': 'nvrtcGetNVVM',
-    'nvrtcGetNVVMSize': 'nvrtcGetNVVMSize',
-    'nvrtcGetNumSupportedArchs': 'nvrtcGetNumSupportedArchs',
-    'nvrtcGetOptiXIR': 'nvrtcGetOptiXIR',
-    'nvrtcGetOptiXIRSize': 'nvrtcGetOptiXIRSize',
-    'nvrtcGetPCHCreateStatus': 'nvrtcGetPCHCreateStatus',
-    'nvrtcGetPCHHeapSize': 'nvrtcGetPCHHeapSize',
-    'nvrtcGetPCHHeapSizeRequired': 'nvrtcGetPCHHeapSizeRequired',
-    'nvrtcGetPTX': 'nvrtcGetPTX',
-    'nvrtcGetPTXSize': 'nvrtcGetPTXSize',
-    'nvrtcGetProgramLog': 'nvrtcGetProgramLog',
-    'nvrtcGetProgramLogSize': 'nvrtcGetProgramLogSize',
-    'nvrtcGetSupportedArchs': 'nvrtcGetSupportedArchs',
-    'nvrtcSetFlowCallback': 'nvrtcSetFlowCallback',
-    'nvrtcSetPCHHeapSize': 'nvrtcSetPCHHeapSize',
-    'nvrtcVersion': 'nvrtcVersion',
-}
+from .symbols import API_SYMBOLS, CONSTANTS  # noqa: E402,F401  (re-exported)
