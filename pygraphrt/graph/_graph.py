@@ -51,6 +51,7 @@ class Graph(Owned):
         # runtime either: one graph must not be modified from two threads at once).
         ffi, prefix = backend.ffi, backend.ops.prefix
         self._out1 = ffi.new(f"{prefix}GraphNode_t *")
+        self._fn = backend.ops.fn
         self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
@@ -97,27 +98,38 @@ class Graph(Owned):
 
     # -- adding nodes --------------------------------------------------------
     def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
-             *args: Any, cls: type[Node] | None = None) -> Node:
-        ops = self._backend.ops
+             *args: Any, cls: type[Node] = OtherNode) -> Node:
+        # A hot path (graphs of 10^4+ nodes are built node by node): checks are
+        # inlined and the scratch cells reused; anything unusual takes _own().
         h = self._handle
         if h is None:
             self.handle  # raises InvalidResourceHandle
-        if edges is not None and any(not e.is_default for e in _check_edges(list(dependencies or ()), edges)):
-            return self._add_with_edge_data(api, list(dependencies or ()), list(edges), args, cls)
-        deps = dependencies if type(dependencies) in (list, tuple) else list(dependencies or ())
-        n = len(deps)
+        if type(dependencies) not in (list, tuple):
+            dependencies = list(dependencies or ())
+        if edges is not None and any(not e.is_default for e in _check_edges(dependencies, edges)):
+            return self._add_with_edge_data(api, list(dependencies), list(edges), args, cls)
+        n = len(dependencies)
         if n == 0:
             arr = self._backend.ffi.NULL
         elif n == 1:
+            d = dependencies[0]
+            dh = getattr(d, "_handle", None)
+            if dh is None or d._graph is not self:
+                dh = self._own(d).handle
             arr = self._dep1
-            arr[0] = self._own(deps[0]).handle
+            arr[0] = dh
         else:
-            arr = self._backend.ffi.new(f"{ops.prefix}GraphNode_t[]", [self._own(d).handle for d in deps])
+            arr = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t[]",
+                                        [self._own(d).handle for d in dependencies])
         out = self._out1
-        rc = ops.fn(api)(out, h, arr, n, *args)
+        rc = self._fn(api)(out, h, arr, n, *args)
         if rc:
+            ops = self._backend.ops
             raise ops.error(rc, ops.prefix + api)
-        return self._wrap(out[0], cls)
+        node_handle = out[0]
+        node = cls(self, node_handle)
+        self._nodes[node_handle] = node
+        return node
 
     def _add_with_edge_data(self, api: str, deps: list[Node], edges: list[EdgeData],
                             args: tuple[Any, ...], cls: type[Node] | None) -> Node:
@@ -127,7 +139,7 @@ class Graph(Owned):
             self._own(d)
         if not ops.has_edge_data:
             ops.require_default_edges(edges, f"{ops.prefix}{api}")
-        node = self._add(api, None, None, *args, cls=cls)
+        node = self._add(api, (), None, *args, cls=cls)
         try:
             self.add_dependencies(deps, [node] * len(deps), edges)
         except BaseException:

@@ -49,6 +49,7 @@ class Node:
     """A node of a :class:`~pygraphrt.graph.Graph`."""
 
     node_type: NodeType | None = None
+    __slots__ = ("_graph", "_handle", "__weakref__")
 
     def __init__(self, graph: "Graph", handle: Any) -> None:
         self._graph = graph
@@ -125,10 +126,12 @@ class Node:
 
 
 class EmptyNode(Node):
+    __slots__ = ()
     node_type = NodeType.EMPTY
 
 
 class MemsetNode(Node):
+    __slots__ = ()
     node_type = NodeType.MEMSET
 
     @property
@@ -142,6 +145,7 @@ class MemsetNode(Node):
 
 
 class MemcpyNode(Node):
+    __slots__ = ()
     node_type = NodeType.MEMCPY
 
     @property
@@ -158,6 +162,7 @@ class MemcpyNode(Node):
 
 
 class HostNode(Node):
+    __slots__ = ()
     node_type = NodeType.HOST
 
     @property
@@ -176,6 +181,7 @@ class HostNode(Node):
 
 
 class ChildGraphNode(Node):
+    __slots__ = ()
     node_type = NodeType.GRAPH
 
     @property
@@ -194,6 +200,7 @@ class ChildGraphNode(Node):
 
 
 class _EventNode(Node):
+    __slots__ = ()
     _get_api = ""
 
     @property
@@ -206,16 +213,19 @@ class _EventNode(Node):
 
 
 class EventRecordNode(_EventNode):
+    __slots__ = ()
     node_type = NodeType.EVENT_RECORD
     _get_api = "GraphEventRecordNodeGetEvent"
 
 
 class EventWaitNode(_EventNode):
+    __slots__ = ()
     node_type = NodeType.WAIT_EVENT
     _get_api = "GraphEventWaitNodeGetEvent"
 
 
 class MemAllocNode(Node):
+    __slots__ = ()
     node_type = NodeType.MEM_ALLOC
 
     @property
@@ -234,6 +244,7 @@ class MemAllocNode(Node):
 
 
 class MemFreeNode(Node):
+    __slots__ = ()
     node_type = NodeType.MEM_FREE
 
     @property
@@ -248,6 +259,7 @@ class MemFreeNode(Node):
 class KernelNode(Node):
     """Kernel nodes come from capture here; they are readable and their launch dims updatable."""
 
+    __slots__ = ()
     node_type = NodeType.KERNEL
 
     def _get(self) -> Any:
@@ -301,6 +313,8 @@ def _apply_dims(p: Any, grid: Any, block: Any, shared: int | None) -> None:
 
 class OtherNode(Node):
     """A node type pygraphrt does not model yet (conditional, external semaphores, ...)."""
+
+    __slots__ = ()
 
 
 NODE_CLASSES: dict[NodeType, type[Node]] = {
