@@ -24,15 +24,21 @@ class GraphExec(Owned):
         super().__init__(graph._backend, handle, True, keep=graph._keep)
         self._launch_fn = graph._backend.ops.fn("GraphLaunch")
         self._last_stream: Stream | None = None
-        self._adopt(graph)
-
-    def _adopt(self, graph: "Graph") -> None:
-        self._graph = graph  # nodes of this graph address nodes of the exec
-        self._keep = graph._keep
-        self._sink = graph._sink
+        # Nodes of the graph it was instantiated from address this exec's nodes,
+        # also after update() (the runtime's rule for the per-node setters).
+        self._graph = graph
+        self._sinks = [graph._sink]
         # Only graphs with Python host callables need their errors routed to the
         # stream's next synchronize: the others skip that on every launch.
-        self._host_sink = graph._sink if _has_host(graph._keep) else None
+        self._host_sinks = (graph._sink,) if _has_host(graph._keep) else ()
+
+    def _retain(self, keep: Any, sink: Any, has_host: bool) -> None:
+        """Keep more operands alive (a graph updated in, a new host callable)."""
+        self._keep = [self._keep, keep]
+        if sink not in self._sinks:
+            self._sinks.append(sink)
+        if has_host and sink not in self._host_sinks:
+            self._host_sinks = self._host_sinks + (sink,)
 
     @property
     def graph(self) -> "Graph":
@@ -52,8 +58,8 @@ class GraphExec(Owned):
             return
         if rc:
             raise self._backend.ops.error(rc, self._backend.ops.prefix + "GraphLaunch")
-        if self._host_sink is not None:
-            stream._sinks.add(self._host_sink)
+        if self._host_sinks:
+            stream._sinks.update(self._host_sinks)
         self._last_stream = stream
 
     def _launch_slow(self, stream: Any) -> None:
@@ -62,8 +68,8 @@ class GraphExec(Owned):
             raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
         self._same_backend(stream, "GraphExec.launch")
         self._backend.ops.call("GraphLaunch", h, stream.handle)
-        if self._host_sink is not None:
-            stream._sinks.add(self._host_sink)
+        if self._host_sinks:
+            stream._sinks.update(self._host_sinks)
         self._last_stream = stream
 
     def upload(self, stream: Stream) -> None:
@@ -75,7 +81,8 @@ class GraphExec(Owned):
         """Wait for the last launch; raise what a host node raised."""
         if self._last_stream is not None:
             self._last_stream.synchronize()
-        self._sink.raise_pending("GraphExec.synchronize")
+        for sink in self._sinks:
+            sink.raise_pending("GraphExec.synchronize")
 
     @property
     def flags(self) -> InstantiateFlags:
@@ -95,7 +102,7 @@ class GraphExec(Owned):
         ops = self._backend.ops
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
-            self._adopt(graph)
+            self._retain(graph._keep, graph._sink, _has_host(graph._keep))
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:
@@ -153,13 +160,12 @@ class GraphExec(Owned):
     def set_host(self, node: HostNode, fn: Any) -> None:
         h = self._node(node, HostNode)
         b = self._backend
-        payload = HostPayload(b, fn, self._sink)
+        payload = HostPayload(b, fn, self._sinks[0])
         p = b.ffi.new(f"{b.ops.host_params_type} *")
         p.fn = trampoline(b)
         p.userData = payload.c_handle
         b.ops.call("GraphExecHostNodeSetParams", self.handle, h, p)
-        self._keep = [self._keep, payload]
-        self._host_sink = self._sink
+        self._retain(payload, self._sinks[0], True)
 
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:

@@ -242,6 +242,11 @@ def test_exec_update_new_values_and_topology_change(stream, bufs):
     exe.launch(stream)
     stream.synchronize()
     assert bufs[0].to_bytes(8) == b"\x02" * 8
+    # Per-node setters still take the nodes of the graph it was instantiated from.
+    exe.set_memset(g1.nodes()[0], value=5)
+    exe.launch(stream)
+    stream.synchronize()
+    assert bufs[0].to_bytes(8) == b"\x05" * 8
 
     g3 = rt.Graph()
     x = g3.add_memset(bufs[0], 3, N)
