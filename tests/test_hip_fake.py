@@ -90,6 +90,25 @@ def test_graph_edges_and_errors(fake_hip):
     assert out.strip().endswith("OK")
 
 
+def test_generic_add_node_form(fake_hip):
+    out = run_hip(fake_hip, """
+        import pygraphrt as rt
+        from pygraphrt import errors
+        from pygraphrt.enums import EdgeData, DependencyType, NodeType
+        g = rt.Graph()
+        e = g.add_node(NodeType.EMPTY)
+        m = g.add_node(NodeType.MEMSET, dependencies=[e], dst=0x1000, value=1, count=16)
+        assert m.type is NodeType.MEMSET and g.edges() == [(e, m, EdgeData())]
+        m.set_params(dst=0x1000, value=2, count=16)
+        try:
+            g.add_node(NodeType.EMPTY, dependencies=[e], edges=[EdgeData(1, 0, DependencyType.PROGRAMMATIC)])
+        except errors.NotSupported as exc:
+            print("EDGES", exc.api)
+        print("OK")
+    """)
+    assert "EDGES hipGraphAddNode" in out and out.strip().endswith("OK")
+
+
 def test_capture_and_capture_info(fake_hip):
     out = run_hip(fake_hip, """
         import pygraphrt as rt

@@ -286,3 +286,14 @@ def test_capabilities_table_for_each_binding():
         print(c.binding, c.edge_data, c.conditional_nodes, c.exec_update_result_info)
     """, PYGRAPHRT_CUDART=str(CUDA12_LIB))
     assert r.stdout.strip() == "cuda12 True True True", r.stderr
+
+
+@pytest.mark.headers
+@pytest.mark.parametrize("lib,binding,form", [(CUDA13_LIB, "cuda13", "cudaGraphAddNode"),
+                                              (CUDA12_LIB, "cuda12", "cudaGraphAddNode_v2")])
+def test_generic_add_node_form_per_binding(lib, binding, form):
+    pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+    symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
+    ops = CudaVendor(pkg.ffi, pkg.ffi.dlopen(str(lib)), binding, symbols)
+    assert ops.generic_add == (form, True)  # both take edge data at creation
+    assert ops.has_edge_data

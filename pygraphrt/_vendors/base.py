@@ -46,6 +46,10 @@ class Vendor:
     mem_alloc_params_type: str = ""
     device_prop_type: str = ""
     exec_update_info_type: str | None = None
+    node_params_type: str = ""
+    # (symbol, takes edge data) of the generic add-node API, best first; None
+    # means "edge data exactly when the binding's prototype has it".
+    generic_add_forms: tuple[tuple[str, bool | None], ...] = ()
 
     def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType) -> None:
         self.ffi = ffi
@@ -68,6 +72,13 @@ class Vendor:
         self.capture_status_of = self._reverse(self.capture_statuses)
         edge_forms = self.edge_symbols.get(binding, {})
         self.edge_forms = {role: sym for role, sym in edge_forms.items() if self.has(sym)}
+        self.generic_add: tuple[str, bool] | None = None
+        for sym, with_edges in self.generic_add_forms:
+            if self.has(sym):
+                if with_edges is None:  # decided by the prototype this binding declares
+                    with_edges = len(ffi.typeof(getattr(lib, sym)).args) == 6
+                self.generic_add = (sym, with_edges)
+                break
 
     # ------------------------------------------------------------------ lookups
     def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:
@@ -234,6 +245,28 @@ class Vendor:
     def node_dependents(self, node: Any) -> list[tuple[Any, EdgeData]]:
         deps, _, edges = self._query("node_dependents", "GraphNodeGetDependentNodes", (node,), False)
         return list(zip(deps, edges))
+
+    def add_node_generic(self, graph: Any, deps: list[Any], edges: list[EdgeData] | None,
+                         params: Any) -> Any:
+        """``GraphAddNode`` with a node-params union; edge data where the runtime takes it."""
+        if self.generic_add is None:
+            raise errors.NotSupported(f"{self.prefix}GraphAddNode", vendor=self.name,
+                                      detail=f"the generic add-node API is not in this runtime")
+        sym, with_edges = self.generic_add
+        ffi = self.ffi
+        out = ffi.new(f"{self.prefix}GraphNode_t *")
+        arr = ffi.new(f"{self.prefix}GraphNode_t[]", deps) if deps else ffi.NULL
+        fn = getattr(self.lib, sym)
+        if with_edges:
+            e = (self._edge_array(edges) if edges and any(not x.is_default for x in edges)
+                 else ffi.NULL)
+            rc = fn(out, graph, arr, e, len(deps), params)
+        else:
+            self.require_default_edges(edges, sym)
+            rc = fn(out, graph, arr, len(deps), params)
+        if rc:
+            raise self.error(rc, sym)
+        return out[0]
 
     # ------------------------------------------------------------------ capture
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:

@@ -136,6 +136,10 @@ class CudaVendor(Vendor):
     memcpy3d_params_type = "struct cudaMemcpy3DParms"
     mem_alloc_params_type = "struct cudaMemAllocNodeParams"
     device_prop_type = "struct cudaDeviceProp"
+    node_params_type = "struct cudaGraphNodeParams"
+    # (symbol, takes edge data), best first: CUDA 13 folded edge data into
+    # cudaGraphAddNode; CUDA 12.3-12.9 have it as cudaGraphAddNode_v2.
+    generic_add_forms = (("cudaGraphAddNode_v2", True), ("cudaGraphAddNode", None))
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
         ffi = self.ffi

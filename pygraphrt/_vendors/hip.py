@@ -75,6 +75,8 @@ class HipVendor(Vendor):
     memcpy3d_params_type = "hipMemcpy3DParms"
     mem_alloc_params_type = "hipMemAllocNodeParams"
     device_prop_type = "hipDeviceProp_tR0600"
+    node_params_type = "hipGraphNodeParams"
+    generic_add_forms = (("hipGraphAddNode", False),)  # no edge-data form
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
         ffi = self.ffi

@@ -133,6 +133,19 @@ class GraphExec(Owned):
         self._backend.ops.call("GraphNodeGetEnabled", self.handle, self._node(node), out)
         return bool(out[0])
 
+    def set_node_params(self, node: Node, **params: Any) -> None:
+        """Replace a node's parameters in this executable graph only (generic form).
+
+        Same keywords as :meth:`Graph.add_node` for the node's type.
+        """
+        from . import _params
+
+        h = self._node(node)
+        kept: list[Any] = []
+        p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append)
+        self._backend.ops.call("GraphExecNodeSetParams", self.handle, h, p)
+        self._retain(kept, self._sinks[0], _has_host(kept))
+
     def set_memset(self, node: MemsetNode, *, dst: Any = None, value: int | None = None,
                    count: int | None = None) -> None:
         """Change a memset node's parameters in this executable graph only."""

@@ -274,6 +274,23 @@ class Graph(Owned):
             dptr = dptr.dptr
         return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr), cls=MemFreeNode)
 
+    def add_node(self, node_type: NodeType, *, dependencies: Iterable[Node] | None = None,
+                 edges: Sequence[EdgeData] | None = None, **params: Any) -> Node:
+        """Add a node through the runtime's generic API (``cudaGraphAddNode`` / ``hipGraphAddNode``).
+
+        ``params`` by type: EMPTY none; MEMSET ``dst, value, count[, element_size,
+        height, pitch]``; HOST ``fn``; GRAPH ``child``; EVENT_RECORD / WAIT_EVENT
+        ``event``; MEM_ALLOC ``size[, device]``; MEM_FREE ``dptr``.  Where the
+        runtime's form takes edge data (CUDA >= 12.3) it is passed at creation.
+        """
+        from . import _params
+
+        deps = [self._own(d) for d in (dependencies or ())]
+        edges = _check_edges(deps, edges)
+        p = _params.fill(self, NodeType(node_type), params, self._sink, self._keep.append)
+        h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
+        return self._wrap(h, NODE_CLASSES.get(NodeType(node_type), OtherNode))
+
     def add_kernel(self, *args: Any, **kw: Any) -> Node:
         """Kernel nodes from source are not available yet."""
         raise errors.NotSupported("Graph.add_kernel", detail="creating kernel nodes from source "

@@ -117,6 +117,17 @@ class Node:
     def remove_dependent(self, node: "Node", edge: EdgeData = DEFAULT_EDGE) -> None:
         self._graph.remove_dependencies([self], [node], [edge])
 
+    def set_params(self, **params: Any) -> None:
+        """Replace this node's parameters in its graph (generic ``GraphNodeSetParams``).
+
+        Same keywords as :meth:`Graph.add_node` for this node's type.
+        """
+        from . import _params
+
+        g = self._graph
+        p = _params.fill(g, self.type, params, g._sink, g._keep.append)
+        g._backend.ops.call("GraphNodeSetParams", self.handle, p)
+
     def destroy(self) -> None:
         """Remove this node (and its edges) from the graph."""
         h = self.handle

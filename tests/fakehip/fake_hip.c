@@ -59,6 +59,15 @@ static hipError_t add_node(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode
 hipError_t hipGraphAddEmptyNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n) {
   return add_node(out, g, deps, n, hipGraphNodeTypeEmpty);
 }
+hipError_t hipGraphAddNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                           hipGraphNodeParams *params) {
+  if (!params) return fail(hipErrorInvalidValue);
+  return add_node(out, g, deps, n, params->type);
+}
+hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *params) {
+  if (!node || !params || params->type != node->type) return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
 hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *t) {
   if (!node || !t) return fail(hipErrorInvalidValue);
   *t = node->type;

@@ -488,3 +488,45 @@ def test_thread_capture_mode_exchange():
     t.start()
     t.join()
     assert result == [rt.CaptureMode.GLOBAL]
+
+
+def test_generic_add_node_set_params_and_exec_set_node_params(stream, bufs):
+    g = rt.Graph()
+    e = g.add_node(NodeType.EMPTY)
+    m = g.add_node(NodeType.MEMSET, dependencies=[e], edges=[EdgeData()], dst=bufs[0], value=8, count=N)
+    seen = []
+    h = g.add_node(NodeType.HOST, dependencies=[m], fn=lambda: seen.append(1))
+    assert [n.type for n in (e, m, h)] == [NodeType.EMPTY, NodeType.MEMSET, NodeType.HOST]
+    assert m.params["value"] == 8 and g.edges() == [(e, m, EdgeData()), (m, h, EdgeData())]
+    m.set_params(dst=bufs[0], value=9, count=N)
+    assert m.params["value"] == 9
+    exe = g.instantiate()
+    exe.launch(stream)
+    exe.synchronize()
+    assert bufs[0].to_bytes(4) == b"\x09" * 4 and seen == [1]
+    exe.set_node_params(m, dst=bufs[0], value=10, count=N)
+    exe.launch(stream)
+    stream.synchronize()
+    assert bufs[0].to_bytes(4) == b"\x0a" * 4
+    if rt.capabilities().edge_data:  # edge data at creation reaches the runtime, which checks it
+        with pytest.raises(errors.InvalidValue):
+            g.add_node(NodeType.EMPTY, dependencies=[e],
+                       edges=[EdgeData(rt.enums.PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC)])
+    with pytest.raises(errors.InvalidValue, match="missing"):
+        g.add_node(NodeType.MEMSET, dst=bufs[0])
+    with pytest.raises(errors.NotSupported):
+        g.add_node(NodeType.KERNEL)
+
+
+def test_generic_alloc_free_and_child_graph(stream):
+    g = rt.Graph()
+    a = g.add_node(NodeType.MEM_ALLOC, size=1 << 20)
+    assert a.dptr != 0
+    child = rt.Graph()
+    child.add_memset(a.dptr, 1, 1 << 20)
+    c = g.add_node(NodeType.GRAPH, dependencies=[a], child=child)
+    g.add_node(NodeType.MEM_FREE, dependencies=[c], dptr=a)
+    assert [n.type for n in g.nodes()] == [NodeType.MEM_ALLOC, NodeType.GRAPH, NodeType.MEM_FREE]
+    exe = g.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
