@@ -200,9 +200,8 @@ def _py_name(name: str) -> str:
     return name + "_" if keyword.iskeyword(name) else name
 
 
-def enums_module_source(binding_name: str, module: Module, functions: dict[str, Function],
-                        constants: dict[str, Constant]) -> str:
-    """A Python module: IntEnums, enum typedef aliases, constants, and API_SYMBOLS."""
+def enums_module_source(binding_name: str, module: Module) -> str:
+    """A Python module: IntEnums and enum typedef aliases (re-exporting the symbols module)."""
     lines = [
         f'"""Enums, constants and symbol table of the {binding_name} binding.',
         "",
@@ -269,9 +268,6 @@ the library.  ``enums`` holds the IntEnums; ``symbols`` holds ``CONSTANTS`` and
 ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads ``manifest.json``.
 """
 
-import json as _json
-from pathlib import Path as _Path
-
 from ._ffi import ffi
 
 NAME = {binding_name!r}
@@ -281,7 +277,10 @@ VERSION = {version!r}
 
 def manifest():
     """The binding's manifest (functions, enums, records, typedefs, constants)."""
-    return _json.loads((_Path(__file__).with_name("manifest.json")).read_text())
+    import json  # here, not at import: loading a binding must stay quick
+    from pathlib import Path
+
+    return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
 __all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION"]

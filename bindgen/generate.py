@@ -72,7 +72,7 @@ def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
     files = {
         "__init__.py": emit.package_init_source(hs.name, source),
         "_ffi.py": emit.ffi_module_source(module_name, p.cdef, p.cdef_packed),
-        "enums.py": emit.enums_module_source(hs.name, p.module, p.functions, p.constants),
+        "enums.py": emit.enums_module_source(hs.name, p.module),
         "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants),
         "manifest.json": emit.manifest_json(data),
     }

@@ -5,9 +5,6 @@ the library.  ``enums`` holds the IntEnums; ``symbols`` holds ``CONSTANTS`` and
 ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads ``manifest.json``.
 """
 
-import json as _json
-from pathlib import Path as _Path
-
 from ._ffi import ffi
 
 NAME = 'nvrtc12'
@@ -17,7 +14,10 @@ VERSION = '12.9'
 
 def manifest():
     """The binding's manifest (functions, enums, records, typedefs, constants)."""
-    return _json.loads((_Path(__file__).with_name("manifest.json")).read_text())
+    import json  # here, not at import: loading a binding must stay quick
+    from pathlib import Path
+
+    return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
 __all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION"]
