@@ -530,3 +530,30 @@ def test_generic_alloc_free_and_child_graph(stream):
     exe = g.instantiate()
     exe.launch(stream)
     stream.synchronize()
+
+
+def test_remove_edges_and_destroy_nodes():
+    g = rt.Graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = g.add_empty()
+    a.add_dependent(c)
+    assert {n for n, _ in a.dependents} == {b, c}
+    a.remove_dependent(c)
+    assert a.dependents == [(b, EdgeData())]
+    b.destroy()
+    assert not b.is_valid and g.nodes() == [a, c] and g.edges() == []
+    with pytest.raises(errors.InvalidResourceHandle):
+        b.dependencies
+
+
+def test_device_launch_and_priority_flags(stream, bufs):
+    g = rt.Graph()
+    g.add_memset(bufs[0], 3, N)
+    exe = g.instantiate(device_launch=True, upload_stream=stream)
+    assert InstantiateFlags.DEVICE_LAUNCH in exe.flags
+    exe.launch(stream)  # a device graph may also be launched from the host
+    stream.synchronize()
+    assert bufs[0].to_bytes(1) == b"\x03"
+    exe2 = g.instantiate(use_node_priority=True)
+    assert InstantiateFlags.USE_NODE_PRIORITY in exe2.flags
