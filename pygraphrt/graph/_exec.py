@@ -86,6 +86,11 @@ class GraphExec(Owned):
 
     @property
     def flags(self) -> InstantiateFlags:
+        """The instantiation flags the runtime reports (``GraphExecGetFlags``).
+
+        CUDA reports AUTO_FREE_ON_LAUNCH, UPLOAD and DEVICE_LAUNCH; it was seen
+        not to report USE_NODE_PRIORITY (12.9 and 13.0 runtimes, driver 580).
+        """
         ops = self._backend.ops
         out = self._backend.ffi.new("unsigned long long *")
         ops.call("GraphExecGetFlags", self.handle, out)
