@@ -12,7 +12,7 @@ from ..capture_model import run_model, valid_program
 
 pytestmark = pytest.mark.gpu
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("PYGRAPHRT_HYPOTHESIS_EXAMPLES", "60")),
+SETTINGS = settings(max_examples=int(__import__("os").environ.get("PYGRAPHRT_HYPOTHESIS_EXAMPLES", "200")),
                     deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 KINDS = ["empty", "memset", "memcpy", "host"]
