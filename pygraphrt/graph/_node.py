@@ -99,6 +99,16 @@ class Node:
         """The node's parameters as the runtime reports them."""
         return {}
 
+    def _query(self, ctype: str, api: str) -> Any:
+        """A new ``ctype`` filled by the runtime's getter ``api`` for this node."""
+        b = self._graph._backend
+        out = b.ffi.new(f"{ctype} *")
+        b.ops.call(api, self.handle, out)
+        return out
+
+    def _addr(self, pointer: Any) -> int:
+        return int(self._graph._backend.ffi.cast("uintptr_t", pointer))
+
     @property
     def dependencies(self) -> list[tuple["Node", EdgeData]]:
         """Nodes this one depends on, each with its edge's data."""
@@ -147,10 +157,8 @@ class MemsetNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        p = g._backend.ffi.new(f"{g._backend.ops.memset_params_type} *")
-        g._backend.ops.call("GraphMemsetNodeGetParams", self.handle, p)
-        return {"dst": int(g._backend.ffi.cast("uintptr_t", p.dst)), "value": p.value,
+        p = self._query(self._graph._backend.ops.memset_params_type, "GraphMemsetNodeGetParams")
+        return {"dst": self._addr(p.dst), "value": p.value,
                 "element_size": p.elementSize, "width": p.width, "height": p.height,
                 "pitch": p.pitch}
 
@@ -161,12 +169,8 @@ class MemcpyNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        ffi = g._backend.ffi
-        p = ffi.new(f"{g._backend.ops.memcpy3d_params_type} *")
-        g._backend.ops.call("GraphMemcpyNodeGetParams", self.handle, p)
-        return {"dst": int(ffi.cast("uintptr_t", p.dstPtr.ptr)),
-                "src": int(ffi.cast("uintptr_t", p.srcPtr.ptr)),
+        p = self._query(self._graph._backend.ops.memcpy3d_params_type, "GraphMemcpyNodeGetParams")
+        return {"dst": self._addr(p.dstPtr.ptr), "src": self._addr(p.srcPtr.ptr),
                 "dst_pitch": p.dstPtr.pitch, "src_pitch": p.srcPtr.pitch,
                 "width": p.extent.width, "height": p.extent.height, "depth": p.extent.depth,
                 "kind": int(p.kind)}
@@ -178,10 +182,8 @@ class HostNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        ffi = g._backend.ffi
-        p = ffi.new(f"{g._backend.ops.host_params_type} *")
-        g._backend.ops.call("GraphHostNodeGetParams", self.handle, p)
+        ffi = self._graph._backend.ffi
+        p = self._query(self._graph._backend.ops.host_params_type, "GraphHostNodeGetParams")
         fn = None
         if p.userData != ffi.NULL:
             try:
@@ -200,9 +202,7 @@ class ChildGraphNode(Node):
         """The node's own copy of the child graph (owned by the node)."""
         from ._graph import Graph
 
-        g = self._graph
-        out = g._backend.ffi.new(f"{g._backend.ops.prefix}Graph_t *")
-        g._backend.ops.call("GraphChildGraphNodeGetGraph", self.handle, out)
+        out = self._query(f"{self._graph._backend.ops.prefix}Graph_t", "GraphChildGraphNodeGetGraph")
         return Graph._borrow(out[0], owner=self)
 
     @property
@@ -216,11 +216,8 @@ class _EventNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        ffi = g._backend.ffi
-        out = ffi.new(f"{g._backend.ops.prefix}Event_t *")
-        g._backend.ops.call(self._get_api, self.handle, out)
-        return {"event": int(ffi.cast("uintptr_t", out[0]))}
+        out = self._query(f"{self._graph._backend.ops.prefix}Event_t", self._get_api)
+        return {"event": self._addr(out[0])}
 
 
 class EventRecordNode(_EventNode):
@@ -241,11 +238,8 @@ class MemAllocNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        ffi = g._backend.ffi
-        p = ffi.new(f"{g._backend.ops.mem_alloc_params_type} *")
-        g._backend.ops.call("GraphMemAllocNodeGetParams", self.handle, p)
-        return {"dptr": int(ffi.cast("uintptr_t", p.dptr)), "bytesize": p.bytesize,
+        p = self._query(self._graph._backend.ops.mem_alloc_params_type, "GraphMemAllocNodeGetParams")
+        return {"dptr": self._addr(p.dptr), "bytesize": p.bytesize,
                 "device": p.poolProps.location.id}
 
     @property
@@ -260,11 +254,8 @@ class MemFreeNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        g = self._graph
-        ffi = g._backend.ffi
-        out = ffi.new("void **")
-        g._backend.ops.call("GraphMemFreeNodeGetParams", self.handle, out)
-        return {"dptr": int(ffi.cast("uintptr_t", out[0]))}
+        out = self._query("void *", "GraphMemFreeNodeGetParams")
+        return {"dptr": self._addr(out[0])}
 
 
 class KernelNode(Node):
@@ -295,8 +286,7 @@ class KernelNode(Node):
     @property
     def params(self) -> dict[str, Any]:
         p = self._get()
-        ffi = self._graph._backend.ffi
-        return {"func": int(ffi.cast("uintptr_t", p.func)),
+        return {"func": self._addr(p.func),
                 "grid": Dim3(p.gridDim.x, p.gridDim.y, p.gridDim.z),
                 "block": Dim3(p.blockDim.x, p.blockDim.y, p.blockDim.z),
                 "shared_mem_bytes": p.sharedMemBytes}
