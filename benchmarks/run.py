@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .stats import Figure, chart, ratio, table, time_per_item, to_json
+from .stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
 
 HERE = Path(__file__).resolve().parent
 
@@ -28,8 +28,8 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
 
     ffi, lib = lowlevel.ffi, lowlevel.lib
     s = rt.Stream()
-    trials = 3 if q else 7
-    calls = 200 if q else 1000
+    trials = 5 if q else 21
+    calls = 100 if q else 256  # few enough launches that the launch queue never fills
 
     g = rt.Graph()
     g.add_empty()
@@ -48,8 +48,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
 
     sync = s.synchronize
     add = lambda name, group, vals, note="": figs.__setitem__(name, Figure(group, name, vals, note=note))  # noqa: E731
-    add("pygraphrt launch (empty)", "launch overhead", time_per_item(py_launch, calls, trials, between=sync))
-    add("raw cffi lib.cudaGraphLaunch (empty)", "launch overhead", time_per_item(raw, calls, trials, between=sync))
+    empty = {"pygraphrt launch (empty)": py_launch, "raw cffi lib.cudaGraphLaunch (empty)": raw}
 
     try:
         from cuda.bindings import runtime as cbr
@@ -57,19 +56,22 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
         ce = cbr.cudaGraphExec_t(int(exe))
         cs = cbr.cudaStream_t(int(s))
         cb_launch = cbr.cudaGraphLaunch
+        cb_is_capturing = cbr.cudaStreamIsCapturing
 
         def cb(k: int) -> None:
             for _ in range(k):
                 cb_launch(ce, cs)
 
-        add("cuda.bindings cudaGraphLaunch (empty)", "launch overhead", time_per_item(cb, calls, trials, between=sync))
-
         def cb_cap(k: int) -> None:
             for _ in range(k):
-                cbr.cudaStreamIsCapturing(cs)
+                cb_is_capturing(cs)
+
+        empty["cuda.bindings cudaGraphLaunch (empty)"] = cb
     except ImportError:
         cbr = None
         print("cuda.bindings not installed: its figures are skipped")
+    for name, vals in interleaved(empty, calls, trials, between=sync).items():
+        add(name, "launch overhead", vals)
 
     # one small kernel, captured from PyTorch (the runtime is shared with torch on CUDA 13)
     try:
@@ -95,8 +97,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
             for _ in range(k):
                 raw_launch(kh, ksh)
 
-        add("pygraphrt launch (kernel)", "launch overhead", time_per_item(py_klaunch, calls, trials, between=ws.synchronize))
-        add("raw cffi lib.cudaGraphLaunch (kernel)", "launch overhead", time_per_item(raw_k, calls, trials, between=ws.synchronize))
+        kern = {"pygraphrt launch (kernel)": py_klaunch, "raw cffi lib.cudaGraphLaunch (kernel)": raw_k}
         if cbr is not None:
             cke, cks = cbr.cudaGraphExec_t(int(kexe)), cbr.cudaStream_t(int(ws))
 
@@ -104,7 +105,9 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
                 for _ in range(k):
                     cb_launch(cke, cks)
 
-            add("cuda.bindings cudaGraphLaunch (kernel)", "launch overhead", time_per_item(cb_k, calls, trials, between=ws.synchronize))
+            kern["cuda.bindings cudaGraphLaunch (kernel)"] = cb_k
+        for name, vals in interleaved(kern, calls, trials, between=ws.synchronize).items():
+            add(name, "launch overhead", vals)
 
         # graph vs stream: 1000 tiny kernels
         n_k = 200 if q else 1000
@@ -143,10 +146,11 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
         for _ in range(k):
             is_cap(sh, st)
 
-    add("pygraphrt stream.is_capturing", "trivial call", time_per_item(py_cap, n_triv, trials))
-    add("raw cffi lib.cudaStreamIsCapturing", "trivial call", time_per_item(raw_cap, n_triv, trials))
+    triv = {"pygraphrt stream.is_capturing": py_cap, "raw cffi lib.cudaStreamIsCapturing": raw_cap}
     if cbr is not None:
-        add("cuda.bindings cudaStreamIsCapturing", "trivial call", time_per_item(cb_cap, n_triv, trials))
+        triv["cuda.bindings cudaStreamIsCapturing"] = cb_cap
+    for name, vals in interleaved(triv, n_triv, trials).items():
+        add(name, "trivial call", vals)
 
     # build throughput and instantiate
     nodes = 1000 if q else 10000

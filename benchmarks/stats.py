@@ -48,6 +48,34 @@ def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: in
     return out
 
 
+def interleaved(fns: dict[str, Callable[[int], None]], items: int, trials: int,
+                between: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Time several contenders trial by trial, in rotating order, under the same conditions.
+
+    Timing each contender in its own block lets drifting machine state (GPU
+    queue depth, clocks, a neighbour's load) masquerade as a difference between
+    them; interleaving puts every contender into every period.
+    """
+    names = list(fns)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for name in names:  # warm-up
+        fns[name](items)
+        if between:
+            between()
+    for t in range(trials):
+        order = names[t % len(names):] + names[:t % len(names)]
+        for name in order:
+            if between:
+                between()
+            t0 = time.perf_counter_ns()
+            fns[name](items)
+            t1 = time.perf_counter_ns()
+            out[name].append((t1 - t0) / 1e3 / items)
+    if between:
+        between()
+    return out
+
+
 @dataclass
 class Ratio:
     name: str

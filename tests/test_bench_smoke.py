@@ -2,7 +2,7 @@
 
 import json
 
-from benchmarks.stats import Figure, chart, ratio, table, time_per_item, to_json
+from benchmarks.stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
 
 
 def test_harness_parts(tmp_path):
@@ -20,6 +20,10 @@ def test_harness_parts(tmp_path):
     data = json.loads(to_json({"gpu": "none"}, [a, b], [r]))
     assert data["figures"][0]["median"] == 2.0 and data["ratios"][0]["met"] is False
     chart([a, b], str(tmp_path / "c.png"))
+    order = []
+    res = interleaved({"x": lambda k: order.append("x"), "y": lambda k: order.append("y")}, 5, 4)
+    assert len(res["x"]) == len(res["y"]) == 4
+    assert order[2:] == ["x", "y", "y", "x", "x", "y", "y", "x"]  # warm-up, then rotating order
 
 
 def test_run_module_imports_without_gpu():
