@@ -192,9 +192,10 @@ def evaluate(node: c_ast.Node, lookup: Callable[[str], Value],
                 q = abs(x) // abs(y) * (1 if (x >= 0) == (y >= 0) else -1)
                 r = q if op == "/" else x - q * y
             else:
-                r = {"+": x + y, "-": x - y, "*": x * y, "&": x & y, "|": x | y,
-                     "^": x ^ y}[op]
-            return Value(wrap(r, t), t)
+                xi, yi = int(x), int(y)  # integer types here (floats returned above)
+                r = {"+": xi + yi, "-": xi - yi, "*": xi * yi, "&": xi & yi, "|": xi | yi,
+                     "^": xi ^ yi}[op]
+            return Value(wrap(int(r), t), t)
         if isinstance(n, c_ast.TernaryOp):
             return ev(n.iftrue) if ev(n.cond).value else ev(n.iffalse)
         if isinstance(n, c_ast.Cast):

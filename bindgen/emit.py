@@ -243,14 +243,14 @@ def symbols_module_source(binding_name: str, functions: dict[str, Function],
         '"""',
         "",
         "# Object-like macros with a constant value: name -> value.",
-        "CONSTANTS = {",
+        "CONSTANTS: dict[str, int | float | str] = {",
     ]
     for c in sorted(constants.values(), key=lambda c: c.name):
         lines.append(f"    {c.name!r}: {c.value!r},")
     lines.append("}")
     lines.append("")
     lines.append("# Documented API name -> the symbol the library exports.")
-    lines.append("API_SYMBOLS = {")
+    lines.append("API_SYMBOLS: dict[str, str] = {")
     for api, fn in sorted(functions.items()):
         lines.append(f"    {api!r}: {fn.symbol!r},")
     lines.append("}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from . import emit, preprocess, select
 from .headersets import HEADER_SETS, WHEELS, HeaderSet, include_roots
+from .ir import Constant, Function, Module
 from .parse import parse
 
 BINDINGS_DIR = Path(__file__).resolve().parent.parent / "pygraphrt" / "_bindings"
@@ -23,9 +24,9 @@ class Generated:
 class Pipeline:
     """The intermediate results of one run, for tests and tools."""
 
-    module: object
-    functions: dict
-    constants: dict
+    module: Module
+    functions: dict[str, Function]
+    constants: dict[str, Constant]
     cdef: str
     cdef_packed: str
     omitted: dict[str, str]
@@ -65,7 +66,7 @@ def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
         packages = {pkg: WHEELS[pkg].version for pkg in hs.packages}
     else:
         packages = {"toolkit": str(override_include)}
-    source = {"vendor": hs.vendor, "version": hs.version, "packages": packages,
+    source: dict[str, object] = {"vendor": hs.vendor, "version": hs.version, "packages": packages,
               "headers": list(hs.headers), "library": hs.library,
               "defines": dict(sorted(hs.defines.items()))}
     data = emit.manifest(source, p.module, p.functions, p.constants, ffi, p.omitted)

@@ -104,15 +104,15 @@ class Graph(Owned):
         h = self._handle
         if h is None:
             self.handle  # raises InvalidResourceHandle
-        if type(dependencies) not in (list, tuple):
-            dependencies = list(dependencies or ())
-        if edges is not None and any(not e.is_default for e in _check_edges(dependencies, edges)):
-            return self._add_with_edge_data(api, list(dependencies), list(edges), args, cls)
-        n = len(dependencies)
+        deps: Sequence[Node] = (dependencies if type(dependencies) in (list, tuple)  # type: ignore[assignment]
+                                else list(dependencies or ()))
+        if edges is not None and any(not e.is_default for e in _check_edges(deps, edges) or ()):
+            return self._add_with_edge_data(api, list(deps), list(edges), args, cls)
+        n = len(deps)
         if n == 0:
             arr = self._backend.ffi.NULL
         elif n == 1:
-            d = dependencies[0]
+            d = deps[0]
             dh = getattr(d, "_handle", None)
             if dh is None or d._graph is not self:
                 dh = self._own(d).handle
@@ -120,7 +120,7 @@ class Graph(Owned):
             arr[0] = dh
         else:
             arr = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t[]",
-                                        [self._own(d).handle for d in dependencies])
+                                        [self._own(d).handle for d in deps])
         out = self._out1
         rc = self._fn(api)(out, h, arr, n, *args)
         if rc:
@@ -180,7 +180,8 @@ class Graph(Owned):
         """Copy ``count`` bytes; host or device memory on either side (unified addressing)."""
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
-        self._keep_operand(dst), self._keep_operand(src)
+        self._keep_operand(dst)
+        self._keep_operand(src)
         return self._add("GraphAddMemcpyNode1D", dependencies, edges, _ptr(b, dst), _ptr(b, src),
                          _count(count), kind, cls=MemcpyNode)
 
@@ -203,7 +204,8 @@ class Graph(Owned):
         p.extent.height = _count(height)
         p.extent.depth = _count(depth)
         p.kind = b.ops.const("MemcpyDefault")
-        self._keep_operand(dst), self._keep_operand(src)
+        self._keep_operand(dst)
+        self._keep_operand(src)
         return self._add("GraphAddMemcpyNode", dependencies, edges, p, cls=MemcpyNode)
 
     def add_host(self, fn: Callable[[], Any], *, dependencies: Iterable[Node] | None = None,
@@ -387,9 +389,9 @@ class Graph(Owned):
 
         ops = self._backend.ops
         vendor_flags = 0
-        for f in DebugDotFlags:
-            if f and f in flags:
-                vendor_flags |= ops.value(ops.debug_dot_flags, f, f"{ops.prefix}GraphDebugDotPrint")
+        for flag in DebugDotFlags:
+            if flag and flag in flags:
+                vendor_flags |= ops.value(ops.debug_dot_flags, flag, f"{ops.prefix}GraphDebugDotPrint")
         target = path
         tmp = None
         if target is None:
