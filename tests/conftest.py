@@ -17,6 +17,7 @@ REQUIRE_GPU = os.environ.get("PYGRAPHRT_REQUIRE_GPU") == "1"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a GPU and its driver")
     config.addinivalue_line("markers", "headers: needs the pinned vendor headers (python -m bindgen fetch)")
+    config.addinivalue_line("markers", "devtools: needs the dev extras (mypy)")
 
 
 _gpu_reason: list[str | None] = []

@@ -4,6 +4,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.devtools  # needs the dev extras (mypy); runs in CI
 REPO = Path(__file__).resolve().parent.parent
 
 
