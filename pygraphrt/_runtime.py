@@ -221,12 +221,8 @@ def use(vendor: str = "auto") -> Backend:
         if vendor not in ("auto", "cuda", "hip"):
             raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip' or 'auto'")
         current = _state.active
-        if current is not None and vendor != "auto" and current.vendor == vendor:
+        if current is not None and current.vendor == vendor:
             return current
-        if current is not None and len(current.live) and (vendor != current.vendor):
-            raise errors.BackendError(
-                f"cannot switch from {current.vendor} to {vendor}: {len(current.live)} "
-                f"{current.vendor} object(s) are still alive; close them first")
         if vendor == "auto":
             chosen = None
             first = None
@@ -248,7 +244,8 @@ def use(vendor: str = "auto") -> Backend:
             chosen = load(vendor)
         if current is not None and current is not chosen and len(current.live):
             raise errors.BackendError(
-                f"cannot switch from {current.vendor} to {chosen.vendor}: objects still alive")
+                f"cannot switch from {current.vendor} to {chosen.vendor}: {len(current.live)} "
+                f"{current.vendor} object(s) are still alive; close them first")
         _state.active = chosen
         return chosen
 

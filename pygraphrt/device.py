@@ -192,7 +192,7 @@ class Stream(Owned):
         rc = ops.fn(api)(*args)
         if rc:
             err = ops.error(rc, ops.prefix + api)
-            if self._capture_keep is not None and self._capturing_hint():
+            if self._capturing_hint():
                 self._capture_failure = f"Stream.{api} ({err.name})"
             raise err
 

@@ -242,6 +242,7 @@ def test_unknown_backend_and_switching_with_live_objects():
         except errors.BackendError as e:
             print("SWITCH", e)
         assert pygraphrt.use("cuda") is b
+        assert pygraphrt.use("auto") is b   # auto picks the active vendor: no switch, no refusal
         del t
         import gc; gc.collect()
         print("LIVE", len(b.live))
