@@ -223,6 +223,11 @@ def use(vendor: str = "auto") -> Backend:
         current = _state.active
         if current is not None and current.vendor == vendor:
             return current
+        if current is not None and vendor != "auto" and len(current.live):
+            # Refuse before loading anything: the reason is the live objects.
+            raise errors.BackendError(
+                f"cannot switch from {current.vendor} to {vendor}: {len(current.live)} "
+                f"{current.vendor} object(s) are still alive; close them first")
         if vendor == "auto":
             chosen = None
             first = None
