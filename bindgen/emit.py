@@ -68,7 +68,9 @@ def record_cdef(rec: Record) -> tuple[str, str | None]:
     reason = None
     if rec.fields is None:
         return (f"{rec.name};" if is_tagged else f"typedef {rec.kind} {rec.name} {rec.name};"), None
-    if rec.packed not in (None, 1):
+    if rec.unsupported:
+        reason = rec.unsupported
+    elif rec.packed not in (None, 1):
         reason = f"#pragma pack({rec.packed}) cannot be expressed in cffi's ABI mode"
     elif rec.align is not None and rec.align not in _ALIGN_CARRIERS:
         reason = f"aligned({rec.align}) cannot be expressed in cffi's ABI mode"

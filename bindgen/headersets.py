@@ -105,6 +105,16 @@ HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
               per_thread_define="HIP_API_PER_THREAD_DEFAULT_STREAM",
               per_thread_suffixes=("_spt",),
               constant_prefixes=("hip", "HIP"), toolkit="hip"),
+    # The driver API, reached through the runtime's cudaGetDriverEntryPoint* (so no
+    # libcuda is opened by name): kernel nodes the runtime API cannot describe.
+    HeaderSet("cudadrv12", "cudadrv", "12.9", ("nvidia-cuda-runtime-cu12",),
+              ("cuda.h",), ("cuda.h",), "libcuda.so.1",
+              per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_ptds", "_ptsz"), constant_prefixes=("cu", "CU")),
+    HeaderSet("cudadrv13", "cudadrv", "13.0", ("nvidia-cuda-runtime",),
+              ("cuda.h",), ("cuda.h",), "libcuda.so.1",
+              per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_ptds", "_ptsz"), constant_prefixes=("cu", "CU")),
     HeaderSet("nvrtc12", "nvrtc", "12.9", ("nvidia-cuda-nvrtc-cu12",),
               ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.12", constant_prefixes=("NVRTC",)),
     HeaderSet("nvrtc13", "nvrtc", "13.0", ("nvidia-cuda-nvrtc",),

@@ -136,6 +136,8 @@ class Record:
     align: int | None = None  # explicit ``__attribute__((aligned(N)))``
     packed: int | None = None  # ``#pragma pack(N)`` in force at the definition
     header: str = ""
+    # Why the layout cannot be reproduced (the record then stays opaque), if so.
+    unsupported: str | None = None
 
 
 @dataclass(frozen=True)

@@ -253,14 +253,33 @@ def _record(node: c_ast.Struct | c_ast.Union, st: _State, header: str) -> CType 
             if name not in st.module.records:
                 _add_record(Record(name, kind, None, header=header), st)
             return Named(name)
-        rec = Record(name, kind, _fields(node.decls, st, header), st.aligned.get(name),
-                     st.pack, header)
+        align, unsupported = _member_alignment(node.decls, st, st.aligned.get(name))
+        rec = Record(name, kind, _fields(node.decls, st, header), align, st.pack, header,
+                     unsupported)
         _add_record(rec, st)
         return Named(name)
     st.anon_counter += 1
     rec = Record(f"__anon{st.anon_counter}", kind, _fields(node.decls or [], st, header),
                  None, st.pack, header)
     return InlineRecord(rec)
+
+
+def _member_alignment(decls: list[c_ast.Decl], st: _State,
+                      align: int | None) -> tuple[int | None, str | None]:
+    """Fold C11 ``_Alignas`` on members into the record's alignment.
+
+    On the first member it is the record's alignment (same layout); anywhere
+    else it also moves offsets, which cffi's ABI mode cannot express.
+    """
+    unsupported = None
+    for i, d in enumerate(decls):
+        for a in getattr(d, "align", None) or []:
+            value = int(_const(a.alignment, st).value)
+            if i == 0:
+                align = max(align or 0, value)
+            else:
+                unsupported = f"_Alignas({value}) on member {d.name!r} cannot be expressed in cffi's ABI mode"
+    return align, unsupported
 
 
 def _add_record(rec: Record, st: _State) -> None:

@@ -16,7 +16,7 @@ def test_stats_lists_every_binding():
     out = run("--stats")
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["binding", "functions", "enums"]
-    assert [l.split()[0] for l in lines[1:]] == ["cuda12", "cuda13", "hip7", "nvrtc12", "nvrtc13"]
+    assert [l.split()[0] for l in lines[1:]] == ["cuda12", "cuda13", "hip7", "cudadrv12", "cudadrv13", "nvrtc12", "nvrtc13"]
 
 
 def test_diff_cuda12_cuda13_shows_the_edge_data_folding():

@@ -56,6 +56,8 @@ struct smpRecord {
 };
 
 struct __attribute__((aligned(16))) smpAligned { int x; };
+struct smpAlignasFirst { _Alignas(8) int a; char b; };
+struct smpAlignasLater { int a; _Alignas(16) int b; };
 
 #pragma pack(push, 1)
 struct smpPacked { char c; int i; };
