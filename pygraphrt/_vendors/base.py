@@ -19,6 +19,21 @@ from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, 
 NULL_HANDLES = (None, 0)
 
 
+class KernelParams:
+    """Launch parameters of a kernel node, with the vendor struct they came from."""
+
+    __slots__ = ("func", "grid", "block", "shared_mem_bytes", "form", "raw")
+
+    def __init__(self, func: int, grid: tuple[int, int, int], block: tuple[int, int, int],
+                 shared_mem_bytes: int, form: str, raw: Any) -> None:
+        self.func = func
+        self.grid = grid
+        self.block = block
+        self.shared_mem_bytes = shared_mem_bytes
+        self.form = form  # "runtime" or "driver": which API's struct ``raw`` is
+        self.raw = raw
+
+
 class Vendor:
     """Base of the vendor tables; one instance per loaded backend."""
 
@@ -267,6 +282,29 @@ class Vendor:
         if rc:
             raise self.error(rc, sym)
         return out[0]
+
+    # ------------------------------------------------------------------ kernel nodes
+    def kernel_params(self, node: Any) -> "KernelParams":
+        """A kernel node's launch parameters (runtime form ``GraphKernelNodeGetParams``)."""
+        raw = self.ffi.new(f"{self.kernel_params_type} *")
+        rc = self.fn("GraphKernelNodeGetParams")(node, raw)
+        if rc:
+            raise self.error(rc, f"{self.prefix}GraphKernelNodeGetParams")
+        return KernelParams(
+            int(self.ffi.cast("uintptr_t", raw.func)),
+            (raw.gridDim.x, raw.gridDim.y, raw.gridDim.z),
+            (raw.blockDim.x, raw.blockDim.y, raw.blockDim.z), raw.sharedMemBytes, "runtime", raw)
+
+    def set_kernel_dims(self, node: Any, params: "KernelParams", exec_: Any = None) -> None:
+        """Write grid/block/shared memory of ``params`` back (to the graph, or to ``exec_``)."""
+        raw = params.raw
+        raw.gridDim.x, raw.gridDim.y, raw.gridDim.z = params.grid
+        raw.blockDim.x, raw.blockDim.y, raw.blockDim.z = params.block
+        raw.sharedMemBytes = params.shared_mem_bytes
+        if exec_ is None:
+            self.call("GraphKernelNodeSetParams", node, raw)
+        else:
+            self.call("GraphExecKernelNodeSetParams", exec_, node, raw)
 
     # ------------------------------------------------------------------ capture
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:

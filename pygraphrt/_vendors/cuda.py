@@ -8,11 +8,27 @@ edge data into ``cudaGraphAddDependencies`` & co., CUDA 12.3-12.9 have them as
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from .. import errors
 from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, GraphMemAttr,
                      InstantiateFlags, NodeType, UpdateResult)
-from .base import Vendor
+from .base import KernelParams, Vendor
+
+# Driver results (CUresult names) -> pygraphrt.errors class names, for the few
+# driver calls made (kernel nodes the runtime API cannot describe).
+DRIVER_ERROR_CLASSES = {
+    "CUDA_ERROR_INVALID_VALUE": "InvalidValue",
+    "CUDA_ERROR_INVALID_HANDLE": "InvalidResourceHandle",
+    "CUDA_ERROR_NOT_SUPPORTED": "NotSupported",
+    "CUDA_ERROR_NOT_PERMITTED": "NotPermitted",
+    "CUDA_ERROR_OUT_OF_MEMORY": "OutOfMemory",
+    "CUDA_ERROR_NOT_INITIALIZED": "NotInitialized",
+    "CUDA_ERROR_NO_DEVICE": "NoDevice",
+}
+# The driver-API ABI version these bindings declare (CUDA_KERNEL_NODE_PARAMS_v2: 12.0).
+DRIVER_ABI_VERSION = 12000
 
 _EDGE_ROLES_13 = {
     "add_dependencies": "cudaGraphAddDependencies",
@@ -196,6 +212,72 @@ class CudaVendor(Vendor):
         rc = self.fn("GraphExecUpdate")(exec_, graph, info)
         result = self.update_result_of.get(int(info.result), UpdateResult.ERROR)
         return rc, result, info.errorNode
+
+    # -- kernel nodes through the driver API ------------------------------------
+    # cudaGraphKernelNodeGetParams describes only kernels launched through this
+    # runtime's host stubs.  Kernels from libraries or NVRTC, or launched through
+    # another runtime in the process (PyTorch's, say), need the driver's form;
+    # its functions come from the runtime (cudaGetDriverEntryPointByVersion),
+    # typed by the generated driver binding of the same major version.
+
+    def kernel_params(self, node: Any) -> KernelParams:
+        try:
+            return super().kernel_params(node)
+        except errors.GraphRTError as exc:
+            if exc.name != "cudaErrorInvalidDeviceFunction":
+                raise
+        dffi = self._driver_ffi()
+        raw = dffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        self._driver_call("cuGraphKernelNodeGetParams", self._to_driver("CUgraphNode", node), raw)
+        return KernelParams(int(dffi.cast("uintptr_t", raw.func)),
+                            (raw.gridDimX, raw.gridDimY, raw.gridDimZ),
+                            (raw.blockDimX, raw.blockDimY, raw.blockDimZ), raw.sharedMemBytes,
+                            "driver", raw)
+
+    def set_kernel_dims(self, node: Any, params: KernelParams, exec_: Any = None) -> None:
+        if params.form == "runtime":
+            super().set_kernel_dims(node, params, exec_)
+            return
+        raw = params.raw
+        raw.gridDimX, raw.gridDimY, raw.gridDimZ = params.grid
+        raw.blockDimX, raw.blockDimY, raw.blockDimZ = params.block
+        raw.sharedMemBytes = params.shared_mem_bytes
+        dnode = self._to_driver("CUgraphNode", node)
+        if exec_ is None:
+            self._driver_call("cuGraphKernelNodeSetParams", dnode, raw)
+        else:
+            self._driver_call("cuGraphExecKernelNodeSetParams",
+                              self._to_driver("CUgraphExec", exec_), dnode, raw)
+
+    def _driver_ffi(self) -> Any:
+        major = self.binding.removeprefix("cuda")
+        return importlib.import_module(f"pygraphrt._bindings.cudadrv{major}").ffi
+
+    def _to_driver(self, ctype: str, handle: Any) -> Any:
+        """The same handle typed for the driver binding (runtime and driver handles are one)."""
+        return self._driver_ffi().cast(ctype, int(self.ffi.cast("uintptr_t", handle)))
+
+    def _driver_call(self, api: str, *args: Any) -> None:
+        cache = self.__dict__.setdefault("_driver_fns", {})
+        fn = cache.get(api)
+        dffi = self._driver_ffi()
+        if fn is None:
+            pkg = importlib.import_module(f"pygraphrt._bindings.cudadrv{self.binding.removeprefix('cuda')}")
+            proto = pkg.manifest()["functions"][api]
+            cdecl = f"{proto['result']}(*)({', '.join(t for t, _ in proto['params'])})"
+            out = self.ffi.new("void **")
+            status = self.ffi.new("enum cudaDriverEntryPointQueryResult *")
+            self.call("GetDriverEntryPointByVersion", api.encode(), out, DRIVER_ABI_VERSION, 0, status)
+            if status[0] != 0 or out[0] == self.ffi.NULL:
+                raise errors.NotSupported(api, vendor=self.name,
+                                          detail=f"the driver does not provide {api} (status {status[0]})")
+            fn = dffi.cast(cdecl, int(self.ffi.cast("uintptr_t", out[0])))
+            cache[api] = fn
+        rc = fn(*args)
+        if rc:
+            name = dffi.typeof("CUresult").elements.get(rc, f"CUresult{rc}")
+            cls = getattr(errors, DRIVER_ERROR_CLASSES.get(name, "GraphRTError"))
+            raise cls(api, rc, name, self.name, "")
 
     def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
         prop = self.ffi.new(f"{self.device_prop_type} *")

@@ -188,9 +188,10 @@ class GraphExec(Owned):
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:
         h = self._node(node, KernelNode)
-        p = node._get()
-        _apply_dims(p, grid, block, shared_mem_bytes)
-        self._backend.ops.call("GraphExecKernelNodeSetParams", self.handle, h, p)
+        ops = self._backend.ops
+        k = ops.kernel_params(h)
+        _apply_dims(k, grid, block, shared_mem_bytes)
+        ops.set_kernel_dims(h, k, exec_=self.handle)
 
 
 def _has_host(keep: Any) -> bool:

@@ -259,57 +259,43 @@ class MemFreeNode(Node):
 
 
 class KernelNode(Node):
-    """Kernel nodes come from capture here; they are readable and their launch dims updatable."""
+    """Kernel nodes come from capture here; they are readable and their launch dims updatable.
+
+    Any kernel is readable on CUDA: kernels the runtime API cannot describe
+    (from libraries, NVRTC, or another runtime in the process) are read and
+    written through the driver API.
+    """
 
     __slots__ = ()
     node_type = NodeType.KERNEL
 
-    def _get(self) -> Any:
-        g = self._graph
-        ops = g._backend.ops
-        p = g._backend.ffi.new(f"{ops.kernel_params_type} *")
-        rc = ops.fn("GraphKernelNodeGetParams")(self.handle, p)
-        if rc:
-            err = ops.error(rc, f"{ops.prefix}GraphKernelNodeGetParams")
-            if err.name and err.name.endswith("InvalidDeviceFunction"):
-                # The runtime API describes only kernels launched through its own
-                # host stubs; library/NVRTC kernels and kernels of another runtime
-                # need the driver API (cuGraphKernelNodeGetParams).
-                raise errors.NotSupported(
-                    f"{ops.prefix}GraphKernelNodeGetParams", rc, err.name, ops.name, err.message,
-                    detail="this kernel was not launched through this runtime's host stubs "
-                           "(a library/NVRTC kernel or one of another runtime); reading it "
-                           "needs the driver API, not bound yet") from err
-            raise err
-        return p
-
     @property
     def params(self) -> dict[str, Any]:
-        p = self._get()
-        return {"func": self._addr(p.func),
-                "grid": Dim3(p.gridDim.x, p.gridDim.y, p.gridDim.z),
-                "block": Dim3(p.blockDim.x, p.blockDim.y, p.blockDim.z),
-                "shared_mem_bytes": p.sharedMemBytes}
+        k = self._graph._backend.ops.kernel_params(self.handle)
+        return {"func": k.func, "grid": Dim3(*k.grid), "block": Dim3(*k.block),
+                "shared_mem_bytes": k.shared_mem_bytes}
 
     def set_launch_dims(self, grid: Any = None, block: Any = None,
                         shared_mem_bytes: int | None = None) -> None:
         """Change grid / block / dynamic shared memory of this node in its graph."""
-        p = self._get()
-        _apply_dims(p, grid, block, shared_mem_bytes)
-        self._graph._backend.ops.call("GraphKernelNodeSetParams", self.handle, p)
+        ops = self._graph._backend.ops
+        k = ops.kernel_params(self.handle)
+        _apply_dims(k, grid, block, shared_mem_bytes)
+        ops.set_kernel_dims(self.handle, k)
 
 
-def _apply_dims(p: Any, grid: Any, block: Any, shared: int | None) -> None:
+def _apply_dims(k: Any, grid: Any, block: Any, shared: int | None) -> None:
+    """Validate and apply new launch dimensions to a KernelParams."""
     if grid is not None:
         d = _as_dim3(grid)
-        p.gridDim.x, p.gridDim.y, p.gridDim.z = d.x, d.y, d.z
+        k.grid = (d.x, d.y, d.z)
     if block is not None:
         d = _as_dim3(block)
-        p.blockDim.x, p.blockDim.y, p.blockDim.z = d.x, d.y, d.z
+        k.block = (d.x, d.y, d.z)
     if shared is not None:
-        if not isinstance(shared, int) or shared < 0:
+        if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:
             raise errors.InvalidValue("shared_mem_bytes", detail=f"{shared!r}")
-        p.sharedMemBytes = shared
+        k.shared_mem_bytes = shared
 
 
 class OtherNode(Node):
