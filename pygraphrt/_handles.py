@@ -43,6 +43,13 @@ class Owned:
                                                None)
         backend.live.add(self)
 
+    def _take_ownership(self, handle: Any) -> None:
+        """Become the owner of ``handle`` (e.g. a graph the runtime held during capture)."""
+        self._handle = handle
+        self._owned = True
+        self._finalizer = weakref.finalize(self, _destroy, self._backend, self._destroy_api, handle, None)
+        self._backend.live.add(self)
+
     @property
     def handle(self) -> Any:
         """The raw cffi handle; raises InvalidResourceHandle once closed."""

@@ -159,15 +159,11 @@ class Capture:
         if self._target is not None:
             graph = self._target
         elif self._live_graph is not None:
+            # The graph info() showed during the capture is the one returned:
+            # its node objects stay the same objects.
             graph = self._live_graph
-            graph._handle = out[0]
-            graph._owned = True
             graph._owner = None
-            import weakref
-
-            from .._handles import _destroy
-
-            graph._finalizer = weakref.finalize(graph, _destroy, b, "GraphDestroy", out[0], None)
+            graph._take_ownership(out[0])
         else:
             graph = Graph(_handle=out[0])
         graph._keep.extend(payloads)
