@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -131,7 +132,11 @@ class Stream(Owned):
         self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
         self._sinks: set[ErrorSink] = set()
         self._own_sink = ErrorSink()
-        self._capture_keep: list[Any] = []
+        # Host callables launched outside a capture, kept until they have run.
+        self._pending: list[HostPayload] = []
+        # The pygraphrt capture this stream takes part in (began it, or joined it
+        # by waiting on an event recorded inside it): its operands go to the graph.
+        self._capture: Capture | None = None
         self._capture_failure: str | None = None
 
     @classmethod
@@ -158,20 +163,37 @@ class Stream(Owned):
     def memset(self, ptr: Any, value: int, count: int) -> None:
         """Set ``count`` bytes at device pointer ``ptr`` to ``value``."""
         self._work("MemsetAsync", _ptr(self._backend, ptr), _byte(value), _count(count), self.handle)
+        self._retain(ptr)
 
     def memcpy(self, dst: Any, src: Any, count: int) -> None:
         """Copy ``count`` bytes (host or device pointers, unified addressing)."""
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
         self._work("MemcpyAsync", _ptr(b, dst), _ptr(b, src), _count(count), kind, self.handle)
+        self._retain(dst)
+        self._retain(src)
+
+    def _retain(self, operand: Any) -> None:
+        """During a capture, the graph being built keeps buffers given as objects alive."""
+        cap = self._capture
+        if cap is not None and not isinstance(operand, int):
+            cap._keep.append(operand)
 
     def record(self, event: "Event") -> None:
         event._same_backend(self, "Stream.record")
         self._work("EventRecord", event.handle, self.handle)
+        # A waiter on this event joins that capture.  Weak: an event must not keep
+        # a finished capture (and so its graph and operands) alive.
+        cap = self._capture
+        event._capture = weakref.ref(cap) if cap is not None else None
 
     def wait(self, event: "Event") -> None:
         event._same_backend(self, "Stream.wait")
         self._work("StreamWaitEvent", self.handle, event.handle, 0)
+        ref = event._capture
+        cap = ref() if ref is not None else None
+        if cap is not None and cap._state == "active" and self._capture is None:
+            cap._join(self)
 
     def launch_host_func(self, fn: Callable[[], Any]) -> None:
         """Run ``fn()`` on a runtime thread once preceding work is done.
@@ -183,9 +205,12 @@ class Stream(Owned):
         b = self._backend
         payload = HostPayload(b, fn, self._own_sink)
         self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
-        # Keep the payload alive: as long as the stream exists (uncaptured) or
-        # as long as the graph that captures it (moved there at end of capture).
-        self._capture_keep.append(payload)
+        # Keep the payload alive until it has run, or, captured, for the graph's
+        # lifetime (the capture hands it to the graph, whose sink it then reports to).
+        if self._capture is not None:
+            self._capture._keep.append(payload)
+        else:
+            self._pending.append(payload)
 
     def _work(self, api: str, *args: Any) -> None:
         ops = self._backend.ops
@@ -209,8 +234,7 @@ class Stream(Owned):
         sinks, self._sinks = self._sinks, set()
         for sink in sinks:
             sink.raise_pending("Stream.synchronize")
-        if self.capture_status() is CaptureStatus.NONE:
-            self._capture_keep = [p for p in self._capture_keep if p.calls == 0]
+        self._pending = [p for p in self._pending if p.calls == 0]
 
     def query(self) -> bool:
         """True when all work is done."""
@@ -278,6 +302,7 @@ class Event(Owned):
             ops.call("EventCreateWithFlags", out, flags)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
+        self._capture: weakref.ref[Capture] | None = None  # the capture it was last recorded in
 
     def synchronize(self) -> None:
         self._backend.ops.call("EventSynchronize", self.handle)

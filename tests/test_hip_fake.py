@@ -173,3 +173,32 @@ def test_instantiate_launch_and_exec_update(fake_hip):
     assert "UPDATE UpdateResult.TOPOLOGY_CHANGED True hipErrorGraphExecUpdateFailure" in out
     assert "FLAGS hipGraphInstantiateWithFlags" in out
     assert "CLOSED" in out
+
+
+def test_captured_operands_live_as_long_as_the_graph(fake_hip):
+    out = run_hip(fake_hip, """
+        import gc, weakref
+        import pygraphrt as rt
+        from pygraphrt.enums import NodeType
+        class Buf(bytearray):  # a host buffer object that can be weakly referenced
+            pass
+        a, b = Buf(16), Buf(16)
+        wa, wb = weakref.ref(a), weakref.ref(b)
+        s, s2 = rt.Stream(), rt.Stream()
+        fork = rt.Event()
+        with s.capture() as cap:
+            s.memset(a, 1, 16)
+            s.record(fork)
+            s2.wait(fork)          # s2 joins the capture through the event
+            s2.memset(b, 2, 16)
+        assert s2._capture is None and s._capture is None
+        g = cap.graph
+        assert [n.type for n in g.nodes()] == [NodeType.MEMSET, NodeType.MEMSET]
+        del a, b
+        gc.collect()
+        print("ALIVE", wa() is not None, wb() is not None)
+        g.close(); del g, cap
+        gc.collect()
+        print("FREED", wa() is None, wb() is None)
+    """)
+    assert "ALIVE True True" in out and "FREED True True" in out

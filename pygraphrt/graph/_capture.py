@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import errors
+from .._handles import HostPayload
 from ..enums import CaptureMode, CaptureStatus, EdgeData
 from ._graph import Graph, _check_edges
 
@@ -50,6 +51,20 @@ class Capture:
         self.graph: Graph | None = None
         self._live_graph: Graph | None = None
         self._state = "new"
+        # Operands of the captured work (buffers given as objects, host callables):
+        # they become the graph's, kept alive as long as it is.
+        self._keep: list[Any] = []
+        self._streams: set["Stream"] = set()
+
+    def _join(self, stream: "Stream") -> None:
+        stream._capture = self
+        self._streams.add(stream)
+
+    def _leave(self) -> None:
+        for st in self._streams:
+            if st._capture is self:
+                st._capture = None
+        self._streams.clear()
 
     def __enter__(self) -> "Capture":
         self.begin()
@@ -78,7 +93,6 @@ class Capture:
             raise errors.IllegalState(f"{ops.prefix}StreamBeginCapture",
                                       detail="the stream is already capturing")
         s._capture_failure = None
-        keep_before = len(s._capture_keep)
         try:
             if self._target is not None:
                 s._same_backend(self._target, "Stream.capture")
@@ -89,8 +103,8 @@ class Capture:
         except BaseException:
             self._ensure_not_capturing()
             raise
-        self._keep_from = keep_before
         self._state = "active"
+        self._join(s)
 
     def _ensure_not_capturing(self) -> None:
         """After a failure: leave the stream not capturing and free what was captured."""
@@ -147,8 +161,7 @@ class Capture:
         out = b.ffi.new(f"{ops.prefix}Graph_t *")
         rc = ops.fn("StreamEndCapture")(s.handle, out)
         self._state = "ended"
-        payloads = s._capture_keep[self._keep_from:]
-        del s._capture_keep[self._keep_from:]
+        self._leave()
         if rc:
             if out[0] != b.ffi.NULL and self._target is None:
                 ops.fn("GraphDestroy")(out[0])
@@ -166,9 +179,11 @@ class Capture:
             graph._take_ownership(out[0])
         else:
             graph = Graph(_handle=out[0])
-        graph._keep.extend(payloads)
-        for p in payloads:  # host functions captured now report to the graph
-            p.sink = graph._sink
+        graph._keep.extend(self._keep)
+        for p in self._keep:  # host functions captured now report to the graph
+            if isinstance(p, HostPayload):
+                p.sink = graph._sink
+        self._keep = []
         self.graph = graph
         return graph
 
@@ -177,8 +192,8 @@ class Capture:
         if self._state != "active":
             return
         self._state = "aborted"
-        s = self.stream
-        del s._capture_keep[self._keep_from:]
+        self._leave()
+        self._keep = []
         self._ensure_not_capturing()
         if self._live_graph is not None:
             self._live_graph._handle = None

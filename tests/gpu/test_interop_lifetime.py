@@ -126,3 +126,26 @@ def test_graph_keeps_operands_alive():
     exe.launch(s)
     exe.synchronize()
     assert calls == [1]
+
+
+def test_captured_buffers_live_as_long_as_the_graph():
+    import weakref
+
+    s, s2 = rt.Stream(), rt.Stream()
+    a, b = rt.malloc(256), rt.malloc(256)
+    wa, wb = weakref.ref(a), weakref.ref(b)
+    fork, join = rt.Event(), rt.Event()
+    with s.capture() as cap:
+        s.memset(a, 5, 256)
+        s.record(fork)
+        s2.wait(fork)                 # s2 joins the capture
+        s2.memcpy(b, a, 256)
+        s2.record(join)
+        s.wait(join)
+    exe = cap.graph.instantiate()
+    del a, b, cap
+    gc.collect()
+    assert wa() is not None and wb() is not None  # the graph (and its exec) keep them
+    exe.launch(s)
+    s.synchronize()
+    assert wb().to_bytes(4) == b"\x05" * 4
