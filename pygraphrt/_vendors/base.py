@@ -16,9 +16,6 @@ from .. import errors
 from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, EdgeData,
                      GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
 
-NULL_HANDLES = (None, 0)
-
-
 class KernelParams:
     """Launch parameters of a kernel node, with the vendor struct they came from."""
 
@@ -60,7 +57,6 @@ class Vendor:
     memcpy3d_params_type: str = ""
     mem_alloc_params_type: str = ""
     device_prop_type: str = ""
-    exec_update_info_type: str | None = None
     node_params_type: str = ""
     # (symbol, takes edge data) of the generic add-node API, best first; None
     # means "edge data exactly when the binding's prototype has it".
@@ -266,7 +262,7 @@ class Vendor:
         """``GraphAddNode`` with a node-params union; edge data where the runtime takes it."""
         if self.generic_add is None:
             raise errors.NotSupported(f"{self.prefix}GraphAddNode", vendor=self.name,
-                                      detail=f"the generic add-node API is not in this runtime")
+                                      detail="the generic add-node API is not in this runtime")
         sym, with_edges = self.generic_add
         ffi = self.ffi
         out = ffi.new(f"{self.prefix}GraphNode_t *")

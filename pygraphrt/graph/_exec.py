@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from .._handles import HostPayload, Owned, trampoline
+from .._handles import HostPayload, Owned
 from ..device import Stream, _count, _ptr
 from ..enums import InstantiateFlags, UpdateResult
+from . import _params
 from ._node import HostNode, KernelNode, MemcpyNode, MemsetNode, Node, _apply_dims
 
 if TYPE_CHECKING:
@@ -143,8 +144,6 @@ class GraphExec(Owned):
 
         Same keywords as :meth:`Graph.add_node` for the node's type.
         """
-        from . import _params
-
         h = self._node(node)
         kept: list[Any] = []
         p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append)
@@ -158,14 +157,10 @@ class GraphExec(Owned):
         b = self._backend
         cur = node.params
         p = b.ffi.new(f"{b.ops.memset_params_type} *")
-        p.dst = _ptr(b, cur["dst"] if dst is None else dst)
-        p.value = cur["value"] if value is None else value
-        if value is not None and not 0 <= value < 1 << (8 * cur["element_size"]):
-            raise errors.InvalidValue("set_memset", detail=f"value {value} does not fit")
-        p.elementSize = cur["element_size"]
-        p.width = cur["width"] if count is None else _count(count)
-        p.height = cur["height"]
-        p.pitch = cur["pitch"]
+        _params.memset_fields(b, p, cur["dst"] if dst is None else dst,
+                              cur["value"] if value is None else value,
+                              cur["width"] if count is None else count, cur["element_size"],
+                              cur["height"], cur["pitch"], what="set_memset")
         b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
 
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
@@ -178,10 +173,8 @@ class GraphExec(Owned):
     def set_host(self, node: HostNode, fn: Any) -> None:
         h = self._node(node, HostNode)
         b = self._backend
-        payload = HostPayload(b, fn, self._sinks[0])
         p = b.ffi.new(f"{b.ops.host_params_type} *")
-        p.fn = trampoline(b)
-        p.userData = payload.c_handle
+        payload = _params.host_fields(b, p, fn, self._sinks[0])
         b.ops.call("GraphExecHostNodeSetParams", self.handle, h, p)
         self._retain(payload, self._sinks[0], True)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .. import _runtime, errors
-from .._handles import ErrorSink, HostPayload, Owned, trampoline
+from .._handles import ErrorSink, Owned
 from ..device import DeviceBuffer, Event, Stream, _count, _ptr
-from ..enums import DEFAULT_EDGE, DebugDotFlags, EdgeData, InstantiateFlags, NodeType
+from . import _params
+from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
 from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
                     HostNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
 
@@ -160,17 +161,8 @@ class Graph(Owned):
                    edges: Sequence[EdgeData] | None = None) -> Node:
         """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch)."""
         b = self._backend
-        if element_size not in (1, 2, 4):
-            raise errors.InvalidValue("add_memset", detail="element_size must be 1, 2 or 4")
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << (8 * element_size):
-            raise errors.InvalidValue("add_memset", detail=f"value {value!r} does not fit {element_size} byte(s)")
         p = b.ffi.new(f"{b.ops.memset_params_type} *")
-        p.dst = _ptr(b, dst)
-        p.value = value
-        p.elementSize = element_size
-        p.width = _count(count)
-        p.height = _count(height)
-        p.pitch = _count(pitch)
+        _params.memset_fields(b, p, dst, value, count, element_size, height, pitch, what="add_memset")
         self._keep_operand(dst)
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
@@ -216,11 +208,8 @@ class Graph(Owned):
         ``synchronize()`` of the stream or executable graph that ran it.
         """
         b = self._backend
-        payload = HostPayload(b, fn, self._sink)
         p = b.ffi.new(f"{b.ops.host_params_type} *")
-        p.fn = trampoline(b)
-        p.userData = payload.c_handle
-        self._keep.append(payload)
+        self._keep.append(_params.host_fields(b, p, fn, self._sink))
         return self._add("GraphAddHostNode", dependencies, edges, p, cls=HostNode)
 
     def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
@@ -255,16 +244,8 @@ class Graph(Owned):
                       edges: Sequence[EdgeData] | None = None) -> MemAllocNode:
         """Allocate ``size`` bytes of graph memory on ``device``; the node's ``dptr`` is the address."""
         b = self._backend
-        ops, ffi, lib = b.ops, b.ffi, b.lib
-        if device is None:
-            cur = ffi.new("int *")
-            ops.call("GetDevice", cur)
-            device = cur[0]
-        p = ffi.new(f"{ops.mem_alloc_params_type} *")
-        p.poolProps.allocType = ops.const("MemAllocationTypePinned")
-        p.poolProps.location.type = ops.const("MemLocationTypeDevice")
-        p.poolProps.location.id = device
-        p.bytesize = _count(size)
+        p = b.ffi.new(f"{b.ops.mem_alloc_params_type} *")
+        _params.alloc_fields(b, p, size, device)
         node = self._add("GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode)
         assert isinstance(node, MemAllocNode)
         return node
@@ -285,8 +266,6 @@ class Graph(Owned):
         ``event``; MEM_ALLOC ``size[, device]``; MEM_FREE ``dptr``.  Where the
         runtime's form takes edge data (CUDA >= 12.3) it is passed at creation.
         """
-        from . import _params
-
         deps = [self._own(d) for d in (dependencies or ())]
         edges = _check_edges(deps, edges)
         p = _params.fill(self, NodeType(node_type), params, self._sink, self._keep.append)

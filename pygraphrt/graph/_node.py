@@ -132,7 +132,7 @@ class Node:
 
         Same keywords as :meth:`Graph.add_node` for this node's type.
         """
-        from . import _params
+        from . import _params  # here: _params needs the graph module, which needs this one
 
         g = self._graph
         p = _params.fill(g, self.type, params, g._sink, g._keep.append)

@@ -1,8 +1,11 @@
-"""The generic node-params form (``GraphAddNode``, ``GraphNodeSetParams``, ``GraphExecNodeSetParams``).
+"""Filling node parameters: the per-type structs and the generic node-params union.
 
-One function fills the vendor's node-params union from keyword arguments; the
-union's member names are the same on CUDA and HIP (``memset``, ``host``,
-``graph``, ``eventRecord``, ``eventWait``, ``alloc``, ``free``).
+The ``*_fields`` helpers validate and write one kind of parameters into any
+struct with the runtime's field names, so the type-specific APIs
+(``GraphAddMemsetNode``, ``GraphExecHostNodeSetParams``, ...) and the generic
+form (``GraphAddNode``, ``GraphNodeSetParams``, ``GraphExecNodeSetParams``)
+share them.  The union's member names are the same on CUDA and HIP (``memset``,
+``host``, ``graph``, ``eventRecord``, ``eventWait``, ``alloc``, ``free``).
 """
 
 from __future__ import annotations
@@ -11,7 +14,44 @@ from typing import Any, Callable
 
 from .. import errors
 from .._handles import HostPayload, trampoline
+from ..device import _count, _ptr
 from ..enums import NodeType
+
+
+def memset_fields(backend: Any, target: Any, dst: Any, value: int, count: int,
+                  element_size: int = 1, height: int = 1, pitch: int = 0, what: str = "memset") -> None:
+    """Validate and write memset parameters (dst, value, elementSize, width, height, pitch)."""
+    if element_size not in (1, 2, 4):
+        raise errors.InvalidValue(what, detail="element_size must be 1, 2 or 4")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << (8 * element_size):
+        raise errors.InvalidValue(what, detail=f"value {value!r} does not fit {element_size} byte(s)")
+    target.dst = _ptr(backend, dst)
+    target.value = value
+    target.elementSize = element_size
+    target.width = _count(count)
+    target.height = _count(height)
+    target.pitch = _count(pitch)
+
+
+def host_fields(backend: Any, target: Any, fn: Callable[[], Any], sink: Any) -> HostPayload:
+    """Point a host-node struct at the trampoline with ``fn``; return the payload to keep alive."""
+    payload = HostPayload(backend, fn, sink)
+    target.fn = trampoline(backend)
+    target.userData = payload.c_handle
+    return payload
+
+
+def alloc_fields(backend: Any, target: Any, size: int, device: int | None) -> None:
+    """Write graph-memory allocation parameters: pinned device memory of ``size`` bytes."""
+    ops = backend.ops
+    if device is None:
+        cur = backend.ffi.new("int *")
+        ops.call("GetDevice", cur)
+        device = cur[0]
+    target.poolProps.allocType = ops.const("MemAllocationTypePinned")
+    target.poolProps.location.type = ops.const("MemLocationTypeDevice")
+    target.poolProps.location.id = device
+    target.bytesize = _count(size)
 
 # node type -> (the keyword arguments it takes, the required ones)
 PARAMS: dict[NodeType, tuple[set[str], set[str]]] = {
@@ -29,7 +69,7 @@ PARAMS: dict[NodeType, tuple[set[str], set[str]]] = {
 def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
          keep: Callable[[Any], None]) -> Any:
     """A filled node-params union for ``node_type``; operands go to ``keep``."""
-    from ..device import DeviceBuffer, Event, _count, _ptr
+    from ..device import DeviceBuffer, Event
     from ._graph import Graph
     from ._node import MemAllocNode
 
@@ -47,26 +87,12 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
     p = ffi.new(f"{ops.node_params_type} *")
     p.type = ops.value(ops.node_types, node_type, f"{ops.prefix}GraphAddNode")
     if node_type is NodeType.MEMSET:
-        size = kw.get("element_size", 1)
-        value = kw["value"]
-        if size not in (1, 2, 4):
-            raise errors.InvalidValue("add_node", detail="element_size must be 1, 2 or 4")
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << (8 * size):
-            raise errors.InvalidValue("add_node", detail=f"value {value!r} does not fit {size} byte(s)")
-        m = p.memset
-        m.dst = _ptr(b, kw["dst"])
-        m.value = value
-        m.elementSize = size
-        m.width = _count(kw["count"])
-        m.height = _count(kw.get("height", 1))
-        m.pitch = _count(kw.get("pitch", 0))
+        memset_fields(b, p.memset, kw["dst"], kw["value"], kw["count"], kw.get("element_size", 1),
+                      kw.get("height", 1), kw.get("pitch", 0), what="add_node")
         if not isinstance(kw["dst"], int):
             keep(kw["dst"])
     elif node_type is NodeType.HOST:
-        payload = HostPayload(b, kw["fn"], sink)
-        p.host.fn = trampoline(b)
-        p.host.userData = payload.c_handle
-        keep(payload)
+        keep(host_fields(b, p.host, kw["fn"], sink))
     elif node_type is NodeType.GRAPH:
         child = kw["child"]
         if not isinstance(child, Graph) or child is graph:
@@ -80,16 +106,7 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
         (p.eventRecord if node_type is NodeType.EVENT_RECORD else p.eventWait).event = event.handle
         keep(event)
     elif node_type is NodeType.MEM_ALLOC:
-        device = kw.get("device")
-        if device is None:
-            cur = ffi.new("int *")
-            ops.call("GetDevice", cur)
-            device = cur[0]
-        a = p.alloc
-        a.poolProps.allocType = ops.const("MemAllocationTypePinned")
-        a.poolProps.location.type = ops.const("MemLocationTypeDevice")
-        a.poolProps.location.id = device
-        a.bytesize = _count(kw["size"])
+        alloc_fields(b, p.alloc, kw["size"], kw.get("device"))
     elif node_type is NodeType.MEM_FREE:
         dptr = kw["dptr"]
         p.free.dptr = _ptr(b, dptr.dptr if isinstance(dptr, MemAllocNode) else dptr)
