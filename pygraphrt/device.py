@@ -8,10 +8,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
+from ._operands import byte as _byte
+from ._operands import count as _count
+from ._operands import ptr as _ptr
 from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr
 
 if TYPE_CHECKING:
     from .graph import Capture, Graph, Node
+    from .kernels import Kernel
 
 __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_device",
            "exchange_capture_mode"]
@@ -212,14 +216,29 @@ class Stream(Owned):
         else:
             self._pending.append(payload)
 
+    def launch(self, kernel: "Kernel", grid: Any, block: Any, *args: Any, shared_mem: int = 0,
+               **attributes: Any) -> None:
+        """Launch ``kernel`` here: ``stream.launch(k, grid, block, *args, shared_mem=0, **attributes)``.
+
+        Same as :meth:`pygraphrt.kernels.Kernel.launch`; captured, it becomes a kernel node.
+        """
+        launch = getattr(kernel, "launch", None)
+        if launch is None:
+            raise errors.InvalidValue("Stream.launch", detail=f"{kernel!r} is not a pygraphrt Kernel")
+        launch(self, grid, block, *args, shared_mem=shared_mem, **attributes)
+
     def _work(self, api: str, *args: Any) -> None:
         ops = self._backend.ops
         rc = ops.fn(api)(*args)
         if rc:
             err = ops.error(rc, ops.prefix + api)
-            if self._capturing_hint():
-                self._capture_failure = f"Stream.{api} ({err.name})"
+            self._note_failure(f"Stream.{api}", err)
             raise err
+
+    def _note_failure(self, what: str, err: errors.GraphRTError) -> None:
+        """Remember the call that broke a capture on this stream (named by Capture.end)."""
+        if self._capturing_hint():
+            self._capture_failure = f"{what} ({err.name})"
 
     def _capturing_hint(self) -> bool:
         try:
@@ -331,6 +350,16 @@ class DeviceBuffer(Owned):
     def ptr(self) -> int:
         return int(self)
 
+    @property
+    def __pygraphrt_pointer__(self) -> int:
+        return int(self)  # raises InvalidResourceHandle once freed
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The buffer as a 1-D byte array for CuPy, PyTorch, numba (version 3)."""
+        return {"shape": (self.size,), "typestr": "|u1", "data": (int(self), False),
+                "version": 3, "strides": None, "stream": None}
+
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:
         """Copy a bytes-like object into the buffer (synchronously when no stream)."""
         b = self._backend
@@ -370,34 +399,3 @@ def exchange_capture_mode(mode: str | CaptureMode) -> CaptureMode:
     ops.call("ThreadExchangeStreamCaptureMode", cell)
     back = {int(getattr(b.lib, v)): k for k, v in ops.capture_modes.items()}
     return back[cell[0]]
-
-
-# -- argument checking --------------------------------------------------------
-def _ptr(backend: _runtime.Backend, p: Any) -> Any:
-    ffi = backend.ffi
-    if isinstance(p, DeviceBuffer):
-        return p.handle
-    if isinstance(p, bool):
-        raise errors.InvalidValue("pointer", detail="a bool is not a pointer")
-    if isinstance(p, int):
-        if p < 0:
-            raise errors.InvalidValue("pointer", detail=f"negative address {p}")
-        return ffi.cast("void *", p)
-    if isinstance(p, ffi.CData):
-        return p
-    try:
-        return ffi.from_buffer(p)  # host memory: bytearray, numpy array, memoryview
-    except TypeError:
-        raise errors.InvalidValue("pointer", detail=f"{type(p).__name__} is not a pointer or buffer") from None
-
-
-def _count(n: Any) -> int:
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-        raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")
-    return n
-
-
-def _byte(v: Any) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 255:
-        raise errors.InvalidValue("value", detail=f"expected an int in 0..255, got {v!r}")
-    return v

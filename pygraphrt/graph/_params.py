@@ -14,7 +14,8 @@ from typing import Any, Callable
 
 from .. import errors
 from .._handles import HostPayload, trampoline
-from ..device import _count, _ptr
+from .._operands import count as _count
+from .._operands import ptr as _ptr
 from ..enums import NodeType
 
 
