@@ -19,7 +19,7 @@ __all__ = [
     "StreamCaptureMerge", "StreamCaptureUnmatched", "StreamCaptureUnjoined",
     "StreamCaptureIsolation", "StreamCaptureImplicit", "StreamCaptureWrongThread",
     "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
-    "GraphExecUpdateError",
+    "GraphExecUpdateError", "CompileError",
 ]
 
 
@@ -201,3 +201,29 @@ class BackendError(GraphRTError):
 
     def __reduce__(self):
         return (type(self), (self.message,))
+
+
+class CompileError(GraphRTError):
+    """Runtime compilation (NVRTC / HIPRTC) failed.
+
+    Attributes
+    ----------
+    log : str
+        The compiler's full log.
+    options : tuple[str, ...]
+        The options the compiler was given.
+    source_name : str
+        The program's name (used in the log's messages).
+    """
+
+    def __init__(self, api: str, code: int | None, name: str | None, vendor: str | None,
+                 log: str, options: tuple[str, ...], source_name: str) -> None:
+        super().__init__(api, code, name, vendor, "",
+                         detail=f"compiling {source_name} with {list(options)}:\n{log.strip()}")
+        self.log = log
+        self.options = options
+        self.source_name = source_name
+
+    def __reduce__(self):
+        return (type(self), (self.api, self.code, self.name, self.vendor, self.log, self.options,
+                             self.source_name))

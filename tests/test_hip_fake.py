@@ -202,3 +202,81 @@ def test_captured_operands_live_as_long_as_the_graph(fake_hip):
         print("FREED", wa() is None, wb() is None)
     """)
     assert "ALIVE True True" in out and "FREED True True" in out
+
+
+def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
+    """Library = hipModuleLoadData/hipModuleLoad, kernels = hipModuleGetFunction, launches through
+    hipModuleLaunchKernel (no attributes) and hipDrvLaunchKernelEx (attributes), kernel nodes through
+    hipGraphAddKernelNode / Get/SetParams / hipGraphExecKernelNodeSetParams."""
+    image = tmp_path / "fake.co"
+    image.write_bytes(b"FAKEHIP")
+    out = run_hip(fake_hip, f"""
+        import ctypes
+        import pygraphrt as rt
+        from pygraphrt import errors
+        cell = ctypes.c_int(0)
+        where = ctypes.addressof(cell)
+        for lib in (rt.Library(b"FAKEHIP"), rt.Library({str(image)!r})):
+            k = lib.kernel("add_int", signature="int *out, int a, int b")
+            print(k.form, k.param_info, k.attributes().num_regs, k.max_active_blocks_per_multiprocessor(256))
+            s = rt.Stream()
+            s.launch(k, 1, 1, where, 40, 2)
+            print("plain", cell.value)
+            s.launch(k, 1, 1, where, 5, 6, priority=3)
+            prio = ctypes.c_int.in_dll(ctypes.CDLL({str(fake_hip)!r}), "fake_last_launch_priority").value
+            print("ex", cell.value, prio)
+            try:
+                s.launch(k, 1, 2048, where, 1, 1)
+            except errors.GraphRTError as e:
+                print("refused", e.name)
+            try:
+                s.launch(k, 1, 1, where, 1.5, 1)
+            except errors.InvalidValue as e:
+                print("bad arg", "argument 1" in str(e))
+            try:
+                s.launch(k, 1, 1, where, 1, 1, cluster_dim=(2, 1, 1))
+            except errors.NotSupported as e:
+                print("no cluster", "available" in str(e))
+            k.set_max_dynamic_shared_memory(1024)
+            try:
+                k.set_max_dynamic_shared_memory(1 << 20)
+            except errors.InvalidValue as e:
+                print("too much smem")
+        try:
+            rt.Library(b"garbage")
+        except errors.GraphRTError as e:
+            print("image", e.name)
+        try:
+            lib.kernel("missing")
+        except errors.GraphRTError as e:
+            print("missing", e.name)
+        g = rt.Graph()
+        n1 = g.add_kernel(k, 1, 1, [where, 1, 2], attributes={{"priority": 2}})
+        n2 = n1.kernel(k, 1, 1, [where, 3, 4])
+        print("args", n1.args == [where, 1, 2], n2.args == [where, 3, 4], n2.params["kernel"] is k)
+        print("prio", n1.attribute("priority"), n2.attribute("priority"))
+        n1.copy_attributes_to(n2)
+        print("copied", n2.attribute("priority"))
+        exe = g.instantiate()
+        exe.launch(s)
+        print("graph", cell.value)
+        exe.set_kernel_params(n2, args=[where, 100, 1])
+        exe.launch(s)
+        print("exec set", cell.value, n2.args[1])
+        n2.set_params(args=[where, 7, 7])
+        print("node set", n2.args[1:])
+        noop = lib.kernel("noop", signature="")
+        g.add_kernel(noop, 1, 1, [])
+        lib.close()
+        try:
+            k.handle
+        except errors.InvalidResourceHandle:
+            print("unloaded")
+    """)
+    lines = out.splitlines()
+    assert lines[0] == "function None 11 8"
+    assert lines[1:8] == ["plain 42", "ex 11 3", "refused hipErrorInvalidConfiguration", "bad arg True",
+                          "no cluster True", "too much smem", "function None 11 8"]
+    assert lines[14:] == ["image hipErrorInvalidImage", "missing hipErrorNotFound", "args True True True",
+                          "prio 2 0", "copied 2", "graph 7", "exec set 101 3", "node set [7, 7]",
+                          "unloaded"]

@@ -19,16 +19,49 @@ from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, 
 class KernelParams:
     """Launch parameters of a kernel node, with the vendor struct they came from."""
 
-    __slots__ = ("func", "grid", "block", "shared_mem_bytes", "form", "raw")
+    __slots__ = ("func", "grid", "block", "shared_mem_bytes", "form", "raw", "kernel_id", "argv")
 
     def __init__(self, func: int, grid: tuple[int, int, int], block: tuple[int, int, int],
-                 shared_mem_bytes: int, form: str, raw: Any) -> None:
+                 shared_mem_bytes: int, form: str, raw: Any, kernel_id: int = 0,
+                 argv: int = 0) -> None:
         self.func = func
         self.grid = grid
         self.block = block
         self.shared_mem_bytes = shared_mem_bytes
         self.form = form  # "runtime" or "driver": which API's struct ``raw`` is
         self.raw = raw
+        # The handle pygraphrt's Kernel objects are registered under (a library
+        # kernel's CUkernel where the driver reports it, else the function).
+        self.kernel_id = kernel_id or func
+        self.argv = argv  # address of the node's kernelParams array (0: none)
+
+
+# Kernel attributes: neutral name -> (field of the runtime's FuncAttributes struct,
+# suffix of the driver's / HIP's function-attribute enum member).  Same on both vendors.
+KERNEL_ATTRIBUTES: dict[str, tuple[str, str]] = {
+    "max_threads_per_block": ("maxThreadsPerBlock", "MAX_THREADS_PER_BLOCK"),
+    "num_regs": ("numRegs", "NUM_REGS"),
+    "shared_size_bytes": ("sharedSizeBytes", "SHARED_SIZE_BYTES"),
+    "const_size_bytes": ("constSizeBytes", "CONST_SIZE_BYTES"),
+    "local_size_bytes": ("localSizeBytes", "LOCAL_SIZE_BYTES"),
+    "max_dynamic_shared_size_bytes": ("maxDynamicSharedSizeBytes", "MAX_DYNAMIC_SHARED_SIZE_BYTES"),
+    "ptx_version": ("ptxVersion", "PTX_VERSION"),
+    "binary_version": ("binaryVersion", "BINARY_VERSION"),
+}
+
+# Launch / kernel-node attributes: neutral keyword -> (field of the attribute-value
+# union, how its value is written).  The union's field names are the same on CUDA
+# and HIP; which attributes a runtime has is the vendor's ``launch_attribute_ids``.
+LAUNCH_ATTRIBUTE_FIELDS: dict[str, tuple[str, str]] = {
+    "cooperative": ("cooperative", "bool"),
+    "priority": ("priority", "int"),
+    "cluster_dim": ("clusterDim", "dim3"),
+    "preferred_cluster_dim": ("preferredClusterDim", "dim3"),
+    "programmatic_stream_serialization": ("programmaticStreamSerializationAllowed", "bool"),
+    "programmatic_event": ("programmaticEvent", "event"),
+    "mem_sync_domain": ("memSyncDomain", "int"),
+    "preferred_shared_memory_carveout": ("sharedMemCarveout", "int"),
+}
 
 
 class Vendor:
@@ -289,7 +322,8 @@ class Vendor:
         return KernelParams(
             int(self.ffi.cast("uintptr_t", raw.func)),
             (raw.gridDim.x, raw.gridDim.y, raw.gridDim.z),
-            (raw.blockDim.x, raw.blockDim.y, raw.blockDim.z), raw.sharedMemBytes, "runtime", raw)
+            (raw.blockDim.x, raw.blockDim.y, raw.blockDim.z), raw.sharedMemBytes, "runtime", raw,
+            argv=int(self.ffi.cast("uintptr_t", raw.kernelParams)))
 
     def set_kernel_dims(self, node: Any, params: "KernelParams", exec_: Any = None) -> None:
         """Write grid/block/shared memory of ``params`` back (to the graph, or to ``exec_``)."""
@@ -301,6 +335,144 @@ class Vendor:
             self.call("GraphKernelNodeSetParams", node, raw)
         else:
             self.call("GraphExecKernelNodeSetParams", exec_, node, raw)
+
+    # ------------------------------------------------------------------ kernels
+    # A kernel handle comes in a vendor "form": CUDA's library kernels
+    # ("kernel", cudaKernel_t: runtime API) and foreign functions ("function",
+    # CUfunction: driver API); HIP's module functions ("function", hipFunction_t).
+    launch_attribute_ids: dict[str, str] = {}
+    library_unload_api: str = ""
+
+    def load_library(self, image: Any, path: bytes | None) -> Any:
+        """Load a code image (a cffi buffer) or a file into a library / module handle."""
+        raise NotImplementedError
+
+    def library_kernel(self, library: Any, name: bytes) -> tuple[Any, str]:
+        """(function handle as ``void *``, form) of kernel ``name`` in a loaded library."""
+        raise NotImplementedError
+
+    def kernel_attribute(self, func: Any, form: str, name: str) -> int:
+        raise NotImplementedError
+
+    def set_max_dynamic_shared_memory(self, func: Any, form: str, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def kernel_param_info(self, func: Any, form: str) -> list[tuple[int, int]] | None:
+        """(offset, size) of each kernel parameter, or None where the runtime cannot tell."""
+        return None
+
+    def occupancy(self, func: Any, form: str, block_size: int, dynamic_smem: int) -> int:
+        raise NotImplementedError
+
+    def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], smem: int, stream: Any, argv: Any,
+                      attrs: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def kernel_node_struct(self, func: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                           smem: int, argv: Any) -> Any:
+        """The runtime's kernel-node parameter struct (fields alike on CUDA and HIP)."""
+        p = self.ffi.new(f"{self.kernel_params_type} *")
+        p.func = func
+        p.gridDim.x, p.gridDim.y, p.gridDim.z = grid
+        p.blockDim.x, p.blockDim.y, p.blockDim.z = block
+        p.sharedMemBytes = smem
+        p.kernelParams = argv
+        return p
+
+    def add_kernel_node_unlinked(self, graph: Any, func: Any, form: str, grid: tuple[int, int, int],
+                                 block: tuple[int, int, int], smem: int, argv: Any) -> Any:
+        """A kernel node with no dependencies (the caller adds edges); returns its handle."""
+        out = self.ffi.new(f"{self.prefix}GraphNode_t *")
+        self.call("GraphAddKernelNode", out, graph, self.ffi.NULL, 0,
+                  self.kernel_node_struct(func, grid, block, smem, argv))
+        return out[0]
+
+    def set_kernel_node(self, node: Any, exec_: Any, func: Any, form: str,
+                        grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                        argv: Any) -> None:
+        """Replace a kernel node's parameters (in its graph, or in ``exec_``)."""
+        p = self.kernel_node_struct(func, grid, block, smem, argv)
+        if exec_ is None:
+            self.call("GraphKernelNodeSetParams", node, p)
+        else:
+            self.call("GraphExecKernelNodeSetParams", exec_, node, p)
+
+    def _attribute_id(self, name: str, api: str) -> int:
+        member = self.launch_attribute_ids.get(name)
+        if member is None or not self.has(member):
+            known = sorted(n for n, m in self.launch_attribute_ids.items() if self.has(m))
+            raise errors.NotSupported(api, vendor=self.name,
+                                      detail=f"launch attribute {name!r} is not available on "
+                                             f"{self.name} ({self.binding}); available: {known}")
+        return int(getattr(self.lib, member))
+
+    def fill_launch_attribute(self, attr: Any, name: str, value: Any, api: str) -> Any:
+        """Set ``attr.id`` and ``attr.val`` (a launch-attribute record) from a neutral keyword."""
+        attr.id = self._attribute_id(name, api)
+        self.encode_attribute_value(attr.val, name, value, api)
+        return value.handle if name == "programmatic_event" else None
+
+    def encode_attribute_value(self, val: Any, name: str, value: Any, api: str) -> None:
+        field, kind = LAUNCH_ATTRIBUTE_FIELDS[name]
+        if kind == "bool":
+            if not isinstance(value, (bool, int)):
+                raise errors.InvalidValue(api, detail=f"{name} takes a bool, got {value!r}")
+            setattr(val, field, int(bool(value)))
+        elif kind == "int":
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise errors.InvalidValue(api, detail=f"{name} takes an int, got {value!r}")
+            setattr(val, field, value)
+        elif kind == "dim3":
+            dims = tuple(value) if not isinstance(value, int) else (value,)
+            if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+                raise errors.InvalidValue(api, detail=f"{name} takes 1-3 positive ints, got {value!r}")
+            dims = dims + (1,) * (3 - len(dims))
+            sub = getattr(val, field)
+            sub.x, sub.y, sub.z = dims
+        else:  # "event": an Event, or (Event, trigger_at_block_start)
+            event, trigger = (value if isinstance(value, tuple) else (value, False))
+            handle = getattr(event, "handle", None)
+            if handle is None:
+                raise errors.InvalidValue(api, detail=f"{name} takes an Event, got {value!r}")
+            sub = getattr(val, field)
+            sub.event = handle
+            sub.flags = 0
+            sub.triggerAtBlockStart = int(bool(trigger))
+
+    def decode_attribute_value(self, val: Any, name: str) -> Any:
+        field, kind = LAUNCH_ATTRIBUTE_FIELDS[name]
+        if kind == "bool":
+            return bool(getattr(val, field))
+        if kind == "int":
+            return int(getattr(val, field))
+        if kind == "dim3":
+            sub = getattr(val, field)
+            return (sub.x, sub.y, sub.z)
+        sub = getattr(val, field)
+        return (int(self.ffi.cast("uintptr_t", sub.event)), bool(sub.triggerAtBlockStart))
+
+    # Bindings whose GraphKernelNodeCopyAttributes takes (dst, src) rather than (src, dst).
+    copy_attributes_dst_first: frozenset[str] = frozenset()
+
+    def copy_kernel_node_attributes(self, src: Any, dst: Any) -> None:
+        if self.binding in self.copy_attributes_dst_first:
+            self.call("GraphKernelNodeCopyAttributes", dst, src)
+        else:
+            self.call("GraphKernelNodeCopyAttributes", src, dst)
+
+    def kernel_node_attribute(self, node: Any, name: str) -> Any:
+        api = f"{self.prefix}GraphKernelNodeGetAttribute"
+        val = self.ffi.new(f"{self.prefix}LaunchAttributeValue *")
+        self.call("GraphKernelNodeGetAttribute", node, self._attribute_id(name, api), val)
+        return self.decode_attribute_value(val, name)
+
+    def set_kernel_node_attribute(self, node: Any, name: str, value: Any) -> None:
+        api = f"{self.prefix}GraphKernelNodeSetAttribute"
+        ident = self._attribute_id(name, api)
+        val = self.ffi.new(f"{self.prefix}LaunchAttributeValue *")
+        self.encode_attribute_value(val, name, value, api)
+        self.call("GraphKernelNodeSetAttribute", node, ident, val)
 
     # ------------------------------------------------------------------ capture
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:

@@ -14,7 +14,7 @@ from typing import Any
 from .. import errors
 from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, GraphMemAttr,
                      InstantiateFlags, NodeType, UpdateResult)
-from .base import KernelParams, Vendor
+from .base import KERNEL_ATTRIBUTES, KernelParams, Vendor
 
 # Driver results (CUresult names) -> pygraphrt.errors class names, for the few
 # driver calls made (kernel nodes the runtime API cannot describe).
@@ -29,6 +29,8 @@ DRIVER_ERROR_CLASSES = {
 }
 # The driver-API ABI version these bindings declare (CUDA_KERNEL_NODE_PARAMS_v2: 12.0).
 DRIVER_ABI_VERSION = 12000
+# Driver entry points newer than DRIVER_ABI_VERSION, asked for at the version that added them.
+DRIVER_API_VERSIONS = {"cuFuncGetParamInfo": 12040}
 
 _EDGE_ROLES_13 = {
     "add_dependencies": "cudaGraphAddDependencies",
@@ -156,6 +158,22 @@ class CudaVendor(Vendor):
     # (symbol, takes edge data), best first: CUDA 13 folded edge data into
     # cudaGraphAddNode; CUDA 12.3-12.9 have it as cudaGraphAddNode_v2.
     generic_add_forms = (("cudaGraphAddNode_v2", True), ("cudaGraphAddNode", None))
+    library_unload_api = "LibraryUnload"
+    # cudaGraphKernelNodeCopyAttributes copies into its FIRST argument on both runtimes
+    # (measured on the GPU: 12.9 and 13.0).  The 13.0 header names them (hDst, hSrc); the
+    # 12.9 header names them (hSrc, hDst), but its runtime behaves like 13.0 (like the
+    # driver's cuGraphKernelNodeCopyAttributes(dst, src)).  HIP's header says (hSrc, hDst).
+    copy_attributes_dst_first = frozenset({"cuda12", "cuda13"})
+    launch_attribute_ids = {
+        "cooperative": "cudaLaunchAttributeCooperative",
+        "priority": "cudaLaunchAttributePriority",
+        "cluster_dim": "cudaLaunchAttributeClusterDimension",
+        "preferred_cluster_dim": "cudaLaunchAttributePreferredClusterDimension",
+        "programmatic_stream_serialization": "cudaLaunchAttributeProgrammaticStreamSerialization",
+        "programmatic_event": "cudaLaunchAttributeProgrammaticEvent",
+        "mem_sync_domain": "cudaLaunchAttributeMemSyncDomain",
+        "preferred_shared_memory_carveout": "cudaLaunchAttributePreferredSharedMemoryCarveout",
+    }
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
         ffi = self.ffi
@@ -232,7 +250,8 @@ class CudaVendor(Vendor):
         return KernelParams(int(dffi.cast("uintptr_t", raw.func)),
                             (raw.gridDimX, raw.gridDimY, raw.gridDimZ),
                             (raw.blockDimX, raw.blockDimY, raw.blockDimZ), raw.sharedMemBytes,
-                            "driver", raw)
+                            "driver", raw, kernel_id=int(dffi.cast("uintptr_t", raw.kern)),
+                            argv=int(dffi.cast("uintptr_t", raw.kernelParams)))
 
     def set_kernel_dims(self, node: Any, params: KernelParams, exec_: Any = None) -> None:
         if params.form == "runtime":
@@ -267,7 +286,8 @@ class CudaVendor(Vendor):
             cdecl = f"{proto['result']}(*)({', '.join(t for t, _ in proto['params'])})"
             out = self.ffi.new("void **")
             status = self.ffi.new("enum cudaDriverEntryPointQueryResult *")
-            self.call("GetDriverEntryPointByVersion", api.encode(), out, DRIVER_ABI_VERSION, 0, status)
+            self.call("GetDriverEntryPointByVersion", api.encode(), out,
+                      DRIVER_API_VERSIONS.get(api, DRIVER_ABI_VERSION), 0, status)
             if status[0] != 0 or out[0] == self.ffi.NULL:
                 raise errors.NotSupported(api, vendor=self.name,
                                           detail=f"the driver does not provide {api} (status {status[0]})")
@@ -284,3 +304,154 @@ class CudaVendor(Vendor):
         self.call("GetDeviceProperties", prop, device)
         name = self.ffi.string(prop.name).decode(errors="replace")
         return name, f"sm_{prop.major}{prop.minor}", int(prop.totalGlobalMem)
+
+    # -- kernels ------------------------------------------------------------------
+    # Library kernels (cudaKernel_t) go through the runtime API, which takes them
+    # as ``const void *`` everywhere (seen on the 12.9 and 13.0 runtimes).  Foreign
+    # CUfunctions (CuPy, numba, driver-API users) are refused by the runtime
+    # (cudaErrorInvalidResourceHandle), so they go through the driver API.
+
+    def load_library(self, image: Any, path: bytes | None) -> Any:
+        ffi = self.ffi
+        out = ffi.new("cudaLibrary_t *")
+        if path is not None:
+            self.call("LibraryLoadFromFile", out, path, ffi.NULL, ffi.NULL, 0, ffi.NULL, ffi.NULL, 0)
+        else:
+            self.call("LibraryLoadData", out, image, ffi.NULL, ffi.NULL, 0, ffi.NULL, ffi.NULL, 0)
+        return out[0]
+
+    def library_kernel(self, library: Any, name: bytes) -> tuple[Any, str]:
+        out = self.ffi.new("cudaKernel_t *")
+        self.call("LibraryGetKernel", out, library, name)
+        return self.ffi.cast("void *", out[0]), "kernel"
+
+    def _dfunc(self, func: Any) -> Any:
+        return self._to_driver("CUfunction", func)
+
+    def _driver_enum(self, typedef: str, member: str) -> int:
+        return int(self._driver_ffi().typeof(typedef).relements[member])
+
+    def kernel_attribute(self, func: Any, form: str, name: str) -> int:
+        field, suffix = KERNEL_ATTRIBUTES[name]
+        if form == "kernel":
+            attrs = self.ffi.new("struct cudaFuncAttributes *")
+            self.call("FuncGetAttributes", attrs, func)
+            return int(getattr(attrs, field))
+        out = self._driver_ffi().new("int *")
+        self._driver_call("cuFuncGetAttribute", out,
+                          self._driver_enum("CUfunction_attribute", "CU_FUNC_ATTRIBUTE_" + suffix),
+                          self._dfunc(func))
+        return int(out[0])
+
+    def set_max_dynamic_shared_memory(self, func: Any, form: str, nbytes: int) -> None:
+        if form == "kernel":
+            self.call("FuncSetAttribute", func, self.const("FuncAttributeMaxDynamicSharedMemorySize"),
+                      nbytes)
+            return
+        self._driver_call("cuFuncSetAttribute", self._dfunc(func),
+                          self._driver_enum("CUfunction_attribute",
+                                            "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"), nbytes)
+
+    def kernel_param_info(self, func: Any, form: str) -> list[tuple[int, int]] | None:
+        if form == "kernel" and not self.has("cudaFuncGetParamInfo"):
+            return None
+        ffi = self._driver_ffi() if form != "kernel" else self.ffi
+        offset, size = ffi.new("size_t *"), ffi.new("size_t *")
+        out: list[tuple[int, int]] = []
+        while True:
+            # Asking past the last parameter is how the count is found: InvalidValue.
+            try:
+                if form == "kernel":
+                    self.call("FuncGetParamInfo", func, len(out), offset, size)
+                else:
+                    self._driver_call("cuFuncGetParamInfo", self._dfunc(func), len(out), offset, size)
+            except errors.InvalidValue:
+                return out
+            out.append((int(offset[0]), int(size[0])))
+
+    def occupancy(self, func: Any, form: str, block_size: int, dynamic_smem: int) -> int:
+        if form == "kernel":
+            out = self.ffi.new("int *")
+            self.call("OccupancyMaxActiveBlocksPerMultiprocessor", out, func, block_size, dynamic_smem)
+            return int(out[0])
+        dout = self._driver_ffi().new("int *")
+        self._driver_call("cuOccupancyMaxActiveBlocksPerMultiprocessor", dout, self._dfunc(func),
+                          block_size, dynamic_smem)
+        return int(dout[0])
+
+    def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], smem: int, stream: Any, argv: Any,
+                      attrs: dict[str, Any]) -> None:
+        ffi = self.ffi
+        if form == "kernel":
+            if not attrs:
+                self.call("LaunchKernel", func, ffi.new("dim3 *", grid)[0],
+                          ffi.new("dim3 *", block)[0], argv, smem, stream)
+                return
+            cfg = ffi.new("cudaLaunchConfig_t *")
+            cfg.gridDim.x, cfg.gridDim.y, cfg.gridDim.z = grid
+            cfg.blockDim.x, cfg.blockDim.y, cfg.blockDim.z = block
+            cfg.dynamicSmemBytes = smem
+            cfg.stream = stream
+            arr = ffi.new("cudaLaunchAttribute[]", len(attrs))
+            for i, (name, value) in enumerate(attrs.items()):
+                self.fill_launch_attribute(arr[i], name, value, "cudaLaunchKernelExC")
+            cfg.attrs, cfg.numAttrs = arr, len(attrs)
+            self.call("LaunchKernelExC", cfg, func, argv)
+            return
+        dffi = self._driver_ffi()
+        dstream = self._to_driver("CUstream", stream)
+        dargv = dffi.cast("void **", int(ffi.cast("uintptr_t", argv)))
+        if not attrs:
+            self._driver_call("cuLaunchKernel", self._dfunc(func), *grid, *block, smem, dstream,
+                              dargv, dffi.NULL)
+            return
+        cfg = dffi.new("CUlaunchConfig *")
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes, cfg.hStream = smem, dstream
+        arr = dffi.new("CUlaunchAttribute[]", len(attrs))
+        for i, (name, value) in enumerate(attrs.items()):
+            # The driver's attribute ids and value union are the runtime's, field for field.
+            rt_attr = ffi.new("cudaLaunchAttribute *")
+            self.fill_launch_attribute(rt_attr, name, value, "cuLaunchKernelEx")
+            arr[i].id = int(rt_attr.id)
+            dffi.memmove(dffi.addressof(arr[i].value), ffi.buffer(ffi.addressof(rt_attr.val)),
+                         ffi.sizeof("cudaLaunchAttributeValue"))
+        cfg.attrs, cfg.numAttrs = arr, len(attrs)
+        self._driver_call("cuLaunchKernelEx", cfg, self._dfunc(func), dargv, dffi.NULL)
+
+    def _driver_node_struct(self, func: Any, grid: tuple[int, int, int], block: tuple[int, int, int],
+                            smem: int, argv: Any) -> Any:
+        dffi = self._driver_ffi()
+        p = dffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        p.func = self._dfunc(func)
+        p.gridDimX, p.gridDimY, p.gridDimZ = grid
+        p.blockDimX, p.blockDimY, p.blockDimZ = block
+        p.sharedMemBytes = smem
+        p.kernelParams = dffi.cast("void **", int(self.ffi.cast("uintptr_t", argv)))
+        return p
+
+    def add_kernel_node_unlinked(self, graph: Any, func: Any, form: str, grid: tuple[int, int, int],
+                                 block: tuple[int, int, int], smem: int, argv: Any) -> Any:
+        if form == "kernel":
+            return super().add_kernel_node_unlinked(graph, func, form, grid, block, smem, argv)
+        dffi = self._driver_ffi()
+        out = dffi.new("CUgraphNode *")
+        self._driver_call("cuGraphAddKernelNode", out, self._to_driver("CUgraph", graph), dffi.NULL, 0,
+                          self._driver_node_struct(func, grid, block, smem, argv))
+        return self.ffi.cast("cudaGraphNode_t", int(dffi.cast("uintptr_t", out[0])))
+
+    def set_kernel_node(self, node: Any, exec_: Any, func: Any, form: str,
+                        grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                        argv: Any) -> None:
+        if form == "kernel":
+            super().set_kernel_node(node, exec_, func, form, grid, block, smem, argv)
+            return
+        p = self._driver_node_struct(func, grid, block, smem, argv)
+        dnode = self._to_driver("CUgraphNode", node)
+        if exec_ is None:
+            self._driver_call("cuGraphKernelNodeSetParams", dnode, p)
+        else:
+            self._driver_call("cuGraphExecKernelNodeSetParams", self._to_driver("CUgraphExec", exec_),
+                              dnode, p)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import errors
 from ..enums import CaptureStatus, EdgeData, NodeType, UpdateResult
-from .base import Vendor
+from .base import KERNEL_ATTRIBUTES, Vendor
 from .cuda import CudaVendor
 
 
@@ -77,6 +78,12 @@ class HipVendor(Vendor):
     device_prop_type = "hipDeviceProp_tR0600"
     node_params_type = "hipGraphNodeParams"
     generic_add_forms = (("hipGraphAddNode", False),)  # no edge-data form
+    library_unload_api = "ModuleUnload"
+    launch_attribute_ids = {
+        "cooperative": "hipLaunchAttributeCooperative",
+        "priority": "hipLaunchAttributePriority",
+        "mem_sync_domain": "hipLaunchAttributeMemSyncDomain",
+    }
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
         ffi = self.ffi
@@ -116,3 +123,59 @@ class HipVendor(Vendor):
         name = self.ffi.string(prop.name).decode(errors="replace")
         arch = self.ffi.string(prop.gcnArchName).decode(errors="replace")
         return name, arch, int(prop.totalGlobalMem)
+
+    # -- kernels: code objects load as modules; kernels are hipFunction_t ---------------
+    def load_library(self, image: Any, path: bytes | None) -> Any:
+        out = self.ffi.new("hipModule_t *")
+        if path is not None:
+            self.call("ModuleLoad", out, path)
+        else:
+            self.call("ModuleLoadData", out, image)
+        return out[0]
+
+    def library_kernel(self, library: Any, name: bytes) -> tuple[Any, str]:
+        out = self.ffi.new("hipFunction_t *")
+        self.call("ModuleGetFunction", out, library, name)
+        return self.ffi.cast("void *", out[0]), "function"
+
+    def _hfunc(self, func: Any) -> Any:
+        return self.ffi.cast("hipFunction_t", func)
+
+    def kernel_attribute(self, func: Any, form: str, name: str) -> int:
+        out = self.ffi.new("int *")
+        member = "HIP_FUNC_ATTRIBUTE_" + KERNEL_ATTRIBUTES[name][1]
+        self.call("FuncGetAttribute", out, int(getattr(self.lib, member)), self._hfunc(func))
+        return int(out[0])
+
+    def set_max_dynamic_shared_memory(self, func: Any, form: str, nbytes: int) -> None:
+        # hipFuncSetAttribute takes a host-side kernel stub, not a module function, and AMD
+        # needs no opt-in: a module function may use what the runtime reports for it.
+        limit = self.kernel_attribute(func, form, "max_dynamic_shared_size_bytes")
+        if nbytes > limit:
+            raise errors.InvalidValue("hipFuncGetAttribute", vendor=self.name,
+                                      detail=f"{nbytes} bytes of dynamic shared memory asked for; "
+                                             f"this kernel can use at most {limit} on this device")
+
+    def occupancy(self, func: Any, form: str, block_size: int, dynamic_smem: int) -> int:
+        out = self.ffi.new("int *")
+        self.call("ModuleOccupancyMaxActiveBlocksPerMultiprocessor", out, self._hfunc(func),
+                  block_size, dynamic_smem)
+        return int(out[0])
+
+    def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
+                      block: tuple[int, int, int], smem: int, stream: Any, argv: Any,
+                      attrs: dict[str, Any]) -> None:
+        ffi = self.ffi
+        if not attrs:
+            self.call("ModuleLaunchKernel", self._hfunc(func), *grid, *block, smem, stream, argv,
+                      ffi.NULL)
+            return
+        cfg = ffi.new("HIP_LAUNCH_CONFIG *")
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes, cfg.hStream = smem, stream
+        arr = ffi.new("hipLaunchAttribute[]", len(attrs))
+        for i, (name, value) in enumerate(attrs.items()):
+            self.fill_launch_attribute(arr[i], name, value, "hipDrvLaunchKernelEx")
+        cfg.attrs, cfg.numAttrs = arr, len(attrs)
+        self.call("DrvLaunchKernelEx", cfg, self._hfunc(func), argv, ffi.NULL)

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from .._handles import HostPayload, Owned
-from ..device import Stream, _count, _ptr
+from .._operands import count as _count
+from .._operands import ptr as _ptr
+from ..device import Stream
 from ..enums import InstantiateFlags, UpdateResult
 from . import _params
 from ._node import HostNode, KernelNode, MemcpyNode, MemsetNode, Node, _apply_dims
@@ -186,6 +188,21 @@ class GraphExec(Owned):
         _apply_dims(k, grid, block, shared_mem_bytes)
         ops.set_kernel_dims(h, k, exec_=self.handle)
 
+
+    def set_kernel_params(self, node: KernelNode, *, kernel: Any = None, args: Any = None,
+                          grid: Any = None, block: Any = None, shared_mem: int | None = None) -> None:
+        """Change a kernel node in this executable graph only, without re-instantiating.
+
+        What is not given stays as it is.  ``args`` are packed by the kernel's
+        signature; they (and the arrays their pointers came from) live as long
+        as this executable graph.  A new ``kernel`` must be in the same context.
+        """
+        from . import _kernel
+
+        self._node(node, KernelNode)
+        kept: list[Any] = []
+        _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
+        self._retain(kept, self._sinks[0], False)
 
 def _has_host(keep: Any) -> bool:
     """Whether a graph's retained operands (nested for child graphs) hold a host callable."""

@@ -6,11 +6,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .. import _runtime, errors
 from .._handles import ErrorSink, Owned
-from ..device import DeviceBuffer, Event, Stream, _count, _ptr
+from .._operands import count as _count
+from .._operands import ptr as _ptr
+from ..device import DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
 from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
-                    HostNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
+                    HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
+                    OtherNode)
 
 if TYPE_CHECKING:
     from ._exec import GraphExec
@@ -272,11 +275,32 @@ class Graph(Owned):
         h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
         return self._wrap(h, NODE_CLASSES.get(NodeType(node_type), OtherNode))
 
-    def add_kernel(self, *args: Any, **kw: Any) -> Node:
-        """Kernel nodes from source are not available yet."""
-        raise errors.NotSupported("Graph.add_kernel", detail="creating kernel nodes from source "
-                                  "comes in a later issue; capture kernels launched by PyTorch/CuPy "
-                                  "on a wrapped stream instead")
+    def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
+                   shared_mem: int = 0, attributes: dict[str, Any] | None = None,
+                   dependencies: Iterable[Node] | None = None,
+                   edges: Sequence[EdgeData] | None = None) -> KernelNode:
+        """Add a kernel node: ``kernel`` launched on ``grid`` x ``block`` with ``args``.
+
+        Parameters
+        ----------
+        kernel : pygraphrt.kernels.Kernel
+            From :meth:`Program.kernel`, :meth:`Library.kernel` or :meth:`Kernel.wrap`.
+        grid, block : int or sequence of 1-3 ints
+            Launch dimensions.
+        args : sequence
+            Packed by the kernel's signature (plain Python values allowed) or, for
+            a kernel without one, explicitly typed values and device arrays.
+            Checked before the node is made; the packed values, and the arrays
+            pointers came from, live as long as the graph.
+        shared_mem : int
+            Dynamic shared memory per block, in bytes.
+        attributes : dict, optional
+            Kernel-node attributes by name (``priority``, ``cluster_dim``, ...),
+            set once the node exists.
+        """
+        from . import _kernel
+
+        return _kernel.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
 
     def add_conditional(self, *args: Any, **kw: Any) -> Node:
         raise errors.NotSupported("Graph.add_conditional",

@@ -7,7 +7,7 @@ Python object while the graph lives (the graph's node table).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .. import errors
 from ..enums import DEFAULT_EDGE, EdgeData, NodeType
@@ -21,6 +21,9 @@ class Dim3:
     x: int = 1
     y: int = 1
     z: int = 1
+
+    def __iter__(self) -> Iterator[int]:
+        return iter((self.x, self.y, self.z))
 
 
 def _as_dim3(v: Any) -> Dim3:
@@ -259,11 +262,12 @@ class MemFreeNode(Node):
 
 
 class KernelNode(Node):
-    """Kernel nodes come from capture here; they are readable and their launch dims updatable.
+    """A kernel launch: its kernel, launch dimensions and argument values.
 
-    Any kernel is readable on CUDA: kernels the runtime API cannot describe
-    (from libraries, NVRTC, or another runtime in the process) are read and
-    written through the driver API.
+    Any kernel node is readable on CUDA: kernels the runtime API cannot describe
+    (library kernels, foreign functions, another runtime's kernels) are read
+    and written through the driver API.  Argument values are decoded when
+    pygraphrt knows the node's kernel and its signature.
     """
 
     __slots__ = ()
@@ -271,9 +275,29 @@ class KernelNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        k = self._graph._backend.ops.kernel_params(self.handle)
-        return {"func": k.func, "grid": Dim3(*k.grid), "block": Dim3(*k.block),
-                "shared_mem_bytes": k.shared_mem_bytes}
+        """``func``, ``grid``, ``block``, ``shared_mem_bytes``, ``kernel`` (a Kernel or
+        None) and ``args`` (decoded values, or None without a known signature)."""
+        from . import _kernel
+
+        return _kernel.read(self)
+
+    @property
+    def args(self) -> list[Any] | None:
+        """The node's argument values decoded by its kernel's signature (None: not decodable)."""
+        return self.params["args"]
+
+    def set_params(self, *, kernel: Any = None, grid: Any = None, block: Any = None,  # type: ignore[override]
+                   args: Any = None, shared_mem: int | None = None) -> None:
+        """Change this node in its graph; what is not given stays as it is.
+
+        A new ``kernel`` needs its ``args``; new ``args`` are packed by the
+        (new or current) kernel's signature.  (The node's Kernel, if pygraphrt
+        knows it, is ``params["kernel"]``; ``node.kernel(...)`` is the builder
+        that adds a kernel node after this one.)
+        """
+        from . import _kernel
+
+        _kernel.update(self, None, self._graph._keep, kernel, grid, block, args, shared_mem)
 
     def set_launch_dims(self, grid: Any = None, block: Any = None,
                         shared_mem_bytes: int | None = None) -> None:
@@ -282,6 +306,26 @@ class KernelNode(Node):
         k = ops.kernel_params(self.handle)
         _apply_dims(k, grid, block, shared_mem_bytes)
         ops.set_kernel_dims(self.handle, k)
+
+    def attribute(self, name: str) -> Any:
+        """A kernel-node attribute by name (``priority``, ``cluster_dim``, ``cooperative``, ...)."""
+        from . import _kernel
+
+        return _kernel.attribute(self, name)
+
+    def set_attribute(self, name: str, value: Any) -> None:
+        """Set a kernel-node attribute by name (see :meth:`attribute`)."""
+        from . import _kernel
+
+        _kernel.set_attribute(self, name, value)
+
+    def copy_attributes_to(self, other: "KernelNode") -> None:
+        """Copy all of this node's attributes to another kernel node (of any graph)."""
+        if not isinstance(other, KernelNode):
+            raise errors.InvalidValue("KernelNode.copy_attributes_to", detail=f"{other!r} is not a KernelNode")
+        if other._graph._backend is not self._graph._backend:
+            raise errors.InvalidValue("KernelNode.copy_attributes_to", detail="the node belongs to another backend")
+        self._graph._backend.ops.copy_kernel_node_attributes(self.handle, other.handle)
 
 
 def _apply_dims(k: Any, grid: Any, block: Any, shared: int | None) -> None:

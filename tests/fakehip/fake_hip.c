@@ -8,13 +8,31 @@
  * pygraphrt's tests; it implements only what they call.
  */
 #include <hip/hip_runtime_api.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAXN 256
-struct hipGraphNode { struct ihipGraph *graph; hipGraphNodeType type; int alive; };
+/* Kernels of fake modules run on the host.  A module image is the text "FAKEHIP";
+ * its functions: add_int(int *out, int a, int b) stores a + b; noop() does nothing. */
+struct ihipModuleSymbol_t { const char *name; int nparams; size_t sizes[3]; };
+static struct ihipModuleSymbol_t fake_functions[] = {{"add_int", 3, {8, 4, 4}}, {"noop", 0, {0}}};
+struct ihipModule_t { int loaded; };
+static void run_kernel(hipFunction_t f, void **args) {
+  if (f == &fake_functions[0]) { int *out; memcpy(&out, args[0], 8); *out = *(int *)args[1] + *(int *)args[2]; }
+}
+/* A kernel node keeps copies of its argument values, as HIP does. */
+struct kernel_copy { hipKernelNodeParams p; char values[3][8]; void *argv[3]; int priority; };
+static void copy_kernel_params(struct kernel_copy *k, const hipKernelNodeParams *p) {
+  hipFunction_t f = (hipFunction_t)p->func;
+  k->p = *p;
+  for (int i = 0; i < f->nparams; i++) { memcpy(k->values[i], p->kernelParams[i], f->sizes[i]); k->argv[i] = k->values[i]; }
+  k->p.kernelParams = f->nparams ? k->argv : NULL;
+}
+struct hipGraphNode { struct ihipGraph *graph; hipGraphNodeType type; int alive; struct kernel_copy kernel; };
 struct ihipGraph { struct hipGraphNode nodes[MAXN]; int n; hipGraphNode_t from[MAXN], to[MAXN]; int ne; };
-struct hipGraphExec { int nodes; };
+/* An executable graph runs its graph's kernel nodes in order, with per-exec overrides. */
+struct hipGraphExec { int nodes; struct ihipGraph *graph; struct kernel_copy over[MAXN]; int has_over[MAXN]; };
 struct ihipStream_t { hipStreamCaptureStatus status; struct ihipGraph *graph; unsigned long long id;
                       hipGraphNode_t deps[MAXN]; size_t ndeps; };
 
@@ -206,12 +224,20 @@ hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *e, hipGraph_t g, unsigne
       flags != hipGraphInstantiateFlagUseNodePriority) return fail(hipErrorInvalidValue);
   *e = calloc(1, sizeof(struct hipGraphExec));
   (*e)->nodes = g->n;
+  (*e)->graph = g;
   return hipSuccess;
 }
 hipError_t hipGraphExecDestroy(hipGraphExec_t e) { free(e); return hipSuccess; }
 hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
   (void)s;
-  return e ? hipSuccess : fail(hipErrorInvalidValue);
+  if (!e) return fail(hipErrorInvalidValue);
+  for (int i = 0; i < e->nodes; i++) {
+    struct hipGraphNode *n = &e->graph->nodes[i];
+    if (!n->alive || n->type != hipGraphNodeTypeKernel) continue;
+    struct kernel_copy *k = e->has_over[i] ? &e->over[i] : &n->kernel;
+    run_kernel((hipFunction_t)k->p.func, k->p.kernelParams);
+  }
+  return hipSuccess;
 }
 hipError_t hipGraphExecUpdate(hipGraphExec_t e, hipGraph_t g, hipGraphNode_t *err_node,
                               hipGraphExecUpdateResult *result) {
@@ -223,5 +249,117 @@ hipError_t hipGraphExecUpdate(hipGraphExec_t e, hipGraph_t g, hipGraphNode_t *er
   }
   *result = hipGraphExecUpdateSuccess;
   *err_node = NULL;
+  return hipSuccess;
+}
+
+/* ---- modules and kernels ---- */
+hipError_t hipModuleLoadData(hipModule_t *module, const void *image) {
+  if (!module || !image) return fail(hipErrorInvalidValue);
+  if (strncmp((const char *)image, "FAKEHIP", 7)) return fail(hipErrorInvalidImage);
+  *module = calloc(1, sizeof(struct ihipModule_t));
+  (*module)->loaded = 1;
+  return hipSuccess;
+}
+hipError_t hipModuleLoad(hipModule_t *module, const char *fname) {
+  char buf[8] = {0};
+  FILE *f = fname ? fopen(fname, "rb") : NULL;
+  if (!f) return fail(hipErrorFileNotFound);
+  size_t got = fread(buf, 1, 7, f);
+  fclose(f);
+  if (got != 7) return fail(hipErrorInvalidImage);
+  return hipModuleLoadData(module, buf);
+}
+hipError_t hipModuleUnload(hipModule_t module) { if (!module) return fail(hipErrorInvalidValue); free(module); return hipSuccess; }
+hipError_t hipModuleGetFunction(hipFunction_t *function, hipModule_t module, const char *kname) {
+  if (!function || !module || !kname) return fail(hipErrorInvalidValue);
+  for (size_t i = 0; i < sizeof fake_functions / sizeof fake_functions[0]; i++)
+    if (!strcmp(fake_functions[i].name, kname)) { *function = &fake_functions[i]; return hipSuccess; }
+  return fail(hipErrorNotFound);
+}
+hipError_t hipFuncGetAttribute(int *value, hipFunction_attribute attrib, hipFunction_t hfunc) {
+  if (!value || !hfunc) return fail(hipErrorInvalidValue);
+  switch (attrib) {
+    case HIP_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
+    case HIP_FUNC_ATTRIBUTE_NUM_REGS: *value = 8 + hfunc->nparams; break;
+    case HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = 65536; break;
+    case HIP_FUNC_ATTRIBUTE_PTX_VERSION: case HIP_FUNC_ATTRIBUTE_BINARY_VERSION: *value = 94; break;
+    default: *value = 0;
+  }
+  return hipSuccess;
+}
+hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, hipFunction_t f, int blockSize,
+                                                              size_t dynSharedMemPerBlk) {
+  if (!numBlocks || !f || blockSize <= 0 || blockSize > 1024 || dynSharedMemPerBlk > 65536)
+    return fail(hipErrorInvalidValue);
+  *numBlocks = 2048 / blockSize;
+  return hipSuccess;
+}
+static hipError_t launch_checked(hipFunction_t f, unsigned gx, unsigned bx, unsigned by, unsigned bz,
+                                 void **params, void **extra) {
+  if (!f || !gx || extra) return fail(hipErrorInvalidValue);
+  if ((unsigned long long)bx * by * bz > 1024) return fail(hipErrorInvalidConfiguration);
+  if (f->nparams && !params) return fail(hipErrorInvalidValue);
+  run_kernel(f, params);
+  return hipSuccess;
+}
+hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigned int gridDimY,
+                                 unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                 unsigned int blockDimZ, unsigned int sharedMemBytes, hipStream_t stream,
+                                 void **kernelParams, void **extra) {
+  (void)gridDimY; (void)gridDimZ; (void)sharedMemBytes; (void)stream;
+  return launch_checked(f, gridDimX, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
+}
+int fake_last_launch_priority = -100;
+hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG *config, hipFunction_t f, void **params, void **extra) {
+  if (!config || (config->numAttrs && !config->attrs)) return fail(hipErrorInvalidValue);
+  for (unsigned i = 0; i < config->numAttrs; i++) {
+    if (config->attrs[i].id == hipLaunchAttributePriority) fake_last_launch_priority = config->attrs[i].val.priority;
+    else if (config->attrs[i].id != hipLaunchAttributeCooperative) return fail(hipErrorInvalidValue);
+  }
+  return launch_checked(f, config->gridDimX, config->blockDimX, config->blockDimY, config->blockDimZ, params, extra);
+}
+
+/* ---- kernel nodes ---- */
+hipError_t hipGraphAddKernelNode(hipGraphNode_t *pGraphNode, hipGraph_t graph, const hipGraphNode_t *pDependencies,
+                                 size_t numDependencies, const hipKernelNodeParams *pNodeParams) {
+  if (!pNodeParams || !pNodeParams->func) return fail(hipErrorInvalidValue);
+  hipError_t e = add_node(pGraphNode, graph, pDependencies, numDependencies, hipGraphNodeTypeKernel);
+  if (e) return e;
+  copy_kernel_params(&(*pGraphNode)->kernel, pNodeParams);
+  return hipSuccess;
+}
+hipError_t hipGraphKernelNodeGetParams(hipGraphNode_t node, hipKernelNodeParams *pNodeParams) {
+  if (!node || !pNodeParams || node->type != hipGraphNodeTypeKernel) return fail(hipErrorInvalidValue);
+  *pNodeParams = node->kernel.p;
+  return hipSuccess;
+}
+hipError_t hipGraphKernelNodeSetParams(hipGraphNode_t node, const hipKernelNodeParams *pNodeParams) {
+  if (!node || !pNodeParams || !pNodeParams->func || node->type != hipGraphNodeTypeKernel)
+    return fail(hipErrorInvalidValue);
+  copy_kernel_params(&node->kernel, pNodeParams);
+  return hipSuccess;
+}
+hipError_t hipGraphExecKernelNodeSetParams(hipGraphExec_t hGraphExec, hipGraphNode_t node,
+                                           const hipKernelNodeParams *pNodeParams) {
+  if (!hGraphExec || !node || !pNodeParams || node->graph != hGraphExec->graph) return fail(hipErrorInvalidValue);
+  int i = (int)(node - hGraphExec->graph->nodes);
+  copy_kernel_params(&hGraphExec->over[i], pNodeParams);
+  hGraphExec->has_over[i] = 1;
+  return hipSuccess;
+}
+hipError_t hipGraphKernelNodeGetAttribute(hipGraphNode_t hNode, hipKernelNodeAttrID attr, hipKernelNodeAttrValue *value) {
+  if (!hNode || !value || attr != hipLaunchAttributePriority) return fail(hipErrorInvalidValue);
+  value->priority = hNode->kernel.priority;
+  return hipSuccess;
+}
+hipError_t hipGraphKernelNodeSetAttribute(hipGraphNode_t hNode, hipKernelNodeAttrID attr,
+                                          const hipKernelNodeAttrValue *value) {
+  if (!hNode || !value || attr != hipLaunchAttributePriority) return fail(hipErrorInvalidValue);
+  hNode->kernel.priority = value->priority;
+  return hipSuccess;
+}
+hipError_t hipGraphKernelNodeCopyAttributes(hipGraphNode_t hSrc, hipGraphNode_t hDst) {
+  if (!hSrc || !hDst) return fail(hipErrorInvalidValue);
+  hDst->kernel.priority = hSrc->kernel.priority;
   return hipSuccess;
 }

@@ -478,8 +478,8 @@ def test_wrong_types_raise_clearly(stream):
         g.add_memset(0, 300, 4)
     with pytest.raises(errors.InvalidValue):
         g.add_empty(dependencies=[object()])
-    with pytest.raises(errors.NotSupported):
-        g.add_kernel()
+    with pytest.raises(errors.InvalidValue):
+        g.add_kernel(object(), 1, 1, [])
     with pytest.raises(errors.InvalidValue):
         g.instantiate().launch("stream")
 

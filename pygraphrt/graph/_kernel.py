@@ -1,0 +1,141 @@
+"""Kernel nodes: adding them with typed arguments, reading them back, changing them.
+
+The graph, node and exec classes delegate here so that kernel-node logic lives
+in one place.  Argument buffers (and the objects their pointers came from) are
+kept by the graph -- or by the executable graph they were set on -- for as
+long as it lives: the runtime copies argument values, but a captured or
+explicit node's pointers must stay valid.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+from .. import errors
+from .._operands import count
+from ..enums import EdgeData
+from ..kernels._library import Dims, Kernel, as_dims, lookup
+
+if TYPE_CHECKING:
+    from ._graph import Graph
+    from ._node import KernelNode
+
+
+def _kernel(graph: "Graph", kernel: Any, what: str) -> Kernel:
+    if not isinstance(kernel, Kernel):
+        raise errors.InvalidValue(what, detail=f"{kernel!r} is not a pygraphrt Kernel")
+    if kernel._backend is not graph._backend:
+        raise errors.InvalidValue(what, detail="the kernel belongs to another backend")
+    return kernel
+
+
+def _packed(kernel: Kernel, args: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
+    """(argv, what must stay alive for it) for ``args`` packed by ``kernel``."""
+    if isinstance(args, (str, bytes)) or not isinstance(args, (list, tuple)):
+        raise errors.InvalidValue("kernel args", detail=f"args must be a list or tuple, got {type(args).__name__}")
+    packed = kernel.pack(args)
+    argv, base = kernel.argv(packed)
+    return argv, (kernel, kernel._owner, packed, base, argv)
+
+
+def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
+        attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
+        edges: Sequence[EdgeData] | None) -> "KernelNode":
+    from ._graph import _check_edges
+    from ._node import KernelNode
+
+    k = _kernel(graph, kernel, "Graph.add_kernel")
+    g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), count(shared_mem)
+    argv, keep = _packed(k, args)
+    ops = graph._backend.ops
+    if k.form == "function" and graph._backend.vendor == "cuda":
+        # A foreign CUfunction: created through the driver, then linked.
+        deps = [graph._own(d) for d in (dependencies or ())]
+        checked = _check_edges(deps, edges)
+        h = ops.add_kernel_node_unlinked(graph.handle, k.handle, k.form, g, b, smem, argv)
+        node = graph._wrap(h, KernelNode)
+        try:
+            if deps:
+                graph.add_dependencies(deps, [node] * len(deps), checked)
+        except BaseException:
+            node.destroy()
+            raise
+    else:
+        node = graph._add("GraphAddKernelNode", dependencies, edges,
+                          ops.kernel_node_struct(k.handle, g, b, smem, argv), cls=KernelNode)
+    graph._keep.append(keep)
+    try:
+        for name, value in (attributes or {}).items():
+            set_attribute(node, name, value)  # type: ignore[arg-type]
+    except BaseException:
+        node.destroy()
+        raise
+    return node  # type: ignore[return-value]
+
+
+def read(node: "KernelNode") -> dict[str, Any]:
+    """The node's launch parameters, its Kernel (if pygraphrt knows it) and decoded arguments."""
+    from ._node import Dim3
+
+    backend = node._graph._backend
+    k = backend.ops.kernel_params(node.handle)
+    kernel = lookup(backend, k.kernel_id) or lookup(backend, k.func)
+    return {"func": k.func, "grid": Dim3(*k.grid), "block": Dim3(*k.block),
+            "shared_mem_bytes": k.shared_mem_bytes, "kernel": kernel,
+            "args": kernel.decode(k.argv) if kernel is not None else None}
+
+
+def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, grid: Any = None,
+           block: Any = None, args: Sequence[Any] | None = None,
+           shared_mem: int | None = None) -> None:
+    """Set a kernel node's parameters in its graph (``exec_`` None) or in an executable graph.
+
+    Unchanged values are taken from the node.  New arguments need the kernel's
+    signature (or typed values); they are appended to ``keep``.
+    """
+    graph = node._graph
+    backend = graph._backend
+    ops = backend.ops
+    h = node.handle
+    cur = ops.kernel_params(h)
+    known = lookup(backend, cur.kernel_id) or lookup(backend, cur.func)
+    k = _kernel(graph, kernel, "kernel node") if kernel is not None else known
+    g: Dims = as_dims(grid, "grid") if grid is not None else cur.grid
+    b: Dims = as_dims(block, "block") if block is not None else cur.block
+    smem = count(shared_mem) if shared_mem is not None else cur.shared_mem_bytes
+    if k is None:
+        if args is not None:
+            raise errors.NotSupported("kernel node", detail="pygraphrt does not know this node's kernel, so "
+                                      "it cannot pack new arguments: pass kernel=<Kernel with a signature>")
+        cur.grid, cur.block, cur.shared_mem_bytes = g, b, smem
+        ops.set_kernel_dims(h, cur, exec_=exec_)
+        return
+    if args is None:
+        if k is not known:
+            raise errors.InvalidValue("kernel node", detail="a new kernel needs its args")
+        # The node's own argument copies: valid while the node lives.
+        argv = backend.ffi.cast("void **", cur.argv)
+    else:
+        argv, held = _packed(k, args)
+        keep.append(held)
+    ops.set_kernel_node(h, exec_, k.handle, k.form, g, b, smem, argv)
+    keep.append((k, k._owner))
+
+
+def attribute(node: "KernelNode", name: str) -> Any:
+    _attr_name(name)
+    return node._graph._backend.ops.kernel_node_attribute(node.handle, name)
+
+
+def set_attribute(node: "KernelNode", name: str, value: Any) -> None:
+    _attr_name(name)
+    node._graph._backend.ops.set_kernel_node_attribute(node.handle, name, value)
+    node._graph._keep.append(value)  # an Event given as programmatic_event
+
+
+def _attr_name(name: Any) -> None:
+    from .._vendors.base import LAUNCH_ATTRIBUTE_FIELDS
+
+    if name not in LAUNCH_ATTRIBUTE_FIELDS:
+        raise errors.InvalidValue("kernel node attribute",
+                                  detail=f"unknown attribute {name!r}; known: {sorted(LAUNCH_ATTRIBUTE_FIELDS)}")

@@ -1,0 +1,328 @@
+"""Loaded code (libraries / modules), their kernels, argument packing and launch."""
+
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .. import _runtime, errors
+from .._handles import Owned
+from .._operands import count, device_address
+from ..device import Stream
+from ._signature import PackedArgs, Signature, infer_signature, parse_signature
+
+if TYPE_CHECKING:
+    from ._signature import ArgType  # noqa: F401
+
+__all__ = ["Library", "Kernel", "KernelAttributes", "Dims", "as_dims", "lookup"]
+
+Dims = tuple[int, int, int]
+
+# Kernels by (backend, handle): kernel nodes read back from a graph find the
+# Kernel (and so the signature that decodes their arguments) here.
+_registry: "weakref.WeakValueDictionary[tuple[int, int], Kernel]" = weakref.WeakValueDictionary()
+
+
+def lookup(backend: Any, handle: int) -> "Kernel | None":
+    """The live Kernel object registered for a kernel handle, if any."""
+    return _registry.get((id(backend), handle))
+
+
+def as_dims(v: Any, what: str) -> Dims:
+    """Launch dimensions from an int or 1-3 positive ints (or an object with x, y, z)."""
+    if hasattr(v, "x") and hasattr(v, "y") and hasattr(v, "z"):
+        v = (v.x, v.y, v.z)
+    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if not t or len(t) > 3 or not all(isinstance(i, int) and not isinstance(i, bool) and 0 < i < 1 << 32
+                                      for i in t):
+        raise errors.InvalidValue(what, detail=f"expected 1-3 positive ints, got {v!r}")
+    return (t + (1, 1))[:3]  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class KernelAttributes:
+    """What the runtime reports about a compiled kernel."""
+
+    max_threads_per_block: int
+    num_regs: int
+    shared_size_bytes: int  # static shared memory
+    const_size_bytes: int
+    local_size_bytes: int
+    max_dynamic_shared_size_bytes: int
+    ptx_version: int
+    binary_version: int
+
+
+class Library(Owned):
+    """Compiled code loaded into the active runtime.
+
+    CUDA: ``cudaLibraryLoadData`` / ``cudaLibraryLoadFromFile`` (CUBIN, fatbin or
+    PTX); HIP: ``hipModuleLoadData`` / ``hipModuleLoad`` (code objects).
+
+    Parameters
+    ----------
+    image : bytes-like, str or os.PathLike
+        The code itself, or a path to a file holding it.
+    """
+
+    _kind = "library"
+
+    def __init__(self, image: Any) -> None:
+        backend = _runtime.active()
+        ops = backend.ops
+        self._destroy_api = ops.library_unload_api
+        data = None
+        if isinstance(image, (str, os.PathLike)):
+            path = os.fsencode(image)
+            if not os.path.exists(path):
+                raise errors.InvalidValue("Library", detail=f"no such file: {os.fsdecode(path)}")
+            handle = ops.load_library(None, path)
+        else:
+            try:
+                raw = bytes(memoryview(image))
+            except TypeError:
+                raise errors.InvalidValue("Library", detail=f"expected bytes or a path, got "
+                                                            f"{type(image).__name__}") from None
+            if not raw:
+                raise errors.InvalidValue("Library", detail="the image is empty")
+            if raw.lstrip().startswith((b".version", b"//")) and not raw.endswith(b"\0"):
+                raw += b"\0"  # PTX is text the loader reads up to its terminator
+            data = backend.ffi.from_buffer(raw)
+            handle = ops.load_library(data, None)
+        super().__init__(backend, handle, True, keep=(data,))
+        self._kernels: dict[str, Kernel] = {}
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> "Library":
+        return cls(path)
+
+    @classmethod
+    def from_data(cls, image: bytes) -> "Library":
+        return cls(bytes(image))
+
+    def kernel(self, name: str, signature: Any = None) -> "Kernel":
+        """The kernel ``name`` (its lowered name for C++ kernels), typed by ``signature``.
+
+        ``signature`` is a C parameter list (``"float*, float, int"``) or a
+        sequence of types (strings, ctypes or numpy types, ctypes Structures).
+        """
+        if not isinstance(name, str) or not name:
+            raise errors.InvalidValue("Library.kernel", detail=f"kernel name must be a non-empty str, got {name!r}")
+        sig = None if signature is None else parse_signature(signature)
+        k = self._kernels.get(name)
+        if k is None or not k.is_valid:
+            func, form = self._backend.ops.library_kernel(self.handle, name.encode())
+            k = Kernel(self._backend, func, form, name, None, owner=self)
+            self._kernels[name] = k
+        return k if sig is None else k.with_signature(sig)
+
+    def close(self) -> None:
+        """Unload the library; its kernels become invalid."""
+        for k in self._kernels.values():
+            k._func = None
+        self._kernels.clear()
+        super().close()
+
+
+class Kernel:
+    """A kernel of a :class:`Library`, or a foreign kernel wrapped by handle (not owned).
+
+    With a signature, launch arguments are packed and checked by it (and, where
+    the runtime reports parameter offsets and sizes, the signature is checked
+    against the compiled kernel once).  Without one only explicitly typed
+    values (numpy / ctypes scalars, ctypes Structures) and device arrays are
+    accepted.
+    """
+
+    __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
+                 "_param_info", "__weakref__")
+
+    def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
+                 owner: Any) -> None:
+        self._backend = backend
+        self._func = func
+        self.form = form
+        self.name = name
+        self.signature = signature
+        self._owner = owner  # keeps the library loaded
+        self._checked = False
+        self._param_info: list[tuple[int, int]] | None | bool = False  # False: not asked yet
+        key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
+        if key not in _registry or signature is not None:
+            _registry[key] = self
+
+    @classmethod
+    def wrap(cls, obj: Any, signature: Any = None, *, kind: str | None = None,
+             name: str = "") -> "Kernel":
+        """Borrow a kernel made elsewhere; it is never unloaded by pygraphrt.
+
+        ``obj``: an int handle, a CuPy ``RawKernel`` / ``Function``, or a
+        cuda.core ``Kernel``.  ``kind``: ``"function"`` (a CUfunction /
+        hipFunction_t, the default for ints) or ``"kernel"`` (a CUDA library
+        kernel, CUkernel).  The object is kept alive by the Kernel.
+        """
+        backend = _runtime.active()
+        handle, guessed = _foreign_handle(obj)
+        kind = kind or guessed
+        if kind not in ("function", "kernel") or (kind == "kernel" and backend.vendor != "cuda"):
+            raise errors.InvalidValue("Kernel.wrap", detail=f"kind must be 'function' or (CUDA) 'kernel', "
+                                                            f"got {kind!r}")
+        if handle == 0:
+            raise errors.InvalidValue("Kernel.wrap", detail="a NULL kernel handle")
+        sig = None if signature is None else parse_signature(signature)
+        return cls(backend, backend.ffi.cast("void *", handle), kind, name or hex(handle), sig, owner=obj)
+
+    def with_signature(self, signature: Any) -> "Kernel":
+        """The same kernel, typed by ``signature``."""
+        return Kernel(self._backend, self.handle, self.form, self.name, parse_signature(signature),
+                      self._owner)
+
+    # -- identity ---------------------------------------------------------------
+    @property
+    def handle(self) -> Any:
+        """The kernel's handle as ``void *`` (a cudaKernel_t, CUfunction or hipFunction_t)."""
+        f = self._func
+        if f is None or (isinstance(self._owner, Library) and not self._owner.is_valid):
+            raise errors.InvalidResourceHandle("Kernel.handle", detail="the kernel's library was unloaded")
+        return f
+
+    @property
+    def is_valid(self) -> bool:
+        return self._func is not None and (not isinstance(self._owner, Library) or self._owner.is_valid)
+
+    @property
+    def library(self) -> Library | None:
+        return self._owner if isinstance(self._owner, Library) else None
+
+    def __int__(self) -> int:
+        return int(self._backend.ffi.cast("uintptr_t", self.handle))
+
+    def __repr__(self) -> str:
+        sig = f"({self.signature})" if self.signature is not None else "(untyped)"
+        return f"<Kernel {self.name}{sig} {self.form}>"
+
+    # -- what the runtime says ------------------------------------------------------
+    def attributes(self) -> KernelAttributes:
+        """Registers, shared/const/local memory, max threads per block, versions."""
+        ops, h = self._backend.ops, self.handle
+        return KernelAttributes(**{name: ops.kernel_attribute(h, self.form, name)
+                                   for name in KernelAttributes.__dataclass_fields__})
+
+    def set_max_dynamic_shared_memory(self, nbytes: int) -> None:
+        """Allow launches with up to ``nbytes`` of dynamic shared memory."""
+        self._backend.ops.set_max_dynamic_shared_memory(self.handle, self.form, count(nbytes))
+
+    def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_mem: int = 0) -> int:
+        """Occupancy: how many blocks of ``block_size`` threads fit on one multiprocessor."""
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
+            raise errors.InvalidValue("occupancy", detail=f"block_size must be a positive int, got {block_size!r}")
+        return self._backend.ops.occupancy(self.handle, self.form, block_size, count(dynamic_shared_mem))
+
+    occupancy = max_active_blocks_per_multiprocessor
+
+    @property
+    def param_info(self) -> list[tuple[int, int]] | None:
+        """(offset, size) of each parameter as the runtime reports it; None where it cannot."""
+        if self._param_info is False:
+            self._param_info = self._backend.ops.kernel_param_info(self.handle, self.form)
+        return self._param_info  # type: ignore[return-value]
+
+    # -- arguments ------------------------------------------------------------------
+    def pack(self, args: Sequence[Any]) -> PackedArgs:
+        """Pack ``args`` by the signature (checked against the kernel once) or by their types."""
+        sig = self.signature
+        if sig is None:
+            sig = infer_signature(args, f"kernel {self.name}")
+            self._check(sig)
+        elif not self._checked:
+            self._check(sig)
+            self._checked = True
+        backend = self._backend
+        return sig.pack(args, lambda v: device_address(backend, v), f"kernel {self.name}")
+
+    def _check(self, sig: Signature) -> None:
+        info = self.param_info
+        if info is not None:
+            sig.check_param_info(info, self.name)
+
+    def argv(self, packed: PackedArgs) -> tuple[Any, Any]:
+        """(``void *[]`` of argument addresses, the cffi buffer it points into): keep both."""
+        ffi = self._backend.ffi
+        n = len(packed.offsets)
+        if n == 0:
+            return ffi.NULL, None
+        base = ffi.from_buffer(packed.buffer)
+        argv = ffi.new("void *[]", n)
+        for i, off in enumerate(packed.offsets):
+            argv[i] = base + off
+        return argv, base
+
+    def decode(self, argv_address: int) -> list[Any] | None:
+        """Argument values from a ``kernelParams`` array (None without a signature)."""
+        sig = self.signature
+        if sig is None:
+            return None
+        if not sig.params:
+            return []
+        if not argv_address:
+            return None
+        ffi = self._backend.ffi
+        argv = ffi.cast("void **", argv_address)
+        return sig.unpack([ffi.buffer(ffi.cast("char *", argv[i]), size)
+                           for i, size in enumerate(_sizes(sig))])
+
+    # -- launch -----------------------------------------------------------------------
+    def launch(self, stream: Stream, grid: Any, block: Any, *args: Any, shared_mem: int = 0,
+               **attributes: Any) -> None:
+        """Launch on ``stream``: ``grid`` and ``block`` dimensions, then the kernel's arguments.
+
+        ``attributes``: launch attributes by name -- ``cooperative``, ``priority``,
+        ``cluster_dim``, ``preferred_cluster_dim``, ``programmatic_stream_serialization``,
+        ``programmatic_event`` (an Event, or (Event, trigger_at_block_start)),
+        ``mem_sync_domain``, ``preferred_shared_memory_carveout`` (those the
+        runtime has).  Inside a capture this adds a kernel node.
+        """
+        if not isinstance(stream, Stream):
+            raise errors.InvalidValue("Kernel.launch", detail=f"{stream!r} is not a Stream")
+        backend = self._backend
+        if stream.backend is not backend:
+            raise errors.InvalidValue("Kernel.launch", detail="the stream belongs to another backend")
+        g, b = as_dims(grid, "grid"), as_dims(block, "block")
+        packed = self.pack(args)
+        argv, base = self.argv(packed)
+        events = [v[0] if isinstance(v, tuple) else v for k, v in attributes.items()
+                  if k == "programmatic_event"]
+        try:
+            backend.ops.launch_kernel(self.handle, self.form, g, b, count(shared_mem), stream.handle,
+                                      argv, attributes)
+        except errors.GraphRTError as err:
+            stream._note_failure(f"Kernel.launch {self.name}", err)
+            raise
+        # The runtime copied the argument values; during a capture the objects the
+        # pointers came from (and the kernel's library) must live as long as the graph.
+        for obj in (*packed.keep, *events, self._owner):
+            if obj is not None:
+                stream._retain(obj)
+
+
+def _sizes(sig: Signature) -> list[int]:
+    return [p.size for p in sig.params]
+
+
+def _foreign_handle(obj: Any) -> tuple[int, str]:
+    """(handle, kind) of a foreign kernel object."""
+    if isinstance(obj, bool):
+        raise errors.InvalidValue("Kernel.wrap", detail="a bool is not a kernel")
+    if isinstance(obj, int):
+        return obj, "function"
+    inner = getattr(obj, "kernel", None)  # cupy.RawKernel -> cupy.cuda.function.Function
+    if inner is not None and hasattr(inner, "ptr"):
+        return int(inner.ptr), "function"
+    if hasattr(obj, "ptr") and isinstance(getattr(obj, "ptr"), int):  # cupy Function
+        return int(obj.ptr), "function"
+    if type(obj).__module__.startswith("cuda.core") and hasattr(obj, "handle"):
+        return int(obj.handle), "kernel"  # cuda.core Kernel: a CUkernel
+    raise errors.InvalidValue("Kernel.wrap", detail=f"cannot find a kernel handle in {obj!r}; "
+                                                    "pass the handle as an int")
