@@ -14,6 +14,7 @@ from ._operands import ptr as _ptr
 from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr
 
 if TYPE_CHECKING:
+    from .mempool import AsyncBuffer, MemPool
     from .graph import Capture, Graph, Node
     from .kernels import Kernel
 
@@ -216,6 +217,22 @@ class Stream(Owned):
         else:
             self._pending.append(payload)
 
+    def malloc_async(self, size: int, pool: "MemPool | None" = None) -> "AsyncBuffer":
+        """Allocate ``size`` bytes in stream order (see :mod:`pygraphrt.mempool`).
+
+        From ``pool``, else the capture's pool, else the device's current pool.
+        Inside a capture this adds a memory-allocation node.
+        """
+        from .mempool import malloc_async
+
+        return malloc_async(self, size, pool)
+
+    def free_async(self, buf: "AsyncBuffer | int") -> None:
+        """Free stream-ordered memory in stream order (a free node inside a capture)."""
+        from .mempool import free_async
+
+        free_async(self, buf)
+
     def launch(self, kernel: "Kernel", grid: Any, block: Any, *args: Any, shared_mem: int = 0,
                **attributes: Any) -> None:
         """Launch ``kernel`` here: ``stream.launch(k, grid, block, *args, shared_mem=0, **attributes)``.
@@ -289,15 +306,17 @@ class Stream(Owned):
 
     def capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, *, graph: "Graph | None" = None,
                 dependencies: "list[Node] | None" = None,
-                edges: list[EdgeData] | None = None) -> "Capture":
+                edges: list[EdgeData] | None = None, pool: "MemPool | str | None" = None) -> "Capture":
         """Capture the work issued on this stream into a graph (a context manager).
 
         With ``graph``, capture into that existing graph after ``dependencies``
         (each with its ``edges`` entry of edge data where the runtime has it).
+        ``pool``: the MemPool that ``malloc_async`` without a pool uses during
+        the capture, or ``"private"`` for a new pool of this capture's own.
         """
         from .graph import Capture
 
-        return Capture(self, mode, graph, dependencies, edges)
+        return Capture(self, mode, graph, dependencies, edges, pool=pool)
 
     def begin_capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, **kw: Any) -> "Capture":
         """Explicit form: ``cap = s.begin_capture(); ...; graph = cap.end()``."""

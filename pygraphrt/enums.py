@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 
 __all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "UpdateResult",
-           "GraphMemAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
+           "GraphMemAttr", "MemPoolAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
            "PORT_DEFAULT", "PORT_PROGRAMMATIC", "PORT_LAUNCH_ORDER"]
 
 
@@ -72,6 +72,19 @@ class GraphMemAttr(enum.Enum):
     USED_MEM_HIGH = "used_mem_high"
     RESERVED_MEM_CURRENT = "reserved_mem_current"
     RESERVED_MEM_HIGH = "reserved_mem_high"
+
+
+class MemPoolAttr(enum.Enum):
+    """Attributes of a stream-ordered memory pool (:class:`pygraphrt.MemPool`)."""
+
+    REUSE_FOLLOW_EVENT_DEPENDENCIES = "reuse_follow_event_dependencies"
+    REUSE_ALLOW_OPPORTUNISTIC = "reuse_allow_opportunistic"
+    REUSE_ALLOW_INTERNAL_DEPENDENCIES = "reuse_allow_internal_dependencies"
+    RELEASE_THRESHOLD = "release_threshold"
+    RESERVED_MEM_CURRENT = "reserved_mem_current"
+    RESERVED_MEM_HIGH = "reserved_mem_high"
+    USED_MEM_CURRENT = "used_mem_current"
+    USED_MEM_HIGH = "used_mem_high"
 
 
 class DebugDotFlags(enum.IntFlag):

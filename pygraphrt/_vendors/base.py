@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from .. import errors
 from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, EdgeData,
-                     GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
+                     GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType, UpdateResult)
 
 class KernelParams:
     """Launch parameters of a kernel node, with the vendor struct they came from."""
@@ -64,6 +64,20 @@ LAUNCH_ATTRIBUTE_FIELDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Memory-pool attributes: neutral -> (enum member without the vendor prefix, C type of
+# the value).  Same names and values on CUDA and HIP.
+MEM_POOL_ATTRIBUTES: dict[MemPoolAttr, tuple[str, str]] = {
+    MemPoolAttr.REUSE_FOLLOW_EVENT_DEPENDENCIES: ("MemPoolReuseFollowEventDependencies", "int"),
+    MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC: ("MemPoolReuseAllowOpportunistic", "int"),
+    MemPoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES: ("MemPoolReuseAllowInternalDependencies", "int"),
+    MemPoolAttr.RELEASE_THRESHOLD: ("MemPoolAttrReleaseThreshold", "unsigned long long"),
+    MemPoolAttr.RESERVED_MEM_CURRENT: ("MemPoolAttrReservedMemCurrent", "unsigned long long"),
+    MemPoolAttr.RESERVED_MEM_HIGH: ("MemPoolAttrReservedMemHigh", "unsigned long long"),
+    MemPoolAttr.USED_MEM_CURRENT: ("MemPoolAttrUsedMemCurrent", "unsigned long long"),
+    MemPoolAttr.USED_MEM_HIGH: ("MemPoolAttrUsedMemHigh", "unsigned long long"),
+}
+
+
 class Vendor:
     """Base of the vendor tables; one instance per loaded backend."""
 
@@ -89,6 +103,7 @@ class Vendor:
     kernel_params_type: str = ""
     memcpy3d_params_type: str = ""
     mem_alloc_params_type: str = ""
+    mem_pool_props_type: str = ""
     device_prop_type: str = ""
     node_params_type: str = ""
     # (symbol, takes edge data) of the generic add-node API, best first; None
@@ -473,6 +488,44 @@ class Vendor:
         val = self.ffi.new(f"{self.prefix}LaunchAttributeValue *")
         self.encode_attribute_value(val, name, value, api)
         self.call("GraphKernelNodeSetAttribute", node, ident, val)
+
+    # ------------------------------------------------------------------ stream-ordered memory
+    # Same function and struct-field names on CUDA and HIP (cuda/hipMemPoolProps:
+    # allocType, handleTypes, location.{type,id}, maxSize).
+    def create_mem_pool(self, device: int, max_size: int) -> Any:
+        props = self.ffi.new(f"{self.mem_pool_props_type} *")
+        props.allocType = self.const("MemAllocationTypePinned")
+        props.handleTypes = self.const("MemHandleTypeNone")
+        props.location.type = self.const("MemLocationTypeDevice")
+        props.location.id = device
+        if max_size:
+            props.maxSize = max_size
+        out = self.ffi.new(f"{self.prefix}MemPool_t *")
+        self.call("MemPoolCreate", out, props)
+        return out[0]
+
+    def device_mem_pool(self, device: int, default: bool) -> Any:
+        out = self.ffi.new(f"{self.prefix}MemPool_t *")
+        self.call("DeviceGetDefaultMemPool" if default else "DeviceGetMemPool", out, device)
+        return out[0]
+
+    def mem_pool_attribute(self, pool: Any, attr: MemPoolAttr) -> int:
+        member, ctype = MEM_POOL_ATTRIBUTES[attr]
+        out = self.ffi.new(f"{ctype} *")
+        self.call("MemPoolGetAttribute", pool, self.const(member), out)
+        return int(out[0])
+
+    def set_mem_pool_attribute(self, pool: Any, attr: MemPoolAttr, value: int) -> None:
+        member, ctype = MEM_POOL_ATTRIBUTES[attr]
+        self.call("MemPoolSetAttribute", pool, self.const(member), self.ffi.new(f"{ctype} *", value))
+
+    def malloc_async(self, size: int, pool: Any, stream: Any) -> Any:
+        out = self.ffi.new("void **")
+        if pool is None:
+            self.call("MallocAsync", out, size, stream)
+        else:
+            self.call("MallocFromPoolAsync", out, size, pool, stream)
+        return out[0]
 
     # ------------------------------------------------------------------ capture
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:

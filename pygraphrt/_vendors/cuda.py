@@ -153,6 +153,7 @@ class CudaVendor(Vendor):
     kernel_params_type = "struct cudaKernelNodeParams"
     memcpy3d_params_type = "struct cudaMemcpy3DParms"
     mem_alloc_params_type = "struct cudaMemAllocNodeParams"
+    mem_pool_props_type = "struct cudaMemPoolProps"
     device_prop_type = "struct cudaDeviceProp"
     node_params_type = "struct cudaGraphNodeParams"
     # (symbol, takes edge data), best first: CUDA 13 folded edge data into

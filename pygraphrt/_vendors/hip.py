@@ -75,6 +75,7 @@ class HipVendor(Vendor):
     kernel_params_type = "hipKernelNodeParams"
     memcpy3d_params_type = "hipMemcpy3DParms"
     mem_alloc_params_type = "hipMemAllocNodeParams"
+    mem_pool_props_type = "hipMemPoolProps"
     device_prop_type = "hipDeviceProp_tR0600"
     node_params_type = "hipGraphNodeParams"
     generic_add_forms = (("hipGraphAddNode", False),)  # no edge-data form

@@ -35,7 +35,8 @@ class Capture:
     """
 
     def __init__(self, stream: "Stream", mode: str | CaptureMode, graph: Graph | None,
-                 dependencies: Sequence["Node"] | None, edges: Sequence[EdgeData] | None) -> None:
+                 dependencies: Sequence["Node"] | None, edges: Sequence[EdgeData] | None,
+                 pool: Any = None) -> None:
         self.stream = stream
         self.mode = CaptureMode(mode) if isinstance(mode, str) else mode
         if not isinstance(self.mode, CaptureMode):
@@ -55,6 +56,16 @@ class Capture:
         # they become the graph's, kept alive as long as it is.
         self._keep: list[Any] = []
         self._streams: set["Stream"] = set()
+        # The pool malloc_async uses on the capturing stream (None: the device's).
+        from ..mempool import MemPool
+
+        if pool == "private":
+            pool = MemPool()
+        elif pool is not None and not isinstance(pool, MemPool):
+            raise errors.InvalidValue("Stream.capture", detail=f"pool must be a MemPool or 'private', got {pool!r}")
+        self.pool: MemPool | None = pool
+        if pool is not None:
+            self._keep.append(pool)
 
     def _join(self, stream: "Stream") -> None:
         stream._capture = self

@@ -1,0 +1,231 @@
+"""Stream-ordered memory: memory pools and allocations that follow stream order.
+
+``stream.malloc_async(size)`` / ``stream.free_async(buf)`` (``cudaMallocAsync`` /
+``cudaFreeAsync``, the HIP equivalents) are ordered with the rest of the
+stream's work.  Inside a capture they become graph memory nodes: an allocation
+node and, if freed in the same capture, a free node.  Memory allocated by a
+capture belongs to the graph; an executable graph that leaves it unfreed must
+be instantiated with ``auto_free_on_launch=True`` to be launched again (or the
+memory freed with ``free_async`` between launches).
+
+Pools: :meth:`MemPool.default` / :meth:`MemPool.current` (the device's,
+borrowed), ``MemPool(...)`` (created, owned), attributes
+(:class:`~pygraphrt.enums.MemPoolAttr`), :meth:`MemPool.trim`,
+:meth:`MemPool.set_current` (make it the device's pool for ``malloc_async``).
+A capture may be given a pool (``stream.capture(pool=...)``, or
+``pool="private"`` for a fresh one per capture): allocations made on the
+capturing stream without an explicit pool come from it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import _runtime, errors
+from ._handles import Owned
+from ._operands import count
+from .enums import MemPoolAttr
+
+if TYPE_CHECKING:
+    from .device import Device, Stream
+
+__all__ = ["MemPool", "AsyncBuffer", "malloc_async", "free_async"]
+
+
+def _ordinal(device: "Device | int | None", backend: Any) -> int:
+    if device is None:
+        out = backend.ffi.new("int *")
+        backend.ops.call("GetDevice", out)
+        return int(out[0])
+    ordinal = getattr(device, "ordinal", device)
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+        raise errors.InvalidValue("MemPool", detail=f"expected a Device or ordinal, got {device!r}")
+    return ordinal
+
+
+class MemPool(Owned):
+    """A stream-ordered memory pool on one device.
+
+    Parameters
+    ----------
+    device : Device or int, optional
+        Where the pool's memory lives (the current device by default).
+    max_size : int
+        Upper bound on the pool's reserved memory in bytes (0: no limit).
+    release_threshold : int, optional
+        Bytes the pool keeps reserved when streams synchronize
+        (:attr:`MemPoolAttr.RELEASE_THRESHOLD`); ``None`` leaves the runtime's 0.
+    """
+
+    _destroy_api = "MemPoolDestroy"
+    _kind = "memory pool"
+
+    def __init__(self, device: "Device | int | None" = None, *, max_size: int = 0,
+                 release_threshold: int | None = None) -> None:
+        backend = _runtime.active()
+        self.device = _ordinal(device, backend)
+        handle = backend.ops.create_mem_pool(self.device, count(max_size))
+        super().__init__(backend, handle, True)
+        if release_threshold is not None:
+            self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, release_threshold)
+
+    @classmethod
+    def _borrow(cls, backend: Any, handle: Any, device: int) -> "MemPool":
+        pool = cls.__new__(cls)
+        pool.device = device
+        Owned.__init__(pool, backend, handle, False)
+        return pool
+
+    @classmethod
+    def default(cls, device: "Device | int | None" = None) -> "MemPool":
+        """The device's default pool (borrowed: never destroyed by pygraphrt)."""
+        backend = _runtime.active()
+        d = _ordinal(device, backend)
+        return cls._borrow(backend, backend.ops.device_mem_pool(d, True), d)
+
+    @classmethod
+    def current(cls, device: "Device | int | None" = None) -> "MemPool":
+        """The pool ``malloc_async`` without a pool uses on the device (borrowed)."""
+        backend = _runtime.active()
+        d = _ordinal(device, backend)
+        return cls._borrow(backend, backend.ops.device_mem_pool(d, False), d)
+
+    def set_current(self) -> None:
+        """Make this the pool ``malloc_async`` without a pool uses on its device."""
+        self._backend.ops.call("DeviceSetMemPool", self.device, self.handle)
+        if self._owned:
+            # The device refers to the pool now: keep the wrapper alive with the backend.
+            self._backend.__dict__.setdefault("_current_pools", {})[self.device] = self
+
+    @property
+    def is_owned(self) -> bool:
+        return bool(self._owned)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MemPool) and other._backend is self._backend and \
+            other.is_valid and self.is_valid and int(other) == int(self)
+
+    def __hash__(self) -> int:
+        return hash(("MemPool", int(self) if self.is_valid else id(self)))
+
+    def __repr__(self) -> str:
+        state = hex(int(self)) if self.is_valid else "closed"
+        return f"<MemPool {state} device={self.device}{' owned' if self._owned else ''}>"
+
+    # -- attributes ---------------------------------------------------------------
+    def attribute(self, attr: MemPoolAttr) -> int:
+        """One attribute: reuse policies as 0/1, sizes in bytes."""
+        if not isinstance(attr, MemPoolAttr):
+            raise errors.InvalidValue("MemPool.attribute", detail=f"expected a MemPoolAttr, got {attr!r}")
+        return self._backend.ops.mem_pool_attribute(self.handle, attr)
+
+    def attributes(self) -> dict[MemPoolAttr, int]:
+        return {a: self.attribute(a) for a in MemPoolAttr}
+
+    def set_attribute(self, attr: MemPoolAttr, value: int | bool) -> None:
+        """Set a reuse policy (bool), the release threshold, or reset a high watermark (0)."""
+        if not isinstance(attr, MemPoolAttr):
+            raise errors.InvalidValue("MemPool.set_attribute", detail=f"expected a MemPoolAttr, got {attr!r}")
+        if not isinstance(value, int) or value < 0:
+            raise errors.InvalidValue("MemPool.set_attribute", detail=f"expected a non-negative int, got {value!r}")
+        self._backend.ops.set_mem_pool_attribute(self.handle, attr, int(value))
+
+    @property
+    def release_threshold(self) -> int:
+        return self.attribute(MemPoolAttr.RELEASE_THRESHOLD)
+
+    @release_threshold.setter
+    def release_threshold(self, nbytes: int) -> None:
+        self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, nbytes)
+
+    def trim(self, min_bytes_to_keep: int = 0) -> None:
+        """Release reserved memory the pool is not using, keeping at least ``min_bytes_to_keep``."""
+        self._backend.ops.call("MemPoolTrimTo", self.handle, count(min_bytes_to_keep))
+
+
+class AsyncBuffer(Owned):
+    """Memory from ``malloc_async``: valid in stream order after the allocation.
+
+    Made outside a capture it is owned: :meth:`free` (stream-ordered) or
+    ``close()`` / garbage collection (``cudaFree``, which waits for the
+    device) releases it.  Made inside a capture it is graph memory: the graph
+    owns it, ``ptr`` is its address in every launch, and :meth:`free` adds a
+    free node (inside the capture) or frees it in stream order (after a launch).
+    """
+
+    _destroy_api = "Free"
+    _kind = "stream-ordered allocation"
+
+    def __init__(self, backend: Any, handle: Any, size: int, pool: MemPool | None, captured: bool) -> None:
+        super().__init__(backend, handle, not captured, keep=pool)
+        self.size = size
+        self.pool = pool
+        self.captured = captured
+
+    @property
+    def ptr(self) -> int:
+        return int(self)
+
+    @property
+    def __pygraphrt_pointer__(self) -> int:
+        return int(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": (self.size,), "typestr": "|u1", "data": (int(self), False),
+                "version": 3, "strides": None, "stream": None}
+
+    def free(self, stream: "Stream") -> None:
+        """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""
+        free_async(stream, self)
+
+    def __repr__(self) -> str:
+        state = hex(int(self)) if self.is_valid else "freed"
+        return f"<AsyncBuffer {state} size={self.size}{' captured' if self.captured else ''}>"
+
+
+def malloc_async(stream: "Stream", size: int, pool: MemPool | None = None) -> AsyncBuffer:
+    """Allocate ``size`` bytes in stream order (from ``pool``, else the capture's or device's pool)."""
+    backend = stream.backend
+    size = count(size)
+    cap = stream._capture
+    if pool is None and cap is not None:
+        pool = cap.pool
+    if pool is not None:
+        if not isinstance(pool, MemPool):
+            raise errors.InvalidValue("Stream.malloc_async", detail=f"pool must be a MemPool, got {pool!r}")
+        stream._same_backend(pool, "Stream.malloc_async")
+    capturing = stream.is_capturing
+    try:
+        handle = backend.ops.malloc_async(size, None if pool is None else pool.handle, stream.handle)
+    except errors.GraphRTError as err:
+        stream._note_failure("Stream.malloc_async", err)
+        raise
+    buf = AsyncBuffer(backend, handle, size, pool, captured=capturing)
+    if capturing and pool is not None:
+        stream._retain(pool)
+    return buf
+
+
+def free_async(stream: "Stream", buf: Any) -> None:
+    """Free stream-ordered (or graph) memory in stream order on ``stream``."""
+    backend = stream.backend
+    if isinstance(buf, AsyncBuffer):
+        stream._same_backend(buf, "Stream.free_async")
+        handle = buf.handle  # raises once freed
+    elif isinstance(buf, int) and not isinstance(buf, bool) and buf > 0:
+        handle = backend.ffi.cast("void *", buf)
+    else:
+        raise errors.InvalidValue("Stream.free_async", detail=f"expected an AsyncBuffer or an address, got {buf!r}")
+    try:
+        backend.ops.call("FreeAsync", handle, stream.handle)
+    except errors.GraphRTError as err:
+        stream._note_failure("Stream.free_async", err)
+        raise
+    if isinstance(buf, AsyncBuffer):
+        # Freed in stream order: forget the handle without destroying it again.
+        buf._handle = None
+        fin, buf._finalizer = buf._finalizer, None
+        if fin is not None:
+            fin.detach()
+        backend.live.discard(buf)
