@@ -280,3 +280,48 @@ def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
     assert lines[14:] == ["image hipErrorInvalidImage", "missing hipErrorNotFound", "args True True True",
                           "prio 2 0", "copied 2", "graph 7", "exec set 101 3", "node set [7, 7]",
                           "unloaded"]
+
+
+def test_stream_ordered_memory_and_pools(fake_hip):
+    """hipMemPool* and hipMallocAsync/hipMallocFromPoolAsync/hipFreeAsync call forms, and capture of
+    stream-ordered allocations into mem-alloc / mem-free nodes."""
+    out = run_hip(fake_hip, """
+        import pygraphrt as rt
+        from pygraphrt import errors
+        from pygraphrt.enums import MemPoolAttr, NodeType
+        s = rt.Stream()
+        dflt = rt.MemPool.default()
+        print("default", dflt == rt.MemPool.current(), dflt.is_owned)
+        pool = rt.MemPool(release_threshold=1000)
+        bufs = [s.malloc_async(400, pool=pool) for _ in range(3)]
+        print("used", pool.attribute(MemPoolAttr.USED_MEM_CURRENT), pool.attribute(MemPoolAttr.USED_MEM_HIGH))
+        for b in bufs:
+            s.free_async(b)
+        print("freed", pool.attribute(MemPoolAttr.USED_MEM_CURRENT), pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT))
+        pool.trim(0)
+        print("trimmed", pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT), pool.release_threshold)
+        pool.set_attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC, False)
+        print("opportunistic", pool.attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC))
+        pool.set_current()
+        b = s.malloc_async(64)
+        print("current", rt.MemPool.current() == pool, pool.attribute(MemPoolAttr.USED_MEM_CURRENT))
+        b.close()
+        print("closed", pool.attribute(MemPoolAttr.USED_MEM_CURRENT))
+        dflt.set_current()
+        with s.capture(pool="private") as cap:
+            t = s.malloc_async(128)
+            s.free_async(t)
+        print("nodes", sorted(n.type.value for n in cap.graph.nodes()), t.captured, t.pool is cap.pool)
+        try:
+            s.malloc_async(1 << 50)
+        except errors.OutOfMemory as e:
+            print("oom", e.name)
+        try:
+            pool.set_attribute(MemPoolAttr.USED_MEM_HIGH, 5)
+        except errors.InvalidValue as e:
+            print("refused", e.api)
+    """)
+    assert out.splitlines() == [
+        "default True False", "used 1200 1200", "freed 0 1000", "trimmed 0 1000", "opportunistic 0",
+        "current True 64", "closed 0", "nodes ['mem_alloc', 'mem_free'] True True",
+        "oom hipErrorOutOfMemory", "refused hipMemPoolSetAttribute"]

@@ -363,3 +363,107 @@ hipError_t hipGraphKernelNodeCopyAttributes(hipGraphNode_t hSrc, hipGraphNode_t 
   hDst->kernel.priority = hSrc->kernel.priority;
   return hipSuccess;
 }
+
+/* ---- stream-ordered memory: pools count what they hand out; a captured allocation becomes
+ * a mem-alloc node and a captured free a mem-free node (host memory stands in for device memory) ---- */
+struct ihipMemPoolHandle_t { size_t used, high, reserved, threshold; int opportunistic; hipMemPoolProps props; };
+static struct ihipMemPoolHandle_t default_pool;
+static hipMemPool_t current_pool = &default_pool;
+hipError_t hipGetDevice(int *deviceId) { if (!deviceId) return fail(hipErrorInvalidValue); *deviceId = 0; return hipSuccess; }
+hipError_t hipMemPoolCreate(hipMemPool_t *mem_pool, const hipMemPoolProps *pool_props) {
+  if (!mem_pool || !pool_props || pool_props->location.type != hipMemLocationTypeDevice || pool_props->location.id != 0
+      || pool_props->allocType != hipMemAllocationTypePinned) return fail(hipErrorInvalidValue);
+  *mem_pool = calloc(1, sizeof(struct ihipMemPoolHandle_t));
+  (*mem_pool)->props = *pool_props;
+  (*mem_pool)->opportunistic = 1;
+  return hipSuccess;
+}
+hipError_t hipMemPoolDestroy(hipMemPool_t mem_pool) {
+  if (!mem_pool || mem_pool == &default_pool) return fail(hipErrorInvalidValue);
+  if (current_pool == mem_pool) current_pool = &default_pool;
+  free(mem_pool);
+  return hipSuccess;
+}
+hipError_t hipDeviceGetDefaultMemPool(hipMemPool_t *mem_pool, int device) {
+  if (!mem_pool || device) return fail(hipErrorInvalidDevice);
+  *mem_pool = &default_pool;
+  return hipSuccess;
+}
+hipError_t hipDeviceGetMemPool(hipMemPool_t *mem_pool, int device) {
+  if (!mem_pool || device) return fail(hipErrorInvalidDevice);
+  *mem_pool = current_pool;
+  return hipSuccess;
+}
+hipError_t hipDeviceSetMemPool(int device, hipMemPool_t mem_pool) {
+  if (device || !mem_pool) return fail(hipErrorInvalidValue);
+  current_pool = mem_pool;
+  return hipSuccess;
+}
+hipError_t hipMemPoolGetAttribute(hipMemPool_t p, hipMemPoolAttr attr, void *value) {
+  if (!p || !value) return fail(hipErrorInvalidValue);
+  switch (attr) {
+    case hipMemPoolReuseAllowOpportunistic: *(int *)value = p->opportunistic; break;
+    case hipMemPoolReuseFollowEventDependencies: case hipMemPoolReuseAllowInternalDependencies: *(int *)value = 1; break;
+    case hipMemPoolAttrReleaseThreshold: *(uint64_t *)value = p->threshold; break;
+    case hipMemPoolAttrUsedMemCurrent: *(uint64_t *)value = p->used; break;
+    case hipMemPoolAttrUsedMemHigh: *(uint64_t *)value = p->high; break;
+    case hipMemPoolAttrReservedMemCurrent: *(uint64_t *)value = p->reserved; break;
+    case hipMemPoolAttrReservedMemHigh: *(uint64_t *)value = p->high; break;
+    default: return fail(hipErrorInvalidValue);
+  }
+  return hipSuccess;
+}
+hipError_t hipMemPoolSetAttribute(hipMemPool_t p, hipMemPoolAttr attr, void *value) {
+  if (!p || !value) return fail(hipErrorInvalidValue);
+  switch (attr) {
+    case hipMemPoolReuseAllowOpportunistic: p->opportunistic = *(int *)value; break;
+    case hipMemPoolAttrReleaseThreshold: p->threshold = *(uint64_t *)value; break;
+    case hipMemPoolAttrUsedMemHigh: if (*(uint64_t *)value) return fail(hipErrorInvalidValue); p->high = p->used; break;
+    default: return fail(hipErrorInvalidValue);
+  }
+  return hipSuccess;
+}
+hipError_t hipMemPoolTrimTo(hipMemPool_t p, size_t min_bytes_to_hold) {
+  if (!p) return fail(hipErrorInvalidValue);
+  size_t keep = p->used > min_bytes_to_hold ? p->used : min_bytes_to_hold;
+  if (p->reserved > keep) p->reserved = keep;
+  return hipSuccess;
+}
+/* Each allocation is prefixed with its pool and size. */
+struct fake_alloc { hipMemPool_t pool; size_t size; };
+static hipError_t capture_node(hipStream_t s, hipGraphNodeType type) {
+  hipGraphNode_t node;
+  hipError_t e = add_node(&node, s->graph, s->deps, s->ndeps, type);
+  if (e) return e;
+  s->deps[0] = node;
+  s->ndeps = 1;
+  return hipSuccess;
+}
+hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t p, hipStream_t stream) {
+  if (!dev_ptr || !p || !stream) return fail(hipErrorInvalidValue);
+  if (size > ((size_t)1 << 40)) return fail(hipErrorOutOfMemory);
+  struct fake_alloc *a = malloc(sizeof *a + size);
+  a->pool = p; a->size = size;
+  *dev_ptr = a + 1;
+  if (stream->status == hipStreamCaptureStatusActive) return capture_node(stream, hipGraphNodeTypeMemAlloc);
+  p->used += size; p->reserved += size;
+  if (p->used > p->high) p->high = p->used;
+  return hipSuccess;
+}
+static void release(void *dev_ptr) {
+  struct fake_alloc *a = (struct fake_alloc *)dev_ptr - 1;
+  a->pool->used -= a->size;
+  if (a->pool->reserved > a->pool->threshold && a->pool->reserved > a->pool->used)
+    a->pool->reserved = a->pool->used > a->pool->threshold ? a->pool->used : a->pool->threshold;
+  free(a);
+}
+hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream) {
+  return hipMallocFromPoolAsync(dev_ptr, size, current_pool, stream);
+}
+hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream) {
+  if (!dev_ptr || !stream) return fail(hipErrorInvalidValue);
+  if (stream->status == hipStreamCaptureStatusActive) return capture_node(stream, hipGraphNodeTypeMemFree);
+  release(dev_ptr);
+  return hipSuccess;
+}
+hipError_t hipFree(void *ptr) { if (ptr) release(ptr); return hipSuccess; }
