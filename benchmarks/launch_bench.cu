@@ -52,6 +52,7 @@ int main() {
     CK(cudaGraphInstantiateWithFlags(&gke, gk, 0));
     report("launch_kernel", trials(7, 1000, [&](int k) { for (int i = 0; i < k; i++) cudaGraphLaunch(gke, s); }));
     cudaStreamCaptureStatus st;
+    report("stream_launch_tiny", trials(21, 256, [&](int k) { for (int i = 0; i < k; i++) tiny<<<1, 32, 0, s>>>(x); }));
     report("is_capturing", trials(7, 100000, [&](int k) { for (int i = 0; i < k; i++) cudaStreamIsCapturing(s, &st); }));
     // build: chain and fan-out of 10000 empty nodes; instantiate
     for (int fan = 0; fan < 2; fan++) {

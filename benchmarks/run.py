@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import platform
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -204,6 +205,54 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
     s.close()
 
 
+TINY_SOURCE = 'extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
+
+
+def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
+    """Launch one tiny kernel on a stream: pygraphrt's checked, typed launch against
+    cuda.bindings' cuLaunchKernel (arguments given as values + ctypes types, packed per call)."""
+    import pygraphrt as rt
+
+    trials, calls = (5, 100) if q else (21, 256)
+    s = rt.Stream()
+    buf = rt.malloc(4)
+    k = rt.Program(TINY_SOURCE).kernel("tiny", signature="float *x")
+    launch = s.launch
+
+    def py(n: int) -> None:
+        for _ in range(n):
+            launch(k, 1, 32, buf)
+
+    cases = {"pygraphrt stream.launch (tiny kernel)": py}
+    try:
+        import ctypes
+
+        from cuda.bindings import driver as cbd
+
+        err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
+        if err != cbd.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction: {err}")
+        cs, ptr = cbd.CUstream(int(s)), buf.ptr
+        cu_launch = cbd.cuLaunchKernel
+
+        def cb(n: int) -> None:
+            for _ in range(n):
+                cu_launch(func, 1, 1, 1, 32, 1, 1, 0, cs, ((ptr,), (ctypes.c_void_p,)), 0)
+
+        cases["cuda.bindings cuLaunchKernel (tiny kernel)"] = cb
+    except (ImportError, RuntimeError) as exc:
+        print(f"cuda.bindings kernel launch skipped: {exc}")
+    for name, vals in interleaved(cases, calls, trials, between=s.synchronize).items():
+        figs[name] = Figure("kernel launch on a stream", name, vals)
+    s.synchronize()
+    # Every launch ran: the kernel counts them (warm-up round included).
+    got = struct.unpack("<f", buf.to_bytes())[0]
+    expected = float(calls * (trials + 1) * len(cases))
+    if got != expected:
+        raise RuntimeError(f"tiny kernel ran {got} times, expected {expected}")
+    s.close()
+
+
 def _now() -> float:
     import time
 
@@ -232,7 +281,8 @@ def bench_c(figs: dict[str, Figure], workdir: Path) -> None:
              "instantiate_chain": ("C instantiate (chain)", "instantiate per node"),
              "instantiate_fanout": ("C instantiate (fanout)", "instantiate per node"),
              "kernels_stream": ("C stream launch, per kernel", "graph vs stream"),
-             "kernels_graph": ("C graph replay, per kernel", "graph vs stream")}
+             "kernels_graph": ("C graph replay, per kernel", "graph vs stream"),
+             "stream_launch_tiny": ("C stream launch (tiny kernel)", "kernel launch on a stream")}
     for line in out.stdout.splitlines():
         key, med, lo, hi = line.split()
         name, group = names[key]
@@ -275,12 +325,15 @@ def main(argv: list[str] | None = None) -> int:
     a.outdir.mkdir(parents=True, exist_ok=True)
     figs: dict[str, Figure] = {}
     bench_pygraphrt(figs, a.quick)
+    bench_kernel_launch(figs, a.quick)
     with tempfile.TemporaryDirectory() as tmp:
         bench_c(figs, Path(tmp))
     bench_import(figs, 3 if a.quick else 7)
     R = [ratio(figs, "P1", "pygraphrt launch (empty)", "cuda.bindings cudaGraphLaunch (empty)", "<= 1.0", limit=1.0),
          ratio(figs, "P1c", "pygraphrt launch (empty)", "C cudaGraphLaunch (empty)", "<= 2.5", limit=2.5),
          ratio(figs, "P1k", "pygraphrt launch (kernel)", "cuda.bindings cudaGraphLaunch (kernel)", "<= 1.0", limit=1.0),
+         ratio(figs, "P5", "pygraphrt stream.launch (tiny kernel)", "cuda.bindings cuLaunchKernel (tiny kernel)", "<= 1.2", limit=1.2),
+         ratio(figs, "P5c", "pygraphrt stream.launch (tiny kernel)", "C stream launch (tiny kernel)", "report", limit=None),
          ratio(figs, "P2", "pygraphrt add_empty (chain)", "cuda.bindings cudaGraphAddEmptyNode (chain)", "<= 1.2", limit=1.2),
          ratio(figs, "P2f", "pygraphrt add_empty (fanout)", "cuda.bindings cudaGraphAddEmptyNode (fanout)", "<= 1.2", limit=1.2),
          ratio(figs, "P3", "torch eager, per kernel", "pygraphrt graph replay, per kernel", ">= 10", at_least=10.0),

@@ -104,6 +104,10 @@ def ptr(backend: Any, p: Any) -> Any:
 
 def device_address(backend: Any, p: Any) -> int:
     """The address a kernel's pointer argument gets: ints, cffi/ctypes pointers, GPU arrays."""
+    own = getattr(p, "__pygraphrt_pointer__", None)  # pygraphrt's buffers: the common case first
+    if own is not None:
+        _check_backend(backend, p)
+        return int(own)
     if isinstance(p, bool) or isinstance(p, float):
         raise errors.InvalidValue("pointer", detail=f"a {type(p).__name__} where a pointer is declared")
     if isinstance(p, int):

@@ -379,6 +379,11 @@ class Vendor:
     def occupancy(self, func: Any, form: str, block_size: int, dynamic_smem: int) -> int:
         raise NotImplementedError
 
+    def kernel_launcher(self, func: Any, form: str) -> Callable[..., None]:
+        """``launch(grid, block, smem, stream, argv)`` of one kernel without attributes:
+        the hot path of :meth:`Kernel.launch`."""
+        raise NotImplementedError
+
     def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
                       block: tuple[int, int, int], smem: int, stream: Any, argv: Any,
                       attrs: dict[str, Any]) -> None:

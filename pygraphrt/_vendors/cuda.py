@@ -296,9 +296,7 @@ class CudaVendor(Vendor):
             cache[api] = fn
         rc = fn(*args)
         if rc:
-            name = dffi.typeof("CUresult").elements.get(rc, f"CUresult{rc}")
-            cls = getattr(errors, DRIVER_ERROR_CLASSES.get(name, "GraphRTError"))
-            raise cls(api, rc, name, self.name, "")
+            self._raise_driver(rc, api)
 
     def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
         prop = self.ffi.new(f"{self.device_prop_type} *")
@@ -379,6 +377,70 @@ class CudaVendor(Vendor):
         self._driver_call("cuOccupancyMaxActiveBlocksPerMultiprocessor", dout, self._dfunc(func),
                           block_size, dynamic_smem)
         return int(dout[0])
+
+    def _driver_fn(self, api: str, cdecl: str) -> Any:
+        """A driver entry point typed in the runtime binding (runtime handles pass as they are)."""
+        ffi = self.ffi
+        out = ffi.new("void **")
+        status = ffi.new("enum cudaDriverEntryPointQueryResult *")
+        self.call("GetDriverEntryPointByVersion", api.encode(), out,
+                  DRIVER_API_VERSIONS.get(api, DRIVER_ABI_VERSION), 0, status)
+        if status[0] != 0 or out[0] == ffi.NULL:
+            raise errors.NotSupported(api, vendor=self.name,
+                                      detail=f"the driver does not provide {api} (status {status[0]})")
+        return ffi.cast(cdecl, out[0])
+
+    def kernel_launcher(self, func: Any, form: str) -> Any:
+        """The plain-launch hot path for one kernel: the driver's ``cuLaunchKernel``.
+
+        A library kernel (CUkernel) is resolved to its CUfunction in the current
+        context once per context (cuKernelGetFunction) -- launching the CUfunction
+        is what costs least per call.  Without a current context (a thread that has
+        made no runtime call yet) the runtime's cudaLaunchKernel is used, which sets one.
+        """
+        ffi = self.ffi
+        c_launch = self._driver_fn("cuLaunchKernel", "int (*)(void *, unsigned int, unsigned int, unsigned int, "
+                                   "unsigned int, unsigned int, unsigned int, unsigned int, void *, "
+                                   "void **, void **)")
+        null = ffi.NULL
+        if form != "kernel":
+            def launch_function(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                                stream: Any, argv: Any) -> None:
+                rc = c_launch(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+                              stream, argv, null)
+                if rc:
+                    self._raise_driver(rc, "cuLaunchKernel")
+
+            return launch_function
+        get_ctx = self._driver_fn("cuCtxGetCurrent", "int (*)(void **)")
+        get_function = self._driver_fn("cuKernelGetFunction", "int (*)(void **, void *)")
+        ctx, out = ffi.new("void **"), ffi.new("void **")
+        functions: dict[Any, Any] = {}
+
+        def launch_kernel(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                          stream: Any, argv: Any) -> None:
+            get_ctx(ctx)
+            key = ctx[0]  # cffi pointers hash and compare by address
+            f = functions.get(key)
+            if f is None:
+                if key == null:
+                    self.launch_kernel(func, form, grid, block, smem, stream, argv, {})
+                    return
+                rc = get_function(out, func)
+                if rc:
+                    self._raise_driver(rc, "cuKernelGetFunction")
+                f = functions[key] = out[0]
+            rc = c_launch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+                          stream, argv, null)
+            if rc:
+                self._raise_driver(rc, "cuLaunchKernel")
+
+        return launch_kernel
+
+    def _raise_driver(self, rc: int, api: str) -> None:
+        name = self._driver_ffi().typeof("CUresult").elements.get(rc, f"CUresult{rc}")
+        cls = getattr(errors, DRIVER_ERROR_CLASSES.get(name, "GraphRTError"))
+        raise cls(api, rc, name, self.name, "")
 
     def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
                       block: tuple[int, int, int], smem: int, stream: Any, argv: Any,

@@ -163,6 +163,19 @@ class HipVendor(Vendor):
                   block_size, dynamic_smem)
         return int(out[0])
 
+    def kernel_launcher(self, func: Any, form: str) -> Any:
+        """The plain-launch hot path for one kernel: ``hipModuleLaunchKernel`` with one check."""
+        c_launch, null, check = self.lib.hipModuleLaunchKernel, self.ffi.NULL, self.error
+
+        def fn(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+               stream: Any, argv: Any) -> None:
+            rc = c_launch(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
+                          argv, null)
+            if rc:
+                raise check(rc, "hipModuleLaunchKernel")
+
+        return fn
+
     def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
                       block: tuple[int, int, int], smem: int, stream: Any, argv: Any,
                       attrs: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -137,7 +138,7 @@ class Kernel:
     """
 
     __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
-                 "_param_info", "__weakref__")
+                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -149,6 +150,9 @@ class Kernel:
         self._owner = owner  # keeps the library loaded
         self._checked = False
         self._param_info: list[tuple[int, int]] | None | bool = False  # False: not asked yet
+        self._launcher: Any = None
+        self._scratch: list[tuple[Any, Any]] = []
+        self._scratch_keep: list[Any] = []
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
@@ -239,8 +243,10 @@ class Kernel:
         elif not self._checked:
             self._check(sig)
             self._checked = True
-        backend = self._backend
-        return sig.pack(args, lambda v: device_address(backend, v), f"kernel {self.name}")
+        return sig.pack(args, self._pointer_of, f"kernel {self.name}")
+
+    def _pointer_of(self, v: Any) -> int:
+        return device_address(self._backend, v)
 
     def _check(self, sig: Signature) -> None:
         info = self.param_info
@@ -250,14 +256,11 @@ class Kernel:
     def argv(self, packed: PackedArgs) -> tuple[Any, Any]:
         """(``void *[]`` of argument addresses, the cffi buffer it points into): keep both."""
         ffi = self._backend.ffi
-        n = len(packed.offsets)
-        if n == 0:
+        offsets = packed.offsets
+        if not offsets:
             return ffi.NULL, None
         base = ffi.from_buffer(packed.buffer)
-        argv = ffi.new("void *[]", n)
-        for i, off in enumerate(packed.offsets):
-            argv[i] = base + off
-        return argv, base
+        return ffi.new("void *[]", [base + off for off in offsets]), base
 
     def decode(self, argv_address: int) -> list[Any] | None:
         """Argument values from a ``kernelParams`` array (None without a signature)."""
@@ -287,24 +290,62 @@ class Kernel:
         if not isinstance(stream, Stream):
             raise errors.InvalidValue("Kernel.launch", detail=f"{stream!r} is not a Stream")
         backend = self._backend
-        if stream.backend is not backend:
+        if stream._backend is not backend:
             raise errors.InvalidValue("Kernel.launch", detail="the stream belongs to another backend")
-        g, b = as_dims(grid, "grid"), as_dims(block, "block")
-        packed = self.pack(args)
-        argv, base = self.argv(packed)
-        events = [v[0] if isinstance(v, tuple) else v for k, v in attributes.items()
-                  if k == "programmatic_event"]
+        g = (grid, 1, 1) if type(grid) is int and 0 < grid < 1 << 32 else as_dims(grid, "grid")
+        b = (block, 1, 1) if type(block) is int and 0 < block < 1 << 32 else as_dims(block, "block")
+        smem = shared_mem if type(shared_mem) is int and shared_mem >= 0 else count(shared_mem)
+        sig = self.signature
+        scratch = None
+        fast = sig.fast_values(args, self._pointer_of) if sig is not None and self._checked else None
+        if fast is not None and sig._struct is not None:  # type: ignore[union-attr]
+            # The runtime copies argument values at the launch call, so a launch may pack
+            # into a reusable buffer: one per concurrent launcher (list pop/append are atomic).
+            values, keep = fast
+            scratch = self._scratch.pop() if self._scratch else self._new_scratch(sig)  # type: ignore[arg-type]
+            try:
+                sig._struct.pack_into(scratch[0], 0, *values)  # type: ignore[union-attr]
+                argv = scratch[1]
+            except (struct.error, OverflowError):
+                self._scratch.append(scratch)
+                scratch = None
+        if scratch is None:
+            packed = self.pack(args)
+            argv, base = self.argv(packed)
+            keep = list(packed.keep)
         try:
-            backend.ops.launch_kernel(self.handle, self.form, g, b, count(shared_mem), stream.handle,
-                                      argv, attributes)
+            if attributes:
+                backend.ops.launch_kernel(self.handle, self.form, g, b, smem, stream.handle, argv,
+                                          attributes)
+            else:
+                launcher = self._launcher
+                if launcher is None or not self.is_valid:
+                    launcher = self._launcher = backend.ops.kernel_launcher(self.handle, self.form)
+                launcher(g, b, smem, stream.handle, argv)
         except errors.GraphRTError as err:
             stream._note_failure(f"Kernel.launch {self.name}", err)
             raise
+        finally:
+            if scratch is not None:
+                self._scratch.append(scratch)
         # The runtime copied the argument values; during a capture the objects the
         # pointers came from (and the kernel's library) must live as long as the graph.
-        for obj in (*packed.keep, *events, self._owner):
-            if obj is not None:
-                stream._retain(obj)
+        if stream._capture is not None:
+            events = [v[0] if isinstance(v, tuple) else v for k, v in attributes.items()
+                      if k == "programmatic_event"]
+            for obj in (*keep, *events, self._owner):
+                if obj is not None:
+                    stream._retain(obj)
+
+    def _new_scratch(self, sig: Signature) -> tuple[Any, Any]:
+        """(writable view of a launch buffer, ``void *[]`` pointing into it)."""
+        ffi = self._backend.ffi
+        if not sig.params:
+            return memoryview(bytearray(0)), ffi.NULL
+        cbuf = ffi.new("char[]", sig.size)
+        argv = ffi.new("void *[]", [cbuf + off for off in sig.offsets])
+        self._scratch_keep.append(cbuf)  # argv points into cbuf
+        return ffi.buffer(cbuf), argv
 
 
 def _sizes(sig: Signature) -> list[int]:

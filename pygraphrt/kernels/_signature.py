@@ -400,7 +400,6 @@ def _from_type_object(t: Any, label: str | None = None) -> ArgType:
 
 
 # ------------------------------------------------------------------------ signatures
-@dataclass(frozen=True)
 class PackedArgs:
     """Arguments packed for one launch or node: the bytes and where each one starts.
 
@@ -408,10 +407,17 @@ class PackedArgs:
     whoever holds the packed arguments keeps the memory they point at alive.
     """
 
-    buffer: bytearray
-    offsets: tuple[int, ...]
-    sizes: tuple[int, ...]
-    keep: tuple[Any, ...] = ()
+    __slots__ = ("buffer", "offsets", "sizes", "keep")
+
+    def __init__(self, buffer: bytearray, offsets: tuple[int, ...], sizes: tuple[int, ...],
+                 keep: tuple[Any, ...] | list[Any] = ()) -> None:
+        self.buffer = buffer
+        self.offsets = offsets
+        self.sizes = sizes
+        self.keep = tuple(keep)
+
+    def __repr__(self) -> str:
+        return f"PackedArgs(buffer={bytes(self.buffer)!r}, offsets={self.offsets}, sizes={self.sizes})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -423,6 +429,8 @@ class Signature:
     offsets: tuple[int, ...] = field(init=False)
     size: int = field(init=False)
     _struct: struct.Struct | None = field(init=False, repr=False)
+    _fast: tuple[int, ...] | None = field(init=False, repr=False)
+    _sizes: tuple[int, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         names = tuple(self.names) if self.names else (None,) * len(self.params)
@@ -444,6 +452,11 @@ class Signature:
         object.__setattr__(self, "offsets", tuple(offsets))
         object.__setattr__(self, "size", pos)
         object.__setattr__(self, "_struct", struct.Struct("".join(fmt)) if simple else None)
+        # The fast path of pack(): 0 pointer, 1 integer, 2 floating (None: some other kind).
+        kinds = {"pointer": 0, "int": 1, "uint": 1, "float": 2}
+        fast = tuple(kinds.get(p.kind, -1) for p in self.params)
+        object.__setattr__(self, "_fast", fast if simple and -1 not in fast else None)
+        object.__setattr__(self, "_sizes", tuple(p.size for p in self.params))
 
     def __len__(self) -> int:
         return len(self.params)
@@ -464,8 +477,45 @@ class Signature:
         n = self.names[i]
         return f"argument {i} ({self.params[i].name}{' ' + n if n else ''})"
 
+    def fast_values(self, args: Sequence[Any], pointer_of: PointerOf) -> tuple[list[Any], list[Any]] | None:
+        """(values for ``_struct``, objects to keep) when every argument is a plain int/float
+        or a pointer, else None: the caller then takes the checked path (which explains)."""
+        fast = self._fast
+        if fast is None or len(args) != len(fast):
+            return None
+        values: list[Any] = []
+        keep: list[Any] = []
+        try:
+            for v, k in zip(args, fast):
+                t = type(v)
+                if k == 0:
+                    if t is int:
+                        values.append(v)
+                    else:
+                        values.append(pointer_of(v))
+                        if v is not None:
+                            keep.append(v)
+                elif t is int or (k == 2 and t is float):
+                    values.append(v)
+                else:
+                    return None
+        except Exception:
+            return None
+        return values, keep
+
     def pack(self, args: Sequence[Any], pointer_of: PointerOf, what: str = "kernel") -> PackedArgs:
         """Pack ``args`` into one buffer; raise InvalidValue naming the argument that does not fit."""
+        r = self.fast_values(args, pointer_of)
+        if r is not None:
+            buf = bytearray(self.size)
+            try:  # struct range-checks ints and floats; an error takes the checked path
+                self._struct.pack_into(buf, 0, *r[0])  # type: ignore[union-attr]
+                return PackedArgs(buf, self.offsets, self._sizes, r[1])
+            except (struct.error, OverflowError):
+                pass
+        return self._pack_checked(args, pointer_of, what)
+
+    def _pack_checked(self, args: Sequence[Any], pointer_of: PointerOf, what: str) -> PackedArgs:
         params = self.params
         if len(args) != len(params):
             raise errors.InvalidValue(what, detail=f"takes {len(params)} arguments ({self}), "
@@ -490,7 +540,7 @@ class Signature:
                     buf[off:off + p.size] = c
                 else:
                     struct.pack_into("<" + p.code, buf, off, c)
-        return PackedArgs(buf, self.offsets, tuple(p.size for p in params), tuple(keep))
+        return PackedArgs(buf, self.offsets, self._sizes, keep)
 
     def unpack(self, blobs: Sequence[bytes | memoryview]) -> list[Any]:
         """Values from one byte blob per parameter (as a kernel node holds them)."""
