@@ -61,7 +61,12 @@ LAUNCH_ATTRIBUTE_FIELDS: dict[str, tuple[str, str]] = {
     "programmatic_event": ("programmaticEvent", "event"),
     "mem_sync_domain": ("memSyncDomain", "int"),
     "preferred_shared_memory_carveout": ("sharedMemCarveout", "int"),
+    "access_policy_window": ("accessPolicyWindow", "access_policy"),
 }
+
+# Access properties of an access-policy window: neutral name -> enum member without prefix.
+ACCESS_PROPERTIES = {"normal": "AccessPropertyNormal", "streaming": "AccessPropertyStreaming",
+                     "persisting": "AccessPropertyPersisting"}
 
 
 # Memory-pool attributes: neutral -> (enum member without the vendor prefix, C type of
@@ -450,6 +455,32 @@ class Vendor:
             dims = dims + (1,) * (3 - len(dims))
             sub = getattr(val, field)
             sub.x, sub.y, sub.z = dims
+        elif kind == "access_policy":
+            # A mapping: base_ptr, num_bytes, hit_ratio (1.0), hit_prop ("persisting"),
+            # miss_prop ("streaming").
+            if not isinstance(value, dict) or not {"base_ptr", "num_bytes"} <= set(value) or \
+                    not set(value) <= {"base_ptr", "num_bytes", "hit_ratio", "hit_prop", "miss_prop"}:
+                raise errors.InvalidValue(api, detail=f"{name} takes a dict with base_ptr, num_bytes "
+                                                      f"and optionally hit_ratio, hit_prop, miss_prop; got {value!r}")
+            from .._operands import array_address, count
+
+            ratio = value.get("hit_ratio", 1.0)
+            props = [value.get("hit_prop", "persisting"), value.get("miss_prop", "streaming")]
+            if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0.0 <= ratio <= 1.0 \
+                    or any(p not in ACCESS_PROPERTIES for p in props):
+                raise errors.InvalidValue(api, detail=f"{name}: hit_ratio in [0, 1], properties among "
+                                                      f"{sorted(ACCESS_PROPERTIES)}; got {value!r}")
+            base = value["base_ptr"]
+            address = base if isinstance(base, int) and not isinstance(base, bool) else array_address(base)
+            if address is None or address < 0:
+                raise errors.InvalidValue(api, detail=f"{name}: base_ptr must be an address or a device "
+                                                      f"array, got {base!r}")
+            sub = getattr(val, field)
+            sub.base_ptr = self.ffi.cast("void *", address)
+            sub.num_bytes = count(value["num_bytes"])
+            sub.hitRatio = float(ratio)
+            sub.hitProp = self.const(ACCESS_PROPERTIES[props[0]])
+            sub.missProp = self.const(ACCESS_PROPERTIES[props[1]])
         else:  # "event": an Event, or (Event, trigger_at_block_start)
             event, trigger = (value if isinstance(value, tuple) else (value, False))
             handle = getattr(event, "handle", None)
@@ -470,6 +501,11 @@ class Vendor:
             sub = getattr(val, field)
             return (sub.x, sub.y, sub.z)
         sub = getattr(val, field)
+        if kind == "access_policy":
+            names = {self.const(m): n for n, m in ACCESS_PROPERTIES.items()}
+            return {"base_ptr": int(self.ffi.cast("uintptr_t", sub.base_ptr)), "num_bytes": int(sub.num_bytes),
+                    "hit_ratio": float(sub.hitRatio), "hit_prop": names.get(int(sub.hitProp), int(sub.hitProp)),
+                    "miss_prop": names.get(int(sub.missProp), int(sub.missProp))}
         return (int(self.ffi.cast("uintptr_t", sub.event)), bool(sub.triggerAtBlockStart))
 
     # Bindings whose GraphKernelNodeCopyAttributes takes (dst, src) rather than (src, dst).

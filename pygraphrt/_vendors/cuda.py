@@ -173,6 +173,7 @@ class CudaVendor(Vendor):
         "programmatic_stream_serialization": "cudaLaunchAttributeProgrammaticStreamSerialization",
         "programmatic_event": "cudaLaunchAttributeProgrammaticEvent",
         "mem_sync_domain": "cudaLaunchAttributeMemSyncDomain",
+        "access_policy_window": "cudaLaunchAttributeAccessPolicyWindow",
         "preferred_shared_memory_carveout": "cudaLaunchAttributePreferredSharedMemoryCarveout",
     }
 

@@ -84,6 +84,7 @@ class HipVendor(Vendor):
         "cooperative": "hipLaunchAttributeCooperative",
         "priority": "hipLaunchAttributePriority",
         "mem_sync_domain": "hipLaunchAttributeMemSyncDomain",
+        "access_policy_window": "hipLaunchAttributeAccessPolicyWindow",
     }
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:

@@ -434,6 +434,16 @@ def test_kernel_node_attributes(prog):
     b.set_attribute("priority", 0)
     b.copy_attributes_to(a)  # the other way round
     assert a.attribute("priority") == 0 and a.attribute("cluster_dim") == (1, 1, 1)
+    window = {"base_ptr": buf, "num_bytes": 4 * n, "hit_ratio": 0.5, "hit_prop": "persisting",
+              "miss_prop": "streaming"}
+    a.set_attribute("access_policy_window", window)
+    assert a.attribute("access_policy_window") == dict(window, base_ptr=buf.ptr)
+    with pytest.raises(errors.InvalidValue):
+        a.set_attribute("access_policy_window", {"base_ptr": buf, "num_bytes": 4, "hit_prop": "sticky"})
+    s = rt.Stream()
+    s.launch(fill, 1, n, buf, 3.0, n, access_policy_window=window)
+    s.synchronize()
+    assert np.frombuffer(buf.to_bytes(4 * n), np.float32).tolist() == [3.0] * n
     with pytest.raises(errors.InvalidValue):
         a.attribute("bogus")
     with pytest.raises(errors.InvalidValue):
