@@ -132,6 +132,30 @@ def device_address(backend: Any, p: Any) -> int:
     return address
 
 
+class DeviceMemory:
+    """Mixin of pygraphrt's buffers: a range of ``size`` bytes at ``int(self)``.
+
+    Gives them the address (``ptr``; ``__pygraphrt_pointer__``, which raises
+    ``InvalidResourceHandle`` once the memory is freed) and the CUDA array
+    interface (a 1-D byte array, version 3) for CuPy, PyTorch and numba.
+    """
+
+    size: int
+
+    @property
+    def ptr(self) -> int:
+        return int(self)  # type: ignore[call-overload]
+
+    @property
+    def __pygraphrt_pointer__(self) -> int:
+        return int(self)  # type: ignore[call-overload]
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": (self.size,), "typestr": "|u1", "data": (self.__pygraphrt_pointer__, False),
+                "version": 3, "strides": None, "stream": None}
+
+
 def count(n: Any) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
+from ._operands import DeviceMemory
 from ._operands import byte as _byte
 from ._operands import count as _count
 from ._operands import ptr as _ptr
@@ -351,7 +352,7 @@ class Event(Owned):
         return float(out[0])
 
 
-class DeviceBuffer(Owned):
+class DeviceBuffer(DeviceMemory, Owned):
     """Device memory from ``cudaMalloc``/``hipMalloc``; ``ptr`` is its address as an int."""
 
     _destroy_api = "Free"
@@ -364,20 +365,6 @@ class DeviceBuffer(Owned):
         backend.ops.call("Malloc", out, size)
         super().__init__(backend, out[0], True)
         self.size = size
-
-    @property
-    def ptr(self) -> int:
-        return int(self)
-
-    @property
-    def __pygraphrt_pointer__(self) -> int:
-        return int(self)  # raises InvalidResourceHandle once freed
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        """The buffer as a 1-D byte array for CuPy, PyTorch, numba (version 3)."""
-        return {"shape": (self.size,), "typestr": "|u1", "data": (int(self), False),
-                "version": 3, "strides": None, "stream": None}
 
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:
         """Copy a bytes-like object into the buffer (synchronously when no stream)."""

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
 from ._handles import Owned
-from ._operands import count
+from ._operands import DeviceMemory, count
 from .enums import MemPoolAttr
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ class MemPool(Owned):
         self._backend.ops.call("MemPoolTrimTo", self.handle, count(min_bytes_to_keep))
 
 
-class AsyncBuffer(Owned):
+class AsyncBuffer(DeviceMemory, Owned):
     """Memory from ``malloc_async``: valid in stream order after the allocation.
 
     Made outside a capture it is owned: :meth:`free` (stream-ordered) or
@@ -161,19 +161,6 @@ class AsyncBuffer(Owned):
         self.size = size
         self.pool = pool
         self.captured = captured
-
-    @property
-    def ptr(self) -> int:
-        return int(self)
-
-    @property
-    def __pygraphrt_pointer__(self) -> int:
-        return int(self)
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return {"shape": (self.size,), "typestr": "|u1", "data": (int(self), False),
-                "version": 3, "strides": None, "stream": None}
 
     def free(self, stream: "Stream") -> None:
         """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""

@@ -206,15 +206,18 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
   }
   return hipSuccess;
 }
+/* A captured work item: a node of `type` after the stream's capture dependencies. */
+static hipError_t capture_node(hipStream_t s, hipGraphNodeType type) {
+  hipGraphNode_t node;
+  hipError_t e = add_node(&node, s->graph, s->deps, s->ndeps, type);
+  if (e) return e;
+  s->deps[0] = node;
+  s->ndeps = 1;
+  return hipSuccess;
+}
 hipError_t hipMemsetAsync(void *dst, int value, size_t count, hipStream_t s) {
   (void)dst; (void)value; (void)count;
-  if (s && s->status == hipStreamCaptureStatusActive) {
-    hipGraphNode_t node;
-    hipError_t e = add_node(&node, s->graph, s->deps, s->ndeps, hipGraphNodeTypeMemset);
-    if (e) return e;
-    s->deps[0] = node;
-    s->ndeps = 1;
-  }
+  if (s && s->status == hipStreamCaptureStatusActive) return capture_node(s, hipGraphNodeTypeMemset);
   return hipSuccess;
 }
 hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *e, hipGraph_t g, unsigned long long flags) {
@@ -431,14 +434,6 @@ hipError_t hipMemPoolTrimTo(hipMemPool_t p, size_t min_bytes_to_hold) {
 }
 /* Each allocation is prefixed with its pool and size. */
 struct fake_alloc { hipMemPool_t pool; size_t size; };
-static hipError_t capture_node(hipStream_t s, hipGraphNodeType type) {
-  hipGraphNode_t node;
-  hipError_t e = add_node(&node, s->graph, s->deps, s->ndeps, type);
-  if (e) return e;
-  s->deps[0] = node;
-  s->ndeps = 1;
-  return hipSuccess;
-}
 hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t p, hipStream_t stream) {
   if (!dev_ptr || !p || !stream) return fail(hipErrorInvalidValue);
   if (size > ((size_t)1 << 40)) return fail(hipErrorOutOfMemory);

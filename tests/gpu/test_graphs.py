@@ -17,14 +17,6 @@ N = 4096
 
 
 @pytest.fixture
-def stream():
-    s = rt.Stream()
-    yield s
-    assert s.capture_status() is CaptureStatus.NONE, "a test left the stream capturing"
-    s.close()
-
-
-@pytest.fixture
 def bufs():
     out = [rt.malloc(N) for _ in range(4)]
     yield out

@@ -64,14 +64,6 @@ def prog():
     return rt.Program(SOURCE, name="test_kernels.cu", name_expressions=["axpb<float>", "axpb<double>"])
 
 
-@pytest.fixture
-def stream():
-    s = rt.Stream()
-    yield s
-    assert s.capture_status() is CaptureStatus.NONE, "a test left the stream capturing"
-    s.close()
-
-
 def upload(a: np.ndarray, stream=None) -> rt.DeviceBuffer:
     buf = rt.malloc(a.nbytes)
     buf.copy_from(a.tobytes())

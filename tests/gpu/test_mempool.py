@@ -14,14 +14,6 @@ pytestmark = pytest.mark.gpu
 MiB = 1 << 20
 
 
-@pytest.fixture
-def stream():
-    s = rt.Stream()
-    yield s
-    assert s.capture_status() is CaptureStatus.NONE, "a test left the stream capturing"
-    s.close()
-
-
 @pytest.fixture(scope="module")
 def fill():
     p = rt.Program(r'''
