@@ -286,14 +286,7 @@ class CudaVendor(Vendor):
             pkg = importlib.import_module(f"pygraphrt._bindings.cudadrv{self.binding.removeprefix('cuda')}")
             proto = pkg.manifest()["functions"][api]
             cdecl = f"{proto['result']}(*)({', '.join(t for t, _ in proto['params'])})"
-            out = self.ffi.new("void **")
-            status = self.ffi.new("enum cudaDriverEntryPointQueryResult *")
-            self.call("GetDriverEntryPointByVersion", api.encode(), out,
-                      DRIVER_API_VERSIONS.get(api, DRIVER_ABI_VERSION), 0, status)
-            if status[0] != 0 or out[0] == self.ffi.NULL:
-                raise errors.NotSupported(api, vendor=self.name,
-                                          detail=f"the driver does not provide {api} (status {status[0]})")
-            fn = dffi.cast(cdecl, int(self.ffi.cast("uintptr_t", out[0])))
+            fn = dffi.cast(cdecl, int(self.ffi.cast("uintptr_t", self._entry_point(api))))
             cache[api] = fn
         rc = fn(*args)
         if rc:
@@ -379,8 +372,8 @@ class CudaVendor(Vendor):
                           block_size, dynamic_smem)
         return int(dout[0])
 
-    def _driver_fn(self, api: str, cdecl: str) -> Any:
-        """A driver entry point typed in the runtime binding (runtime handles pass as they are)."""
+    def _entry_point(self, api: str) -> Any:
+        """The driver's ``api`` (``void *``), at the version this binding declares it for."""
         ffi = self.ffi
         out = ffi.new("void **")
         status = ffi.new("enum cudaDriverEntryPointQueryResult *")
@@ -389,7 +382,11 @@ class CudaVendor(Vendor):
         if status[0] != 0 or out[0] == ffi.NULL:
             raise errors.NotSupported(api, vendor=self.name,
                                       detail=f"the driver does not provide {api} (status {status[0]})")
-        return ffi.cast(cdecl, out[0])
+        return out[0]
+
+    def _driver_fn(self, api: str, cdecl: str) -> Any:
+        """A driver entry point typed in the runtime binding (runtime handles pass as they are)."""
+        return self.ffi.cast(cdecl, self._entry_point(api))
 
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain-launch hot path for one kernel: the driver's ``cuLaunchKernel``.

@@ -274,7 +274,7 @@ class Kernel:
         ffi = self._backend.ffi
         argv = ffi.cast("void **", argv_address)
         return sig.unpack([ffi.buffer(ffi.cast("char *", argv[i]), size)
-                           for i, size in enumerate(_sizes(sig))])
+                           for i, size in enumerate(sig._sizes)])
 
     # -- launch -----------------------------------------------------------------------
     def launch(self, stream: Stream, grid: Any, block: Any, *args: Any, shared_mem: int = 0,
@@ -346,10 +346,6 @@ class Kernel:
         argv = ffi.new("void *[]", [cbuf + off for off in sig.offsets])
         self._scratch_keep.append(cbuf)  # argv points into cbuf
         return ffi.buffer(cbuf), argv
-
-
-def _sizes(sig: Signature) -> list[int]:
-    return [p.size for p in sig.params]
 
 
 def _foreign_handle(obj: Any) -> tuple[int, str]:
