@@ -46,6 +46,7 @@ _LAZY = {
     "AsyncBuffer": ("mempool", "AsyncBuffer"),
     "MemPoolAttr": ("enums", "MemPoolAttr"),
     "kernels": ("kernels", None),
+    "compute": ("compute", None),
     "Program": ("kernels", "Program"),
     "Library": ("kernels", "Library"),
     "Kernel": ("kernels", "Kernel"),

@@ -166,3 +166,85 @@ def byte(v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 255:
         raise errors.InvalidValue("value", detail=f"expected an int in 0..255, got {v!r}")
     return v
+
+
+def _strided_extent(shape: Any, strides: Any, itemsize: int) -> tuple[int, int]:
+    """(lowest byte offset, bytes spanned) of a strided array; strides in bytes (None: C order)."""
+    shape = [int(n) for n in shape]
+    if any(n == 0 for n in shape):
+        return 0, 0
+    if strides is None:
+        total = itemsize
+        for n in shape:
+            total *= n
+        return 0, total
+    low = high = 0
+    for n, st in zip(shape, strides):
+        span = (n - 1) * int(st)
+        if span < 0:
+            low += span
+        else:
+            high += span
+    return low, high - low + itemsize
+
+
+def extent(obj: Any, nbytes: int | None = None) -> tuple[int, int]:
+    """The byte range ``(address, size)`` an operand covers, for overlap checks.
+
+    pygraphrt buffers (``size``), ``__cuda_array_interface__`` and ``__array_interface__``
+    objects (strided arrays: the span from the lowest to the highest byte), torch tensors,
+    DLPack producers on a GPU; an int address needs ``nbytes``.  ``nbytes`` given with an
+    array overrides its size (a prefix of it).  No runtime call is made.
+    """
+    address: int | None = None
+    size: int | None = None
+    if isinstance(obj, bool) or obj is None:
+        raise errors.InvalidValue("extent", detail=f"{obj!r} is not memory")
+    if isinstance(obj, int):
+        if obj < 0:
+            raise errors.InvalidValue("extent", detail=f"negative address {obj}")
+        if nbytes is None:
+            raise errors.InvalidValue("extent", detail="an int address needs nbytes=")
+        return obj, count(nbytes)
+    own = getattr(obj, "__pygraphrt_pointer__", None)
+    if own is not None:
+        address, size = int(own), int(obj.size)
+    else:
+        iface = getattr(obj, "__cuda_array_interface__", None)
+        if iface is None:
+            iface = getattr(obj, "__array_interface__", None)
+        if iface is not None:
+            itemsize = int(iface["typestr"][2:])
+            low, size = _strided_extent(iface["shape"], iface.get("strides"), itemsize)
+            address = int(iface["data"][0] or 0) + low
+        elif callable(getattr(obj, "data_ptr", None)) and hasattr(obj, "element_size"):  # torch
+            itemsize = int(obj.element_size())
+            strides = [int(s) * itemsize for s in obj.stride()]
+            low, size = _strided_extent(obj.shape, strides, itemsize)
+            address = int(obj.data_ptr()) + low
+        elif hasattr(obj, "__dlpack_device__") and hasattr(obj, "__dlpack__"):
+            address, size = _dlpack_extent(obj)
+    if address is None or size is None:
+        raise errors.InvalidValue("extent", detail=f"{type(obj).__name__} has no address and size "
+                                                   "(a pygraphrt buffer, an array with "
+                                                   "__cuda_array_interface__/__array_interface__, a "
+                                                   "torch tensor, a DLPack array, or an int with nbytes=)")
+    if nbytes is not None:
+        if count(nbytes) > size:
+            raise errors.InvalidValue("extent", detail=f"nbytes={nbytes} exceeds the {size} bytes of "
+                                                       f"the {type(obj).__name__}")
+        size = nbytes
+    return address, size
+
+
+def _dlpack_extent(obj: Any) -> tuple[int, int]:
+    address = _dlpack_address(obj)
+    capsule = obj.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    t = _DLTensor.from_address(get(capsule, b"dltensor"))
+    itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None
+    low, size = _strided_extent(shape, strides, itemsize)
+    return address + low, size

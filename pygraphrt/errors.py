@@ -19,7 +19,7 @@ __all__ = [
     "StreamCaptureMerge", "StreamCaptureUnmatched", "StreamCaptureUnjoined",
     "StreamCaptureIsolation", "StreamCaptureImplicit", "StreamCaptureWrongThread",
     "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
-    "GraphExecUpdateError", "CompileError",
+    "GraphExecUpdateError", "CompileError", "VariableOverlap", "PhaseMismatch",
 ]
 
 
@@ -227,3 +227,20 @@ class CompileError(GraphRTError):
     def __reduce__(self):
         return (type(self), (self.api, self.code, self.name, self.vendor, self.log, self.options,
                              self.source_name))
+
+
+class VariableOverlap(InvalidValue):
+    """Two compute-graph variables were bound to overlapping memory.
+
+    The compute graph orders work by variables; two variables sharing bytes would
+    let it run a reader and a writer of the same memory concurrently.
+    """
+
+
+class PhaseMismatch(GraphRTError):
+    """A compute-graph node's closure produced different work or accesses in two phases.
+
+    A closure is called to infer the topology, to build nodes, to update them and to
+    run directly; with the same bindings it must record the same accesses and issue
+    the same kinds of work each time (``detail`` says what differed).
+    """

@@ -8,10 +8,11 @@ from .. import errors
 from .._handles import HostPayload, Owned
 from .._operands import count as _count
 from .._operands import ptr as _ptr
-from ..device import Stream
+from ..device import Event, Stream
 from ..enums import InstantiateFlags, UpdateResult
 from . import _params
-from ._node import HostNode, KernelNode, MemcpyNode, MemsetNode, Node, _apply_dims
+from ._node import (ChildGraphNode, EventRecordNode, EventWaitNode, HostNode, KernelNode, MemcpyNode,
+                    MemsetNode, Node, _apply_dims)
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -179,6 +180,36 @@ class GraphExec(Owned):
         payload = _params.host_fields(b, p, fn, self._sinks[0])
         b.ops.call("GraphExecHostNodeSetParams", self.handle, h, p)
         self._retain(payload, self._sinks[0], True)
+
+    def set_child_graph(self, node: ChildGraphNode, child: "Graph") -> None:
+        """Replace a child-graph node's graph in this executable graph only.
+
+        The runtime requires ``child`` to have the same topology as the node's
+        current graph (node count, types and edges); only parameters may differ.
+        """
+        from ._graph import Graph
+
+        h = self._node(node, ChildGraphNode)
+        if not isinstance(child, Graph):
+            raise errors.InvalidValue("set_child_graph", detail=f"{child!r} is not a Graph")
+        self._graph._same_backend(child, "set_child_graph")
+        self._backend.ops.call("GraphExecChildGraphNodeSetParams", self.handle, h, child.handle)
+        self._retain(child._keep, child._sink, _has_host(child._keep))
+
+    def set_event(self, node: "EventRecordNode | EventWaitNode", event: Event) -> None:
+        """Change the event an event-record or event-wait node uses, in this executable graph only."""
+        if isinstance(node, EventRecordNode):
+            api = "GraphExecEventRecordNodeSetEvent"
+        elif isinstance(node, EventWaitNode):
+            api = "GraphExecEventWaitNodeSetEvent"
+        else:
+            raise errors.InvalidValue("set_event", detail="expected an EventRecordNode or EventWaitNode")
+        h = self._node(node)
+        if not isinstance(event, Event):
+            raise errors.InvalidValue("set_event", detail=f"{event!r} is not an Event")
+        self._graph._same_backend(event, "set_event")
+        self._backend.ops.call(api, self.handle, h, event.handle)
+        self._retain([event], self._sinks[0], False)
 
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:

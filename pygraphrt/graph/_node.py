@@ -178,6 +178,18 @@ class MemcpyNode(Node):
                 "width": p.extent.width, "height": p.extent.height, "depth": p.extent.depth,
                 "kind": int(p.kind)}
 
+    def set_params(self, *, dst: Any, src: Any, count: int) -> None:  # type: ignore[override]
+        """Make this a 1-D copy of ``count`` bytes from ``src`` to ``dst`` (in its graph)."""
+        from .._operands import count as _count
+        from .._operands import ptr as _ptr
+
+        g = self._graph
+        b = g._backend
+        b.ops.call("GraphMemcpyNodeSetParams1D", self.handle, _ptr(b, dst), _ptr(b, src), _count(count),
+                   b.ops.const("MemcpyDefault"))
+        g._keep_operand(dst)
+        g._keep_operand(src)
+
 
 class HostNode(Node):
     __slots__ = ()
@@ -216,6 +228,18 @@ class ChildGraphNode(Node):
 class _EventNode(Node):
     __slots__ = ()
     _get_api = ""
+    _set_api = ""
+
+    def set_event(self, event: Any) -> None:
+        """Use ``event`` in this node (in its graph; executables made earlier keep theirs)."""
+        from ..device import Event
+
+        if not isinstance(event, Event):
+            raise errors.InvalidValue("set_event", detail=f"{event!r} is not an Event")
+        g = self._graph
+        g._same_backend(event, "set_event")
+        g._backend.ops.call(self._set_api, self.handle, event.handle)
+        g._keep.append(event)
 
     @property
     def params(self) -> dict[str, Any]:
@@ -227,12 +251,14 @@ class EventRecordNode(_EventNode):
     __slots__ = ()
     node_type = NodeType.EVENT_RECORD
     _get_api = "GraphEventRecordNodeGetEvent"
+    _set_api = "GraphEventRecordNodeSetEvent"
 
 
 class EventWaitNode(_EventNode):
     __slots__ = ()
     node_type = NodeType.WAIT_EVENT
     _get_api = "GraphEventWaitNodeGetEvent"
+    _set_api = "GraphEventWaitNodeSetEvent"
 
 
 class MemAllocNode(Node):

@@ -22,3 +22,14 @@ def test_readme_examples_run(capsys):
     d = namespace["d"]  # the kernel diamond's result: 1 * (10 + 3), then the private-pool graph's fill
     import struct
     assert struct.unpack("<f", d.to_bytes(4))[0] == 1.0
+    # The compute-graph example: its drawing in the README is what it draws; rebinding x
+    # updated exactly the two nodes using x, and the data is right.
+    (drawn,) = re.findall(r"```dot\n(.*?)```", text, re.S)
+    assert namespace["dot"] == drawn
+    assert "[Hazard('x_0', RAW)]" in out
+    report = namespace["graph"].last_update
+    assert report.nodes == ("copy_to_x", "print_x_y") and report.setter_calls == 2 and not report.rebuilt
+    import numpy as np
+    x_new = np.frombuffer(namespace["x"].value.to_bytes(), np.float32)
+    y = np.frombuffer(namespace["y"].value.to_bytes(), np.float32)
+    assert np.array_equal(x_new, 1.0 + np.arange(1024, dtype=np.float32)) and np.array_equal(x_new, y)

@@ -1,0 +1,526 @@
+"""The automatic compute graph: nodes in program order, edges from their reads and writes.
+
+Each node is a closure ``fn(ctx)`` that reads and writes variables
+(``var.read()`` / ``var.write()``) and issues its work through ``ctx``.  The closure is
+called in several phases and must issue the same work each time:
+
+* **topology** -- no runtime call; the accesses give the edges (see ``_topology``);
+* **build** -- explicit graph nodes are created, then the inferred edges added, and
+  the graph is instantiated;
+* **update** -- after ``var.update(new)``, only the nodes that access a changed
+  variable are re-run and their parameters set on the executable graph through the
+  per-node setters (no re-instantiation); a change that cannot be applied in place
+  (different accesses, different kinds of work, a refused setter) rebuilds the graph,
+  says why (:class:`RebuildWarning`, :attr:`ComputeGraph.last_update`);
+* **direct** -- ``launch(stream, single_stream=True)`` runs the closures in program
+  order as plain stream work, for debugging and profiling.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+from .. import errors
+from ._topology import Hazard, infer
+from ._vars import BufferVar, Var, VarManager, _Recorder, recording
+from ._work import CannotSet, NodeContext, Work
+
+if TYPE_CHECKING:
+    from ..device import Stream
+    from ..graph import Graph, GraphExec, Node
+
+
+class RebuildWarning(UserWarning):
+    """An update could not be applied in place: the compute graph was rebuilt."""
+
+
+@dataclass(frozen=True)
+class UpdateReport:
+    """What :meth:`ComputeGraph.update` did.
+
+    Attributes
+    ----------
+    nodes : tuple of str
+        The nodes whose closures were re-run (those accessing a changed variable).
+    setter_calls : int
+        Per-node setter calls made on the executable graph.
+    rebuilt : bool
+        True when the graph was built (again) and re-instantiated instead.
+    reason : str or None
+        Why it was rebuilt.
+    """
+
+    nodes: tuple[str, ...]
+    setter_calls: int
+    rebuilt: bool
+    reason: str | None = None
+
+
+class ComputeNode:
+    """One node of a compute graph: a name, a closure, and what it did when last evaluated."""
+
+    def __init__(self, graph: "ComputeGraph", index: int, name: str, fn: Callable[[NodeContext], Any]) -> None:
+        self.graph = graph
+        self.index = index
+        self.name = name
+        self.fn = fn
+        self.reads: tuple[Var, ...] = ()
+        self.writes: tuple[Var, ...] = ()
+        self.items: list[Work] = []
+        self._gnodes: list["Node"] = []
+
+    def __repr__(self) -> str:
+        return f"<ComputeNode {self.name!r} #{self.index}>"
+
+    @property
+    def work(self) -> list[str]:
+        """The kinds of work the closure issued when last evaluated (``"kernel"``, ``"memcpy"``, ...)."""
+        return [w.kind for w in self.items]
+
+    @property
+    def graph_nodes(self) -> list["Node"]:
+        """The explicit graph's nodes made for this node (in order), once built."""
+        return list(self._gnodes)
+
+    @property
+    def dependencies(self) -> list["ComputeNode"]:
+        nodes = self.graph._nodes
+        return [nodes[i] for (i, j) in self.graph._inferred() if j == self.index]
+
+    @property
+    def dependents(self) -> list["ComputeNode"]:
+        nodes = self.graph._nodes
+        return [nodes[j] for (i, j) in self.graph._inferred() if i == self.index]
+
+
+def _key(accesses: Iterable[Var]) -> frozenset[Var]:
+    return frozenset(accesses)
+
+
+class ComputeGraph:
+    """A graph whose edges are inferred from what its nodes read and write.
+
+    Parameters
+    ----------
+    manager : VarManager
+        Where the variables the nodes use come from.
+    name : str
+        Shown in DOT output and messages.
+
+    Examples
+    --------
+    >>> vars = VarManager(); x = vars.buffer("x", buf); y = vars.buffer("y", buf2)
+    >>> g = ComputeGraph(vars)
+    >>> @g.node("init")
+    ... def _(ctx): ctx.memset(x.write(), 0)
+    >>> @g.node("copy")
+    ... def _(ctx): ctx.memcpy(y.write(), x.read())
+    >>> g.launch(stream)          # builds, instantiates, launches: init -> copy
+    """
+
+    def __init__(self, manager: VarManager, name: str = "compute_graph") -> None:
+        if not isinstance(manager, VarManager):
+            raise errors.InvalidValue("ComputeGraph", detail=f"{manager!r} is not a VarManager")
+        self.manager = manager
+        self.name = name
+        self._nodes: list[ComputeNode] = []
+        self._by_name: dict[str, ComputeNode] = {}
+        self._edges: dict[tuple[int, int], list[Hazard]] | None = None
+        self._graph: "Graph | None" = None
+        self._exec: "GraphExec | None" = None
+        self._dirty: dict[Var, None] = {}
+        self._structure_changed = False
+        self._template_stale = False
+        self._capture_stream: "Stream | None" = None
+        self._child_execs: dict[int, tuple[Any, Any]] = {}
+        self._retired: list[tuple[Any, Any]] = []
+        self.last_update: UpdateReport | None = None
+        manager._graphs.add(self)
+
+    def __repr__(self) -> str:
+        state = "built" if self._exec is not None else "not built"
+        return f"<ComputeGraph {self.name!r} {len(self._nodes)} nodes, {state}>"
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    # -- nodes --------------------------------------------------------------
+    def node(self, name: str, fn: Callable[[NodeContext], Any] | None = None) -> Any:
+        """Add a node after all existing ones (program order).
+
+        ``g.node("name", fn)`` returns the :class:`ComputeNode`; ``@g.node("name")``
+        decorates the closure (and binds the name to the ComputeNode).
+        """
+        if not isinstance(name, str) or not name:
+            raise errors.InvalidValue("ComputeGraph.node", detail=f"a node needs a non-empty name, got {name!r}")
+        if name in self._by_name:
+            raise errors.InvalidValue("ComputeGraph.node", detail=f"graph {self.name!r} already has a node {name!r}")
+
+        def add(f: Callable[[NodeContext], Any]) -> ComputeNode:
+            if not callable(f):
+                raise errors.InvalidValue("ComputeGraph.node", detail=f"node {name!r}: {f!r} is not callable")
+            if name in self._by_name:
+                raise errors.InvalidValue("ComputeGraph.node",
+                                          detail=f"graph {self.name!r} already has a node {name!r}")
+            n = ComputeNode(self, len(self._nodes), name, f)
+            self._nodes.append(n)
+            self._by_name[name] = n
+            self._edges = None
+            self._structure_changed = True
+            return n
+
+        return add if fn is None else add(fn)
+
+    def nodes(self) -> list[ComputeNode]:
+        """The nodes in program order."""
+        return list(self._nodes)
+
+    def __getitem__(self, name: str) -> ComputeNode:
+        return self._by_name[name]
+
+    def _resolve(self, n: "ComputeNode | str") -> ComputeNode:
+        if isinstance(n, ComputeNode):
+            if n.graph is not self:
+                raise errors.InvalidValue("ComputeGraph", detail=f"{n!r} belongs to graph {n.graph.name!r}")
+            return n
+        try:
+            return self._by_name[n]
+        except (KeyError, TypeError):
+            raise errors.InvalidValue("ComputeGraph", detail=f"graph {self.name!r} has no node {n!r}") from None
+
+    # -- phases ---------------------------------------------------------------
+    def _evaluate(self, n: ComputeNode, phase: str) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
+        rec = _Recorder(self, n.name)
+        ctx = NodeContext(n.name, phase)
+        with recording(rec):
+            n.fn(ctx)
+        return tuple(rec.reads), tuple(rec.writes), ctx.items
+
+    @staticmethod
+    def _mismatch(n: ComputeNode, first: str, second: str, reads: Sequence[Var], writes: Sequence[Var],
+                  items: Sequence[Work]) -> str | None:
+        """What differs between the node's recorded evaluation and a new one (None: nothing)."""
+        def names(vs: Iterable[Var]) -> list[str]:
+            return sorted(v.name for v in vs)
+
+        if _key(reads) != _key(n.reads) or _key(writes) != _key(n.writes):
+            return (f"node {n.name!r} read {names(n.reads)} and wrote {names(n.writes)} in the {first} "
+                    f"phase but read {names(reads)} and wrote {names(writes)} in the {second} phase")
+        old = [w.shape() for w in n.items]
+        new = [w.shape() for w in items]
+        if old != new:
+            return (f"node {n.name!r} issued {[w.describe() for w in n.items]} in the {first} phase "
+                    f"but {[w.describe() for w in items]} in the {second} phase")
+        return None
+
+    def _infer_topology(self) -> None:
+        for n in self._nodes:
+            n.reads, n.writes, n.items = self._evaluate(n, "topology")
+        self._edges = infer([([v for v in n.reads if isinstance(v, BufferVar)],
+                              [v for v in n.writes if isinstance(v, BufferVar)]) for n in self._nodes],
+                            name=lambda v: v.name)
+
+    def _inferred(self) -> dict[tuple[int, int], list[Hazard]]:
+        if self._edges is None:
+            self._infer_topology()
+        assert self._edges is not None
+        return self._edges
+
+    def topology(self) -> list[tuple[ComputeNode, ComputeNode, list[Hazard]]]:
+        """Infer the edges now (topology phase only: no runtime call); see :meth:`edges`."""
+        self._infer_topology()
+        return self.edges()
+
+    def edges(self) -> list[tuple[ComputeNode, ComputeNode, list[Hazard]]]:
+        """``(from, to, hazards)`` for every inferred edge, in program order."""
+        nodes = self._nodes
+        return [(nodes[i], nodes[j], list(h)) for (i, j), h in self._inferred().items()]
+
+    def why(self, a: "ComputeNode | str", b: "ComputeNode | str") -> list[Hazard]:
+        """Why ``b`` depends on ``a``: the variables and hazards (empty: no edge ``a -> b``)."""
+        na, nb = self._resolve(a), self._resolve(b)
+        return list(self._inferred().get((na.index, nb.index), []))
+
+    def check(self) -> None:
+        """Evaluate every closure twice (no runtime call) and compare what they did.
+
+        Raises :class:`pygraphrt.errors.PhaseMismatch` naming the node whose accesses or
+        work differ between the two evaluations -- the check :meth:`build`, and a
+        single-stream launch, make against the topology phase.
+        """
+        self._infer_topology()
+        for n in self._nodes:
+            reads, writes, items = self._evaluate(n, "check")
+            diff = self._mismatch(n, "topology", "check", reads, writes, items)
+            if diff:
+                raise errors.PhaseMismatch("ComputeGraph.check", detail=diff)
+
+    def build(self) -> None:
+        """Infer the topology, create the explicit graph's nodes and edges, instantiate.
+
+        Raises :class:`pygraphrt.errors.PhaseMismatch` if a closure issues different
+        work or accesses in the build phase than in the topology phase.
+        """
+        self._build_template()
+        self._instantiate()
+
+    def _build_template(self) -> None:
+        """The explicit graph from the closures (no instantiation, no synchronization:
+        this also runs while a stream is capturing)."""
+        from ..graph import Graph
+
+        self._infer_topology()
+        g = Graph()
+        try:
+            for n in self._nodes:
+                reads, writes, items = self._evaluate(n, "build")
+                diff = self._mismatch(n, "topology", "build", reads, writes, items)
+                if diff:
+                    raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
+                n.items = items
+                n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+            froms: list[Node] = []
+            tos: list[Node] = []
+            for n in self._nodes:  # a node's own work runs in the order it was issued
+                froms.extend(n._gnodes[:-1])
+                tos.extend(n._gnodes[1:])
+            for (i, j) in self._inferred():
+                froms.append(self._nodes[i]._gnodes[-1])
+                tos.append(self._nodes[j]._gnodes[0])
+            if froms:
+                g.add_dependencies(froms, tos)
+        except BaseException:
+            g.close()
+            for n in self._nodes:
+                n._gnodes = []
+            raise
+        # The previous executable may still be running: it is released at the next
+        # instantiation, which never happens during a capture.
+        self._retired.append((self._exec, self._graph))
+        self._graph, self._exec = g, None
+        self._dirty.clear()
+        self._structure_changed = False
+        self._template_stale = False
+
+    def _instantiate(self) -> None:
+        assert self._graph is not None
+        self._release_retired()
+        self._exec = self._graph.instantiate()
+
+    def _release_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for exe, g in retired:
+            if exe is not None:
+                exe.synchronize()  # a launch may still be running
+                exe.close()
+            if g is not None:
+                g.close()
+
+    def _current(self) -> bool:
+        """Whether the explicit graph reflects the nodes and bindings as they are now."""
+        return (self._graph is not None and not self._template_stale and not self._structure_changed
+                and not self._dirty)
+
+    def _var_changed(self, var: Var) -> None:
+        self._dirty[var] = None
+
+    def update(self) -> UpdateReport:
+        """Apply variable changes: re-run the nodes that access them, set their new parameters.
+
+        Builds the graph first if it was never built (or nodes were added).
+        """
+        report = self._update()
+        self.last_update = report
+        return report
+
+    def _update(self) -> UpdateReport:
+        if self._exec is None:
+            if self._current():  # built while a stream was capturing: instantiate only
+                self._instantiate()
+                return UpdateReport((), 0, False)
+            self.build()
+            return UpdateReport(tuple(n.name for n in self._nodes), 0, True, "first build")
+        if self._structure_changed:
+            return self._rebuild("nodes were added since the last build")
+        if not self._dirty:
+            return UpdateReport((), 0, False)
+        dirty = set(self._dirty)
+        affected = [n for n in self._nodes if dirty & (_key(n.reads) | _key(n.writes))]
+        fresh: list[tuple[ComputeNode, list[Work]]] = []
+        for n in affected:
+            reads, writes, items = self._evaluate(n, "update")
+            diff = self._mismatch(n, "previous", "update", reads, writes, items)
+            if diff:
+                return self._rebuild(diff)
+            fresh.append((n, items))
+        calls = 0
+        for n, items in fresh:
+            for w, gnode in zip(items, n._gnodes):
+                try:
+                    calls += w.set(self, self._exec, gnode)
+                except CannotSet as e:
+                    return self._rebuild(f"node {n.name!r}: {e}")
+                except errors.GraphRTError as e:
+                    return self._rebuild(f"node {n.name!r}: the runtime refused the in-place update ({e})")
+            n.items = items
+        self._dirty.clear()
+        return UpdateReport(tuple(n.name for n in affected), calls, False)
+
+    def _rebuild(self, reason: str) -> UpdateReport:
+        self.build()
+        warnings.warn(f"compute graph {self.name!r} was rebuilt and re-instantiated: {reason}",
+                      RebuildWarning, stacklevel=4)
+        return UpdateReport(tuple(n.name for n in self._nodes), 0, True, reason)
+
+    # -- launch ---------------------------------------------------------------
+    def launch(self, stream: "Stream | None" = None, *, single_stream: bool = False) -> None:
+        """Run the graph on ``stream`` (default: the legacy default stream).
+
+        Pending variable changes are applied first (:meth:`update`).  On a capturing
+        stream the graph is added to the capture as a child-graph node.  With
+        ``single_stream=True`` the closures run in program order as plain stream work
+        (no graph): the debugging mode, whose results must equal the graph's.
+        """
+        from ..device import Stream
+
+        s = Stream.legacy_default() if stream is None else stream
+        if not isinstance(s, Stream):
+            raise errors.InvalidValue("ComputeGraph.launch", detail=f"{s!r} is not a Stream")
+        if single_stream:
+            self._run_direct(s)
+            return
+        if s.is_capturing:
+            self._add_to_capture(s)
+            return
+        if self._exec is None or self._dirty or self._structure_changed:
+            self.update()
+        assert self._exec is not None
+        self._exec.launch(s)
+
+    def synchronize(self) -> None:
+        """Wait for the last graph launch (and raise what a host node raised)."""
+        if self._exec is not None:
+            self._exec.synchronize()
+
+    def _run_direct(self, s: "Stream") -> None:
+        # With the bindings the graph was last evaluated with, the closures must
+        # issue what they issued then.
+        compare = self._edges is not None and not self._dirty and not self._structure_changed
+        for n in self._nodes:
+            reads, writes, items = self._evaluate(n, "direct")
+            if compare:
+                diff = self._mismatch(n, "topology", "direct", reads, writes, items)
+                if diff:
+                    raise errors.PhaseMismatch("ComputeGraph.launch(single_stream=True)", detail=diff)
+            for w in items:
+                w.run(self, s)
+
+    def _add_to_capture(self, s: "Stream") -> None:
+        from ..graph import Graph
+
+        # Instantiating, synchronizing and the exec setters are not allowed while a
+        # stream captures: bring the explicit graph up to date by rebuilding it only.
+        if not self._current():
+            self._build_template()
+        g = self._graph
+        assert g is not None
+        cap = s._capture
+        if cap is not None and cap._state == "active":
+            info = cap.info()
+            deps = info.dependencies
+            edges = [e for _, e in deps]
+            node = info.graph.add_child_graph(g, dependencies=[n for n, _ in deps],  # type: ignore[union-attr]
+                                              edges=edges if any(e != type(e)() for e in edges) else None)
+            cap._keep.append(g._keep)
+            cap.update_dependencies([node], replace=True)
+            return
+        # A capture begun outside pygraphrt (e.g. by PyTorch): the compute graph keeps
+        # the operands alive, so it must outlive the captured graph's launches.
+        ops = s.backend.ops
+        status, _, graph_h, deps_h = ops.capture_info(s.handle)
+        host = Graph._borrow(graph_h, owner=self)
+        dep_nodes = [host._wrap(h) for h, _ in deps_h]
+        dep_edges = [e for _, e in deps_h]
+        node = host.add_child_graph(g, dependencies=dep_nodes,
+                                    edges=dep_edges if any(e != type(e)() for e in dep_edges) else None)
+        ops.update_capture_dependencies(s.handle, [node.handle], None, True)
+
+    # -- what the runtime holds -------------------------------------------------
+    @property
+    def graph(self) -> "Graph":
+        """The explicit graph (built on first use; rebuilt if updates left it behind the executable)."""
+        if self._graph is None or self._template_stale or self._structure_changed:
+            self._build_template()
+        assert self._graph is not None
+        return self._graph
+
+    @property
+    def exec(self) -> "GraphExec":
+        """The executable graph (pending variable changes applied first)."""
+        if self._exec is None or self._dirty or self._structure_changed:
+            self.update()
+        assert self._exec is not None
+        return self._exec
+
+    def _capture(self, fn: Callable[["Stream"], Any]) -> "Graph":
+        from ..device import Stream
+
+        if self._capture_stream is None:
+            self._capture_stream = Stream()
+        s = self._capture_stream
+        with s.capture("thread_local") as cap:
+            fn(s)
+        assert cap.graph is not None
+        return cap.graph
+
+    def _child_exec(self, graph: "Graph") -> "GraphExec":
+        cached = self._child_execs.get(id(graph))
+        if cached is not None and cached[0] is graph:
+            exe = cached[1]
+            exe.update(graph)  # the child's current parameters
+            return exe
+        exe = graph.instantiate()
+        self._child_execs[id(graph)] = (graph, exe)
+        return exe
+
+    def close(self) -> None:
+        """Destroy the explicit and executable graphs (rebuilt on the next launch)."""
+        self._retired.append((self._exec, self._graph))
+        self._exec = self._graph = None
+        for n in self._nodes:
+            n._gnodes = []
+        self._release_retired()
+        for g, exe in self._child_execs.values():
+            exe.synchronize()
+            exe.close()
+        self._child_execs.clear()
+        if self._capture_stream is not None:
+            self._capture_stream.close()
+            self._capture_stream = None
+        self._structure_changed = True
+
+    def __enter__(self) -> "ComputeGraph":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- pictures ---------------------------------------------------------------
+    def to_dot(self, *, variables: bool = True) -> str:
+        """Graphviz DOT: nodes, inferred edges (labelled with their hazards) and, with
+        ``variables``, each node's reads (red, variable -> node) and writes (blue, node -> variable)."""
+        from ._export import to_dot
+
+        return to_dot(self, variables=variables)
+
+    def to_networkx(self) -> Any:
+        """A ``networkx.DiGraph``: nodes by name (``reads``, ``writes``, ``work``, ``index``),
+        edges with their ``hazards``."""
+        from ._export import to_networkx
+
+        return to_networkx(self)
+
+
+__all__ = ["ComputeGraph", "ComputeNode", "RebuildWarning", "UpdateReport"]

@@ -1,0 +1,81 @@
+"""Dependencies from accesses: the hazard graph of nodes written in program order.
+
+For each buffer variable, in program order: a reader depends on the last writer
+(read after write); a writer depends on the last writer (write after write) and on
+every reader since that write (write after read).  Nodes with no hazard between them
+stay independent, so the runtime may run them in parallel.  Value variables are host
+values baked into the nodes' parameters: they order nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Hashable, Sequence
+
+
+class HazardKind(str, enum.Enum):
+    READ_AFTER_WRITE = "RAW"
+    WRITE_AFTER_READ = "WAR"
+    WRITE_AFTER_WRITE = "WAW"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """Why an edge exists: ``variable`` is accessed by both nodes, ``kind`` says how."""
+
+    variable: str
+    kind: HazardKind
+
+    def __str__(self) -> str:
+        return f"{self.variable} {self.kind.value}"
+
+    def __repr__(self) -> str:
+        return f"Hazard({self.variable!r}, {self.kind.value})"
+
+
+def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
+          name=lambda v: str(v)) -> dict[tuple[int, int], list[Hazard]]:
+    """Edges ``(i, j)`` (``i`` before ``j`` in program order) with the hazards that cause them.
+
+    ``accesses[j]`` is ``(reads, writes)`` of node ``j``: ordered collections of
+    variables (only those that order work: buffer variables).  ``name(var)`` labels a
+    variable in the hazards.
+    """
+    last_writer: dict[Hashable, int] = {}
+    readers: dict[Hashable, list[int]] = {}
+    edges: dict[tuple[int, int], list[Hazard]] = {}
+
+    def add(i: int, j: int, var: Hashable, kind: HazardKind) -> None:
+        h = Hazard(name(var), kind)
+        got = edges.setdefault((i, j), [])
+        if h not in got:
+            got.append(h)
+
+    for j, (reads, writes) in enumerate(accesses):
+        wset = set(writes)
+        touched = list(dict.fromkeys([*reads, *writes]))
+        for v in touched:
+            i = last_writer.get(v)
+            if i is not None:
+                if v in reads:
+                    add(i, j, v, HazardKind.READ_AFTER_WRITE)
+                if v in wset:
+                    add(i, j, v, HazardKind.WRITE_AFTER_WRITE)
+            if v in wset:
+                for r in readers.get(v, ()):
+                    if r != j:
+                        add(r, j, v, HazardKind.WRITE_AFTER_READ)
+        for v in touched:
+            if v in wset:
+                last_writer[v] = j
+                readers[v] = []
+            else:
+                readers.setdefault(v, []).append(j)
+    return dict(sorted(edges.items()))
+
+
+__all__ = ["Hazard", "HazardKind", "infer"]
