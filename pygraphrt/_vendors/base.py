@@ -111,6 +111,9 @@ class Vendor:
     mem_pool_props_type: str = ""
     device_prop_type: str = ""
     node_params_type: str = ""
+    # conditional-node kind -> (the vendor's node-type member, the runtime version it needs)
+    conditional_kinds: dict[str, tuple[str, int]] = {}
+    conditional_assign_default: str | None = None  # handle flag: reset to default at each launch
     # (symbol, takes edge data) of the generic add-node API, best first; None
     # means "edge data exactly when the binding's prototype has it".
     generic_add_forms: tuple[tuple[str, bool | None], ...] = ()
@@ -309,6 +312,10 @@ class Vendor:
     def node_dependents(self, node: Any) -> list[tuple[Any, EdgeData]]:
         deps, _, edges = self._query("node_dependents", "GraphNodeGetDependentNodes", (node,), False)
         return list(zip(deps, edges))
+
+    def node_type_fallback(self, node: Any) -> NodeType | None:
+        """The node's type by another route when ``GraphNodeGetType`` fails (None: no other route)."""
+        return None
 
     def add_node_generic(self, graph: Any, deps: list[Any], edges: list[EdgeData] | None,
                          params: Any) -> Any:

@@ -106,6 +106,23 @@ class CudaVendor(Vendor):
         NodeType.MEM_FREE: "cudaGraphNodeTypeMemFree",
         NodeType.CONDITIONAL: "cudaGraphNodeTypeConditional",
     }
+    # The driver's names of the same node types (see node_type_fallback).
+    driver_node_types = {
+        NodeType.KERNEL: "CU_GRAPH_NODE_TYPE_KERNEL", NodeType.MEMCPY: "CU_GRAPH_NODE_TYPE_MEMCPY",
+        NodeType.MEMSET: "CU_GRAPH_NODE_TYPE_MEMSET", NodeType.HOST: "CU_GRAPH_NODE_TYPE_HOST",
+        NodeType.GRAPH: "CU_GRAPH_NODE_TYPE_GRAPH", NodeType.EMPTY: "CU_GRAPH_NODE_TYPE_EMPTY",
+        NodeType.WAIT_EVENT: "CU_GRAPH_NODE_TYPE_WAIT_EVENT",
+        NodeType.EVENT_RECORD: "CU_GRAPH_NODE_TYPE_EVENT_RECORD",
+        NodeType.EXT_SEMAS_SIGNAL: "CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL",
+        NodeType.EXT_SEMAS_WAIT: "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
+        NodeType.MEM_ALLOC: "CU_GRAPH_NODE_TYPE_MEM_ALLOC", NodeType.MEM_FREE: "CU_GRAPH_NODE_TYPE_MEM_FREE",
+        NodeType.CONDITIONAL: "CU_GRAPH_NODE_TYPE_CONDITIONAL",
+    }
+    # IF and WHILE came with CUDA 12.4; IF with an else body and SWITCH with 12.8.
+    conditional_kinds = {"if": ("cudaGraphCondTypeIf", 12040), "if_else": ("cudaGraphCondTypeIf", 12080),
+                         "while": ("cudaGraphCondTypeWhile", 12040),
+                         "switch": ("cudaGraphCondTypeSwitch", 12080)}
+    conditional_assign_default = "cudaGraphCondAssignDefault"
     capture_modes = {CaptureMode.GLOBAL: "cudaStreamCaptureModeGlobal",
                      CaptureMode.THREAD_LOCAL: "cudaStreamCaptureModeThreadLocal",
                      CaptureMode.RELAXED: "cudaStreamCaptureModeRelaxed"}
@@ -277,6 +294,22 @@ class CudaVendor(Vendor):
     def _to_driver(self, ctype: str, handle: Any) -> Any:
         """The same handle typed for the driver binding (runtime and driver handles are one)."""
         return self._driver_ffi().cast(ctype, int(self.ffi.cast("uintptr_t", handle)))
+
+    def node_type_fallback(self, node: Any) -> NodeType | None:
+        """A node's type from the driver, for nodes the runtime cannot describe.
+
+        Seen: the CUDA 12.9 runtime on a CUDA 13.0 driver answers cudaGraphNodeGetType
+        for a conditional node with cudaErrorUnknown; the driver reports it.
+        """
+        dffi = self._driver_ffi()
+        out = dffi.new("CUgraphNodeType *")
+        self._driver_call("cuGraphNodeGetType", self._to_driver("CUgraphNode", node), out)
+        names = dict(dffi.typeof("CUgraphNodeType").elements)
+        name = names.get(out[0])
+        for neutral, member in self.driver_node_types.items():
+            if member == name:
+                return neutral
+        return None
 
     def _driver_call(self, api: str, *args: Any) -> None:
         cache = self.__dict__.setdefault("_driver_fns", {})

@@ -2,16 +2,19 @@
 
 One module per concept: :mod:`._graph` (explicit definition), :mod:`._node`
 (node base with builder methods and one subclass per type), :mod:`._capture`
-(stream capture and capture info), :mod:`._exec` (instantiate / launch /
+(stream capture and capture info), :mod:`._conditional` (conditional
+handles and nodes), :mod:`._exec` (instantiate / launch /
 update), :mod:`._export` (networkx, JSON, structural comparison).
 """
 
 from ._capture import Capture, CaptureInfo
+from ._conditional import SET_CONDITIONAL_SOURCE, ConditionalHandle
 from ._exec import GraphExec
 from ._graph import Graph
-from ._node import (ChildGraphNode, Dim3, EmptyNode, EventRecordNode, EventWaitNode, HostNode,
+from ._node import (ChildGraphNode, ConditionalNode, Dim3, EmptyNode, EventRecordNode, EventWaitNode, HostNode,
                     KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
 
 __all__ = ["Graph", "GraphExec", "Capture", "CaptureInfo", "Node", "EmptyNode", "MemsetNode",
            "MemcpyNode", "HostNode", "ChildGraphNode", "EventRecordNode", "EventWaitNode",
-           "MemAllocNode", "MemFreeNode", "KernelNode", "OtherNode", "Dim3"]
+           "MemAllocNode", "MemFreeNode", "KernelNode", "OtherNode", "Dim3", "ConditionalNode",
+           "ConditionalHandle", "SET_CONDITIONAL_SOURCE"]

@@ -162,6 +162,48 @@ class Capture:
         self.stream.backend.ops.update_capture_dependencies(
             self.stream.handle, [n.handle for n in nodes], edges, replace)
 
+    # -- conditional nodes at the capture's current point ---------------------
+    def conditional_handle(self, default: int = 0, *, reset_each_launch: bool = True) -> Any:
+        """A conditional handle on the graph being captured (see :meth:`Graph.conditional_handle`)."""
+        graph = self._active_graph("Capture.conditional_handle")
+        from . import _conditional
+
+        return _conditional.create_handle(graph, default, reset_each_launch)
+
+    def add_conditional(self, kind: str, handle: Any, size: int | None = None) -> Any:
+        """Insert a conditional node after the work captured so far; later work depends on it.
+
+        Fill its bodies with ``node.capture(other_stream, body=i)``.
+        """
+        graph = self._active_graph(f"Capture.add_{kind}")
+        info = self.info()
+        deps = [n for n, _ in info.dependencies]
+        edges = [e for _, e in info.dependencies]
+        node = graph.add_conditional(kind, handle, size, dependencies=deps,
+                                     edges=edges if any(not e.is_default for e in edges) else None)
+        self.update_dependencies([node], replace=True)
+        return node
+
+    def add_if(self, handle: Any) -> Any:
+        return self.add_conditional("if", handle)
+
+    def add_if_else(self, handle: Any) -> Any:
+        return self.add_conditional("if_else", handle)
+
+    def add_while(self, handle: Any) -> Any:
+        return self.add_conditional("while", handle)
+
+    def add_switch(self, handle: Any, n: int) -> Any:
+        return self.add_conditional("switch", handle, n)
+
+    def _active_graph(self, what: str) -> Graph:
+        if self._state != "active":
+            raise errors.IllegalState(what, detail=f"capture is {self._state}, not active")
+        info = self.info()
+        if info.graph is None:
+            raise errors.StreamCaptureInvalidated(what, detail=f"capture status is {info.status}")
+        return info.graph
+
     def end(self) -> Graph:
         """End the capture and return the graph."""
         s = self.stream

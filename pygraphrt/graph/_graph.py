@@ -16,7 +16,9 @@ from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, Ev
                     OtherNode)
 
 if TYPE_CHECKING:
+    from ._conditional import ConditionalHandle
     from ._exec import GraphExec
+    from ._node import ConditionalNode
 
 
 def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
@@ -73,7 +75,16 @@ class Graph(Owned):
     def _node_type(self, handle: Any) -> NodeType:
         ops = self._backend.ops
         out = self._backend.ffi.new(f"enum {ops.prefix}GraphNodeType *")
-        ops.call("GraphNodeGetType", handle, out)
+        rc = ops.fn("GraphNodeGetType")(handle, out)
+        if rc:
+            err = ops.error(rc, f"{ops.prefix}GraphNodeGetType")
+            try:
+                fallback = ops.node_type_fallback(handle)
+            except errors.GraphRTError:
+                fallback = None
+            if fallback is None:
+                raise err
+            return fallback
         t = ops.node_type_of.get(out[0])
         if t is None:
             raise errors.NotSupported(f"{ops.prefix}GraphNodeGetType",
@@ -302,9 +313,55 @@ class Graph(Owned):
 
         return _kernel.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
 
-    def add_conditional(self, *args: Any, **kw: Any) -> Node:
-        raise errors.NotSupported("Graph.add_conditional",
-                                  detail="conditional nodes come in a later issue")
+    # -- conditional nodes (see _conditional) ---------------------------------
+    def conditional_handle(self, default: int = 0, *, reset_each_launch: bool = True) -> "ConditionalHandle":
+        """A conditional value of this graph, set on the device by ``cudaGraphSetConditional``.
+
+        With ``reset_each_launch`` it takes ``default`` at the start of every launch.
+        """
+        from . import _conditional
+
+        return _conditional.create_handle(self, default, reset_each_launch)
+
+    def add_conditional(self, kind: str, handle: "ConditionalHandle", size: int | None = None, *,
+                        dependencies: Iterable[Node] | None = None,
+                        edges: Sequence[EdgeData] | None = None) -> "ConditionalNode":
+        """A conditional node: ``kind`` is ``"if"``, ``"if_else"``, ``"while"`` or ``"switch"``
+        (``size`` bodies; the others have 1, IF-ELSE 2).  ``node.bodies`` are its graphs."""
+        from . import _conditional
+
+        sizes = {"if": 1, "if_else": 2, "while": 1}
+        if kind not in (*sizes, "switch"):
+            raise errors.InvalidValue("Graph.add_conditional", detail=f"kind {kind!r}: one of 'if', "
+                                                                      "'if_else', 'while', 'switch'")
+        if kind != "switch":
+            if size not in (None, sizes[kind]):
+                raise errors.InvalidValue("Graph.add_conditional", detail=f"a {kind} node has "
+                                                                          f"{sizes[kind]} bodies")
+            size = sizes[kind]
+        elif size is None:
+            raise errors.InvalidValue("Graph.add_switch", detail="a switch node needs its number of bodies")
+        return _conditional.add(self, kind, handle, size, dependencies, edges)
+
+    def add_if(self, handle: "ConditionalHandle", *, dependencies: Iterable[Node] | None = None,
+               edges: Sequence[EdgeData] | None = None) -> "ConditionalNode":
+        """Run ``node.bodies[0]`` when the handle's value is non-zero."""
+        return self.add_conditional("if", handle, dependencies=dependencies, edges=edges)
+
+    def add_if_else(self, handle: "ConditionalHandle", *, dependencies: Iterable[Node] | None = None,
+                    edges: Sequence[EdgeData] | None = None) -> "ConditionalNode":
+        """Run ``bodies[0]`` when the value is non-zero, else ``bodies[1]`` (CUDA >= 12.8)."""
+        return self.add_conditional("if_else", handle, dependencies=dependencies, edges=edges)
+
+    def add_while(self, handle: "ConditionalHandle", *, dependencies: Iterable[Node] | None = None,
+                  edges: Sequence[EdgeData] | None = None) -> "ConditionalNode":
+        """Run ``bodies[0]`` while the value is non-zero (tested before each iteration)."""
+        return self.add_conditional("while", handle, dependencies=dependencies, edges=edges)
+
+    def add_switch(self, handle: "ConditionalHandle", n: int, *, dependencies: Iterable[Node] | None = None,
+                   edges: Sequence[EdgeData] | None = None) -> "ConditionalNode":
+        """Run ``bodies[value]`` (nothing when the value is ``>= n``) (CUDA >= 12.8)."""
+        return self.add_conditional("switch", handle, n, dependencies=dependencies, edges=edges)
 
     def add_external_semaphore_signal(self, *args: Any, **kw: Any) -> Node:
         raise errors.NotSupported("Graph.add_external_semaphore_signal",

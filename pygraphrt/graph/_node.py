@@ -95,6 +95,10 @@ class Node:
 
     @property
     def type(self) -> NodeType:
+        known = type(self).node_type  # the class was chosen by the node's type
+        if known is not None:
+            self.handle  # raises once the node or its graph is destroyed
+            return known
         return self._graph._node_type(self.handle)
 
     @property
@@ -368,8 +372,67 @@ def _apply_dims(k: Any, grid: Any, block: Any, shared: int | None) -> None:
         k.shared_mem_bytes = shared
 
 
+class ConditionalNode(Node):
+    """IF / IF-ELSE / WHILE / SWITCH: runs a body graph as a value set on the device says.
+
+    Made by :meth:`Graph.add_if` (``add_if_else``, ``add_while``, ``add_switch``) or the
+    same methods of a :class:`Capture`; the value comes from a
+    :class:`~pygraphrt.graph.ConditionalHandle` a kernel sets with
+    ``cudaGraphSetConditional`` (see :data:`pygraphrt.graph.SET_CONDITIONAL_SOURCE`).
+    """
+
+    __slots__ = ("_cond",)
+    node_type = NodeType.CONDITIONAL
+
+    def __init__(self, graph: "Graph", handle: Any) -> None:
+        super().__init__(graph, handle)
+        self._cond: Any = None  # (kind, ConditionalHandle, [body Graphs]) when pygraphrt made it
+
+    def _info(self) -> Any:
+        if self._cond is None:
+            raise errors.NotSupported("ConditionalNode.params", detail="the runtime has no readback of a "
+                                      "conditional node's parameters before CUDA 13.5 "
+                                      "(cudaGraphNodeGetParams); pygraphrt knows them for the nodes it "
+                                      "made, not for the runtime's copies (a child graph's) or nodes "
+                                      "other libraries made")
+        return self._cond
+
+    @property
+    def kind(self) -> str:
+        """``"if"``, ``"if_else"``, ``"while"`` or ``"switch"``."""
+        return self._info()[0]
+
+    @property
+    def condition(self) -> Any:
+        """The :class:`~pygraphrt.graph.ConditionalHandle` whose value decides."""
+        return self._info()[1]
+
+    @property
+    def bodies(self) -> list["Graph"]:
+        """The body graphs (owned by the node): fill them explicitly or by capture."""
+        return list(self._info()[2])
+
+    @property
+    def size(self) -> int:
+        return len(self._info()[2])
+
+    @property
+    def params(self) -> dict[str, Any]:
+        kind, handle, bodies = self._info()
+        return {"kind": kind, "handle": handle.value, "size": len(bodies),
+                "bodies": [len(b.nodes()) for b in bodies]}
+
+    def capture(self, stream: Any, body: int = 0, mode: Any = "global") -> Any:
+        """``with node.capture(stream, body=i):`` captures work on ``stream`` into body ``i``."""
+        bodies = self._info()[2]
+        if not isinstance(body, int) or not 0 <= body < len(bodies):
+            raise errors.InvalidValue("ConditionalNode.capture", detail=f"body {body!r}: this "
+                                      f"{self.kind} node has {len(bodies)} bodies")
+        return stream.capture(mode, graph=bodies[body])
+
+
 class OtherNode(Node):
-    """A node type pygraphrt does not model yet (conditional, external semaphores, ...)."""
+    """A node type pygraphrt does not model yet (external semaphores, HIP's extra types, ...)."""
 
     __slots__ = ()
 
@@ -377,5 +440,5 @@ class OtherNode(Node):
 NODE_CLASSES: dict[NodeType, type[Node]] = {
     cls.node_type: cls for cls in (EmptyNode, MemsetNode, MemcpyNode, HostNode, ChildGraphNode,
                                    EventRecordNode, EventWaitNode, MemAllocNode, MemFreeNode,
-                                   KernelNode)
+                                   KernelNode, ConditionalNode)
 }

@@ -54,6 +54,7 @@ _FIXED = {
     "bool": "?", "_Bool": "?", "half": "e", "__half": "e", "float16": "e",
     "float32": "f", "float64": "d", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
     "int32": "i", "uint32": "I", "int64": "q", "uint64": "Q",
+    "cudaGraphConditionalHandle": "Q",  # typedef unsigned long long (pygraphrt.graph.ConditionalHandle)
 }
 _BFLOAT16 = {"__nv_bfloat16", "bfloat16", "__hip_bfloat16", "hip_bfloat16"}
 _INT_WORDS = {"char", "short", "int", "long", "signed", "unsigned"}

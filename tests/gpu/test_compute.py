@@ -356,3 +356,64 @@ def test_random_programs_graph_equals_single_stream(program):
         warnings.simplefilter("ignore")
         for x in scratch:
             x.close()
+
+
+def test_default_stream_torch_cupy_and_a_foreign_capture():
+    torch = pytest.importorskip("torch")
+    k = kernels()
+    vars = VarManager()
+    t = torch.zeros(2 * N, dtype=torch.float32, device="cuda")
+    a = vars.buffer("a", t[:N])                      # torch views
+    with pytest.raises(errors.VariableOverlap):
+        vars.buffer("bad", t[N - 1:N + 4])
+    b = vars.buffer("b", t[N:])
+    cp = pytest.importorskip("cupy")
+    c_arr = cp.zeros(N, dtype=cp.float32)
+    c = vars.buffer("c", c_arr)                      # a CuPy array
+    assert c.nbytes == 4 * N and a.nbytes == 4 * N and b.address == t.data_ptr() + 4 * N
+
+    class OnlyDLPack:                                # a producer known by DLPack alone
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __dlpack__(self, **kw):
+            return self.arr.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.arr.__dlpack_device__()
+
+    spare = cp.zeros((4, 8), dtype=cp.float64)
+    d = vars.buffer("d", OnlyDLPack(spare[1:3]))      # rows 1-2: 128 bytes at row 1
+    assert (d.address, d.nbytes) == (spare.data.ptr + 64, 128)
+    with pytest.raises(errors.VariableOverlap, match="variable 'd'"):
+        vars.buffer("e", OnlyDLPack(spare[2:]))
+    g = ComputeGraph(vars, "interop")
+
+    @g.node("init")
+    def _(ctx):
+        ctx.launch(k["cal_x_0"], N // 256, 256, a.write(), 0.0, N)
+
+    @g.node("copy")
+    def _(ctx):
+        ctx.memcpy(b.write(), a.read())
+
+    @g.node("sum")
+    def _(ctx):
+        ctx.launch(k["sum_x_y"], N // 256, 256, c.write(), a.read(), b.read(), N)
+
+    g.launch()                                       # the legacy default stream
+    rt.Device(0).synchronize()
+    ref = torch.arange(N, dtype=torch.float32, device="cuda")
+    assert torch.equal(t[N:], ref) and torch.equal(torch.as_tensor(c_arr, device="cuda"), 3 * ref)
+
+    # A capture pygraphrt did not begin (PyTorch's): the graph becomes one child-graph node.
+    t.zero_()
+    c_arr.fill(0)
+    tg = torch.cuda.CUDAGraph()
+    ts = torch.cuda.Stream()
+    with torch.cuda.graph(tg, stream=ts):
+        g.launch(rt.Stream.wrap(ts))
+    tg.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(t[N:], ref) and torch.equal(torch.as_tensor(c_arr, device="cuda"), 3 * ref)
+    g.close()

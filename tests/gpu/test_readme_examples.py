@@ -22,6 +22,9 @@ def test_readme_examples_run(capsys):
     d = namespace["d"]  # the kernel diamond's result: 1 * (10 + 3), then the private-pool graph's fill
     import struct
     assert struct.unpack("<f", d.to_bytes(4))[0] == 1.0
+    # The conditional-node example: ten WHILE iterations; the captured loop has the same shape.
+    assert struct.unpack("<f", namespace["acc"].to_bytes(4))[0] == 10.0
+    assert "True while {'kind': 'while', 'handle': " in out
     # The compute-graph example: its drawing in the README is what it draws; rebinding x
     # updated exactly the two nodes using x, and the data is right.
     (drawn,) = re.findall(r"```dot\n(.*?)```", text, re.S)
