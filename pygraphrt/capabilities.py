@@ -14,6 +14,8 @@
 | per_node_enable            | yes       | yes       | yes     |
 | instantiate_with_params    | yes       | yes       | yes     |
 | instantiate_flag_combos    | yes       | yes       | no (one flag at a time) |
+| conditional_if_else_switch | yes       | yes       | no      |
+| external_semaphore_nodes   | yes       | yes       | yes     |
 
 The table is what ``capabilities()`` computes for the pinned bindings; on an
 older runtime library (e.g. CUDA 12.0-12.2) symbol presence turns flags off.
@@ -42,6 +44,8 @@ class Capabilities:
     per_node_enable: bool
     instantiate_with_params: bool
     instantiate_flag_combinations: bool
+    conditional_if_else_switch: bool = False
+    external_semaphore_nodes: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -68,4 +72,6 @@ def capabilities() -> Capabilities:
         per_node_enable=has(f"{p}GraphNodeSetEnabled"),
         instantiate_with_params=has(f"{p}GraphInstantiateWithParams"),
         instantiate_flag_combinations=cuda,
+        conditional_if_else_switch=cuda and has("cudaGraphConditionalHandleCreate") and b.runtime_version >= 12080,
+        external_semaphore_nodes=has(f"{p}GraphAddExternalSemaphoresSignalNode"),
     )

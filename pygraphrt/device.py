@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
@@ -217,6 +217,18 @@ class Stream(Owned):
             self._capture._keep.append(payload)
         else:
             self._pending.append(payload)
+
+    def signal_external_semaphores(self, signals: "Sequence[Any]") -> None:
+        """Signal external semaphores in stream order (:class:`pygraphrt.SemaphoreSignal` items)."""
+        from .extsem import stream_op
+
+        stream_op(self, signals, wait=False)
+
+    def wait_external_semaphores(self, waits: "Sequence[Any]") -> None:
+        """Make later work on this stream wait for external semaphores (:class:`pygraphrt.SemaphoreWait`)."""
+        from .extsem import stream_op
+
+        stream_op(self, waits, wait=True)
 
     def malloc_async(self, size: int, pool: "MemPool | None" = None) -> "AsyncBuffer":
         """Allocate ``size`` bytes in stream order (see :mod:`pygraphrt.mempool`).

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 __all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "UpdateResult",
            "GraphMemAttr", "MemPoolAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
-           "PORT_DEFAULT", "PORT_PROGRAMMATIC", "PORT_LAUNCH_ORDER"]
+           "PORT_DEFAULT", "PORT_PROGRAMMATIC", "PORT_LAUNCH_ORDER", "ExternalSemaphoreType"]
 
 
 class NodeType(enum.Enum):
@@ -33,6 +33,21 @@ class NodeType(enum.Enum):
     MEMCPY_FROM_SYMBOL = "memcpy_from_symbol"  # HIP only
     MEMCPY_TO_SYMBOL = "memcpy_to_symbol"  # HIP only
     BATCH_MEM_OP = "batch_mem_op"  # HIP only
+
+
+class ExternalSemaphoreType(enum.Enum):
+    """What an imported external semaphore is (``ExternalSemaphore(type, ...)``)."""
+
+    OPAQUE_FD = "opaque_fd"                # Vulkan binary semaphore exported as an fd
+    OPAQUE_WIN32 = "opaque_win32"
+    OPAQUE_WIN32_KMT = "opaque_win32_kmt"
+    D3D12_FENCE = "d3d12_fence"
+    D3D11_FENCE = "d3d11_fence"
+    NVSCISYNC = "nvscisync"
+    KEYED_MUTEX = "keyed_mutex"
+    KEYED_MUTEX_KMT = "keyed_mutex_kmt"
+    TIMELINE_FD = "timeline_fd"            # Vulkan timeline semaphore exported as an fd
+    TIMELINE_WIN32 = "timeline_win32"
 
 
 class CaptureMode(enum.Enum):

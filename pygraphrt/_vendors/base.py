@@ -115,6 +115,14 @@ class Vendor:
     conditional_kinds: dict[str, tuple[str, int]] = {}
     conditional_assign_default: str | None = None  # handle flag: reset to default at each launch
     # (symbol, takes edge data) of the generic add-node API, best first; None
+    # neutral external-semaphore type -> vendor enum member
+    ext_sem_types: dict[Any, str] = {}
+    # C types of the external-semaphore structs: handle desc, signal/wait params, node params
+    ext_sem_desc_type: str = ""
+    ext_sem_signal_params_type: str = ""
+    ext_sem_wait_params_type: str = ""
+    ext_sem_signal_node_type: str = ""
+    ext_sem_wait_node_type: str = ""
     # means "edge data exactly when the binding's prototype has it".
     generic_add_forms: tuple[tuple[str, bool | None], ...] = ()
 

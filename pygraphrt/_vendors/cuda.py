@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from .. import errors
-from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, GraphMemAttr,
+from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, ExternalSemaphoreType, GraphMemAttr,
                      InstantiateFlags, NodeType, UpdateResult)
 from .base import KERNEL_ATTRIBUTES, KernelParams, Vendor
 
@@ -119,6 +119,23 @@ class CudaVendor(Vendor):
         NodeType.CONDITIONAL: "CU_GRAPH_NODE_TYPE_CONDITIONAL",
     }
     # IF and WHILE came with CUDA 12.4; IF with an else body and SWITCH with 12.8.
+    ext_sem_types = {
+        ExternalSemaphoreType.OPAQUE_FD: "cudaExternalSemaphoreHandleTypeOpaqueFd",
+        ExternalSemaphoreType.OPAQUE_WIN32: "cudaExternalSemaphoreHandleTypeOpaqueWin32",
+        ExternalSemaphoreType.OPAQUE_WIN32_KMT: "cudaExternalSemaphoreHandleTypeOpaqueWin32Kmt",
+        ExternalSemaphoreType.D3D12_FENCE: "cudaExternalSemaphoreHandleTypeD3D12Fence",
+        ExternalSemaphoreType.D3D11_FENCE: "cudaExternalSemaphoreHandleTypeD3D11Fence",
+        ExternalSemaphoreType.NVSCISYNC: "cudaExternalSemaphoreHandleTypeNvSciSync",
+        ExternalSemaphoreType.KEYED_MUTEX: "cudaExternalSemaphoreHandleTypeKeyedMutex",
+        ExternalSemaphoreType.KEYED_MUTEX_KMT: "cudaExternalSemaphoreHandleTypeKeyedMutexKmt",
+        ExternalSemaphoreType.TIMELINE_FD: "cudaExternalSemaphoreHandleTypeTimelineSemaphoreFd",
+        ExternalSemaphoreType.TIMELINE_WIN32: "cudaExternalSemaphoreHandleTypeTimelineSemaphoreWin32",
+    }
+    ext_sem_desc_type = "struct cudaExternalSemaphoreHandleDesc"
+    ext_sem_signal_params_type = "struct cudaExternalSemaphoreSignalParams"
+    ext_sem_wait_params_type = "struct cudaExternalSemaphoreWaitParams"
+    ext_sem_signal_node_type = "struct cudaExternalSemaphoreSignalNodeParams"
+    ext_sem_wait_node_type = "struct cudaExternalSemaphoreWaitNodeParams"
     conditional_kinds = {"if": ("cudaGraphCondTypeIf", 12040), "if_else": ("cudaGraphCondTypeIf", 12080),
                          "while": ("cudaGraphCondTypeWhile", 12040),
                          "switch": ("cudaGraphCondTypeSwitch", 12080)}

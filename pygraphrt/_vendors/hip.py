@@ -78,6 +78,12 @@ class HipVendor(Vendor):
     mem_pool_props_type = "hipMemPoolProps"
     device_prop_type = "hipDeviceProp_tR0600"
     node_params_type = "hipGraphNodeParams"
+    ext_sem_types = _hip(CudaVendor.ext_sem_types)
+    ext_sem_desc_type = "hipExternalSemaphoreHandleDesc"
+    ext_sem_signal_params_type = "hipExternalSemaphoreSignalParams"
+    ext_sem_wait_params_type = "hipExternalSemaphoreWaitParams"
+    ext_sem_signal_node_type = "hipExternalSemaphoreSignalNodeParams"
+    ext_sem_wait_node_type = "hipExternalSemaphoreWaitNodeParams"
     generic_add_forms = (("hipGraphAddNode", False),)  # no edge-data form
     library_unload_api = "ModuleUnload"
     launch_attribute_ids = {

@@ -11,10 +11,12 @@ from ._capture import Capture, CaptureInfo
 from ._conditional import SET_CONDITIONAL_SOURCE, ConditionalHandle
 from ._exec import GraphExec
 from ._graph import Graph
-from ._node import (ChildGraphNode, ConditionalNode, Dim3, EmptyNode, EventRecordNode, EventWaitNode, HostNode,
+from ._node import (ChildGraphNode, ConditionalNode, Dim3, ExternalSemaphoreSignalNode,
+                    ExternalSemaphoreWaitNode, EmptyNode, EventRecordNode, EventWaitNode, HostNode,
                     KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node, OtherNode)
 
 __all__ = ["Graph", "GraphExec", "Capture", "CaptureInfo", "Node", "EmptyNode", "MemsetNode",
            "MemcpyNode", "HostNode", "ChildGraphNode", "EventRecordNode", "EventWaitNode",
            "MemAllocNode", "MemFreeNode", "KernelNode", "OtherNode", "Dim3", "ConditionalNode",
-           "ConditionalHandle", "SET_CONDITIONAL_SOURCE"]
+           "ConditionalHandle", "SET_CONDITIONAL_SOURCE", "ExternalSemaphoreSignalNode",
+           "ExternalSemaphoreWaitNode"]

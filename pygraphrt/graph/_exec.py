@@ -11,8 +11,9 @@ from .._operands import ptr as _ptr
 from ..device import Event, Stream
 from ..enums import InstantiateFlags, UpdateResult
 from . import _params
-from ._node import (ChildGraphNode, EventRecordNode, EventWaitNode, HostNode, KernelNode, MemcpyNode,
-                    MemsetNode, Node, _apply_dims)
+from ._node import (ChildGraphNode, EventRecordNode, EventWaitNode, ExternalSemaphoreSignalNode,
+                    ExternalSemaphoreWaitNode, HostNode, KernelNode, MemcpyNode, MemsetNode, Node,
+                    _apply_dims)
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -210,6 +211,23 @@ class GraphExec(Owned):
         self._graph._same_backend(event, "set_event")
         self._backend.ops.call(api, self.handle, h, event.handle)
         self._retain([event], self._sinks[0], False)
+
+    def set_external_semaphore_signal(self, node: "ExternalSemaphoreSignalNode", signals: Any) -> None:
+        """Change a signal node's semaphores and values in this executable graph only."""
+        self._ext_sem(node, ExternalSemaphoreSignalNode, signals, False)
+
+    def set_external_semaphore_wait(self, node: "ExternalSemaphoreWaitNode", waits: Any) -> None:
+        """Change a wait node's semaphores and values in this executable graph only."""
+        self._ext_sem(node, ExternalSemaphoreWaitNode, waits, True)
+
+    def _ext_sem(self, node: Any, cls: type[Node], items: Any, wait: bool) -> None:
+        from .. import extsem
+
+        h = self._node(node, cls)
+        p, keep = extsem.node_params(self._backend, items, wait, f"GraphExec.set_{node.type.value}")
+        self._backend.ops.call(f"GraphExecExternalSemaphores{'Wait' if wait else 'Signal'}NodeSetParams",
+                               self.handle, h, p)
+        self._retain(keep, self._sinks[0], False)
 
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:

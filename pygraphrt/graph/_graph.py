@@ -12,6 +12,7 @@ from ..device import DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
 from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
+                    ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
 
@@ -363,11 +364,30 @@ class Graph(Owned):
         """Run ``bodies[value]`` (nothing when the value is ``>= n``) (CUDA >= 12.8)."""
         return self.add_conditional("switch", handle, n, dependencies=dependencies, edges=edges)
 
-    def add_external_semaphore_signal(self, *args: Any, **kw: Any) -> Node:
-        raise errors.NotSupported("Graph.add_external_semaphore_signal",
-                                  detail="external-semaphore nodes come in a later issue")
+    def add_external_semaphore_signal(self, signals: Sequence[Any], *,
+                                      dependencies: Iterable[Node] | None = None,
+                                      edges: Sequence[EdgeData] | None = None) -> "ExternalSemaphoreSignalNode":
+        """Signal external semaphores: ``signals`` are :class:`pygraphrt.SemaphoreSignal`
+        (or ExternalSemaphores, signalled with value 0)."""
+        from .. import extsem
 
-    add_external_semaphore_wait = add_external_semaphore_signal
+        p, keep = extsem.node_params(self._backend, signals, False, "Graph.add_external_semaphore_signal")
+        node = self._add("GraphAddExternalSemaphoresSignalNode", dependencies, edges, p,
+                         cls=ExternalSemaphoreSignalNode)
+        self._keep.append(keep)
+        return node  # type: ignore[return-value]
+
+    def add_external_semaphore_wait(self, waits: Sequence[Any], *,
+                                    dependencies: Iterable[Node] | None = None,
+                                    edges: Sequence[EdgeData] | None = None) -> "ExternalSemaphoreWaitNode":
+        """Wait for external semaphores: ``waits`` are :class:`pygraphrt.SemaphoreWait`."""
+        from .. import extsem
+
+        p, keep = extsem.node_params(self._backend, waits, True, "Graph.add_external_semaphore_wait")
+        node = self._add("GraphAddExternalSemaphoresWaitNode", dependencies, edges, p,
+                         cls=ExternalSemaphoreWaitNode)
+        self._keep.append(keep)
+        return node  # type: ignore[return-value]
 
     def _keep_operand(self, obj: Any) -> None:
         if isinstance(obj, DeviceBuffer):

@@ -66,6 +66,8 @@ class Node:
     host = _builder("add_host")
     child_graph = _builder("add_child_graph")
     event_record = _builder("add_event_record")
+    external_semaphore_signal = _builder("add_external_semaphore_signal")
+    external_semaphore_wait = _builder("add_external_semaphore_wait")
     event_wait = _builder("add_event_wait")
     mem_alloc = _builder("add_mem_alloc")
     mem_free = _builder("add_mem_free")
@@ -431,8 +433,51 @@ class ConditionalNode(Node):
         return stream.capture(mode, graph=bodies[body])
 
 
+class _ExtSemNode(Node):
+    __slots__ = ()
+    _wait = False
+    _api = ""  # GraphExternalSemaphores{Signal,Wait}Node
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """``{"signals": [SemaphoreSignal, ...]}`` (or ``"waits"``), as the runtime reports them."""
+        from .. import extsem
+
+        b = self._graph._backend
+        ops = b.ops
+        out = self._query(ops.ext_sem_wait_node_type if self._wait else ops.ext_sem_signal_node_type,
+                          f"{self._api}GetParams")
+        return {"waits" if self._wait else "signals": extsem.unpack(b, out, self._wait)}
+
+    def set_params(self, items: Any) -> None:  # type: ignore[override]
+        """Replace the semaphores and values (in this node's graph)."""
+        from .. import extsem
+
+        g = self._graph
+        p, keep = extsem.node_params(g._backend, items, self._wait, f"{type(self).__name__}.set_params")
+        g._backend.ops.call(f"{self._api}SetParams", self.handle, p)
+        g._keep.append(keep)
+
+
+class ExternalSemaphoreSignalNode(_ExtSemNode):
+    """Signals external semaphores when it runs."""
+
+    __slots__ = ()
+    node_type = NodeType.EXT_SEMAS_SIGNAL
+    _api = "GraphExternalSemaphoresSignalNode"
+
+
+class ExternalSemaphoreWaitNode(_ExtSemNode):
+    """Waits for external semaphores before its dependents run."""
+
+    __slots__ = ()
+    node_type = NodeType.EXT_SEMAS_WAIT
+    _wait = True
+    _api = "GraphExternalSemaphoresWaitNode"
+
+
 class OtherNode(Node):
-    """A node type pygraphrt does not model yet (external semaphores, HIP's extra types, ...)."""
+    """A node type pygraphrt does not model (HIP's memcpy-symbol and batch mem-op nodes)."""
 
     __slots__ = ()
 
@@ -440,5 +485,6 @@ class OtherNode(Node):
 NODE_CLASSES: dict[NodeType, type[Node]] = {
     cls.node_type: cls for cls in (EmptyNode, MemsetNode, MemcpyNode, HostNode, ChildGraphNode,
                                    EventRecordNode, EventWaitNode, MemAllocNode, MemFreeNode,
-                                   KernelNode, ConditionalNode)
+                                   KernelNode, ConditionalNode, ExternalSemaphoreSignalNode,
+                                   ExternalSemaphoreWaitNode)
 }
