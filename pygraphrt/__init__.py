@@ -57,6 +57,7 @@ _LAZY = {
     "Program": ("kernels", "Program"),
     "Library": ("kernels", "Library"),
     "Kernel": ("kernels", "Kernel"),
+    "link": ("kernels", "link"),
     "CompileError": ("errors", "CompileError"),
     "NodeType": ("enums", "NodeType"),
     "CaptureMode": ("enums", "CaptureMode"),

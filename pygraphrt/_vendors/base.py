@@ -321,6 +321,11 @@ class Vendor:
         deps, _, edges = self._query("node_dependents", "GraphNodeGetDependentNodes", (node,), False)
         return list(zip(deps, edges))
 
+    def link(self, inputs: list[tuple[str, Any, str]]) -> tuple[bytes, str]:
+        """Link relocatable device code into one loadable image (CUDA: the driver's JIT linker)."""
+        raise errors.NotSupported(f"{self.prefix}Link", vendor=self.name,
+                                  detail="linking device code is available on CUDA only")
+
     def node_type_fallback(self, node: Any) -> NodeType | None:
         """The node's type by another route when ``GraphNodeGetType`` fails (None: no other route)."""
         return None

@@ -9,6 +9,7 @@ edge data into ``cudaGraphAddDependencies`` & co., CUDA 12.3-12.9 have them as
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 from .. import errors
@@ -362,6 +363,48 @@ class CudaVendor(Vendor):
         else:
             self.call("LibraryLoadData", out, image, ffi.NULL, ffi.NULL, 0, ffi.NULL, ffi.NULL, 0)
         return out[0]
+
+    def link(self, inputs: list[tuple[str, Any, str]]) -> tuple[bytes, str]:
+        """Link relocatable code with the driver's JIT linker (``cuLinkCreate`` ...).
+
+        ``inputs``: (kind, bytes or a path as str, name) with kind ``cubin``, ``ptx``, ``fatbin``,
+        ``object`` or ``library``.  Returns (the linked CUBIN, the linker's info log).
+        """
+        dffi = self._driver_ffi()
+        self.call("Free", self.ffi.NULL)  # the device's primary context, current on this thread
+        kinds = {"cubin": "CU_JIT_INPUT_CUBIN", "ptx": "CU_JIT_INPUT_PTX", "fatbin": "CU_JIT_INPUT_FATBINARY",
+                 "object": "CU_JIT_INPUT_OBJECT", "library": "CU_JIT_INPUT_LIBRARY"}
+        jit = dict(dffi.typeof("CUjit_option").relements)
+        info, err = dffi.new("char[]", 1 << 16), dffi.new("char[]", 1 << 16)
+        names = ["CU_JIT_INFO_LOG_BUFFER", "CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES",
+                 "CU_JIT_ERROR_LOG_BUFFER", "CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES"]
+        opts = dffi.new("CUjit_option[]", [jit[n] for n in names])
+        vals = dffi.new("void *[]", [info, dffi.cast("void *", 1 << 16), err, dffi.cast("void *", 1 << 16)])
+        state = dffi.new("CUlinkState *")
+        self._driver_call("cuLinkCreate", len(names), opts, vals, state)
+        try:
+            for kind, data, name in inputs:
+                t = dffi.typeof("CUjitInputType").relements[kinds[kind]]
+                try:
+                    if isinstance(data, str):
+                        self._driver_call("cuLinkAddFile", state[0], t, os.fsencode(data), 0, dffi.NULL,
+                                          dffi.NULL)
+                    else:
+                        buf = dffi.from_buffer(bytes(data))
+                        self._driver_call("cuLinkAddData", state[0], t, buf, len(buf), name.encode(), 0,
+                                          dffi.NULL, dffi.NULL)
+                except errors.GraphRTError as e:
+                    raise type(e)(e.api, e.code, e.name, e.vendor, e.message,
+                                  detail=f"adding {name}: {dffi.string(err).decode(errors='replace')}") from None
+            cubin, size = dffi.new("void **"), dffi.new("size_t *")
+            try:
+                self._driver_call("cuLinkComplete", state[0], cubin, size)
+            except errors.GraphRTError as e:
+                raise type(e)(e.api, e.code, e.name, e.vendor, e.message,
+                              detail=dffi.string(err).decode(errors="replace")) from None
+            return bytes(dffi.buffer(cubin[0], size[0])), dffi.string(info).decode(errors="replace")
+        finally:
+            self._driver_call("cuLinkDestroy", state[0])
 
     def library_kernel(self, library: Any, name: bytes) -> tuple[Any, str]:
         out = self.ffi.new("cudaKernel_t *")

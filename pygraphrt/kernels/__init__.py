@@ -1,7 +1,8 @@
 """Kernels: compile from source, load, launch with typed arguments.
 
 One module per concept: :mod:`._program` (NVRTC / HIPRTC compilation),
-:mod:`._library` (loaded code, kernels, attributes, occupancy, launch),
+:mod:`._library` (loaded code, kernels, attributes, occupancy, launch), :mod:`._link`
+(linking relocatable code and the device runtime),
 :mod:`._signature` (kernel signatures: packing and unpacking arguments the way
 the compiler lays out kernel parameters).  Kernel *nodes* live with the other
 node types in :mod:`pygraphrt.graph`.
@@ -19,8 +20,9 @@ Example::
 """
 
 from ._library import Kernel, KernelAttributes, Library
+from ._link import device_runtime_library, link
 from ._program import Program
 from ._signature import ArgType, PackedArgs, Signature, infer_signature, parse_signature
 
 __all__ = ["Program", "Library", "Kernel", "KernelAttributes", "Signature", "ArgType",
-           "PackedArgs", "parse_signature", "infer_signature"]
+           "PackedArgs", "parse_signature", "infer_signature", "link", "device_runtime_library"]

@@ -94,6 +94,7 @@ class Library(Owned):
             handle = ops.load_library(data, None)
         super().__init__(backend, handle, True, keep=(data,))
         self._kernels: dict[str, Kernel] = {}
+        self.link_log = ""  # the linker's info log, for libraries made by pygraphrt.link
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Library":
