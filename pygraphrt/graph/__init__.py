@@ -3,12 +3,14 @@
 One module per concept: :mod:`._graph` (explicit definition), :mod:`._node`
 (node base with builder methods and one subclass per type), :mod:`._capture`
 (stream capture and capture info), :mod:`._conditional` (conditional
-handles and nodes), :mod:`._exec` (instantiate / launch /
+handles and nodes), :mod:`._hip_nodes` (HIP's batch-mem-op and memcpy-symbol nodes),
+:mod:`._exec` (instantiate / launch /
 update), :mod:`._export` (networkx, JSON, structural comparison).
 """
 
 from ._capture import Capture, CaptureInfo
 from ._conditional import SET_CONDITIONAL_SOURCE, ConditionalHandle
+from ._hip_nodes import BatchMemOpNode, MemcpyFromSymbolNode, MemcpyToSymbolNode, MemOp
 from ._exec import GraphExec
 from ._graph import Graph
 from ._node import (ChildGraphNode, ConditionalNode, Dim3, ExternalSemaphoreSignalNode,
@@ -19,4 +21,5 @@ __all__ = ["Graph", "GraphExec", "Capture", "CaptureInfo", "Node", "EmptyNode", 
            "MemcpyNode", "HostNode", "ChildGraphNode", "EventRecordNode", "EventWaitNode",
            "MemAllocNode", "MemFreeNode", "KernelNode", "OtherNode", "Dim3", "ConditionalNode",
            "ConditionalHandle", "SET_CONDITIONAL_SOURCE", "ExternalSemaphoreSignalNode",
-           "ExternalSemaphoreWaitNode"]
+           "ExternalSemaphoreWaitNode", "BatchMemOpNode", "MemcpyToSymbolNode", "MemcpyFromSymbolNode",
+           "MemOp"]

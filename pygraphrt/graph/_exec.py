@@ -229,6 +229,32 @@ class GraphExec(Owned):
                                self.handle, h, p)
         self._retain(keep, self._sinks[0], False)
 
+    def set_batch_mem_op(self, node: Node, ops: Any, flags: int = 0) -> None:
+        """HIP: change a batch-mem-op node's operations in this executable graph only."""
+        from . import _hip_nodes
+
+        h = self._node(node, _hip_nodes.BatchMemOpNode)
+        p, keep = _hip_nodes._batch_params(self._graph, ops, flags, "GraphExec.set_batch_mem_op")
+        self._backend.ops.call("GraphExecBatchMemOpNodeSetParams", self.handle, h, p)
+        self._retain(keep, self._sinks[0], False)
+
+    def set_memcpy_to_symbol(self, node: Node, symbol: int, src: Any, count: int, offset: int = 0) -> None:
+        """HIP: change a memcpy-to-symbol node in this executable graph only."""
+        self._memcpy_symbol(node, True, symbol, src, count, offset)
+
+    def set_memcpy_from_symbol(self, node: Node, dst: Any, symbol: int, count: int, offset: int = 0) -> None:
+        """HIP: change a memcpy-from-symbol node in this executable graph only."""
+        self._memcpy_symbol(node, False, symbol, dst, count, offset)
+
+    def _memcpy_symbol(self, node: Node, to: bool, symbol: int, buffer: Any, count: int, offset: int) -> None:
+        from . import _hip_nodes
+
+        h = self._node(node, _hip_nodes.MemcpyToSymbolNode if to else _hip_nodes.MemcpyFromSymbolNode)
+        args = _hip_nodes._symbol_args(self._graph, symbol, buffer, count, offset, to)
+        self._backend.ops.call("GraphExecMemcpyNodeSetParams" + ("ToSymbol" if to else "FromSymbol"),
+                               self.handle, h, *args)
+        self._retain([buffer], self._sinks[0], False)
+
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:
         h = self._node(node, KernelNode)

@@ -389,6 +389,31 @@ class Graph(Owned):
         self._keep.append(keep)
         return node  # type: ignore[return-value]
 
+    # -- HIP's own node types (see _hip_nodes) ---------------------------------
+    def add_batch_mem_op(self, ops: Sequence[Any], flags: int = 0, *,
+                         dependencies: Iterable[Node] | None = None,
+                         edges: Sequence[EdgeData] | None = None) -> Node:
+        """HIP: wait-value / write-value / flush / barrier operations (:class:`pygraphrt.graph.MemOp`)."""
+        from . import _hip_nodes
+
+        return _hip_nodes.add_batch_mem_op(self, ops, flags, dependencies, edges)
+
+    def add_memcpy_to_symbol(self, symbol: int, src: Any, count: int, offset: int = 0, *,
+                             dependencies: Iterable[Node] | None = None,
+                             edges: Sequence[EdgeData] | None = None) -> Node:
+        """HIP: copy ``count`` bytes from ``src`` to the device variable at ``symbol`` + ``offset``."""
+        from . import _hip_nodes
+
+        return _hip_nodes.add_memcpy_symbol(self, True, symbol, src, count, offset, dependencies, edges)
+
+    def add_memcpy_from_symbol(self, dst: Any, symbol: int, count: int, offset: int = 0, *,
+                               dependencies: Iterable[Node] | None = None,
+                               edges: Sequence[EdgeData] | None = None) -> Node:
+        """HIP: copy ``count`` bytes from the device variable at ``symbol`` + ``offset`` to ``dst``."""
+        from . import _hip_nodes
+
+        return _hip_nodes.add_memcpy_symbol(self, False, symbol, dst, count, offset, dependencies, edges)
+
     def _keep_operand(self, obj: Any) -> None:
         if isinstance(obj, DeviceBuffer):
             self._same_backend(obj, "graph operand")
@@ -446,6 +471,13 @@ class Graph(Owned):
         n = ffi.new("size_t *")
         self._backend.ops.call("GraphGetNodes", self.handle, ffi.NULL, n)
         return int(n[0])
+
+    @property
+    def id(self) -> int:
+        """The graph's id (``GraphGetId``, CUDA >= 13.1; as in ``debug_dot``)."""
+        from ._readback import graph_id
+
+        return graph_id(self)
 
     def clone(self) -> "Graph":
         """A copy; ``find_clone`` maps nodes of this graph to the copy's."""

@@ -462,3 +462,67 @@ hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream) {
   return hipSuccess;
 }
 hipError_t hipFree(void *ptr) { if (ptr) release(ptr); return hipSuccess; }
+
+/* HIP's own node types: batch memory operations (kept per node, read back as given) and
+ * memcpy to / from a symbol (the fake records the call; HIP has no readback of these). */
+static struct { hipGraphNode_t node; hipBatchMemOpNodeParams p; hipStreamBatchMemOpParams ops[8]; } batch_store[MAXN];
+static int nbatch;
+static hipError_t store_batch(hipGraphNode_t node, const hipBatchMemOpNodeParams *p) {
+  if (!p || !p->paramArray || p->count == 0 || p->count > 8) return fail(hipErrorInvalidValue);
+  int i = 0;
+  while (i < nbatch && batch_store[i].node != node) i++;
+  if (i == nbatch) { if (nbatch >= MAXN) return fail(hipErrorInvalidValue); nbatch++; }
+  batch_store[i].node = node;
+  batch_store[i].p = *p;
+  memcpy(batch_store[i].ops, p->paramArray, p->count * sizeof(hipStreamBatchMemOpParams));
+  batch_store[i].p.paramArray = batch_store[i].ops;
+  return hipSuccess;
+}
+hipError_t hipGraphAddBatchMemOpNode(hipGraphNode_t *phGraphNode, hipGraph_t hGraph, const hipGraphNode_t *dependencies,
+                                     size_t numDependencies, const hipBatchMemOpNodeParams *nodeParams) {
+  if (!nodeParams || nodeParams->count == 0 || nodeParams->count > 8) return fail(hipErrorInvalidValue);
+  hipError_t e = add_node(phGraphNode, hGraph, dependencies, numDependencies, hipGraphNodeTypeBatchMemOp);
+  return e ? e : store_batch(*phGraphNode, nodeParams);
+}
+hipError_t hipGraphBatchMemOpNodeGetParams(hipGraphNode_t hNode, hipBatchMemOpNodeParams *nodeParams_out) {
+  for (int i = 0; i < nbatch; i++)
+    if (batch_store[i].node == hNode) { *nodeParams_out = batch_store[i].p; return hipSuccess; }
+  return fail(hipErrorInvalidValue);
+}
+hipError_t hipGraphBatchMemOpNodeSetParams(hipGraphNode_t hNode, hipBatchMemOpNodeParams *nodeParams) {
+  if (!hNode || hNode->type != hipGraphNodeTypeBatchMemOp) return fail(hipErrorInvalidValue);
+  return store_batch(hNode, nodeParams);
+}
+hipError_t hipGraphExecBatchMemOpNodeSetParams(hipGraphExec_t hGraphExec, hipGraphNode_t hNode,
+                                               const hipBatchMemOpNodeParams *nodeParams) {
+  if (!hGraphExec || !hNode || hNode->type != hipGraphNodeTypeBatchMemOp || !nodeParams) return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+hipError_t hipGraphAddMemcpyNodeToSymbol(hipGraphNode_t *pGraphNode, hipGraph_t graph, const hipGraphNode_t *pDependencies,
+                                         size_t numDependencies, const void *symbol, const void *src, size_t count,
+                                         size_t offset, hipMemcpyKind kind) {
+  if (!symbol || !src || kind != hipMemcpyDefault) return fail(hipErrorInvalidValue);
+  (void)count; (void)offset;
+  return add_node(pGraphNode, graph, pDependencies, numDependencies, hipGraphNodeTypeMemcpyToSymbol);
+}
+hipError_t hipGraphAddMemcpyNodeFromSymbol(hipGraphNode_t *pGraphNode, hipGraph_t graph, const hipGraphNode_t *pDependencies,
+                                           size_t numDependencies, void *dst, const void *symbol, size_t count,
+                                           size_t offset, hipMemcpyKind kind) {
+  if (!symbol || !dst || kind != hipMemcpyDefault) return fail(hipErrorInvalidValue);
+  (void)count; (void)offset;
+  return add_node(pGraphNode, graph, pDependencies, numDependencies, hipGraphNodeTypeMemcpyFromSymbol);
+}
+hipError_t hipGraphMemcpyNodeSetParamsToSymbol(hipGraphNode_t node, const void *symbol, const void *src, size_t count,
+                                               size_t offset, hipMemcpyKind kind) {
+  (void)count; (void)offset;
+  if (!node || node->type != hipGraphNodeTypeMemcpyToSymbol || !symbol || !src || kind != hipMemcpyDefault)
+    return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+hipError_t hipGraphExecMemcpyNodeSetParamsFromSymbol(hipGraphExec_t hGraphExec, hipGraphNode_t node, void *dst,
+                                                     const void *symbol, size_t count, size_t offset, hipMemcpyKind kind) {
+  (void)count; (void)offset;
+  if (!hGraphExec || !node || node->type != hipGraphNodeTypeMemcpyFromSymbol || !symbol || !dst || kind != hipMemcpyDefault)
+    return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}

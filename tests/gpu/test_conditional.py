@@ -223,6 +223,9 @@ def test_misuse_raises_clearly(stream):
         assert inner.type is NodeType.CONDITIONAL
         with pytest.raises(errors.NotSupported, match="readback"):
             inner.bodies
+    from pygraphrt.graph import MemOp
+    with pytest.raises(errors.NotSupported, match="HIP node types"):
+        g.add_batch_mem_op([MemOp.barrier()])
     # A device-launchable graph may not contain host nodes: the runtime refuses it.
     d = rt.Graph()
     d.add_host(lambda: None)
