@@ -15,7 +15,14 @@ from .headersets import HEADER_SETS
 
 
 def _manifest(name_or_path: str) -> dict:
+    """A committed binding's manifest, a manifest file, or ``name@version``: the binding
+    generated (in memory) from that release of its header set's history."""
     path = Path(name_or_path)
+    if not path.exists() and "@" in name_or_path:
+        name, version = name_or_path.split("@", 1)
+        hs = HEADER_SETS[name]
+        headersets.fetch(list(hs.fetch_keys))
+        return generate(hs, history_version=version).manifest
     if not path.exists():
         path = BINDINGS_DIR / name_or_path / "manifest.json"
     return json.loads(path.read_text())
@@ -39,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true",
                    help="regenerate from the pinned headers and fail on any byte difference")
     p.add_argument("--stats", action="store_true", help="print counts per binding")
+    p.add_argument("--match", metavar="REGEX",
+                   help="diff: only functions, enums and records whose name matches REGEX")
     p.add_argument("--cuda-include", help="use this CUDA toolkit include folder instead of the pins")
     p.add_argument("--hip-include", help="use this ROCm/HIP include folder instead of the pins")
     p.add_argument("--from-env", action="store_true",
@@ -53,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.verb == "diff":
         if len(a.args) != 2:
             p.error("diff takes two bindings (names or manifest paths)")
-        lines = diff_manifests(_manifest(a.args[0]), _manifest(a.args[1]))
+        lines = diff_manifests(_manifest(a.args[0]), _manifest(a.args[1]), a.match)
         print("\n".join(lines) if lines else "no API differences")
         return 0
 
@@ -68,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.check and custom:
         p.error("--check always uses the pinned headers")
     if not custom:
-        headersets.fetch(sorted({pkg for n in names for pkg in HEADER_SETS[n].packages}))
+        headersets.fetch(sorted({pkg for n in names for pkg in HEADER_SETS[n].fetch_keys}))
     failed = []
     for name in names:
         hs = HEADER_SETS[name]

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
-def diff_manifests(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Human-readable lines: what B adds, removes or changes relative to A."""
+def diff_manifests(a: dict[str, Any], b: dict[str, Any], match: str | None = None) -> list[str]:
+    """Human-readable lines: what B adds, removes or changes relative to A.
+
+    ``match``: a regular expression; only functions, enums and records whose name
+    it matches (``re.search``) are compared.
+    """
     lines: list[str] = []
+    if match is not None:
+        pattern = re.compile(match)
+        a, b = ({**m, **{k: {n: v for n, v in m[k].items() if pattern.search(n)}
+                         for k in ("functions", "enums", "records")}} for m in (a, b))
 
     def section(title: str, items: list[str]) -> None:
         if items:

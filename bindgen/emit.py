@@ -165,7 +165,8 @@ def _flat_fields(ffi: cffi.FFI, ctype: str, fields: tuple[Field, ...], prefix: t
 
 
 def manifest(hs_source: dict[str, object], module: Module, functions: dict[str, Function],
-             constants: dict[str, Constant], ffi: cffi.FFI, omitted: dict[str, str]) -> dict[str, object]:
+             constants: dict[str, Constant], ffi: cffi.FFI, omitted: dict[str, str],
+             since: dict[str, str] | None = None) -> dict[str, object]:
     records: dict[str, object] = {}
     for name, rec in module.records.items():
         if rec.fields is None or name in omitted:
@@ -176,7 +177,7 @@ def manifest(hs_source: dict[str, object], module: Module, functions: dict[str, 
             "align": ffi.alignof(name),
             "fields": _flat_fields(ffi, name, rec.fields, (), 0),
         }
-    return {
+    data: dict[str, object] = {
         "source": hs_source,
         "functions": {
             api: {"symbol": fn.symbol, "result": spell(fn.result),
@@ -191,6 +192,9 @@ def manifest(hs_source: dict[str, object], module: Module, functions: dict[str, 
         "constant_types": {c.name: c.c_type for c in constants.values()},
         "omitted": omitted,
     }
+    if since:  # only header sets with a history: api name -> the version that added it
+        data["since"] = since
+    return data
 
 
 def manifest_json(data: dict[str, object]) -> str:
@@ -236,7 +240,7 @@ def enums_module_source(binding_name: str, module: Module) -> str:
 
 
 def symbols_module_source(binding_name: str, functions: dict[str, Function],
-                          constants: dict[str, Constant]) -> str:
+                          constants: dict[str, Constant], since: dict[str, str] | None = None) -> str:
     """A small module (plain dicts, quick to import): constants and the api -> symbol table."""
     lines = [
         f'"""Constants and symbol table of the {binding_name} binding.',
@@ -257,6 +261,15 @@ def symbols_module_source(binding_name: str, functions: dict[str, Function],
         lines.append(f"    {api!r}: {fn.symbol!r},")
     lines.append("}")
     lines.append("")
+    if since:
+        lines.append("# Symbols newer than the oldest release of this major that bindgen knows:")
+        lines.append("# symbol -> (major, minor) of the first release whose headers declare it.")
+        lines.append("SINCE: dict[str, tuple[int, int]] = {")
+        for api, version in sorted(since.items(), key=lambda kv: functions[kv[0]].symbol):
+            major, minor = (int(x) for x in version.split(".")[:2])
+            lines.append(f"    {functions[api].symbol!r}: ({major}, {minor}),")
+        lines.append("}")
+        lines.append("")
     return "\n".join(lines)
 
 

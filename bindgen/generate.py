@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import emit, preprocess, select
-from .headersets import HEADER_SETS, WHEELS, HeaderSet, include_roots
+from .headersets import HEADER_SETS, WHEELS, HeaderSet, history_roots, include_roots
 from .ir import Constant, Function, Module
 from .parse import parse
 
@@ -56,25 +56,70 @@ def run_pipeline(headers: list[str], roots: list[Path], defines: dict[str, str],
     return Pipeline(module, functions, constants, cdef, cdef_packed, omitted)
 
 
-def generate(hs: HeaderSet, override_include: Path | None = None) -> Generated:
-    roots = include_roots(hs, override_include)
+def declared_symbols(hs: HeaderSet, roots: list[Path]) -> set[str]:
+    """The function symbols the set's API headers declare under ``roots`` (one parse, no macros)."""
+    module = parse(preprocess.preprocess(list(hs.headers), roots, hs.defines), roots)
+    return {f.symbol for f in module.functions.values() if f.header in hs.api_headers}
+
+
+def since_table(hs: HeaderSet, functions: dict[str, Function]) -> dict[str, str]:
+    """api name -> the first version of ``hs.history`` (else ``hs.version``) declaring its symbol.
+
+    Only functions newer than the oldest history version are listed: those are
+    the ones a runtime of that major may lack.  A per-thread-stream variant
+    (``X_ptsz``) is as old as ``X``.
+    """
+    if not hs.history:
+        return {}
+    declared = [(version, declared_symbols(hs, history_roots(hs, key))) for version, key in hs.history]
+    since: dict[str, str] = {}
+    for api, fn in functions.items():
+        symbol = fn.symbol
+        for suffix in hs.per_thread_suffixes:
+            if api == symbol and symbol.endswith(suffix):
+                symbol = symbol[: -len(suffix)]
+        first = next((v for v, names in declared if symbol in names), hs.version)
+        if first != hs.history[0][0]:
+            since[api] = first
+    return dict(sorted(since.items()))
+
+
+def generate(hs: HeaderSet, override_include: Path | None = None,
+             history_version: str | None = None) -> Generated:
+    """Generate the binding of ``hs``; with ``history_version``, from that release of its
+    history instead (in memory, for ``python -m bindgen diff cuda13@13.0 cuda13``)."""
+    if history_version is not None:
+        key = dict(hs.history).get(history_version)
+        if key is None:
+            raise ValueError(f"{hs.name} has no history version {history_version}; "
+                             f"known: {[v for v, _ in hs.history]}")
+        roots = history_roots(hs, key)
+    else:
+        roots = include_roots(hs, override_include)
     p = run_pipeline(list(hs.headers), roots, hs.defines, hs.api_headers, hs.constant_prefixes,
                      hs.per_thread_define, hs.per_thread_suffixes)
     module_name = f"pygraphrt._bindings.{hs.name}._ffi"
     ffi = emit.make_ffi(p.cdef, p.cdef_packed)
-    if override_include is None:
-        packages = {pkg: WHEELS[pkg].version for pkg in hs.packages}
-    else:
+    since: dict[str, str] = {}
+    if override_include is not None:
         packages = {"toolkit": str(override_include)}
-    source: dict[str, object] = {"vendor": hs.vendor, "version": hs.version, "packages": packages,
-              "headers": list(hs.headers), "library": hs.library,
+    else:
+        keys = ((dict(hs.history)[history_version],) + hs.packages[1:] if history_version
+                else hs.packages)
+        packages = {WHEELS[k].project: WHEELS[k].version for k in keys}
+        if history_version is None:
+            since = since_table(hs, p.functions)
+    source: dict[str, object] = {"vendor": hs.vendor, "version": history_version or hs.version,
+              "packages": packages, "headers": list(hs.headers), "library": hs.library,
               "defines": dict(sorted(hs.defines.items()))}
-    data = emit.manifest(source, p.module, p.functions, p.constants, ffi, p.omitted)
+    if hs.history and override_include is None and history_version is None:
+        source["history"] = {v: f"{WHEELS[k].project} {WHEELS[k].version}" for v, k in hs.history}
+    data = emit.manifest(source, p.module, p.functions, p.constants, ffi, p.omitted, since)
     files = {
         "__init__.py": emit.package_init_source(hs.name, source),
         "_ffi.py": emit.ffi_module_source(module_name, p.cdef, p.cdef_packed),
         "enums.py": emit.enums_module_source(hs.name, p.module),
-        "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants),
+        "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants, since),
         "manifest.json": emit.manifest_json(data),
     }
     return Generated(hs.name, files, data)

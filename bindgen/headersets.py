@@ -30,17 +30,43 @@ class Wheel:
     # folders inside the wheel to extract, mapped to a name in the cache
     include: str
     libs: tuple[str, ...] = ()
+    # An older release of a project pinned beside the current one (for a header
+    # set's history): keyed ``project@version`` rather than by the project alone.
+    older: bool = False
+
+    @property
+    def key(self) -> str:
+        """The name header sets use for this wheel (and its folder in the cache)."""
+        return f"{self.project}@{self.version}" if self.older else self.project
 
 
-WHEELS: dict[str, Wheel] = {w.project: w for w in [
-    Wheel("nvidia-cuda-runtime", "13.0.96",
-          "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-          "7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548",
-          "nvidia/cu13/include", ("nvidia/cu13/lib/libcudart.so.13",)),
-    Wheel("nvidia-cuda-crt", "13.0.88",
-          "nvidia_cuda_crt-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
-          "2c8043c7c9e02492716426e9919fc78d2c5b3b2a7a768a88e952676b08aa55a4",
-          "nvidia/cu13/include"),
+def _cu13(project: str, version: str, sha: str, lib: str | None, older: bool = True,
+          tag: str = "manylinux2014_x86_64.manylinux_2_17_x86_64") -> Wheel:
+    """A CUDA 13 component wheel (runtime, crt, nvrtc: all under nvidia/cu13/)."""
+    filename = f"{project.replace('-', '_')}-{version}-py3-none-{tag}.whl"
+    return Wheel(project, version, filename, sha, "nvidia/cu13/include",
+                 (f"nvidia/cu13/lib/{lib}",) if lib else (), older)
+
+
+_NVRTC_TAG = "manylinux2010_x86_64.manylinux_2_12_x86_64"
+
+WHEELS: dict[str, Wheel] = {w.key: w for w in [
+    _cu13("nvidia-cuda-runtime", "13.5.37",
+          "df2b79a8852f10d1fef8c848489c49eebb5754051bf870202a862831412b179d", "libcudart.so.13", older=False),
+    _cu13("nvidia-cuda-crt", "13.5.37",
+          "e898b7f73d3035fa89915a3f7bf3b54a73e90249746111aed295822c4729bb29", None, older=False),
+    # The history of the cuda13 / cudadrv13 header sets: the newest release of each
+    # earlier 13.x minor (which functions each declares: ``since`` in the manifests).
+    _cu13("nvidia-cuda-runtime", "13.0.96",
+          "7f82250d7782aa23b6cfe765ecc7db554bd3c2870c43f3d1821f1d18aebf0548", "libcudart.so.13"),
+    _cu13("nvidia-cuda-runtime", "13.1.80",
+          "dac25b52e69050e5a7a84957e6df470a85b185f8f648a99a1ab1dfce027576cf", None),
+    _cu13("nvidia-cuda-runtime", "13.2.86",
+          "3498247680dfddce31bad102af7e3e26fc795342a3cac64722bb0fa95e7f60f0", None),
+    _cu13("nvidia-cuda-runtime", "13.3.29",
+          "e04420616e72f563167a7733272992d7e6df6dc5cb54b2f94f9f1520ea9e30c1", None),
+    _cu13("nvidia-cuda-runtime", "13.4.92",
+          "9641f797da20ce1dd8e779b6e96d08cf9ba564cec8e8225458811ee26423f3a5", None),
     Wheel("nvidia-cuda-runtime-cu12", "12.9.79",
           "nvidia_cuda_runtime_cu12-12.9.79-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl",
           "25bba2dfb01d48a9b59ca474a1ac43c6ebf7011f1b0b8cc44f54eb6ac48a96c3",
@@ -49,18 +75,35 @@ WHEELS: dict[str, Wheel] = {w.project: w for w in [
           "nvidia_cuda_nvcc_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
           "5d6a0d32fdc7ea39917c20065614ae93add6f577d840233237ff08e9a38f58f0",
           "nvidia/cuda_nvcc/include/crt"),
-    Wheel("nvidia-cuda-nvrtc", "13.0.88",
-          "nvidia_cuda_nvrtc-13.0.88-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
-          "ad9b6d2ead2435f11cbb6868809d2adeeee302e9bb94bcf0539c7a40d80e8575",
-          "nvidia/cu13/include", ("nvidia/cu13/lib/libnvrtc.so.13",)),
+    _cu13("nvidia-cuda-nvrtc", "13.5.37",
+          "86b4d68058807988b7d9af5b44917a0601e9c337f35ccd657bfb3c759ff8d8bc", "libnvrtc.so.13",
+          older=False, tag=_NVRTC_TAG),
+    _cu13("nvidia-cuda-nvrtc", "13.0.88",
+          "ad9b6d2ead2435f11cbb6868809d2adeeee302e9bb94bcf0539c7a40d80e8575", "libnvrtc.so.13",
+          tag=_NVRTC_TAG),
+    _cu13("nvidia-cuda-nvrtc", "13.1.115",
+          "d7cf1284ab82f379884decc8813d9d4a729bc96b1ec020a9cf80303f698d73c4", None, tag=_NVRTC_TAG),
+    _cu13("nvidia-cuda-nvrtc", "13.2.86",
+          "8111c5130e967b78222ea2124145f8efe9ce201b752b2579a2513100a53be1c5", None, tag=_NVRTC_TAG),
+    _cu13("nvidia-cuda-nvrtc", "13.3.33",
+          "82530788b8c6164a54d3fd9ae8bcca8893d397c4aeb998861982a03bbe41e204", None, tag=_NVRTC_TAG),
+    _cu13("nvidia-cuda-nvrtc", "13.4.92",
+          "5ce8c97b00b232c4f50c8c4b5a3b68cafee08bdb82ea86f2052ff01d03194f4a", None, tag=_NVRTC_TAG),
     Wheel("nvidia-cuda-nvrtc-cu12", "12.9.86",
           "nvidia_cuda_nvrtc_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
           "210cf05005a447e29214e9ce50851e83fc5f4358df8b453155d5e1918094dcb4",
           "nvidia/cuda_nvrtc/include", ("nvidia/cuda_nvrtc/lib/libnvrtc.so.12",)),
+    # HIP 7.1.25424 (triton 3.9.0 carries the same HIP headers: no newer HIP 7 is pinnable).
     Wheel("triton", "3.8.0",
           "triton-3.8.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
           "e91ffa46d095b252248297292dd22bcbacd53a125a0c2eefbbbf74925a320bc3",
           "triton/backends/amd/include"),
+    # HIP 6.2.41134 with hiprtc.h: the newest triton that carries HIP 6 (3.3.1-3.5.1 do;
+    # 3.4.0's headers are byte-identical, 3.3.1's differ in comments only).
+    Wheel("triton", "3.5.1",
+          "triton-3.5.1-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+          "d2c6b915a03888ab931a9fd3e55ba36785e1fe70cbea0b40c6ef93b20fc85232",
+          "triton/backends/amd/include", older=True),
 ]}
 
 
@@ -84,6 +127,24 @@ class HeaderSet:
     # where the crt/ headers of a CUDA 12 set live, relative to the cache
     extra_roots: tuple[str, ...] = ()
     toolkit: str = "cuda"  # which --*-include / *_HOME applies
+    # Earlier releases of the same major, oldest first: (version, WHEELS key standing in
+    # for packages[0]).  Each function gets ``since``: the first of these versions (or
+    # ``version``) whose headers declare it, so that a runtime older than the headers
+    # can be told which functions it lacks.  Empty: every function counts as ``version``'s.
+    history: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def fetch_keys(self) -> tuple[str, ...]:
+        """Every WHEELS key this set needs: its packages and its history."""
+        return self.packages + tuple(key for _, key in self.history)
+
+
+def _cu13_history(project: str, versions: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((".".join(v.split(".")[:2]), f"{project}@{v}") for v in versions)
+
+
+_RUNTIME13_HISTORY = _cu13_history("nvidia-cuda-runtime", ("13.0.96", "13.1.80", "13.2.86", "13.3.29", "13.4.92"))
+_NVRTC13_HISTORY = _cu13_history("nvidia-cuda-nvrtc", ("13.0.88", "13.1.115", "13.2.86", "13.3.33", "13.4.92"))
 
 
 HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
@@ -92,15 +153,23 @@ HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
               per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
               per_thread_suffixes=("_ptds", "_ptsz"),
               constant_prefixes=("cuda", "CUDA", "CUDART")),
-    HeaderSet("cuda13", "cuda", "13.0", ("nvidia-cuda-runtime", "nvidia-cuda-crt"),
+    HeaderSet("cuda13", "cuda", "13.5", ("nvidia-cuda-runtime", "nvidia-cuda-crt"),
               ("cuda_runtime_api.h",), ("cuda_runtime_api.h",), "libcudart.so.13",
               per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
               per_thread_suffixes=("_ptds", "_ptsz"),
-              constant_prefixes=("cuda", "CUDA", "CUDART")),
+              constant_prefixes=("cuda", "CUDA", "CUDART"), history=_RUNTIME13_HISTORY),
     HeaderSet("hip7", "hip", "7.1", ("triton",),
               ("hip/hip_runtime_api.h",),
               ("hip/hip_runtime_api.h", "hip/amd_detail/amd_hip_runtime_pt_api.h"),
               "libamdhip64.so.7",
+              defines={"__HIP_PLATFORM_AMD__": ""},
+              per_thread_define="HIP_API_PER_THREAD_DEFAULT_STREAM",
+              per_thread_suffixes=("_spt",),
+              constant_prefixes=("hip", "HIP"), toolkit="hip"),
+    HeaderSet("hip6", "hip", "6.2", ("triton@3.5.1",),
+              ("hip/hip_runtime_api.h",),
+              ("hip/hip_runtime_api.h", "hip/amd_detail/amd_hip_runtime_pt_api.h"),
+              "libamdhip64.so.6",
               defines={"__HIP_PLATFORM_AMD__": ""},
               per_thread_define="HIP_API_PER_THREAD_DEFAULT_STREAM",
               per_thread_suffixes=("_spt",),
@@ -111,14 +180,21 @@ HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
               ("cuda.h",), ("cuda.h",), "libcuda.so.1",
               per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
               per_thread_suffixes=("_ptds", "_ptsz"), constant_prefixes=("cu", "CU")),
-    HeaderSet("cudadrv13", "cudadrv", "13.0", ("nvidia-cuda-runtime",),
+    HeaderSet("cudadrv13", "cudadrv", "13.5", ("nvidia-cuda-runtime",),
               ("cuda.h",), ("cuda.h",), "libcuda.so.1",
               per_thread_define="CUDA_API_PER_THREAD_DEFAULT_STREAM",
-              per_thread_suffixes=("_ptds", "_ptsz"), constant_prefixes=("cu", "CU")),
+              per_thread_suffixes=("_ptds", "_ptsz"), constant_prefixes=("cu", "CU"),
+              history=_RUNTIME13_HISTORY),
     HeaderSet("nvrtc12", "nvrtc", "12.9", ("nvidia-cuda-nvrtc-cu12",),
               ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.12", constant_prefixes=("NVRTC",)),
-    HeaderSet("nvrtc13", "nvrtc", "13.0", ("nvidia-cuda-nvrtc",),
-              ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.13", constant_prefixes=("NVRTC",)),
+    HeaderSet("nvrtc13", "nvrtc", "13.5", ("nvidia-cuda-nvrtc",),
+              ("nvrtc.h",), ("nvrtc.h",), "libnvrtc.so.13", constant_prefixes=("NVRTC",),
+              history=_NVRTC13_HISTORY),
+    # HIPRTC from the only pinned HIP source that carries hiprtc.h (HIP 6.2, triton 3.5.1).
+    # Its C API is the same on ROCm 6 and 7 (libhiprtc.so.6 / .so.7); pygraphrt loads either.
+    HeaderSet("hiprtc", "hiprtc", "6.2", ("triton@3.5.1",),
+              ("hip/hiprtc.h",), ("hip/hiprtc.h",), "libhiprtc.so",
+              defines={"__HIP_PLATFORM_AMD__": ""}, constant_prefixes=("HIPRTC",), toolkit="hip"),
 ]}
 
 
@@ -213,6 +289,15 @@ def include_roots(hs: HeaderSet, override: Path | None = None) -> list[Path]:
         else:
             roots.append(inc)
     return roots
+
+
+def history_roots(hs: HeaderSet, key: str) -> list[Path]:
+    """Include folders of ``hs`` with the history wheel ``key`` in place of its first package."""
+    roots = include_roots(hs)
+    inc = cache_dir() / key / "include"
+    if not inc.exists():
+        raise FetchError(f"headers of {key} are not in {cache_dir()}; run `python -m bindgen fetch`")
+    return [inc] + roots[1:]
 
 
 def library_path(hs: HeaderSet) -> Path | None:

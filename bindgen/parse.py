@@ -288,6 +288,11 @@ def _add_record(rec: Record, st: _State) -> None:
         return
     if existing is None:
         st.module.order.append(("record", rec.name))
+    elif existing.fields is None and rec.fields is not None:
+        # Defined after a forward declaration: the definition goes where it is written,
+        # after the typedefs its members use (CUDA 13.5's CUDA_FABRIC_COPY_BATCH_OP_st).
+        st.module.order.remove(("record", rec.name))
+        st.module.order.append(("record", rec.name))
     st.module.records[rec.name] = rec
 
 

@@ -50,6 +50,13 @@ def info(out=sys.stdout) -> int:
     for k, v in capabilities().as_dict().items():
         if k not in ("vendor", "binding"):
             p(f"      {k}: {'yes' if v else 'no'}")
+    missing = active.ops.unavailable
+    p(f"    functions of binding {bi.binding} this runtime cannot run: {len(missing)}")
+    graph_first = sorted(missing, key=lambda sym: ("Graph" not in sym and "Capture" not in sym, sym))
+    for why in [missing[sym] for sym in graph_first][:8]:
+        p(f"      {why}")
+    if len(missing) > 8:
+        p(f"      ... and {len(missing) - 8} more (pygraphrt.lowlevel.unavailable())")
     return 0
 
 

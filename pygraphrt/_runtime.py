@@ -20,7 +20,7 @@ from typing import Any
 from . import errors
 from ._vendors import VENDORS, Vendor
 
-SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {7: "hip7"}}
+SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {6: "hip6", 7: "hip7"}}
 
 
 @dataclass
@@ -38,6 +38,13 @@ class BackendInfo:
     @property
     def runtime_version_str(self) -> str:
         return _version_str(self.vendor, self.runtime_version)
+
+
+def version_tuple(vendor: str, v: int) -> tuple[int, int]:
+    """(major, minor) of a version as the vendor's runtime reports it (13050, 70125424)."""
+    if vendor == "cuda":
+        return v // 1000, (v % 1000) // 10
+    return v // 10_000_000, (v // 100_000) % 100
 
 
 def _version_str(vendor: str, v: int | None) -> str:
@@ -67,7 +74,17 @@ class Backend:
         self.ffi = pkg.ffi
         self.lib = self.ffi.dlopen(path)
         symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
-        self.ops: Vendor = VENDORS[vendor](self.ffi, self.lib, binding, symbols)
+        # The driver's version decides, with the runtime's, which of the binding's
+        # newer functions this runtime can run (Vendor.unavailable, found now).
+        drv = self.ffi.new("int *")
+        try:
+            rc = getattr(self.lib, f"{'cuda' if vendor == 'cuda' else 'hip'}DriverGetVersion")(drv)
+        except (AttributeError, self.ffi.error):
+            rc = 1
+        self.driver_version = drv[0] if rc == 0 and drv[0] > 0 else None
+        self.ops: Vendor = VENDORS[vendor](
+            self.ffi, self.lib, binding, symbols, runtime_version=version_tuple(vendor, version),
+            driver_version=version_tuple(vendor, self.driver_version) if self.driver_version else None)
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self._info: BackendInfo | None = None
 
@@ -127,7 +144,8 @@ def _hip_candidates() -> list[tuple[str, str]]:
         if os.environ.get(var):
             found.append((str(Path(os.environ[var]) / "lib" / "libamdhip64.so"), var))
     found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm"))
-    found += [("libamdhip64.so.7", "system loader"), ("libamdhip64.so", "system loader")]
+    found += [("libamdhip64.so.7", "system loader"), ("libamdhip64.so.6", "system loader"),
+              ("libamdhip64.so", "system loader")]
     return found
 
 

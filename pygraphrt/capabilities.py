@@ -1,24 +1,31 @@
 """What the active runtime can do, derived from vendor, version and exported symbols.
 
-| capability                 | CUDA 12.9 | CUDA 13.x | HIP 7.1 |
-|----------------------------|-----------|-----------|---------|
-| edge_data                  | yes (_v2) | yes       | no      |
-| conditional_nodes          | yes       | yes       | no      |
-| generic_add_node           | yes       | yes       | yes     |
-| node_set_params            | yes       | yes       | yes     |
-| capture_to_graph           | yes       | yes       | yes     |
-| capture_to_graph_edge_data | yes       | yes       | no      |
-| graph_memory_nodes         | yes       | yes       | yes     |
-| device_launch              | yes       | yes       | no      |
-| exec_update_result_info    | yes       | yes       | no      |
-| per_node_enable            | yes       | yes       | yes     |
-| instantiate_with_params    | yes       | yes       | yes     |
-| instantiate_flag_combos    | yes       | yes       | no (one flag at a time) |
-| conditional_if_else_switch | yes       | yes       | no      |
-| external_semaphore_nodes   | yes       | yes       | yes     |
+| capability                 | CUDA 12.9 | CUDA 13.0 | CUDA 13.5 | HIP 6.2 | HIP 7.1 |
+|----------------------------|-----------|-----------|-----------|---------|---------|
+| edge_data                  | yes (_v2) | yes       | yes       | no      | no      |
+| conditional_nodes          | yes       | yes       | yes       | no      | no      |
+| generic_add_node           | yes       | yes       | yes       | yes     | yes     |
+| node_set_params            | yes       | yes       | yes       | no      | yes     |
+| capture_to_graph           | yes       | yes       | yes       | yes     | yes     |
+| capture_to_graph_edge_data | yes       | yes       | yes       | no      | no      |
+| graph_memory_nodes         | yes       | yes       | yes       | yes     | yes     |
+| device_launch              | yes       | yes       | yes       | no      | no      |
+| exec_update_result_info    | yes       | yes       | yes       | no      | no      |
+| per_node_enable            | yes       | yes       | yes       | yes     | yes     |
+| instantiate_with_params    | yes       | yes       | yes       | yes     | yes     |
+| instantiate_flag_combos    | yes       | yes       | yes       | no (one flag at a time) | no |
+| conditional_if_else_switch | yes       | yes       | yes       | no      | no      |
+| external_semaphore_nodes   | yes       | yes       | yes       | yes     | yes     |
+| node_get_params            | no        | no        | yes (13.2)| no      | no      |
+| graph_ids                  | no        | no        | yes (13.1)| no      | no      |
+| containing_graph           | no        | no        | yes (13.1)| no      | no      |
+| recapture_to_graph         | no        | no        | yes (13.3)| no      | no      |
+| host_func_spin_wait        | no        | no        | yes (13.2)| no      | no      |
 
 The table is what ``capabilities()`` computes for the pinned bindings; on an
 older runtime library (e.g. CUDA 12.0-12.2) symbol presence turns flags off.
+The CUDA 13.1+ rows need the runtime *and* the driver of that release (a 13.5
+runtime on a 13.0 driver reports them off: ``Vendor.unavailable`` says why).
 """
 
 from __future__ import annotations
@@ -46,6 +53,12 @@ class Capabilities:
     instantiate_flag_combinations: bool
     conditional_if_else_switch: bool = False
     external_semaphore_nodes: bool = False
+    # CUDA 13.1-13.3 graph APIs (runtime and driver both new enough; see README)
+    node_get_params: bool = False
+    graph_ids: bool = False
+    containing_graph: bool = False
+    recapture_to_graph: bool = False
+    host_func_spin_wait: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -74,4 +87,10 @@ def capabilities() -> Capabilities:
         instantiate_flag_combinations=cuda,
         conditional_if_else_switch=cuda and has("cudaGraphConditionalHandleCreate") and b.runtime_version >= 12080,
         external_semaphore_nodes=has(f"{p}GraphAddExternalSemaphoresSignalNode"),
+        node_get_params=has(f"{p}GraphNodeGetParams"),
+        graph_ids=all(has(f"{p}{api}") for api in ("GraphGetId", "GraphExecGetId", "GraphNodeGetLocalId",
+                                                     "GraphNodeGetToolsId")),
+        containing_graph=has(f"{p}GraphNodeGetContainingGraph"),
+        recapture_to_graph=has(f"{p}StreamBeginRecaptureToGraph"),
+        host_func_spin_wait=has(f"{p}LaunchHostFunc_v2"),
     )

@@ -12,11 +12,11 @@ from ._operands import DeviceMemory
 from ._operands import byte as _byte
 from ._operands import count as _count
 from ._operands import ptr as _ptr
-from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr
+from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr, capture_mode
 
 if TYPE_CHECKING:
     from .mempool import AsyncBuffer, MemPool
-    from .graph import Capture, Graph, Node
+    from .graph import Capture, Graph, Node, Recapture
     from .kernels import Kernel
 
 __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_device",
@@ -59,7 +59,7 @@ class Device:
         ops.call("GetDevice", cur)
         ops.call("SetDevice", self.ordinal)
         try:
-            ops.call("DeviceSynchronize")
+            _checked(self._backend, "Device.synchronize", "DeviceSynchronize")
         finally:
             ops.call("SetDevice", cur[0])
 
@@ -201,16 +201,24 @@ class Stream(Owned):
         if cap is not None and cap._state == "active" and self._capture is None:
             cap._join(self)
 
-    def launch_host_func(self, fn: Callable[[], Any]) -> None:
+    def launch_host_func(self, fn: Callable[[], Any], *, spin_wait: bool = False) -> None:
         """Run ``fn()`` on a runtime thread once preceding work is done.
 
         Captured, it becomes a host node; an exception it raises is kept and
         raised by the next ``synchronize()`` of this stream (or of the
-        executable graph that ran it).
+        executable graph that ran it).  ``spin_wait=True`` asks the runtime to
+        spin rather than block while the function waits its turn
+        (``cudaLaunchHostFunc_v2`` with ``cudaHostTaskSpinWait``, CUDA >= 13.2): less
+        latency for short host steps, a busy CPU core meanwhile.
         """
         b = self._backend
         payload = HostPayload(b, fn, self._own_sink)
-        self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
+        if spin_wait:
+            b.ops.fn("LaunchHostFunc_v2")  # NotSupported, naming the versions, where the runtime lacks it
+            self._work("LaunchHostFunc_v2", self.handle, trampoline(b), payload.c_handle,
+                       b.ops.const("HostTaskSpinWait"))
+        else:
+            self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
         # Keep the payload alive until it has run, or, captured, for the graph's
         # lifetime (the capture hands it to the graph, whose sink it then reports to).
         if self._capture is not None:
@@ -263,6 +271,7 @@ class Stream(Owned):
         if rc:
             err = ops.error(rc, ops.prefix + api)
             self._note_failure(f"Stream.{api}", err)
+            _note_capture_failures(self._backend, f"Stream.{api}", err)
             raise err
 
     def _note_failure(self, what: str, err: errors.GraphRTError) -> None:
@@ -294,6 +303,7 @@ class Stream(Owned):
         err = ops.error(rc, ops.prefix + "StreamQuery")
         if isinstance(err, errors.NotReady):
             return False
+        _note_capture_failures(self._backend, "Stream.query", err)
         raise err
 
     # -- capture -----------------------------------------------------------
@@ -331,6 +341,21 @@ class Stream(Owned):
 
         return Capture(self, mode, graph, dependencies, edges, pool=pool)
 
+    def recapture(self, graph: "Graph", mode: str | CaptureMode = CaptureMode.GLOBAL, *,
+                  on_mismatch: Any = None) -> "Recapture":
+        """Capture the same work again into ``graph``, node for node (CUDA >= 13.3).
+
+        The work must create the graph's nodes again in the same order; changed
+        parameters are reported in ``cap.mismatches`` (and to ``on_mismatch``,
+        which may return False to fail the recapture), and ``cap.update_eligible``
+        says whether executable graphs of ``graph`` can take them with ``update``.
+        A failed recapture leaves the graph undefined: pygraphrt closes it.  See
+        :mod:`pygraphrt.graph._recapture`.
+        """
+        from .graph import Recapture
+
+        return Recapture(self, graph, mode, on_mismatch)
+
     def begin_capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, **kw: Any) -> "Capture":
         """Explicit form: ``cap = s.begin_capture(); ...; graph = cap.end()``."""
         cap = self.capture(mode, **kw)
@@ -356,7 +381,19 @@ class Event(Owned):
         self._capture: weakref.ref[Capture] | None = None  # the capture it was last recorded in
 
     def synchronize(self) -> None:
-        self._backend.ops.call("EventSynchronize", self.handle)
+        _checked(self._backend, "Event.synchronize", "EventSynchronize", self.handle)
+
+    def query(self) -> bool:
+        """True when the work before the event's last record is done (``EventQuery``)."""
+        ops = self._backend.ops
+        rc = ops.fn("EventQuery")(self.handle)
+        if rc == 0:
+            return True
+        err = ops.error(rc, ops.prefix + "EventQuery")
+        if isinstance(err, errors.NotReady):
+            return False
+        _note_capture_failures(self._backend, "Event.query", err)
+        raise err
 
     def elapsed_ms(self, start: "Event") -> float:
         out = self._backend.ffi.new("float *")
@@ -374,7 +411,7 @@ class DeviceBuffer(DeviceMemory, Owned):
         backend = _runtime.active()
         size = _count(size)
         out = backend.ffi.new("void **")
-        backend.ops.call("Malloc", out, size)
+        _checked(backend, "malloc", "Malloc", out, size)
         super().__init__(backend, out[0], True)
         self.size = size
 
@@ -403,6 +440,25 @@ class DeviceBuffer(DeviceMemory, Owned):
             stream.synchronize()
 
 
+def _note_capture_failures(backend: Any, what: str, err: errors.GraphRTError) -> None:
+    """A call failed: every capture it invalidated remembers it (named when the capture ends)."""
+    if not isinstance(err, errors.StreamCaptureError):
+        return
+    for obj in list(backend.live):
+        if isinstance(obj, Stream) and obj._capture is not None and obj._capture_failure is None:
+            obj._note_failure(what, err)
+
+
+def _checked(backend: Any, what: str, api: str, *args: Any) -> None:
+    """Call ``api``; on failure note the captures it broke, then raise."""
+    ops = backend.ops
+    rc = ops.fn(api)(*args)
+    if rc:
+        err = ops.error(rc, ops.prefix + api)
+        _note_capture_failures(backend, what, err)
+        raise err
+
+
 def malloc(size: int) -> DeviceBuffer:
     return DeviceBuffer(size)
 
@@ -411,7 +467,7 @@ def exchange_capture_mode(mode: str | CaptureMode) -> CaptureMode:
     """Set this thread's capture-interaction mode; return the previous one."""
     b = _runtime.active()
     ops = b.ops
-    m = CaptureMode(mode) if isinstance(mode, str) else mode
+    m = capture_mode(mode, "exchange_capture_mode")
     cell = b.ffi.new(f"enum {ops.prefix}StreamCaptureMode *",
                      ops.value(ops.capture_modes, m, f"{ops.prefix}ThreadExchangeStreamCaptureMode"))
     ops.call("ThreadExchangeStreamCaptureMode", cell)

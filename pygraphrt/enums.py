@@ -33,6 +33,7 @@ class NodeType(enum.Enum):
     MEMCPY_FROM_SYMBOL = "memcpy_from_symbol"  # HIP only
     MEMCPY_TO_SYMBOL = "memcpy_to_symbol"  # HIP only
     BATCH_MEM_OP = "batch_mem_op"  # HIP only
+    MEMCPY_BATCH = "memcpy_batch"  # CUDA >= 13.5 (made by other libraries; pygraphrt reads its type only)
 
 
 class ExternalSemaphoreType(enum.Enum):
@@ -54,6 +55,19 @@ class CaptureMode(enum.Enum):
     GLOBAL = "global"
     THREAD_LOCAL = "thread_local"
     RELAXED = "relaxed"
+
+
+def capture_mode(mode: "str | CaptureMode", what: str) -> CaptureMode:
+    """``mode`` as a CaptureMode (``"global"``, ``"thread_local"``, ``"relaxed"``), or InvalidValue."""
+    if isinstance(mode, CaptureMode):
+        return mode
+    try:
+        return CaptureMode(mode)
+    except ValueError:
+        from .errors import InvalidValue
+
+        raise InvalidValue(what, detail=f"unknown capture mode {mode!r}; one of "
+                                        f"{[m.value for m in CaptureMode]}") from None
 
 
 class CaptureStatus(enum.Enum):

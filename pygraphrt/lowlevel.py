@@ -17,7 +17,8 @@ from typing import Any
 
 from . import _runtime
 
-__all__ = ["ffi", "lib", "manifest", "check", "handle_to_int", "int_to_handle", "backend_object"]
+__all__ = ["ffi", "lib", "manifest", "check", "handle_to_int", "int_to_handle", "backend_object",
+           "unavailable"]
 
 
 def backend_object() -> _runtime.Backend:
@@ -37,6 +38,13 @@ def handle_to_int(handle: Any) -> int:
 def int_to_handle(value: int, ctype: str) -> Any:
     """A cffi handle of C type ``ctype`` (``"cudaStream_t"``) from an int."""
     return _runtime.active().ffi.cast(ctype, value)
+
+
+def unavailable() -> dict[str, str]:
+    """Functions of the active binding that the loaded runtime (or its driver) cannot run:
+    symbol -> why, naming the version each needs and the version loaded.  Calling one
+    through pygraphrt raises NotSupported with that text; ``lib`` itself does not check."""
+    return dict(_runtime.active().ops.unavailable)
 
 
 def manifest() -> dict[str, Any]:

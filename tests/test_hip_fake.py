@@ -1,11 +1,16 @@
 """pygraphrt's HIP code paths against a fake libamdhip64 (no AMD GPU exists here).
 
-tests/fakehip/fake_hip.c is compiled against the real HIP 7.1 headers with
--Wall -Werror, so each function pygraphrt calls is checked against HIP's own
-prototype by the C compiler; then the backend is driven through it: loading and
-version choice, graphs and edges (HIP's 4-argument forms), refusal of edge data,
-capture and capture info (``hipStreamGetCaptureInfo_v2``), exec update (HIP's
-errorNode/result form), instantiate flags, and error mapping by name.
+tests/fakehip/fake_hip.c is compiled against EACH pinned HIP header set (hip6: HIP 6.2 from
+triton 3.5.1, hip7: HIP 7.1 from triton 3.8.0) with -Wall -Werror, so each function
+pygraphrt calls is checked against that HIP's own prototype by the C compiler, and the
+fake reports that header set's HIP_VERSION; then the backend is driven through it, once
+per set: loading and version choice (6.x -> hip6, 7.x -> hip7, 5.x -> a clear error),
+graphs and edges (HIP's 4-argument forms), refusal of edge data, capture and capture info
+(``hipStreamGetCaptureInfo_v2``), exec update (HIP's errorNode/result form), instantiate
+flags, error mapping by name, modules and kernels, memory pools, and rt.Program through a
+fake libhiprtc compiled against the pinned hiprtc.h.  What HIP 6.2 lacks
+(``hipGraphNodeSetParams``, ``hipDrvLaunchKernelEx``) is absent from its fake too, and
+pygraphrt refuses it naming the runtime.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,41 +28,101 @@ from bindgen.headersets import HEADER_SETS, include_roots
 
 pytestmark = pytest.mark.headers
 REPO = Path(__file__).resolve().parent.parent
+FAKES = Path(__file__).parent / "fakehip"
+HIP_SETS = sorted(name for name, hs in HEADER_SETS.items() if hs.vendor == "hip")
+
+
+def build_fake(out: Path, header_set: str, source: str = "fake_hip.c", *defines: str) -> Path:
+    """Compile a fake library against a pinned header set (-Wall -Werror)."""
+    inc = include_roots(HEADER_SETS[header_set])[0]
+    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", "-D__HIP_PLATFORM_AMD__",
+                    *defines, "-I", str(inc), "-o", str(out), str(FAKES / source)], check=True)
+    return out
+
+
+def hip_version_of(header_set: str) -> str:
+    """HIP_VERSION_MAJOR.MINOR.PATCH of a header set's hip_version.h."""
+    text = (include_roots(HEADER_SETS[header_set])[0] / "hip" / "hip_version.h").read_text()
+    fields = dict(line.split()[1:3] for line in text.splitlines()
+                  if line.startswith("#define HIP_VERSION_") and len(line.split()) == 3)
+    return f"{fields['HIP_VERSION_MAJOR']}.{fields['HIP_VERSION_MINOR']}.{fields['HIP_VERSION_PATCH']}"
+
+
+@dataclass(frozen=True)
+class Fake:
+    path: Path  # the fake libamdhip64
+    binding: str  # the header set it was compiled against (= the binding pygraphrt must pick)
+    version: str  # that set's HIP version
+
+    @property
+    def hip7(self) -> bool:
+        return self.binding == "hip7"
 
 
 @pytest.fixture(scope="module")
 def fake_hip(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("fakehip") / "libamdhip64.so"
-    inc = include_roots(HEADER_SETS["hip7"])[0]
-    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", "-D__HIP_PLATFORM_AMD__",
-                    "-I", str(inc), "-o", str(out), str(Path(__file__).parent / "fakehip" / "fake_hip.c")],
-                   check=True)
-    return out
+    """The fake built on the hip7 headers (other test modules use this one)."""
+    return build_fake(tmp_path_factory.mktemp("fakehip") / "libamdhip64.so", "hip7")
 
 
-def run_hip(lib: Path, code: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="hip", PYGRAPHRT_HIP_LIB=str(lib))
+@pytest.fixture(scope="module", params=HIP_SETS)
+def fake_hip_set(request, tmp_path_factory) -> Fake:
+    """The fake built on each pinned HIP header set in turn."""
+    name = request.param
+    path = build_fake(tmp_path_factory.mktemp(f"fake{name}") / "libamdhip64.so", name)
+    return Fake(path, name, hip_version_of(name))
+
+
+def run_hip(lib: Path | Fake, code: str, **env: str) -> str:
+    lib = lib.path if isinstance(lib, Fake) else lib
+    env = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="hip", PYGRAPHRT_HIP_LIB=str(lib), **env)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        env=env, cwd=str(REPO), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 
 
-def test_backend_selection_and_info(fake_hip):
-    out = run_hip(fake_hip, """
+def test_backend_selection_and_info(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         i = rt.backend()
         print(i.vendor, i.binding, i.runtime_version_str, i.device_count, i.library_path)
         c = rt.capabilities()
         print(c.edge_data, c.exec_update_result_info, c.conditional_nodes, c.instantiate_flag_combinations)
+        print(c.generic_add_node, c.node_set_params, c.node_get_params, c.graph_ids, c.recapture_to_graph)
     """)
-    first, second = out.splitlines()[:2]
-    assert first == f"hip hip7 7.1.25424 1 {fake_hip}"
+    first, second, third = out.splitlines()[:3]
+    f = fake_hip_set
+    assert first == f"hip {f.binding} {f.version} 1 {f.path}"  # the header set's version picks the binding
     assert second == "False False False False"
+    assert third == f"True {f.hip7} False False False"  # hipGraphNodeSetParams: HIP 7 only
 
 
-def test_graph_edges_and_errors(fake_hip):
-    out = run_hip(fake_hip, """
+@pytest.mark.parametrize("version,expected", [(60000000, "hip6"), (60441134, "hip6"), (70000000, "hip7"),
+                                              (79900000, "hip7"), (50731921, None), (80000000, None)])
+def test_version_choice(tmp_path, version, expected):
+    """6.x -> hip6, 7.x -> hip7; any other major is refused naming the library, its version and the
+    supported ones (the fake is built on the binding's headers, reporting ``version``)."""
+    lib = build_fake(tmp_path / "libamdhip64.so", expected or "hip6", "fake_hip.c",
+                     f"-DFAKE_HIP_VERSION={version}")
+    out = run_hip(lib, """
+        import pygraphrt as rt
+        from pygraphrt import errors
+        try:
+            print("BINDING", rt.backend().binding)
+        except errors.BackendError as e:
+            print("REFUSED", e)
+    """)
+    if expected:
+        assert out.strip() == f"BINDING {expected}"
+    else:
+        major, minor, patch = version // 10_000_000, version // 100_000 % 100, version % 100_000
+        assert out.startswith("REFUSED"), out
+        assert f"{lib} is hip runtime {major}.{minor}.{patch}; pygraphrt supports hip 6.x, hip 7.x" in out
+
+
+def test_graph_edges_and_errors(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         from pygraphrt import errors
         from pygraphrt.enums import EdgeData, DependencyType, NodeType
@@ -90,8 +156,8 @@ def test_graph_edges_and_errors(fake_hip):
     assert out.strip().endswith("OK")
 
 
-def test_generic_add_node_form(fake_hip):
-    out = run_hip(fake_hip, """
+def test_generic_add_node_form(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         from pygraphrt import errors
         from pygraphrt.enums import EdgeData, DependencyType, NodeType
@@ -99,7 +165,11 @@ def test_generic_add_node_form(fake_hip):
         e = g.add_node(NodeType.EMPTY)
         m = g.add_node(NodeType.MEMSET, dependencies=[e], dst=0x1000, value=1, count=16)
         assert m.type is NodeType.MEMSET and g.edges() == [(e, m, EdgeData())]
-        m.set_params(dst=0x1000, value=2, count=16)
+        try:
+            m.set_params(dst=0x1000, value=2, count=16)   # hipGraphNodeSetParams: HIP 7 (not in 6.2)
+            print("SET ok")
+        except errors.NotSupported as exc:
+            print("SET", exc.detail)
         try:
             g.add_node(NodeType.EMPTY, dependencies=[e], edges=[EdgeData(1, 0, DependencyType.PROGRAMMATIC)])
         except errors.NotSupported as exc:
@@ -107,10 +177,14 @@ def test_generic_add_node_form(fake_hip):
         print("OK")
     """)
     assert "EDGES hipGraphAddNode" in out and out.strip().endswith("OK")
+    if fake_hip_set.hip7:
+        assert "SET ok" in out
+    else:
+        assert "SET hipGraphNodeSetParams is not exported by this runtime (HIP 6.2, binding hip6)" in out
 
 
-def test_capture_and_capture_info(fake_hip):
-    out = run_hip(fake_hip, """
+def test_capture_and_capture_info(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         from pygraphrt import errors
         from pygraphrt.enums import CaptureStatus, NodeType, EdgeData
@@ -140,8 +214,8 @@ def test_capture_and_capture_info(fake_hip):
     assert "CLEAN CaptureStatus.NONE" in out
 
 
-def test_instantiate_launch_and_exec_update(fake_hip):
-    out = run_hip(fake_hip, """
+def test_instantiate_launch_and_exec_update(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         from pygraphrt import errors
         from pygraphrt.enums import UpdateResult
@@ -175,8 +249,8 @@ def test_instantiate_launch_and_exec_update(fake_hip):
     assert "CLOSED" in out
 
 
-def test_captured_operands_live_as_long_as_the_graph(fake_hip):
-    out = run_hip(fake_hip, """
+def test_captured_operands_live_as_long_as_the_graph(fake_hip_set):
+    out = run_hip(fake_hip_set, """
         import gc, weakref
         import pygraphrt as rt
         from pygraphrt.enums import NodeType
@@ -204,13 +278,14 @@ def test_captured_operands_live_as_long_as_the_graph(fake_hip):
     assert "ALIVE True True" in out and "FREED True True" in out
 
 
-def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
+def test_kernels_modules_launch_and_kernel_nodes(fake_hip_set, tmp_path):
     """Library = hipModuleLoadData/hipModuleLoad, kernels = hipModuleGetFunction, launches through
-    hipModuleLaunchKernel (no attributes) and hipDrvLaunchKernelEx (attributes), kernel nodes through
-    hipGraphAddKernelNode / Get/SetParams / hipGraphExecKernelNodeSetParams."""
+    hipModuleLaunchKernel (no attributes) and hipDrvLaunchKernelEx (attributes; HIP 6 has none: refused
+    naming the runtime), kernel nodes through hipGraphAddKernelNode / Get/SetParams /
+    hipGraphExecKernelNodeSetParams, node attributes through hipGraphKernelNode{Get,Set}Attribute."""
     image = tmp_path / "fake.co"
     image.write_bytes(b"FAKEHIP")
-    out = run_hip(fake_hip, f"""
+    out = run_hip(fake_hip_set, f"""
         import ctypes
         import pygraphrt as rt
         from pygraphrt import errors
@@ -222,9 +297,12 @@ def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
             s = rt.Stream()
             s.launch(k, 1, 1, where, 40, 2)
             print("plain", cell.value)
-            s.launch(k, 1, 1, where, 5, 6, priority=3)
-            prio = ctypes.c_int.in_dll(ctypes.CDLL({str(fake_hip)!r}), "fake_last_launch_priority").value
-            print("ex", cell.value, prio)
+            try:
+                s.launch(k, 1, 1, where, 5, 6, priority=3)  # hipDrvLaunchKernelEx: HIP 7 (not in 6.2)
+                prio = ctypes.c_int.in_dll(ctypes.CDLL({str(fake_hip_set.path)!r}), "fake_last_launch_priority").value
+                print("ex", cell.value, prio)
+            except errors.NotSupported as e:
+                print("ex refused", "need hipDrvLaunchKernelEx (HIP 7); this runtime is HIP 6.2" in e.detail)
             try:
                 s.launch(k, 1, 2048, where, 1, 1)
             except errors.GraphRTError as e:
@@ -236,7 +314,7 @@ def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
             try:
                 s.launch(k, 1, 1, where, 1, 1, cluster_dim=(2, 1, 1))
             except errors.NotSupported as e:
-                print("no cluster", "available" in str(e))
+                print("no cluster", ("available" if {fake_hip_set.hip7} else "hipDrvLaunchKernelEx (HIP 7)") in str(e))
             k.set_max_dynamic_shared_memory(1024)
             try:
                 k.set_max_dynamic_shared_memory(1 << 20)
@@ -274,18 +352,19 @@ def test_kernels_modules_launch_and_kernel_nodes(fake_hip, tmp_path):
             print("unloaded")
     """)
     lines = out.splitlines()
+    ex = "ex 11 3" if fake_hip_set.hip7 else "ex refused True"
     assert lines[0] == "function None 11 8"
-    assert lines[1:8] == ["plain 42", "ex 11 3", "refused hipErrorInvalidConfiguration", "bad arg True",
+    assert lines[1:8] == ["plain 42", ex, "refused hipErrorInvalidConfiguration", "bad arg True",
                           "no cluster True", "too much smem", "function None 11 8"]
     assert lines[14:] == ["image hipErrorInvalidImage", "missing hipErrorNotFound", "args True True True",
                           "prio 2 0", "copied 2", "graph 7", "exec set 101 3", "node set [7, 7]",
                           "unloaded"]
 
 
-def test_stream_ordered_memory_and_pools(fake_hip):
+def test_stream_ordered_memory_and_pools(fake_hip_set):
     """hipMemPool* and hipMallocAsync/hipMallocFromPoolAsync/hipFreeAsync call forms, and capture of
     stream-ordered allocations into mem-alloc / mem-free nodes."""
-    out = run_hip(fake_hip, """
+    out = run_hip(fake_hip_set, """
         import pygraphrt as rt
         from pygraphrt import errors
         from pygraphrt.enums import MemPoolAttr, NodeType
@@ -325,3 +404,75 @@ def test_stream_ordered_memory_and_pools(fake_hip):
         "default True False", "used 1200 1200", "freed 0 1000", "trimmed 0 1000", "opportunistic 0",
         "current True 64", "closed 0", "nodes ['mem_alloc', 'mem_free'] True True",
         "oom hipErrorOutOfMemory", "refused hipMemPoolSetAttribute"]
+
+
+@pytest.fixture(scope="module")
+def fake_hiprtc(tmp_path_factory) -> Path:
+    """The fake libhiprtc, built on the hiprtc.h of the pinned set that has one (HIP 6.2)."""
+    return build_fake(tmp_path_factory.mktemp("fakehiprtc") / "libhiprtc.so", "hiprtc", "fake_hiprtc.c")
+
+
+def test_program_compiles_with_hiprtc(fake_hip_set, fake_hiprtc):
+    """rt.Program on HIP: the generated hiprtc binding drives (fake) HIPRTC: the device's
+    --offload-arch by default, name expressions, the log and its warnings, CompileError; the code
+    object loads as a module and its kernel launches."""
+    out = run_hip(fake_hip_set, """
+        import ctypes
+        import pygraphrt as rt
+        from pygraphrt import errors
+        src = 'extern "C" __global__ void add_int(int *out, int a, int b) { *out = a + b; }\\n#warning w'
+        prog = rt.Program(src, name="k.hip", name_expressions=["add_int<int>"])
+        print(prog.image_kind, prog.image[:7], prog.options, prog.arch)
+        print(prog.compiler.split(" (")[0], prog.lowered_names, len(prog.warnings))
+        k = prog.kernel("add_int<int>", signature="int *out, int a, int b")
+        cell = ctypes.c_int(0)
+        with rt.Stream() as s:
+            s.launch(k, 1, 1, ctypes.addressof(cell), 40, 2)
+        print("ran", cell.value)
+        try:
+            rt.Program("#error no")
+        except errors.CompileError as e:
+            print("error", e.api, e.name, "fake compile error" in e.log)
+    """, PYGRAPHRT_HIPRTC=str(fake_hiprtc))
+    assert out.splitlines() == [
+        "code_object b'FAKEHIP' ('--offload-arch=gfx942:sramecc+:xnack-',) gfx942:sramecc+:xnack-",
+        "hiprtc 6.2 {'add_int<int>': 'add_int'} 1",
+        "ran 42",
+        "error hiprtcCompileProgram HIPRTC_ERROR_COMPILATION True"]
+
+
+def test_cuda_13x_graph_apis_are_refused_on_hip(fake_hip_set):
+    """Ids, the containing graph, recapture and spin-wait host functions are CUDA 13.1+ APIs: HIP
+    refuses them naming the runtime; node.params keeps the type-specific readback."""
+    out = run_hip(fake_hip_set, """
+        import pygraphrt as rt
+        from pygraphrt import errors
+        g = rt.Graph()
+        n = g.add_empty()
+        print("params", n.params)
+        s = rt.Stream()
+        for what, call in (("id", lambda: g.id), ("local_id", lambda: n.local_id),
+                           ("tools_id", lambda: n.tools_id), ("containing", lambda: n.containing_graph),
+                           ("exec id", lambda: g.instantiate().id),
+                           ("recapture", lambda: s.recapture(g).begin()),
+                           ("spin", lambda: s.launch_host_func(print, spin_wait=True))):
+            try:
+                call()
+                print(what, "ran")
+            except errors.NotSupported as e:
+                print(what, e.api, e.detail)
+        print("capturing", s.is_capturing, len(g.nodes()))
+    """)
+    v = f"(HIP {fake_hip_set.version.rsplit('.', 1)[0]}, binding {fake_hip_set.binding})"
+    assert out.splitlines() == [
+        "params {}",
+        f"id hipGraphGetId hipGraphGetId is not exported by this runtime {v}",
+        f"local_id hipGraphNodeGetLocalId hipGraphNodeGetLocalId is not exported by this runtime {v}",
+        f"tools_id hipGraphNodeGetToolsId hipGraphNodeGetToolsId is not exported by this runtime {v}",
+        f"containing hipGraphNodeGetContainingGraph hipGraphNodeGetContainingGraph is not exported by this "
+        f"runtime {v}",
+        f"exec id hipGraphExecGetId hipGraphExecGetId is not exported by this runtime {v}",
+        f"recapture hipStreamBeginRecaptureToGraph hipStreamBeginRecaptureToGraph is not exported by this "
+        f"runtime {v}",
+        f"spin hipLaunchHostFunc_v2 hipLaunchHostFunc_v2 is not exported by this runtime {v}",
+        "capturing False 1"]

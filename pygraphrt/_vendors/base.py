@@ -83,6 +83,10 @@ MEM_POOL_ATTRIBUTES: dict[MemPoolAttr, tuple[str, str]] = {
 }
 
 
+def _vstr(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
 class Vendor:
     """Base of the vendor tables; one instance per loaded backend."""
 
@@ -111,10 +115,6 @@ class Vendor:
     mem_pool_props_type: str = ""
     device_prop_type: str = ""
     node_params_type: str = ""
-    # conditional-node kind -> (the vendor's node-type member, the runtime version it needs)
-    conditional_kinds: dict[str, tuple[str, int]] = {}
-    conditional_assign_default: str | None = None  # handle flag: reset to default at each launch
-    # (symbol, takes edge data) of the generic add-node API, best first; None
     # neutral external-semaphore type -> vendor enum member
     ext_sem_types: dict[Any, str] = {}
     # C types of the external-semaphore structs: handle desc, signal/wait params, node params
@@ -123,15 +123,30 @@ class Vendor:
     ext_sem_wait_params_type: str = ""
     ext_sem_signal_node_type: str = ""
     ext_sem_wait_node_type: str = ""
+    # conditional-node kind -> (the vendor's node-type member, the runtime version it needs)
+    conditional_kinds: dict[str, tuple[str, int]] = {}
+    conditional_assign_default: str | None = None  # handle flag: reset to default at each launch
+    # (symbol, takes edge data) of the generic add-node API, best first; None
     # means "edge data exactly when the binding's prototype has it".
     generic_add_forms: tuple[tuple[str, bool | None], ...] = ()
 
-    def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType) -> None:
+    # Whether functions newer than the driver are refused at load (CUDA: a new runtime
+    # API needs the driver of its release; minor-version compatibility covers the rest).
+    gate_by_driver: bool = False
+
+    def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType,
+                 runtime_version: tuple[int, int] | None = None,
+                 driver_version: tuple[int, int] | None = None) -> None:
         self.ffi = ffi
         self.lib = lib
         self.binding = binding
         self.symbols = symbols  # the binding's CONSTANTS and API_SYMBOLS
         self._fns: dict[str, Callable[..., int]] = {}
+        self.runtime_version = runtime_version  # (major, minor) of the loaded runtime, if known
+        self.driver_version = driver_version  # (major, minor) the driver supports, if known
+        # Functions of the binding that the loaded runtime cannot run, found at load:
+        # symbol -> why (the version it needs and the version loaded).
+        self.unavailable: dict[str, str] = self._find_unavailable()
         # cffi knows the error enum's members: no need to import the IntEnum module.
         err_type = ffi.typeof(self.error_enum)
         self._error_names: dict[int, str] = dict(err_type.elements)
@@ -185,23 +200,62 @@ class Vendor:
                                       detail=f"no constant {full} in binding {self.binding}") from None
 
     def has(self, symbol: str) -> bool:
-        """Whether the loaded library exports ``symbol``."""
+        """Whether the loaded library exports ``symbol`` and the runtime (and driver) can run it."""
+        if symbol in self.unavailable:
+            return False
+        return self._exported(symbol)
+
+    def _exported(self, symbol: str) -> bool:
         try:
             getattr(self.lib, symbol)
             return True
         except (AttributeError, NotImplementedError, self.ffi.error):
             return False
 
+    def _find_unavailable(self) -> dict[str, str]:
+        """The binding's functions newer than the loaded runtime or driver (``SINCE``), and why.
+
+        A function the binding's headers declare but the library does not export,
+        or that needs a later runtime (or, where ``gate_by_driver``, a later driver)
+        than the one loaded, raises NotSupported naming the version it needs and
+        the version loaded -- at the call, before anything reaches the runtime.
+        """
+        since: dict[str, tuple[int, int]] = getattr(self.symbols, "SINCE", {})
+        if not since:
+            return {}
+        api_of = {sym: api for api, sym in self.symbols.API_SYMBOLS.items()}
+        runtime, driver = self.runtime_version, self.driver_version
+        loaded = _vstr(runtime) if runtime else "of unknown version"
+        label = self.name.upper()
+        out: dict[str, str] = {}
+        for symbol, need in since.items():
+            api = api_of.get(symbol, symbol)
+            if runtime is not None and runtime < need:
+                out[symbol] = (f"{api} needs {label} runtime {_vstr(need)} or newer; the loaded runtime "
+                               f"is {loaded} (binding {self.binding})")
+            elif not self._exported(symbol):
+                out[symbol] = (f"{api} needs {label} runtime {_vstr(need)} or newer; the loaded runtime "
+                               f"{loaded} does not export {symbol} (binding {self.binding})")
+            elif self.gate_by_driver and driver is not None and driver < need:
+                out[symbol] = (f"{api} needs a {label} driver of {_vstr(need)} or newer; the driver "
+                               f"supports {_vstr(driver)} (runtime {loaded}, binding {self.binding})")
+        return out
+
     def fn(self, api: str) -> Callable[..., int]:
         """The library function for a prefix-less api name (``"GraphLaunch"``)."""
         f = self._fns.get(api)
         if f is None:
             symbol = self.symbols.API_SYMBOLS.get(self.prefix + api, self.prefix + api)
+            why = self.unavailable.get(symbol)
+            if why is not None:
+                raise errors.NotSupported(self.prefix + api, vendor=self.name, detail=why)
             try:
                 f = getattr(self.lib, symbol)
             except (AttributeError, NotImplementedError, self.ffi.error) as exc:
                 raise errors.NotSupported(self.prefix + api, vendor=self.name,
-                                          detail=f"{symbol} is not exported by this runtime") from exc
+                                          detail=f"{symbol} is not exported by this runtime"
+                                          + (f" ({self.name.upper()} {_vstr(self.runtime_version)}, binding "
+                                             f"{self.binding})" if self.runtime_version else "")) from exc
             self._fns[api] = f
         return f
 

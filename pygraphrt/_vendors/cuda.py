@@ -57,6 +57,7 @@ _EDGE_ROLES_12 = {
 
 class CudaVendor(Vendor):
     name = "cuda"
+    gate_by_driver = True  # a 13.x API a 13.0 driver lacks is refused at load (Vendor.unavailable)
     prefix = "cuda"
     error_enum = "cudaError_t"
     error_classes = {
@@ -106,6 +107,7 @@ class CudaVendor(Vendor):
         NodeType.MEM_ALLOC: "cudaGraphNodeTypeMemAlloc",
         NodeType.MEM_FREE: "cudaGraphNodeTypeMemFree",
         NodeType.CONDITIONAL: "cudaGraphNodeTypeConditional",
+        NodeType.MEMCPY_BATCH: "cudaGraphNodeTypeMemcpyBatch",  # 13.5 headers (cuda13 binding only)
     }
     # The driver's names of the same node types (see node_type_fallback).
     driver_node_types = {
@@ -118,8 +120,8 @@ class CudaVendor(Vendor):
         NodeType.EXT_SEMAS_WAIT: "CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT",
         NodeType.MEM_ALLOC: "CU_GRAPH_NODE_TYPE_MEM_ALLOC", NodeType.MEM_FREE: "CU_GRAPH_NODE_TYPE_MEM_FREE",
         NodeType.CONDITIONAL: "CU_GRAPH_NODE_TYPE_CONDITIONAL",
+        NodeType.MEMCPY_BATCH: "CU_GRAPH_NODE_TYPE_MEMCPY_BATCH",
     }
-    # IF and WHILE came with CUDA 12.4; IF with an else body and SWITCH with 12.8.
     ext_sem_types = {
         ExternalSemaphoreType.OPAQUE_FD: "cudaExternalSemaphoreHandleTypeOpaqueFd",
         ExternalSemaphoreType.OPAQUE_WIN32: "cudaExternalSemaphoreHandleTypeOpaqueWin32",
@@ -137,6 +139,7 @@ class CudaVendor(Vendor):
     ext_sem_wait_params_type = "struct cudaExternalSemaphoreWaitParams"
     ext_sem_signal_node_type = "struct cudaExternalSemaphoreSignalNodeParams"
     ext_sem_wait_node_type = "struct cudaExternalSemaphoreWaitNodeParams"
+    # IF and WHILE came with CUDA 12.4; IF with an else body and SWITCH with 12.8.
     conditional_kinds = {"if": ("cudaGraphCondTypeIf", 12040), "if_else": ("cudaGraphCondTypeIf", 12080),
                          "while": ("cudaGraphCondTypeWhile", 12040),
                          "switch": ("cudaGraphCondTypeSwitch", 12080)}
@@ -470,11 +473,20 @@ class CudaVendor(Vendor):
         ffi = self.ffi
         out = ffi.new("void **")
         status = ffi.new("enum cudaDriverEntryPointQueryResult *")
-        self.call("GetDriverEntryPointByVersion", api.encode(), out,
-                  DRIVER_API_VERSIONS.get(api, DRIVER_ABI_VERSION), 0, status)
+        # Functions newer than the driver binding's major (its SINCE table) are asked for
+        # at the release that added them.
+        dsyms = importlib.import_module(f"pygraphrt._bindings.cudadrv{self.binding.removeprefix('cuda')}.symbols")
+        since = getattr(dsyms, "SINCE", {}).get(dsyms.API_SYMBOLS.get(api, api))
+        version = DRIVER_API_VERSIONS.get(api, DRIVER_ABI_VERSION)
+        if since is not None:
+            version = max(version, since[0] * 1000 + since[1] * 10)
+        self.call("GetDriverEntryPointByVersion", api.encode(), out, version, 0, status)
         if status[0] != 0 or out[0] == ffi.NULL:
-            raise errors.NotSupported(api, vendor=self.name,
-                                      detail=f"the driver does not provide {api} (status {status[0]})")
+            detail = f"the driver does not provide {api} (status {status[0]})"
+            if since is not None and self.driver_version is not None and self.driver_version < since:
+                detail = (f"{api} needs a CUDA driver of {since[0]}.{since[1]} or newer; the driver "
+                          f"supports {self.driver_version[0]}.{self.driver_version[1]}")
+            raise errors.NotSupported(api, vendor=self.name, detail=detail)
         return out[0]
 
     def _driver_fn(self, api: str, cdecl: str) -> Any:

@@ -1,4 +1,4 @@
-"""HIP's tables and call forms (binding hip7, HIP 7.1 headers from the triton wheel).
+"""HIP's tables and call forms (bindings hip6 and hip7: HIP 6.2 and 7.1 headers from triton wheels).
 
 Where HIP names match CUDA's but for the prefix, the tables are derived from
 :mod:`.cuda` and the differences are spelt out here: node types 12-14 are
@@ -10,7 +10,22 @@ the layout difference is handled by the binding; error codes 911/912 mean other
 things than on CUDA, which does not matter here because classes are chosen by
 name; HIP's error names for handles and memory differ (``hipErrorInvalidHandle``,
 ``hipErrorOutOfMemory``).  No AMD GPU was available: this module is checked
-against the generated hip7 binding only.
+against the generated bindings and a fake libamdhip64 compiled against each
+pinned HIP header set.
+
+HIP 6 and 7 (``python -m bindgen diff hip6 hip7``; the runtime's major picks the
+binding): the same entry points for everything pygraphrt calls (both name
+``hipGetDeviceProperties`` ``...R0600``, both have ``hipStreamGetCaptureInfo_v2``,
+``hipGraphAddNode``, ``hipStreamBeginCaptureToGraph`` and no edge-data forms), and
+the same values for every enum member both have (but the ``...Count`` / ``hipLimitRange``
+sentinels).  What HIP 6.2 lacks is found by
+symbol and member presence, per loaded library -- ``hipGraphNodeSetParams`` /
+``hipGraphExecNodeSetParams`` (generic set), ``hipGraphExecGetFlags``, the
+``hipLaunchAttributeMemSyncDomain`` attribute, the batch-mem-op node type, error
+codes 911/912 -- except launching with attributes, which needs
+``hipDrvLaunchKernelEx`` and its ``HIP_LAUNCH_CONFIG`` (in the 7.1 headers, not in 6.2's)
+and is refused up front (``HIP_BINDINGS``).  ``hipLaunchAttributeValue`` is 32 bytes in
+6.2 and 64 in 7.1: each binding has its own layout, which is why the major picks the binding.
 """
 
 from __future__ import annotations
@@ -21,6 +36,15 @@ from .. import errors
 from ..enums import CaptureStatus, EdgeData, NodeType, UpdateResult
 from .base import KERNEL_ATTRIBUTES, Vendor
 from .cuda import CudaVendor
+
+
+# The per-binding facts that symbol presence alone cannot carry (python -m bindgen diff hip6 hip7):
+# the headers each binding is generated from, and the API (with its HIP_LAUNCH_CONFIG) that
+# launches a kernel with launch attributes -- none in HIP 6.
+HIP_BINDINGS: dict[str, dict[str, str | None]] = {
+    "hip6": {"headers": "HIP 6.2.41134 (triton 3.5.1)", "launch_with_attributes": None},
+    "hip7": {"headers": "HIP 7.1.25424 (triton 3.8.0)", "launch_with_attributes": "hipDrvLaunchKernelEx"},
+}
 
 
 def _hip(table: dict[Any, str]) -> dict[Any, str]:
@@ -55,7 +79,8 @@ class HipVendor(Vendor):
         "hipErrorECCNotCorrectable", "hipErrorLaunchTimeOut", "hipErrorContextIsDestroyed",
     })
     node_types = {
-        **_hip({k: v for k, v in CudaVendor.node_types.items() if k is not NodeType.CONDITIONAL}),
+        **_hip({k: v for k, v in CudaVendor.node_types.items()
+                if k not in (NodeType.CONDITIONAL, NodeType.MEMCPY_BATCH)}),
         NodeType.MEMCPY_FROM_SYMBOL: "hipGraphNodeTypeMemcpyFromSymbol",
         NodeType.MEMCPY_TO_SYMBOL: "hipGraphNodeTypeMemcpyToSymbol",
         NodeType.BATCH_MEM_OP: "hipGraphNodeTypeBatchMemOp",
@@ -92,6 +117,10 @@ class HipVendor(Vendor):
         "mem_sync_domain": "hipLaunchAttributeMemSyncDomain",
         "access_policy_window": "hipLaunchAttributeAccessPolicyWindow",
     }
+
+    def _version_text(self) -> str:
+        v = self.runtime_version
+        return f"{v[0]}.{v[1]}" if v else "of unknown version"
 
     def capture_info(self, stream: Any) -> tuple[CaptureStatus, int, Any, list[tuple[Any, EdgeData]]]:
         ffi = self.ffi
@@ -191,6 +220,12 @@ class HipVendor(Vendor):
             self.call("ModuleLaunchKernel", self._hfunc(func), *grid, *block, smem, stream, argv,
                       ffi.NULL)
             return
+        api = HIP_BINDINGS.get(self.binding, {}).get("launch_with_attributes")
+        if api is None or not self.has(api):  # HIP 6: no launch with attributes
+            raise errors.NotSupported("hipDrvLaunchKernelEx", vendor=self.name, detail=(
+                f"launch attributes {sorted(attrs)} need hipDrvLaunchKernelEx (HIP 7); this runtime "
+                f"is HIP {self._version_text()} (binding {self.binding}); launch without attributes, or "
+                f"set them on a kernel node"))
         cfg = ffi.new("HIP_LAUNCH_CONFIG *")
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import errors
 from .._handles import HostPayload
-from ..enums import CaptureMode, CaptureStatus, EdgeData
+from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
 from ._graph import Graph, _check_edges
 
 if TYPE_CHECKING:
@@ -38,9 +38,7 @@ class Capture:
                  dependencies: Sequence["Node"] | None, edges: Sequence[EdgeData] | None,
                  pool: Any = None) -> None:
         self.stream = stream
-        self.mode = CaptureMode(mode) if isinstance(mode, str) else mode
-        if not isinstance(self.mode, CaptureMode):
-            raise errors.InvalidValue("Stream.capture", detail=f"unknown mode {mode!r}")
+        self.mode = capture_mode(mode, "Stream.capture")
         self._target = graph
         self._deps = list(dependencies or ())
         if graph is None and self._deps:
@@ -107,8 +105,7 @@ class Capture:
         try:
             if self._target is not None:
                 s._same_backend(self._target, "Stream.capture")
-                ops.begin_capture_to_graph(s.handle, self._target.handle,
-                                           [d.handle for d in self._deps], self._edges, mode)
+                self._begin_into_target(mode)
             else:
                 ops.call("StreamBeginCapture", s.handle, mode)
         except BaseException:
@@ -116,6 +113,12 @@ class Capture:
             raise
         self._state = "active"
         self._join(s)
+
+    def _begin_into_target(self, mode: int) -> None:
+        """Begin capturing into the existing target graph (overridden by Recapture)."""
+        assert self._target is not None
+        self.stream.backend.ops.begin_capture_to_graph(
+            self.stream.handle, self._target.handle, [d.handle for d in self._deps], self._edges, mode)
 
     def _ensure_not_capturing(self) -> None:
         """After a failure: leave the stream not capturing and free what was captured."""
@@ -213,11 +216,19 @@ class Capture:
             raise errors.IllegalState("Capture.end", detail=f"capture is {self._state}, not active")
         out = b.ffi.new(f"{ops.prefix}Graph_t *")
         rc = ops.fn("StreamEndCapture")(s.handle, out)
-        self._state = "ended"
-        self._leave()
         if rc:
             if out[0] != b.ffi.NULL and self._target is None:
                 ops.fn("GraphDestroy")(out[0])
+            err = ops.error(rc, f"{ops.prefix}StreamEndCapture")
+            if isinstance(err, errors.StreamCaptureWrongThread) and s._capturing_hint():
+                # The runtime keeps the capture: only its own thread can end it. It stays
+                # active here too, so end() or abort() from that thread still work.
+                raise ops.error(rc, f"{ops.prefix}StreamEndCapture",
+                                detail="the capture is still active: end or abort it from the thread "
+                                       "that began it")
+        self._state = "ended"
+        self._leave()
+        if rc:
             self._ensure_not_capturing()
             failed = s._capture_failure
             raise ops.error(rc, f"{ops.prefix}StreamEndCapture",

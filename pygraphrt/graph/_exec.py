@@ -49,6 +49,13 @@ class GraphExec(Owned):
     def graph(self) -> "Graph":
         return self._graph
 
+    @property
+    def id(self) -> int:
+        """The executable graph's id (``GraphExecGetId``, CUDA >= 13.1)."""
+        from ._readback import exec_id
+
+        return exec_id(self)
+
     def launch(self, stream: Stream) -> None:
         """Launch on ``stream``.
 

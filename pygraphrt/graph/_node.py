@@ -108,6 +108,38 @@ class Node:
         """The node's parameters as the runtime reports them."""
         return {}
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        # ``params`` asks the runtime's generic readback first (cudaGraphNodeGetParams,
+        # CUDA >= 13.2) and falls back to the type-specific getter a class defines.
+        super().__init_subclass__(**kw)
+        typed = cls.__dict__.get("params")
+        if isinstance(typed, property):
+            from ._readback import generic_first
+
+            setattr(cls, "params", generic_first(typed))
+
+    # -- ids (CUDA >= 13.1; NotSupported, naming the versions, elsewhere) -------
+    @property
+    def local_id(self) -> int:
+        """The node's id within its graph (``GraphNodeGetLocalId``; as in ``debug_dot``)."""
+        from ._readback import local_id
+
+        return local_id(self)
+
+    @property
+    def tools_id(self) -> int:
+        """The id tools (profilers) know the node by (``GraphNodeGetToolsId``)."""
+        from ._readback import tools_id
+
+        return tools_id(self)
+
+    @property
+    def containing_graph(self) -> "Graph":
+        """The graph the runtime says holds this node (``GraphNodeGetContainingGraph``)."""
+        from ._readback import containing_graph
+
+        return containing_graph(self)
+
     def _query(self, ctype: str, api: str) -> Any:
         """A new ``ctype`` filled by the runtime's getter ``api`` for this node."""
         b = self._graph._backend

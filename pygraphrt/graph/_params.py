@@ -58,7 +58,7 @@ def alloc_fields(backend: Any, target: Any, size: int, device: int | None) -> No
 PARAMS: dict[NodeType, tuple[set[str], set[str]]] = {
     NodeType.EMPTY: (set(), set()),
     NodeType.MEMSET: ({"dst", "value", "count", "element_size", "height", "pitch"}, {"dst", "value", "count"}),
-    NodeType.HOST: ({"fn"}, {"fn"}),
+    NodeType.HOST: ({"fn", "spin_wait"}, {"fn"}),
     NodeType.GRAPH: ({"child"}, {"child"}),
     NodeType.EVENT_RECORD: ({"event"}, {"event"}),
     NodeType.WAIT_EVENT: ({"event"}, {"event"}),
@@ -94,6 +94,14 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
             keep(kw["dst"])
     elif node_type is NodeType.HOST:
         keep(host_fields(b, p.host, kw["fn"], sink))
+        if kw.get("spin_wait"):
+            # syncMode of the V2 host params came with cudaLaunchHostFunc_v2 (CUDA 13.2); an
+            # older runtime would silently ignore it, so it is refused there, with the versions.
+            sym = f"{ops.prefix}LaunchHostFunc_v2"
+            if not ops.has(sym):
+                why = ops.unavailable.get(sym, f"{sym} is not in the {ops.name} runtime bound as {ops.binding}")
+                raise errors.NotSupported("add_node", vendor=ops.name, detail=f"spin_wait host nodes: {why}")
+            p.host.syncMode = ops.const("HostTaskSpinWait")
     elif node_type is NodeType.GRAPH:
         child = kw["child"]
         if not isinstance(child, Graph) or child is graph:

@@ -36,8 +36,25 @@ class _Compiler:
         major, minor = self.ffi.new("int *"), self.ffi.new("int *")
         self.check(getattr(self.lib, f"{kind}Version")(major, minor), f"{kind}Version")
         self.version = (major[0], minor[0])
+        # Functions of the binding newer than this library (its SINCE table), found now.
+        since = getattr(importlib.import_module(f"pygraphrt._bindings.{binding}.symbols"), "SINCE", {})
+        self.unavailable: dict[str, str] = {}
+        for symbol, need in since.items():
+            if self.version < need or not self._exported(symbol):
+                self.unavailable[symbol] = (f"{symbol} needs {kind.upper()} {need[0]}.{need[1]} or newer; "
+                                            f"the loaded {kind.upper()} is {major[0]}.{minor[0]} ({path})")
+
+    def _exported(self, symbol: str) -> bool:
+        try:
+            getattr(self.lib, symbol)
+            return True
+        except (AttributeError, NotImplementedError, self.ffi.error):
+            return False
 
     def fn(self, name: str) -> Any:
+        why = self.unavailable.get(self.kind + name)
+        if why is not None:
+            raise errors.NotSupported(self.kind + name, vendor=self.kind, detail=why)
         return getattr(self.lib, self.kind + name)
 
     def check(self, rc: int, api: str) -> None:

@@ -20,7 +20,9 @@ enums = {}
 functions = []
 for name in dir(rt):
     obj = getattr(rt, name)
-    if isinstance(obj, type) and issubclass(obj, enum.Enum) and ENUM_PATTERN.fullmatch(name):
+    # Enum classes: enum.Enum subclasses, or (cuda-bindings >= 13.x) its own FastEnum with __members__.
+    is_enum = isinstance(obj, type) and (issubclass(obj, enum.Enum) or hasattr(obj, "__members__"))
+    if is_enum and ENUM_PATTERN.fullmatch(name):
         enums[name] = {m.name: int(m.value) for m in obj}
     elif callable(obj) and not isinstance(obj, type) and FUNC_PATTERN.fullmatch(name):
         functions.append(name)

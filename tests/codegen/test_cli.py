@@ -16,7 +16,8 @@ def test_stats_lists_every_binding():
     out = run("--stats")
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["binding", "functions", "enums"]
-    assert [l.split()[0] for l in lines[1:]] == ["cuda12", "cuda13", "hip7", "cudadrv12", "cudadrv13", "nvrtc12", "nvrtc13"]
+    assert [l.split()[0] for l in lines[1:]] == ["cuda12", "cuda13", "hip7", "hip6", "cudadrv12", "cudadrv13",
+                                                "nvrtc12", "nvrtc13", "hiprtc"]
 
 
 def test_diff_cuda12_cuda13_shows_the_edge_data_folding():
@@ -26,3 +27,37 @@ def test_diff_cuda12_cuda13_shows_the_edge_data_folding():
            "const cudaGraphNode_t * to, size_t numDependencies) -> " in out
     assert "functions removed" in out and "cudaGraphAddDependencies_v2" in out
     assert run("diff", "cuda13", "cuda13").strip() == "no API differences"
+
+
+def test_diff_against_a_history_release():
+    """``name@version``: the binding generated from an earlier release of its header set's history."""
+    out = run("diff", "cuda13@13.0", "cuda13", "--match", "Graph|Capture|HostFunc")
+    added = out.split("functions added", 1)[1].split(":", 1)[1].split("\n\n")[0]
+    for api in ("cudaGraphNodeGetParams", "cudaStreamBeginRecaptureToGraph", "cudaGraphGetId",
+                "cudaGraphExecGetId", "cudaGraphNodeGetLocalId", "cudaGraphNodeGetToolsId",
+                "cudaGraphNodeGetContainingGraph", "cudaGraphConditionalHandleCreate_v2",
+                "cudaLaunchHostFunc_v2"):
+        assert f"  {api}\n" in added, api
+    assert "cudaMemcpyWithAttributesAsync" not in out  # --match keeps to the pattern
+    assert "struct cudaGraphNodeParams: +memcpyBatch" in out
+    assert "functions removed" not in out and "functions changed" not in out
+
+
+def test_since_tables_come_from_the_history():
+    """Each function newer than the oldest release of a set's history says which release added it."""
+    import json
+
+    from bindgen.generate import BINDINGS_DIR
+
+    since = json.loads((BINDINGS_DIR / "cuda13" / "manifest.json").read_text())["since"]
+    assert since["cudaGraphGetId"] == "13.1" and since["cudaGraphNodeGetParams"] == "13.2"
+    assert since["cudaStreamBeginRecaptureToGraph"] == "13.3"
+    assert since["cudaStreamBeginRecaptureToGraph_ptsz"] == "13.3"  # as old as its base
+    assert "cudaGraphLaunch" not in since  # in 13.0: every 13.x runtime has it
+    from pygraphrt._bindings.cuda13 import symbols
+
+    assert symbols.SINCE["cudaLaunchHostFunc_v2"] == (13, 2)
+    nvrtc = json.loads((BINDINGS_DIR / "nvrtc13" / "manifest.json").read_text())["since"]
+    assert nvrtc["nvrtcGetTileIR"] == "13.2"
+    drv = json.loads((BINDINGS_DIR / "cudadrv13" / "manifest.json").read_text())["since"]
+    assert drv["cuGraphNodeGetParams"] == "13.2"

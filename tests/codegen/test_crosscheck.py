@@ -1,7 +1,7 @@
 """Cross-check against NVIDIA's own bindings, and against the libraries' exported symbols.
 
 * every member of every graph / capture / error enum in ``cuda.bindings.runtime``
-  (pinned 12.9.x and 13.0.x, each installed into its own folder by
+  (pinned 12.9.4 and 13.5.0, each installed into its own folder by
   ``scripts/test``) exists in our binding of the same major with the same value;
 * every ``cudaGraph*`` / ``cudaStream*Capture*`` / ``cudaDeviceGraphMem*``
   function there is in our manifest;
@@ -27,7 +27,7 @@ from bindgen.headersets import HEADER_SETS, REPO, include_roots, library_path
 
 from .conftest import load_manifest
 
-NVIDIA_PINS = {"cuda12": "12.9.4", "cuda13": "13.0.3"}
+NVIDIA_PINS = {"cuda12": "12.9.4", "cuda13": "13.5.0"}
 
 
 def _nvidia_dump(binding: str) -> dict:
@@ -98,15 +98,16 @@ def test_whole_cuda_runtime_api_is_bound(binding, fetched):
     assert len(names) > 250
 
 
-def test_whole_hip_runtime_api_is_bound(fetched):
-    root = include_roots(HEADER_SETS["hip7"])[0]
+@pytest.mark.parametrize("binding", ["hip6", "hip7"])
+def test_whole_hip_runtime_api_is_bound(binding, fetched):
+    root = include_roots(HEADER_SETS[binding])[0]
     text = (root / "hip" / "hip_runtime_api.h").read_text()
     # C++-only declarations are not C API: the hip_impl namespace, and static
     # inline helpers (hipLaunchKernelEx is a template wrapper, not an export).
     text = re.sub(r"namespace hip_impl \{.*?\}", "", text, flags=re.S)
     names = set(re.findall(r"(?m)^(?!\s*static)\s*(?:\w+(?:\([^)]*\))?\s+)*?hipError_t\s+(hip\w+)\s*\(",
                            text))
-    bound = load_manifest("hip7")["functions"]
+    bound = load_manifest(binding)["functions"]
     missing = sorted(n for n in names if n not in bound)
     assert not missing, missing
     assert len(names) > 400

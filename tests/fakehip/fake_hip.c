@@ -6,6 +6,16 @@
  * Behaviour is a tiny in-memory graph: nodes, edges, capture of "memset" work
  * items into a graph, and exec update that compares node counts.  Written for
  * pygraphrt's tests; it implements only what they call.
+ *
+ * For the conformance suite (python -m pygraphrt.conformance against this fake,
+ * PYGRAPHRT_CONFORMANCE_FAKE=1) it also keeps each node type's parameters (memset,
+ * memcpy, host, child graph, event record / wait, graph memory alloc / free) as
+ * given, clones graphs (hipGraphClone, hipGraphNodeFindInClone), destroys nodes,
+ * lists root nodes, writes a DOT file, and launches an executable graph's own copy
+ * of its graph in dependency order: memset and memcpy nodes run on "device" memory
+ * (host memory the fake handed out, and only inside such allocations), host nodes
+ * call their function, child graphs run recursively.  It is a stand-in for call
+ * forms, not a model of HIP's rules.
  */
 #include <hip/hip_runtime_api.h>
 #include <stdio.h>
@@ -29,10 +39,24 @@ static void copy_kernel_params(struct kernel_copy *k, const hipKernelNodeParams 
   for (int i = 0; i < f->nparams; i++) { memcpy(k->values[i], p->kernelParams[i], f->sizes[i]); k->argv[i] = k->values[i]; }
   k->p.kernelParams = f->nparams ? k->argv : NULL;
 }
-struct hipGraphNode { struct ihipGraph *graph; hipGraphNodeType type; int alive; struct kernel_copy kernel; };
-struct ihipGraph { struct hipGraphNode nodes[MAXN]; int n; hipGraphNode_t from[MAXN], to[MAXN]; int ne; };
-/* An executable graph runs its graph's kernel nodes in order, with per-exec overrides. */
-struct hipGraphExec { int nodes; struct ihipGraph *graph; struct kernel_copy over[MAXN]; int has_over[MAXN]; };
+/* Each node keeps the parameters of its type as given (copies, as HIP does). */
+struct hipGraphNode {
+  struct ihipGraph *graph; hipGraphNodeType type; int alive; struct kernel_copy kernel;
+  hipMemsetParams memset; hipMemcpy3DParms memcpy; hipHostNodeParams host;
+  struct ihipGraph *child;   /* a child graph node's own copy of its graph */
+  hipEvent_t event;          /* event record / wait nodes */
+  hipMemAllocNodeParams alloc; void *free_ptr;
+  hipGraphNode_t origin;     /* the node this one was cloned from (hipGraphNodeFindInClone) */
+};
+struct ihipGraph { struct hipGraphNode nodes[MAXN]; int n; hipGraphNode_t from[MAXN], to[MAXN]; int ne;
+                   int owned_by_node; };
+/* An executable graph runs its own copy of the graph (taken at instantiation) in dependency
+ * order, with per-exec kernel overrides; `graph` is the graph it was made from (identity only). */
+struct hipGraphExec { int nodes; struct ihipGraph *graph; struct ihipGraph *copy; struct kernel_copy over[MAXN];
+                      int has_over[MAXN]; };
+static struct ihipGraph *clone_graph(const struct ihipGraph *g);
+static void free_graph(struct ihipGraph *g);
+static hipError_t run_graph(struct ihipGraph *g, struct hipGraphExec *e);
 struct ihipStream_t { hipStreamCaptureStatus status; struct ihipGraph *graph; unsigned long long id;
                       hipGraphNode_t deps[MAXN]; size_t ndeps; };
 
@@ -40,8 +64,15 @@ static unsigned long long next_capture_id = 1;
 static hipError_t last_error = hipSuccess;
 static hipError_t fail(hipError_t e) { last_error = e; return e; }
 
-hipError_t hipRuntimeGetVersion(int *v) { *v = 70125424; return hipSuccess; }
-hipError_t hipDriverGetVersion(int *v) { *v = 70125424; return hipSuccess; }
+/* The version of the headers it is compiled against (hip_version.h), unless the test asks for
+ * another (-DFAKE_HIP_VERSION=...: an unsupported major).  HIP 7-only parts are under
+ * FAKE_HIP7, so that a fake built on HIP 6.2 headers exports what a HIP 6 runtime does. */
+#ifndef FAKE_HIP_VERSION
+#define FAKE_HIP_VERSION HIP_VERSION
+#endif
+#define FAKE_HIP7 (HIP_VERSION_MAJOR >= 7)
+hipError_t hipRuntimeGetVersion(int *v) { *v = FAKE_HIP_VERSION; return hipSuccess; }
+hipError_t hipDriverGetVersion(int *v) { *v = FAKE_HIP_VERSION; return hipSuccess; }
 hipError_t hipGetDeviceCount(int *n) { *n = 1; return hipSuccess; }
 hipError_t hipGetLastError(void) { hipError_t e = last_error; last_error = hipSuccess; return e; }
 const char *hipGetErrorName(hipError_t e) {
@@ -50,7 +81,9 @@ const char *hipGetErrorName(hipError_t e) {
     case hipErrorInvalidHandle: return "hipErrorInvalidHandle";
     case hipErrorGraphExecUpdateFailure: return "hipErrorGraphExecUpdateFailure";
     case hipErrorStreamCaptureUnsupported: return "hipErrorStreamCaptureUnsupported";
+#if FAKE_HIP7
     case hipErrorInvalidChannelDescriptor: return "hipErrorInvalidChannelDescriptor";
+#endif
     default: return "hipErrorUnknown";
   }
 }
@@ -61,13 +94,26 @@ hipError_t hipGraphCreate(hipGraph_t *g, unsigned int flags) {
   *g = calloc(1, sizeof(struct ihipGraph));
   return hipSuccess;
 }
-hipError_t hipGraphDestroy(hipGraph_t g) { if (!g) return fail(hipErrorInvalidValue); free(g); return hipSuccess; }
+static void free_graph(struct ihipGraph *g) {
+  if (!g) return;
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].child) free_graph(g->nodes[i].child);
+  free(g);
+}
+hipError_t hipGraphDestroy(hipGraph_t g) {
+  if (!g || g->owned_by_node) return fail(hipErrorInvalidValue);
+  free_graph(g);
+  return hipSuccess;
+}
 
 static hipError_t add_node(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
                            hipGraphNodeType type) {
-  if (!out || !g || g->n >= MAXN || (n && !deps)) return fail(hipErrorInvalidValue);
-  for (size_t i = 0; i < n; i++)
-    if (!deps[i] || deps[i]->graph != g) return fail(hipErrorInvalidValue);
+  if (!out || !g || g->n >= MAXN || (n && !deps) || g->ne + (int)n > MAXN) return fail(hipErrorInvalidValue);
+  for (size_t i = 0; i < n; i++) {
+    if (!deps[i] || deps[i]->graph != g || !deps[i]->alive) return fail(hipErrorInvalidValue);
+    for (size_t j = 0; j < i; j++)
+      if (deps[j] == deps[i]) return fail(hipErrorInvalidValue);  /* no duplicate entries */
+  }
   hipGraphNode_t node = &g->nodes[g->n++];
   node->graph = g; node->type = type; node->alive = 1;
   for (size_t i = 0; i < n; i++) { g->from[g->ne] = deps[i]; g->to[g->ne++] = node; }
@@ -77,15 +123,29 @@ static hipError_t add_node(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode
 hipError_t hipGraphAddEmptyNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n) {
   return add_node(out, g, deps, n, hipGraphNodeTypeEmpty);
 }
+static hipError_t check_params(hipGraph_t g, hipGraphNodeParams *p, int creating);
+static void store_params(hipGraphNode_t node, hipGraphNodeParams *p);
 hipError_t hipGraphAddNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
                            hipGraphNodeParams *params) {
   if (!params) return fail(hipErrorInvalidValue);
-  return add_node(out, g, deps, n, params->type);
-}
-hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *params) {
-  if (!node || !params || params->type != node->type) return fail(hipErrorInvalidValue);
+  hipError_t e = check_params(g, params, 1);
+  if (e) return e;
+  e = add_node(out, g, deps, n, params->type);
+  if (e) return e;
+  store_params(*out, params);
   return hipSuccess;
 }
+#if FAKE_HIP7
+hipError_t hipGraphNodeSetParams(hipGraphNode_t node, hipGraphNodeParams *params) {
+  if (!node || !params || params->type != node->type) return fail(hipErrorInvalidValue);
+  if (node->type == hipGraphNodeTypeMemAlloc || node->type == hipGraphNodeTypeMemFree)
+    return fail(hipErrorNotSupported);
+  hipError_t e = check_params(node->graph, params, 0);
+  if (e) return e;
+  store_params(node, params);
+  return hipSuccess;
+}
+#endif
 hipError_t hipGraphNodeGetType(hipGraphNode_t node, hipGraphNodeType *t) {
   if (!node || !t) return fail(hipErrorInvalidValue);
   *t = node->type;
@@ -130,21 +190,49 @@ hipError_t hipGraphNodeGetDependencies(hipGraphNode_t node, hipGraphNode_t *deps
 hipError_t hipGraphNodeGetDependentNodes(hipGraphNode_t node, hipGraphNode_t *deps, size_t *n) {
   return neighbours(node, deps, n, 0);
 }
-hipError_t hipGraphGetNodes(hipGraph_t g, hipGraphNode_t *nodes, size_t *n) {
+static int is_root(hipGraph_t g, hipGraphNode_t node) {
+  for (int e = 0; e < g->ne; e++)
+    if (g->to[e] == node) return 0;
+  return 1;
+}
+/* Alive nodes (roots only: want_roots) in creation order; entries past the count are set to NULL. */
+static hipError_t list_nodes(hipGraph_t g, hipGraphNode_t *nodes, size_t *n, int want_roots) {
   if (!g || !n) return fail(hipErrorInvalidValue);
-  if (!nodes) { *n = (size_t)g->n; return hipSuccess; }
-  size_t k = *n < (size_t)g->n ? *n : (size_t)g->n;
-  for (size_t i = 0; i < k; i++) nodes[i] = &g->nodes[i];
-  *n = k;
+  size_t count = 0;
+  for (int i = 0; i < g->n; i++) {
+    hipGraphNode_t node = &g->nodes[i];
+    if (!node->alive || (want_roots && !is_root(g, node))) continue;
+    if (nodes && count < *n) nodes[count] = node;
+    count++;
+  }
+  if (nodes) {
+    for (size_t i = count; i < *n; i++) nodes[i] = NULL;
+    if (count > *n) count = *n;
+  }
+  *n = count;
   return hipSuccess;
 }
+hipError_t hipGraphGetNodes(hipGraph_t g, hipGraphNode_t *nodes, size_t *n) { return list_nodes(g, nodes, n, 0); }
+hipError_t hipGraphGetRootNodes(hipGraph_t g, hipGraphNode_t *nodes, size_t *n) { return list_nodes(g, nodes, n, 1); }
 
+/* Live streams, so that ending a capture detaches the streams that joined it (they share its graph). */
+#define MAXSTREAMS 1024
+static hipStream_t live_streams[MAXSTREAMS];
 hipError_t hipStreamCreateWithPriority(hipStream_t *s, unsigned int flags, int priority) {
   (void)flags; (void)priority;
+  if (!s) return fail(hipErrorInvalidValue);
   *s = calloc(1, sizeof(struct ihipStream_t));
+  for (int i = 0; i < MAXSTREAMS; i++)
+    if (!live_streams[i]) { live_streams[i] = *s; break; }
   return hipSuccess;
 }
-hipError_t hipStreamDestroy(hipStream_t s) { free(s); return hipSuccess; }
+hipError_t hipStreamDestroy(hipStream_t s) {
+  if (!s) return fail(hipErrorInvalidHandle);
+  for (int i = 0; i < MAXSTREAMS; i++)
+    if (live_streams[i] == s) live_streams[i] = NULL;
+  free(s);
+  return hipSuccess;
+}
 hipError_t hipStreamIsCapturing(hipStream_t s, hipStreamCaptureStatus *st) {
   if (!s) return fail(hipErrorStreamCaptureUnsupported);  /* the legacy stream */
   *st = s->status;
@@ -162,10 +250,15 @@ hipError_t hipStreamBeginCapture(hipStream_t s, hipStreamCaptureMode mode) {
 }
 hipError_t hipStreamEndCapture(hipStream_t s, hipGraph_t *g) {
   if (!s || s->status == hipStreamCaptureStatusNone) return fail(hipErrorIllegalState);
+  if (!g) return fail(hipErrorInvalidValue);
   *g = s->graph;
+  for (int i = 0; i < MAXSTREAMS; i++) {  /* joined streams leave the capture (no unjoined-work rule here) */
+    hipStream_t o = live_streams[i];
+    if (o && o != s && o->graph == *g) { o->graph = NULL; o->status = hipStreamCaptureStatusNone; o->ndeps = 0; }
+  }
   s->graph = NULL;
   s->status = hipStreamCaptureStatusNone;
-  return hipSuccess;  /* (joined streams are simply reused fresh by the tests) */
+  return hipSuccess;
 }
 hipError_t hipStreamGetCaptureInfo_v2(hipStream_t s, hipStreamCaptureStatus *st, unsigned long long *id,
                                       hipGraph_t *g, const hipGraphNode_t **deps, size_t *n) {
@@ -228,19 +321,14 @@ hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *e, hipGraph_t g, unsigne
   *e = calloc(1, sizeof(struct hipGraphExec));
   (*e)->nodes = g->n;
   (*e)->graph = g;
+  (*e)->copy = clone_graph(g);
   return hipSuccess;
 }
-hipError_t hipGraphExecDestroy(hipGraphExec_t e) { free(e); return hipSuccess; }
+hipError_t hipGraphExecDestroy(hipGraphExec_t e) { if (e) free_graph(e->copy); free(e); return hipSuccess; }
 hipError_t hipGraphLaunch(hipGraphExec_t e, hipStream_t s) {
   (void)s;
   if (!e) return fail(hipErrorInvalidValue);
-  for (int i = 0; i < e->nodes; i++) {
-    struct hipGraphNode *n = &e->graph->nodes[i];
-    if (!n->alive || n->type != hipGraphNodeTypeKernel) continue;
-    struct kernel_copy *k = e->has_over[i] ? &e->over[i] : &n->kernel;
-    run_kernel((hipFunction_t)k->p.func, k->p.kernelParams);
-  }
-  return hipSuccess;
+  return run_graph(e->copy, e);
 }
 hipError_t hipGraphExecUpdate(hipGraphExec_t e, hipGraph_t g, hipGraphNode_t *err_node,
                               hipGraphExecUpdateResult *result) {
@@ -252,6 +340,9 @@ hipError_t hipGraphExecUpdate(hipGraphExec_t e, hipGraph_t g, hipGraphNode_t *er
   }
   *result = hipGraphExecUpdateSuccess;
   *err_node = NULL;
+  free_graph(e->copy);            /* the parameters of the new graph, per-exec overrides dropped */
+  e->copy = clone_graph(g);
+  memset(e->has_over, 0, sizeof e->has_over);
   return hipSuccess;
 }
 
@@ -313,6 +404,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned int gridDimX, unsigne
   return launch_checked(f, gridDimX, blockDimX, blockDimY, blockDimZ, kernelParams, extra);
 }
 int fake_last_launch_priority = -100;
+#if FAKE_HIP7
 hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG *config, hipFunction_t f, void **params, void **extra) {
   if (!config || (config->numAttrs && !config->attrs)) return fail(hipErrorInvalidValue);
   for (unsigned i = 0; i < config->numAttrs; i++) {
@@ -321,6 +413,7 @@ hipError_t hipDrvLaunchKernelEx(const HIP_LAUNCH_CONFIG *config, hipFunction_t f
   }
   return launch_checked(f, config->gridDimX, config->blockDimX, config->blockDimY, config->blockDimZ, params, extra);
 }
+#endif
 
 /* ---- kernel nodes ---- */
 hipError_t hipGraphAddKernelNode(hipGraphNode_t *pGraphNode, hipGraph_t graph, const hipGraphNode_t *pDependencies,
@@ -432,14 +525,38 @@ hipError_t hipMemPoolTrimTo(hipMemPool_t p, size_t min_bytes_to_hold) {
   if (p->reserved > keep) p->reserved = keep;
   return hipSuccess;
 }
-/* Each allocation is prefixed with its pool and size. */
+/* Each allocation is prefixed with its pool and size; live allocations are registered, so that
+ * frees of unknown addresses are refused and graph nodes only touch memory the fake handed out. */
 struct fake_alloc { hipMemPool_t pool; size_t size; };
+#define MAXALLOC 4096
+static struct { char *ptr; size_t size; } allocations[MAXALLOC];
+static void track_alloc(void *p, size_t size) {
+  for (int i = 0; i < MAXALLOC; i++)
+    if (!allocations[i].ptr) { allocations[i].ptr = p; allocations[i].size = size; return; }
+}
+static int find_alloc(const void *p) {
+  for (int i = 0; i < MAXALLOC; i++)
+    if (allocations[i].ptr && allocations[i].ptr == (const char *)p) return i;
+  return -1;
+}
+/* Whether [p, p + n) lies inside one live allocation of the fake. */
+static int in_alloc(const void *p, size_t n) {
+  const char *c = p;
+  for (int i = 0; i < MAXALLOC; i++)
+    if (allocations[i].ptr && c >= allocations[i].ptr && c + n <= allocations[i].ptr + allocations[i].size) return 1;
+  return 0;
+}
+static struct ihipMemPoolHandle_t plain_pool;  /* hipMalloc and graph allocations */
+static void *new_alloc(hipMemPool_t p, size_t size) {
+  struct fake_alloc *a = malloc(sizeof *a + (size ? size : 1));
+  a->pool = p; a->size = size;
+  track_alloc(a + 1, size);
+  return a + 1;
+}
 hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t p, hipStream_t stream) {
   if (!dev_ptr || !p || !stream) return fail(hipErrorInvalidValue);
   if (size > ((size_t)1 << 40)) return fail(hipErrorOutOfMemory);
-  struct fake_alloc *a = malloc(sizeof *a + size);
-  a->pool = p; a->size = size;
-  *dev_ptr = a + 1;
+  *dev_ptr = new_alloc(p, size);
   if (stream->status == hipStreamCaptureStatusActive) return capture_node(stream, hipGraphNodeTypeMemAlloc);
   p->used += size; p->reserved += size;
   if (p->used > p->high) p->high = p->used;
@@ -447,6 +564,7 @@ hipError_t hipMallocFromPoolAsync(void **dev_ptr, size_t size, hipMemPool_t p, h
 }
 static void release(void *dev_ptr) {
   struct fake_alloc *a = (struct fake_alloc *)dev_ptr - 1;
+  allocations[find_alloc(dev_ptr)].ptr = NULL;
   a->pool->used -= a->size;
   if (a->pool->reserved > a->pool->threshold && a->pool->reserved > a->pool->used)
     a->pool->reserved = a->pool->used > a->pool->threshold ? a->pool->used : a->pool->threshold;
@@ -456,13 +574,62 @@ hipError_t hipMallocAsync(void **dev_ptr, size_t size, hipStream_t stream) {
   return hipMallocFromPoolAsync(dev_ptr, size, current_pool, stream);
 }
 hipError_t hipFreeAsync(void *dev_ptr, hipStream_t stream) {
-  if (!dev_ptr || !stream) return fail(hipErrorInvalidValue);
+  if (!dev_ptr || !stream || find_alloc(dev_ptr) < 0) return fail(hipErrorInvalidValue);
   if (stream->status == hipStreamCaptureStatusActive) return capture_node(stream, hipGraphNodeTypeMemFree);
   release(dev_ptr);
   return hipSuccess;
 }
-hipError_t hipFree(void *ptr) { if (ptr) release(ptr); return hipSuccess; }
+hipError_t hipFree(void *ptr) {
+  if (!ptr) return hipSuccess;
+  if (find_alloc(ptr) < 0) return fail(hipErrorInvalidValue);
+  release(ptr);
+  return hipSuccess;
+}
+hipError_t hipMalloc(void **ptr, size_t size) {
+  if (!ptr) return fail(hipErrorInvalidValue);
+  if (size > ((size_t)1 << 40)) return fail(hipErrorOutOfMemory);
+  *ptr = new_alloc(&plain_pool, size);
+  memset(*ptr, 0, size);
+  return hipSuccess;
+}
+/* One side must be memory of the fake (the other is the caller's host memory). */
+hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
+  (void)kind;
+  if (!n) return hipSuccess;
+  if (!dst || !src || !(in_alloc(dst, n) || in_alloc(src, n))) return fail(hipErrorInvalidValue);
+  memmove(dst, src, n);
+  return hipSuccess;
+}
+hipError_t hipSetDevice(int device) { return device ? fail(hipErrorInvalidDevice) : hipSuccess; }
+hipError_t hipDeviceSynchronize(void) { return hipSuccess; }
+hipError_t hipStreamSynchronize(hipStream_t s) {
+  if (s && s->status != hipStreamCaptureStatusNone) return fail(hipErrorStreamCaptureUnsupported);
+  return hipSuccess;
+}
+hipError_t hipEventSynchronize(hipEvent_t e) { return e ? hipSuccess : fail(hipErrorInvalidHandle); }
+hipError_t hipEventQuery(hipEvent_t e) { return e ? hipSuccess : fail(hipErrorInvalidHandle); }
+static __thread hipStreamCaptureMode thread_capture_mode = hipStreamCaptureModeGlobal;
+hipError_t hipThreadExchangeStreamCaptureMode(hipStreamCaptureMode *mode) {
+  if (!mode || *mode < hipStreamCaptureModeGlobal || *mode > hipStreamCaptureModeRelaxed) return fail(hipErrorInvalidValue);
+  hipStreamCaptureMode prev = thread_capture_mode;
+  thread_capture_mode = *mode;
+  *mode = prev;
+  return hipSuccess;
+}
 
+/* ---- device properties: name, architecture (Program's default --offload-arch), memory ----
+ * hipGetDeviceProperties is hipGetDevicePropertiesR0600 by the headers' macro (HIP 6 and 7). */
+hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device) {
+  if (!prop) return fail(hipErrorInvalidValue);
+  if (device) return fail(hipErrorInvalidDevice);
+  memset(prop, 0, sizeof *prop);
+  strcpy(prop->name, "Fake HIP device");
+  strcpy(prop->gcnArchName, "gfx942:sramecc+:xnack-");
+  prop->totalGlobalMem = (size_t)64 << 30;
+  return hipSuccess;
+}
+
+#if FAKE_HIP7
 /* HIP's own node types: batch memory operations (kept per node, read back as given) and
  * memcpy to / from a symbol (the fake records the call; HIP has no readback of these). */
 static struct { hipGraphNode_t node; hipBatchMemOpNodeParams p; hipStreamBatchMemOpParams ops[8]; } batch_store[MAXN];
@@ -524,5 +691,390 @@ hipError_t hipGraphExecMemcpyNodeSetParamsFromSymbol(hipGraphExec_t hGraphExec, 
   (void)count; (void)offset;
   if (!hGraphExec || !node || node->type != hipGraphNodeTypeMemcpyFromSymbol || !symbol || !dst || kind != hipMemcpyDefault)
     return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+#endif
+
+/* ---- node types for the conformance suite: parameters kept as given ---- */
+static hipError_t check_memset(const hipMemsetParams *p) {
+  if (!p || !p->dst || (p->elementSize != 1 && p->elementSize != 2 && p->elementSize != 4) || !p->width
+      || !p->height) return fail(hipErrorInvalidValue);
+  if (p->height > 1 && p->pitch < p->width * p->elementSize) return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+static hipError_t check_memcpy(const hipMemcpy3DParms *p) {
+  if (!p || !p->srcPtr.ptr || !p->dstPtr.ptr) return fail(hipErrorInvalidValue);
+  if ((p->extent.height > 1 || p->extent.depth > 1) &&
+      (p->srcPtr.pitch < p->extent.width || p->dstPtr.pitch < p->extent.width)) return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+static hipGraphNode_t find_alloc_node(hipGraph_t g, void *dptr) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].alive && g->nodes[i].type == hipGraphNodeTypeMemAlloc && g->nodes[i].alloc.dptr == dptr)
+      return &g->nodes[i];
+  return NULL;
+}
+static int freed_in(hipGraph_t g, void *dptr) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].alive && g->nodes[i].type == hipGraphNodeTypeMemFree && g->nodes[i].free_ptr == dptr) return 1;
+  return 0;
+}
+static int has_graph_memory(const struct ihipGraph *g) {
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].alive && (g->nodes[i].type == hipGraphNodeTypeMemAlloc || g->nodes[i].type == hipGraphNodeTypeMemFree))
+      return 1;
+  return 0;
+}
+static hipError_t check_alloc(hipMemAllocNodeParams *p) {
+  if (!p || !p->bytesize || p->poolProps.location.id != 0 || p->poolProps.location.type != hipMemLocationTypeDevice)
+    return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+static hipError_t check_params(hipGraph_t g, hipGraphNodeParams *p, int creating) {
+  if (!g) return fail(hipErrorInvalidValue);
+  switch (p->type) {
+    case hipGraphNodeTypeMemset: return p->memset.dst ? hipSuccess : fail(hipErrorInvalidValue);
+    case hipGraphNodeTypeHost: return p->host.fn ? hipSuccess : fail(hipErrorInvalidValue);
+    case hipGraphNodeTypeGraph:
+      if (!p->graph.graph || p->graph.graph == g || has_graph_memory(p->graph.graph)) return fail(hipErrorInvalidValue);
+      return hipSuccess;
+    case hipGraphNodeTypeEventRecord: return p->eventRecord.event ? hipSuccess : fail(hipErrorInvalidValue);
+    case hipGraphNodeTypeWaitEvent: return p->eventWait.event ? hipSuccess : fail(hipErrorInvalidValue);
+    case hipGraphNodeTypeMemAlloc: return creating ? check_alloc(&p->alloc) : fail(hipErrorNotSupported);
+    case hipGraphNodeTypeMemFree:
+      if (!creating) return fail(hipErrorNotSupported);
+      if (!p->free.dptr || !find_alloc_node(g, p->free.dptr) || freed_in(g, p->free.dptr)) return fail(hipErrorInvalidValue);
+      return hipSuccess;
+    default: return hipSuccess;
+  }
+}
+static void store_params(hipGraphNode_t node, hipGraphNodeParams *p) {
+  switch (p->type) {
+    case hipGraphNodeTypeMemset: node->memset = p->memset; break;
+    case hipGraphNodeTypeHost: node->host = p->host; break;
+    case hipGraphNodeTypeGraph:
+      if (node->child) free_graph(node->child);
+      node->child = clone_graph(p->graph.graph);
+      node->child->owned_by_node = 1;
+      break;
+    case hipGraphNodeTypeEventRecord: node->event = p->eventRecord.event; break;
+    case hipGraphNodeTypeWaitEvent: node->event = p->eventWait.event; break;
+    case hipGraphNodeTypeMemAlloc:
+      node->alloc = p->alloc;
+      node->alloc.accessDescs = NULL;
+      node->alloc.dptr = p->alloc.dptr = new_alloc(&plain_pool, p->alloc.bytesize);
+      break;
+    case hipGraphNodeTypeMemFree: node->free_ptr = p->free.dptr; break;
+    default: break;
+  }
+}
+static hipError_t typed(hipGraphNode_t node, hipGraphNodeType type) {
+  return (!node || !node->alive || node->type != type) ? fail(hipErrorInvalidValue) : hipSuccess;
+}
+
+hipError_t hipGraphAddMemsetNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                 const hipMemsetParams *p) {
+  hipError_t e = check_memset(p);
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeMemset);
+  if (!e) (*out)->memset = *p;
+  return e;
+}
+hipError_t hipGraphMemsetNodeGetParams(hipGraphNode_t node, hipMemsetParams *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemset);
+  if (!e && !p) e = fail(hipErrorInvalidValue);
+  if (!e) *p = node->memset;
+  return e;
+}
+hipError_t hipGraphMemsetNodeSetParams(hipGraphNode_t node, const hipMemsetParams *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemset);
+  if (!e) e = check_memset(p);
+  if (!e) node->memset = *p;
+  return e;
+}
+static hipMemcpy3DParms params_1d(void *dst, const void *src, size_t count, hipMemcpyKind kind) {
+  hipMemcpy3DParms p;
+  memset(&p, 0, sizeof p);
+  p.srcPtr.ptr = (void *)src; p.srcPtr.pitch = count; p.srcPtr.xsize = count; p.srcPtr.ysize = 1;
+  p.dstPtr.ptr = dst; p.dstPtr.pitch = count; p.dstPtr.xsize = count; p.dstPtr.ysize = 1;
+  p.extent.width = count; p.extent.height = 1; p.extent.depth = 1;
+  p.kind = kind;
+  return p;
+}
+hipError_t hipGraphAddMemcpyNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                 const hipMemcpy3DParms *p) {
+  hipError_t e = check_memcpy(p);
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeMemcpy);
+  if (!e) (*out)->memcpy = *p;
+  return e;
+}
+hipError_t hipGraphAddMemcpyNode1D(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                   void *dst, const void *src, size_t count, hipMemcpyKind kind) {
+  hipMemcpy3DParms p = params_1d(dst, src, count, kind);
+  return hipGraphAddMemcpyNode(out, g, deps, n, &p);
+}
+hipError_t hipGraphMemcpyNodeGetParams(hipGraphNode_t node, hipMemcpy3DParms *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemcpy);
+  if (!e && !p) e = fail(hipErrorInvalidValue);
+  if (!e) *p = node->memcpy;
+  return e;
+}
+hipError_t hipGraphMemcpyNodeSetParams(hipGraphNode_t node, const hipMemcpy3DParms *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemcpy);
+  if (!e) e = check_memcpy(p);
+  if (!e) node->memcpy = *p;
+  return e;
+}
+hipError_t hipGraphMemcpyNodeSetParams1D(hipGraphNode_t node, void *dst, const void *src, size_t count,
+                                         hipMemcpyKind kind) {
+  hipMemcpy3DParms p = params_1d(dst, src, count, kind);
+  return hipGraphMemcpyNodeSetParams(node, &p);
+}
+hipError_t hipGraphAddHostNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                               const hipHostNodeParams *p) {
+  hipError_t e = (!p || !p->fn) ? fail(hipErrorInvalidValue) : hipSuccess;
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeHost);
+  if (!e) (*out)->host = *p;
+  return e;
+}
+hipError_t hipGraphHostNodeGetParams(hipGraphNode_t node, hipHostNodeParams *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeHost);
+  if (!e && !p) e = fail(hipErrorInvalidValue);
+  if (!e) *p = node->host;
+  return e;
+}
+hipError_t hipGraphHostNodeSetParams(hipGraphNode_t node, const hipHostNodeParams *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeHost);
+  if (!e && (!p || !p->fn)) e = fail(hipErrorInvalidValue);
+  if (!e) node->host = *p;
+  return e;
+}
+hipError_t hipGraphAddChildGraphNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                     hipGraph_t child) {
+  hipGraphNodeParams p;
+  memset(&p, 0, sizeof p);
+  p.type = hipGraphNodeTypeGraph;
+  p.graph.graph = child;
+  hipError_t e = check_params(g, &p, 1);
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeGraph);
+  if (!e) store_params(*out, &p);
+  return e;
+}
+hipError_t hipGraphChildGraphNodeGetGraph(hipGraphNode_t node, hipGraph_t *out) {
+  hipError_t e = typed(node, hipGraphNodeTypeGraph);
+  if (!e && !out) e = fail(hipErrorInvalidValue);
+  if (!e) *out = node->child;
+  return e;
+}
+static hipError_t add_event_node(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                 hipEvent_t event, hipGraphNodeType type) {
+  hipError_t e = event ? hipSuccess : fail(hipErrorInvalidValue);
+  if (!e) e = add_node(out, g, deps, n, type);
+  if (!e) (*out)->event = event;
+  return e;
+}
+hipError_t hipGraphAddEventRecordNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                      hipEvent_t event) {
+  return add_event_node(out, g, deps, n, event, hipGraphNodeTypeEventRecord);
+}
+hipError_t hipGraphAddEventWaitNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                    hipEvent_t event) {
+  return add_event_node(out, g, deps, n, event, hipGraphNodeTypeWaitEvent);
+}
+static hipError_t get_event(hipGraphNode_t node, hipEvent_t *out, hipGraphNodeType type) {
+  hipError_t e = typed(node, type);
+  if (!e && !out) e = fail(hipErrorInvalidValue);
+  if (!e) *out = node->event;
+  return e;
+}
+static hipError_t set_event(hipGraphNode_t node, hipEvent_t event, hipGraphNodeType type) {
+  hipError_t e = typed(node, type);
+  if (!e && !event) e = fail(hipErrorInvalidValue);
+  if (!e) node->event = event;
+  return e;
+}
+hipError_t hipGraphEventRecordNodeGetEvent(hipGraphNode_t node, hipEvent_t *out) {
+  return get_event(node, out, hipGraphNodeTypeEventRecord);
+}
+hipError_t hipGraphEventRecordNodeSetEvent(hipGraphNode_t node, hipEvent_t event) {
+  return set_event(node, event, hipGraphNodeTypeEventRecord);
+}
+hipError_t hipGraphEventWaitNodeGetEvent(hipGraphNode_t node, hipEvent_t *out) {
+  return get_event(node, out, hipGraphNodeTypeWaitEvent);
+}
+hipError_t hipGraphEventWaitNodeSetEvent(hipGraphNode_t node, hipEvent_t event) {
+  return set_event(node, event, hipGraphNodeTypeWaitEvent);
+}
+hipError_t hipGraphAddMemAllocNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                   hipMemAllocNodeParams *p) {
+  hipGraphNodeParams gp;
+  memset(&gp, 0, sizeof gp);
+  gp.type = hipGraphNodeTypeMemAlloc;
+  if (!p) return fail(hipErrorInvalidValue);
+  gp.alloc = *p;
+  hipError_t e = check_params(g, &gp, 1);
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeMemAlloc);
+  if (!e) { store_params(*out, &gp); p->dptr = gp.alloc.dptr; }
+  return e;
+}
+hipError_t hipGraphMemAllocNodeGetParams(hipGraphNode_t node, hipMemAllocNodeParams *p) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemAlloc);
+  if (!e && !p) e = fail(hipErrorInvalidValue);
+  if (!e) *p = node->alloc;
+  return e;
+}
+hipError_t hipGraphAddMemFreeNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps, size_t n,
+                                  void *dptr) {
+  hipGraphNodeParams gp;
+  memset(&gp, 0, sizeof gp);
+  gp.type = hipGraphNodeTypeMemFree;
+  gp.free.dptr = dptr;
+  hipError_t e = check_params(g, &gp, 1);
+  if (!e) e = add_node(out, g, deps, n, hipGraphNodeTypeMemFree);
+  if (!e) store_params(*out, &gp);
+  return e;
+}
+hipError_t hipGraphMemFreeNodeGetParams(hipGraphNode_t node, void *dptr_out) {
+  hipError_t e = typed(node, hipGraphNodeTypeMemFree);
+  if (!e && !dptr_out) e = fail(hipErrorInvalidValue);
+  if (!e) *(void **)dptr_out = node->free_ptr;
+  return e;
+}
+
+/* ---- structure: clone, find in clone, destroy a node, remove edges, DOT ---- */
+static struct ihipGraph *clone_graph(const struct ihipGraph *g) {
+  struct ihipGraph *c = calloc(1, sizeof *c);
+  c->n = g->n;
+  for (int i = 0; i < g->n; i++) {
+    const struct hipGraphNode *src = &g->nodes[i];
+    struct hipGraphNode *dst = &c->nodes[i];
+    *dst = *src;
+    dst->graph = c;
+    dst->origin = (hipGraphNode_t)src;
+    if (src->type == hipGraphNodeTypeKernel && src->kernel.p.func) copy_kernel_params(&dst->kernel, &src->kernel.p);
+    if (src->child) { dst->child = clone_graph(src->child); dst->child->owned_by_node = 1; }
+  }
+  c->ne = g->ne;
+  for (int e = 0; e < g->ne; e++) {
+    c->from[e] = &c->nodes[g->from[e] - g->nodes];
+    c->to[e] = &c->nodes[g->to[e] - g->nodes];
+  }
+  return c;
+}
+hipError_t hipGraphClone(hipGraph_t *out, hipGraph_t g) {
+  if (!out || !g) return fail(hipErrorInvalidValue);
+  if (has_graph_memory(g)) return fail(hipErrorNotSupported);  /* as CUDA documents for its clone */
+  *out = clone_graph(g);
+  return hipSuccess;
+}
+hipError_t hipGraphNodeFindInClone(hipGraphNode_t *out, hipGraphNode_t original, hipGraph_t clone) {
+  if (!out || !original || !clone) return fail(hipErrorInvalidValue);
+  for (int i = 0; i < clone->n; i++)
+    if (clone->nodes[i].alive && clone->nodes[i].origin == original) { *out = &clone->nodes[i]; return hipSuccess; }
+  return fail(hipErrorInvalidValue);
+}
+hipError_t hipGraphDestroyNode(hipGraphNode_t node) {
+  if (!node || !node->alive) return fail(hipErrorInvalidValue);
+  hipGraph_t g = node->graph;
+  int k = 0;
+  for (int e = 0; e < g->ne; e++)
+    if (g->from[e] != node && g->to[e] != node) { g->from[k] = g->from[e]; g->to[k] = g->to[e]; k++; }
+  g->ne = k;
+  node->alive = 0;
+  if (node->child) { free_graph(node->child); node->child = NULL; }
+  return hipSuccess;
+}
+hipError_t hipGraphRemoveDependencies(hipGraph_t g, const hipGraphNode_t *from, const hipGraphNode_t *to, size_t n) {
+  if (!g || (n && (!from || !to))) return fail(hipErrorInvalidValue);
+  for (size_t i = 0; i < n; i++) {
+    int found = -1;
+    for (int e = 0; e < g->ne && found < 0; e++)
+      if (g->from[e] == from[i] && g->to[e] == to[i]) found = e;
+    if (found < 0) return fail(hipErrorInvalidValue);
+    for (int e = found; e + 1 < g->ne; e++) { g->from[e] = g->from[e + 1]; g->to[e] = g->to[e + 1]; }
+    g->ne--;
+  }
+  return hipSuccess;
+}
+static const char *type_name(hipGraphNodeType t) {
+  switch (t) {
+    case hipGraphNodeTypeKernel: return "KERNEL";
+    case hipGraphNodeTypeMemcpy: return "MEMCPY";
+    case hipGraphNodeTypeMemset: return "MEMSET";
+    case hipGraphNodeTypeHost: return "HOST";
+    case hipGraphNodeTypeGraph: return "GRAPH";
+    case hipGraphNodeTypeEmpty: return "EMPTY";
+    case hipGraphNodeTypeWaitEvent: return "WAIT_EVENT";
+    case hipGraphNodeTypeEventRecord: return "EVENT_RECORD";
+    case hipGraphNodeTypeMemAlloc: return "MEM_ALLOC";
+    case hipGraphNodeTypeMemFree: return "MEM_FREE";
+    default: return "OTHER";
+  }
+}
+hipError_t hipGraphDebugDotPrint(hipGraph_t g, const char *path, unsigned int flags) {
+  (void)flags;
+  if (!g || !path) return fail(hipErrorInvalidValue);
+  FILE *f = fopen(path, "w");
+  if (!f) return fail(hipErrorOperatingSystem);
+  fprintf(f, "digraph fakehip {\n");
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].alive) fprintf(f, "  n%d [label=\"%s %d\"];\n", i, type_name(g->nodes[i].type), i);
+  for (int e = 0; e < g->ne; e++)
+    fprintf(f, "  n%d -> n%d;\n", (int)(g->from[e] - g->nodes), (int)(g->to[e] - g->nodes));
+  fprintf(f, "}\n");
+  fclose(f);
+  return hipSuccess;
+}
+
+/* ---- running a graph: dependency order; memory work only inside the fake's allocations ---- */
+static void run_memset(const hipMemsetParams *p) {
+  size_t row = p->width * p->elementSize, pitch = p->height > 1 ? p->pitch : row;
+  if (!p->height || !in_alloc(p->dst, pitch * (p->height - 1) + row)) return;
+  for (size_t y = 0; y < p->height; y++) {
+    char *r = (char *)p->dst + y * pitch;
+    for (size_t x = 0; x < p->width; x++) {
+      if (p->elementSize == 1) r[x] = (char)p->value;
+      else if (p->elementSize == 2) { unsigned short v = (unsigned short)p->value; memcpy(r + 2 * x, &v, 2); }
+      else { unsigned int v = p->value; memcpy(r + 4 * x, &v, 4); }
+    }
+  }
+}
+static void run_memcpy(const hipMemcpy3DParms *p) {
+  size_t w = p->extent.width, h = p->extent.height ? p->extent.height : 1, d = p->extent.depth ? p->extent.depth : 1;
+  size_t sp = p->srcPtr.pitch ? p->srcPtr.pitch : w, dp = p->dstPtr.pitch ? p->dstPtr.pitch : w;
+  size_t sh = p->srcPtr.ysize ? p->srcPtr.ysize : h, dh = p->dstPtr.ysize ? p->dstPtr.ysize : h;
+  size_t slast = ((d - 1) * sh + (h - 1)) * sp + w, dlast = ((d - 1) * dh + (h - 1)) * dp + w;
+  if (!w || !in_alloc(p->srcPtr.ptr, slast) || !in_alloc(p->dstPtr.ptr, dlast)) return;
+  for (size_t z = 0; z < d; z++)
+    for (size_t y = 0; y < h; y++)
+      memmove((char *)p->dstPtr.ptr + (z * dh + y) * dp, (const char *)p->srcPtr.ptr + (z * sh + y) * sp, w);
+}
+static hipError_t run_graph(struct ihipGraph *g, struct hipGraphExec *e) {
+  int done[MAXN] = {0}, left = 0;
+  for (int i = 0; i < g->n; i++) left += g->nodes[i].alive;
+  while (left > 0) {
+    int progressed = 0;
+    for (int i = 0; i < g->n; i++) {
+      struct hipGraphNode *n = &g->nodes[i];
+      if (!n->alive || done[i]) continue;
+      int ready = 1;
+      for (int k = 0; k < g->ne && ready; k++)
+        if (g->to[k] == n && !done[g->from[k] - g->nodes]) ready = 0;
+      if (!ready) continue;
+      switch (n->type) {
+        case hipGraphNodeTypeKernel: {
+          struct kernel_copy *k = (e && e->has_over[i]) ? &e->over[i] : &n->kernel;
+          if (k->p.func) run_kernel((hipFunction_t)k->p.func, k->p.kernelParams);
+          break;
+        }
+        case hipGraphNodeTypeMemset: if (n->memset.dst) run_memset(&n->memset); break;
+        case hipGraphNodeTypeMemcpy: run_memcpy(&n->memcpy); break;
+        case hipGraphNodeTypeHost: if (n->host.fn) n->host.fn(n->host.userData); break;
+        case hipGraphNodeTypeGraph: if (n->child) run_graph(n->child, NULL); break;
+        default: break;
+      }
+      done[i] = 1; left--; progressed = 1;
+    }
+    if (!progressed) return fail(hipErrorInvalidValue);  /* a cycle */
+  }
   return hipSuccess;
 }

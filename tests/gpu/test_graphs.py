@@ -34,7 +34,11 @@ def test_backend_reports_binding_matching_runtime():
     assert info.vendor == "cuda" and info.device_count >= 1
     major = info.runtime_version // 1000
     assert info.binding == f"cuda{major}"
-    assert info.driver_version and info.driver_version >= info.runtime_version
+    runtime = os.environ.get("PYGRAPHRT_EXPECT_RUNTIME")
+    if runtime:  # e.g. 13.5: the runtime wheel scripts/gpu-test loads, not the machine's
+        assert info.runtime_version_str == runtime, (info.runtime_version_str, info.library_path)
+    # Minor-version compatibility: a 13.x runtime runs on any 13.x driver (a 13.5 runtime on 13.0).
+    assert info.driver_version and info.driver_version // 1000 >= major
     d = rt.Device(0).info()
     assert d.total_memory > 1 << 30 and d.arch.startswith("sm_")
 

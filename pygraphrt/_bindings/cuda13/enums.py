@@ -26,6 +26,7 @@ class cudaError(IntEnum):
     cudaErrorProfilerAlreadyStarted = 7
     cudaErrorProfilerAlreadyStopped = 8
     cudaErrorInvalidConfiguration = 9
+    cudaErrorVersionTranslation = 10
     cudaErrorInvalidPitchValue = 12
     cudaErrorInvalidSymbol = 13
     cudaErrorInvalidHostPointer = 16
@@ -89,6 +90,7 @@ class cudaError(IntEnum):
     cudaErrorUnsupportedExecAffinity = 224
     cudaErrorUnsupportedDevSideSync = 225
     cudaErrorContained = 226
+    cudaErrorInsufficientLoaderVersion = 227
     cudaErrorInvalidSource = 300
     cudaErrorFileNotFound = 301
     cudaErrorSharedObjectSymbolNotFound = 302
@@ -148,6 +150,9 @@ class cudaError(IntEnum):
     cudaErrorFunctionNotLoaded = 913
     cudaErrorInvalidResourceType = 914
     cudaErrorInvalidResourceConfiguration = 915
+    cudaErrorStreamDetached = 917
+    cudaErrorGraphRecaptureFailure = 918
+    cudaErrorFabricNotReady = 919
     cudaErrorUnknown = 999
     cudaErrorApiFailureBase = 10000
 
@@ -186,6 +191,20 @@ class cudaChannelFormatKind(IntEnum):
     cudaChannelFormatKindUnsignedBlockCompressed7 = 29
     cudaChannelFormatKindUnsignedBlockCompressed7SRGB = 30
     cudaChannelFormatKindUnsignedNormalized1010102 = 31
+    cudaChannelFormatKindUnsigned8Packed422 = 32
+    cudaChannelFormatKindUnsigned8Packed444 = 33
+    cudaChannelFormatKindUnsigned8SemiPlanar420 = 34
+    cudaChannelFormatKindUnsigned16SemiPlanar420 = 35
+    cudaChannelFormatKindUnsigned8SemiPlanar422 = 36
+    cudaChannelFormatKindUnsigned16SemiPlanar422 = 37
+    cudaChannelFormatKindUnsigned8SemiPlanar444 = 38
+    cudaChannelFormatKindUnsigned16SemiPlanar444 = 39
+    cudaChannelFormatKindUnsigned8Planar420 = 40
+    cudaChannelFormatKindUnsigned16Planar420 = 41
+    cudaChannelFormatKindUnsigned8Planar422 = 42
+    cudaChannelFormatKindUnsigned16Planar422 = 43
+    cudaChannelFormatKindUnsigned8Planar444 = 44
+    cudaChannelFormatKindUnsigned16Planar444 = 45
 
 __all__.append('cudaChannelFormatKind')
 
@@ -220,6 +239,13 @@ class cudaStreamCaptureStatus(IntEnum):
 
 __all__.append('cudaStreamCaptureStatus')
 
+class cudaGraphRecaptureStatus(IntEnum):
+    cudaGraphRecaptureEligibleForUpdate = 0
+    cudaGraphRecaptureIneligibleForUpdate = 1
+    cudaGraphRecaptureError = 2
+
+__all__.append('cudaGraphRecaptureStatus')
+
 class cudaStreamCaptureMode(IntEnum):
     cudaStreamCaptureModeGlobal = 0
     cudaStreamCaptureModeThreadLocal = 1
@@ -239,6 +265,7 @@ class cudaClusterSchedulingPolicy(IntEnum):
     cudaClusterSchedulingPolicyDefault = 0
     cudaClusterSchedulingPolicySpread = 1
     cudaClusterSchedulingPolicyLoadBalancing = 2
+    cudaClusterSchedulingPolicyRubinDsmemLocality = 3
 
 __all__.append('cudaClusterSchedulingPolicy')
 
@@ -257,6 +284,12 @@ class cudaUserObjectRetainFlags(IntEnum):
     cudaGraphUserObjectMove = 1
 
 __all__.append('cudaUserObjectRetainFlags')
+
+class cudaHostTaskSyncMode(IntEnum):
+    cudaHostTaskBlocking = 0
+    cudaHostTaskSpinWait = 1
+
+__all__.append('cudaHostTaskSyncMode')
 
 class cudaGraphicsRegisterFlags(IntEnum):
     cudaGraphicsRegisterFlagsNone = 0
@@ -331,6 +364,15 @@ class cudaResourceViewFormat(IntEnum):
 
 __all__.append('cudaResourceViewFormat')
 
+class cudaSharedMemoryMode(IntEnum):
+    cudaSharedMemoryModeDefault = 0
+    cudaSharedMemoryModeRequirePortable = 1
+    cudaSharedMemoryModeAllowNonPortable = 2
+    cudaSharedMemoryModeAllowOversizedSharedMemory = 3
+    cudaSharedMemoryModePreferOversizedSharedMemory = 4
+
+__all__.append('cudaSharedMemoryMode')
+
 class cudaFuncAttribute(IntEnum):
     cudaFuncAttributeMaxDynamicSharedMemorySize = 8
     cudaFuncAttributePreferredSharedMemoryCarveout = 9
@@ -340,7 +382,8 @@ class cudaFuncAttribute(IntEnum):
     cudaFuncAttributeRequiredClusterDepth = 13
     cudaFuncAttributeNonPortableClusterSizeAllowed = 14
     cudaFuncAttributeClusterSchedulingPolicyPreference = 15
-    cudaFuncAttributeMax = 16
+    cudaFuncAttributeSharedMemoryMode = 16
+    cudaFuncAttributeMax = 17
 
 __all__.append('cudaFuncAttribute')
 
@@ -382,6 +425,7 @@ class cudaLimit(IntEnum):
     cudaLimitDevRuntimePendingLaunchCount = 4
     cudaLimitMaxL2FetchGranularity = 5
     cudaLimitPersistingL2CacheSize = 6
+    cudaLimitPerBlockMemorySize = 10
 
 __all__.append('cudaLimit')
 
@@ -569,7 +613,13 @@ class cudaDeviceAttr(IntEnum):
     cudaDevAttrHostMemoryPoolsSupported = 144
     cudaDevAttrReserved145 = 145
     cudaDevAttrOnlyPartialHostNativeAtomicSupported = 147
-    cudaDevAttrMax = 148
+    cudaDevAttrAtomicReductionSupported = 148
+    cudaDevAttrLocalityDomainCount = 149
+    cudaDevAttrOversizedSharedMemoryPerBlock = 150
+    cudaDevAttrCigStreamsSupported = 151
+    cudaDevAttrLocalityDomainMultiprocessorCount = 157
+    cudaDevAttrTensorMapLargeTensorMinSize = 160
+    cudaDevAttrMax = 161
 
 __all__.append('cudaDeviceAttr')
 
@@ -582,6 +632,13 @@ class cudaMemPoolAttr(IntEnum):
     cudaMemPoolAttrReservedMemHigh = 6
     cudaMemPoolAttrUsedMemCurrent = 7
     cudaMemPoolAttrUsedMemHigh = 8
+    cudaMemPoolAttrAllocationType = 9
+    cudaMemPoolAttrExportHandleTypes = 10
+    cudaMemPoolAttrLocationId = 11
+    cudaMemPoolAttrLocationType = 12
+    cudaMemPoolAttrMaxPoolSize = 13
+    cudaMemPoolAttrHwDecompressEnabled = 14
+    cudaMemPoolAttrLocalityDomainId = 15
 
 __all__.append('cudaMemPoolAttr')
 
@@ -592,6 +649,8 @@ class cudaMemLocationType(IntEnum):
     cudaMemLocationTypeHost = 2
     cudaMemLocationTypeHostNuma = 3
     cudaMemLocationTypeHostNumaCurrent = 4
+    cudaMemLocationTypeInvisible = 5
+    cudaMemLocationTypeDeviceLocalityDomain = 6
 
 __all__.append('cudaMemLocationType')
 
@@ -712,6 +771,34 @@ class cudaExternalSemaphoreHandleType(IntEnum):
 
 __all__.append('cudaExternalSemaphoreHandleType')
 
+class cudaDevSmResourceGroup_flags(IntEnum):
+    cudaDevSmResourceGroupDefault = 0
+    cudaDevSmResourceGroupBackfill = 1
+    cudaDevSmResourceGroupLocalityDomainId = 2
+    cudaDevSmResourceGroupLocalityDomainSupplementalSms = 4
+
+__all__.append('cudaDevSmResourceGroup_flags')
+
+class cudaDevSmResourceSplitByCount_flags(IntEnum):
+    cudaDevSmResourceSplitIgnoreSmCoscheduling = 1
+    cudaDevSmResourceSplitMaxPotentialClusterSize = 2
+
+__all__.append('cudaDevSmResourceSplitByCount_flags')
+
+class cudaDevResourceType(IntEnum):
+    cudaDevResourceTypeInvalid = 0
+    cudaDevResourceTypeSm = 1
+    cudaDevResourceTypeWorkqueueConfig = 1000
+    cudaDevResourceTypeWorkqueue = 10000
+
+__all__.append('cudaDevResourceType')
+
+class cudaDevWorkqueueConfigScope(IntEnum):
+    cudaDevWorkqueueConfigScopeDeviceCtx = 0
+    cudaDevWorkqueueConfigScopeGreenCtxBalanced = 1
+
+__all__.append('cudaDevWorkqueueConfigScope')
+
 class cudaJitOption(IntEnum):
     cudaJitMaxRegisters = 0
     cudaJitThreadsPerBlock = 1
@@ -759,6 +846,14 @@ class cudaCGScope(IntEnum):
 
 __all__.append('cudaCGScope')
 
+class cudaKernelFunctionType(IntEnum):
+    cudaKernelFunctionTypeUnspecified = 0
+    cudaKernelFunctionTypeDeviceEntry = 1
+    cudaKernelFunctionTypeKernel = 2
+    cudaKernelFunctionTypeFunction = 3
+
+__all__.append('cudaKernelFunctionType')
+
 class cudaGraphConditionalHandleFlags(IntEnum):
     cudaGraphCondAssignDefault = 1
 
@@ -785,13 +880,17 @@ class cudaGraphNodeType(IntEnum):
     cudaGraphNodeTypeMemAlloc = 10
     cudaGraphNodeTypeMemFree = 11
     cudaGraphNodeTypeConditional = 13
-    cudaGraphNodeTypeCount = 14
+    cudaGraphNodeTypeMemcpyBatch = 14
+    cudaGraphNodeTypeReserved16 = 16
+    cudaGraphNodeTypeExternalEngine = 17
+    cudaGraphNodeTypeCount = 18
 
 __all__.append('cudaGraphNodeType')
 
 class cudaGraphChildGraphNodeOwnership(IntEnum):
     cudaGraphChildGraphOwnershipClone = 0
     cudaGraphChildGraphOwnershipMove = 1
+    cudaGraphChildGraphOwnershipInvalid = -1
 
 __all__.append('cudaGraphChildGraphNodeOwnership')
 
@@ -858,6 +957,7 @@ class cudaGraphDebugDotFlags(IntEnum):
     cudaGraphDebugDotFlagsKernelNodeAttributes = 512
     cudaGraphDebugDotFlagsHandles = 1024
     cudaGraphDebugDotFlagsConditionalNodeParams = 32768
+    cudaGraphDebugDotFlagsMemcpyBatchNodeParams = 65536
 
 __all__.append('cudaGraphDebugDotFlags')
 
@@ -874,6 +974,13 @@ class cudaLaunchMemSyncDomain(IntEnum):
     cudaLaunchMemSyncDomainRemote = 1
 
 __all__.append('cudaLaunchMemSyncDomain')
+
+class cudaLaunchAttributePortableClusterMode(IntEnum):
+    cudaLaunchPortableClusterModeDefault = 0
+    cudaLaunchPortableClusterModeRequirePortable = 1
+    cudaLaunchPortableClusterModeAllowNonPortable = 2
+
+__all__.append('cudaLaunchAttributePortableClusterMode')
 
 class cudaLaunchAttributeID(IntEnum):
     cudaLaunchAttributeIgnore = 0
@@ -892,6 +999,8 @@ class cudaLaunchAttributeID(IntEnum):
     cudaLaunchAttributeDeviceUpdatableKernelNode = 13
     cudaLaunchAttributePreferredSharedMemoryCarveout = 14
     cudaLaunchAttributeNvlinkUtilCentricScheduling = 16
+    cudaLaunchAttributePortableClusterSizeMode = 17
+    cudaLaunchAttributeSharedMemoryMode = 18
 
 __all__.append('cudaLaunchAttributeID')
 
@@ -911,6 +1020,19 @@ class CUDAlogLevel_enum(IntEnum):
     cudaLogLevelWarning = 1
 
 __all__.append('CUDAlogLevel_enum')
+
+class cudaFabricOpStatusSource(IntEnum):
+    cudaFabricOpStatusSourceMbarrierV1 = 0
+    cudaFabricOpStatusSourceMax = 2147483647
+
+__all__.append('cudaFabricOpStatusSource')
+
+class cudaFabricOpStatusInfo(IntEnum):
+    cudaFabricOpStatusInfoSuccess = 0
+    cudaFabricOpStatusInfoLast = 0
+    cudaFabricOpStatusInfoMax = 2147483647
+
+__all__.append('cudaFabricOpStatusInfo')
 
 class cudaSurfaceBoundaryMode(IntEnum):
     cudaBoundaryModeZero = 0

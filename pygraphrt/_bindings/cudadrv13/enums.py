@@ -59,6 +59,12 @@ class cl_context_flags_enum(IntEnum):
 
 __all__.append('cl_context_flags_enum')
 
+class CUhostTaskSyncMode_enum(IntEnum):
+    CU_HOST_TASK_BLOCKING = 0
+    CU_HOST_TASK_SPINWAIT = 1
+
+__all__.append('CUhostTaskSyncMode_enum')
+
 class CUstream_flags_enum(IntEnum):
     CU_STREAM_DEFAULT = 0
     CU_STREAM_NON_BLOCKING = 1
@@ -85,6 +91,35 @@ class CUevent_wait_flags_enum(IntEnum):
 
 __all__.append('CUevent_wait_flags_enum')
 
+class CUatomicOperation_enum(IntEnum):
+    CU_ATOMIC_OPERATION_INTEGER_ADD = 0
+    CU_ATOMIC_OPERATION_INTEGER_MIN = 1
+    CU_ATOMIC_OPERATION_INTEGER_MAX = 2
+    CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3
+    CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4
+    CU_ATOMIC_OPERATION_AND = 5
+    CU_ATOMIC_OPERATION_OR = 6
+    CU_ATOMIC_OPERATION_XOR = 7
+    CU_ATOMIC_OPERATION_EXCHANGE = 8
+    CU_ATOMIC_OPERATION_CAS = 9
+    CU_ATOMIC_OPERATION_FLOAT_ADD = 10
+    CU_ATOMIC_OPERATION_FLOAT_MIN = 11
+    CU_ATOMIC_OPERATION_FLOAT_MAX = 12
+    CU_ATOMIC_OPERATION_MAX = 13
+
+__all__.append('CUatomicOperation_enum')
+
+class CUatomicOperationCapability_enum(IntEnum):
+    CU_ATOMIC_CAPABILITY_SIGNED = 1
+    CU_ATOMIC_CAPABILITY_UNSIGNED = 2
+    CU_ATOMIC_CAPABILITY_REDUCTION = 4
+    CU_ATOMIC_CAPABILITY_SCALAR_32 = 8
+    CU_ATOMIC_CAPABILITY_SCALAR_64 = 16
+    CU_ATOMIC_CAPABILITY_SCALAR_128 = 32
+    CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 64
+
+__all__.append('CUatomicOperationCapability_enum')
+
 class CUstreamWaitValue_flags_enum(IntEnum):
     CU_STREAM_WAIT_VALUE_GEQ = 0
     CU_STREAM_WAIT_VALUE_EQ = 1
@@ -106,6 +141,7 @@ class CUstreamBatchMemOpType_enum(IntEnum):
     CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4
     CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5
     CU_STREAM_MEM_OP_BARRIER = 6
+    CU_STREAM_MEM_OP_ATOMIC_REDUCTION = 8
     CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3
 
 __all__.append('CUstreamBatchMemOpType_enum')
@@ -115,6 +151,19 @@ class CUstreamMemoryBarrier_flags_enum(IntEnum):
     CU_STREAM_MEMORY_BARRIER_TYPE_GPU = 1
 
 __all__.append('CUstreamMemoryBarrier_flags_enum')
+
+class CUstreamAtomicReductionOpType_enum(IntEnum):
+    CU_STREAM_ATOMIC_REDUCTION_OP_OR = 6
+    CU_STREAM_ATOMIC_REDUCTION_OP_AND = 5
+    CU_STREAM_ATOMIC_REDUCTION_OP_ADD = 0
+
+__all__.append('CUstreamAtomicReductionOpType_enum')
+
+class CUstreamAtomicReductionDataType_enum(IntEnum):
+    CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_32 = 14
+    CU_STREAM_ATOMIC_REDUCTION_UNSIGNED_64 = 22
+
+__all__.append('CUstreamAtomicReductionDataType_enum')
 
 class CUoccupancy_flags_enum(IntEnum):
     CU_OCCUPANCY_DEFAULT = 0
@@ -185,6 +234,20 @@ class CUarray_format_enum(IntEnum):
     CU_AD_FORMAT_YUV444_8bit_SemiPlanar = 180
     CU_AD_FORMAT_YUV444_16bit_SemiPlanar = 181
     CU_AD_FORMAT_UNORM_INT_101010_2 = 80
+    CU_AD_FORMAT_UINT8_PACKED_422 = 81
+    CU_AD_FORMAT_UINT8_PACKED_444 = 82
+    CU_AD_FORMAT_UINT8_SEMIPLANAR_420 = 83
+    CU_AD_FORMAT_UINT16_SEMIPLANAR_420 = 84
+    CU_AD_FORMAT_UINT8_SEMIPLANAR_422 = 85
+    CU_AD_FORMAT_UINT16_SEMIPLANAR_422 = 86
+    CU_AD_FORMAT_UINT8_SEMIPLANAR_444 = 87
+    CU_AD_FORMAT_UINT16_SEMIPLANAR_444 = 88
+    CU_AD_FORMAT_UINT8_PLANAR_420 = 89
+    CU_AD_FORMAT_UINT16_PLANAR_420 = 90
+    CU_AD_FORMAT_UINT8_PLANAR_422 = 91
+    CU_AD_FORMAT_UINT16_PLANAR_422 = 92
+    CU_AD_FORMAT_UINT8_PLANAR_444 = 93
+    CU_AD_FORMAT_UINT16_PLANAR_444 = 94
     CU_AD_FORMAT_MAX = 2147483647
 
 __all__.append('CUarray_format_enum')
@@ -357,7 +420,21 @@ class CUdevice_attribute_enum(IntEnum):
     CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145
     CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED = 146
     CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED = 147
-    CU_DEVICE_ATTRIBUTE_MAX = 148
+    CU_DEVICE_ATTRIBUTE_ATOMIC_REDUCTION_SUPPORTED = 148
+    CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_COUNT = 149
+    CU_DEVICE_ATTRIBUTE_MAX_OVERSIZED_SHARED_MEMORY_PER_BLOCK = 150
+    CU_DEVICE_ATTRIBUTE_D3D12_CIG_STREAMS_SUPPORTED = 151
+    CU_DEVICE_ATTRIBUTE_DMA_BUF_MMAP_SUPPORTED = 152
+    CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_SUPPORTED = 153
+    CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_MULTICAST_SUPPORTED = 154
+    CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_COUNTED_OPS_SUPPORTED = 155
+    CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_UNICAST_ACCESS_ON_OWNER_DEVICE_SUPPORTED = 156
+    CU_DEVICE_ATTRIBUTE_LOCALITY_DOMAIN_MULTIPROCESSOR_COUNT = 157
+    CU_DEVICE_ATTRIBUTE_LOGICAL_ENDPOINT_SUPPORTED_HANDLE_TYPES = 158
+    CU_DEVICE_ATTRIBUTE_VULKAN_CIG_STREAMS_SUPPORTED = 159
+    CU_DEVICE_ATTRIBUTE_TENSOR_MAP_LARGE_TENSOR_MIN_SIZE = 160
+    CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_LOCALIZED_MEMORY_SUPPORTED = 161
+    CU_DEVICE_ATTRIBUTE_MAX = 162
 
 __all__.append('CUdevice_attribute_enum')
 
@@ -383,6 +460,7 @@ class CUpointer_attribute_enum(IntEnum):
     CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR = 19
     CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID = 20
     CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21
+    CU_POINTER_ATTRIBUTE_LOCALITY_DOMAIN_ORDINAL = 22
 
 __all__.append('CUpointer_attribute_enum')
 
@@ -403,7 +481,9 @@ class CUfunction_attribute_enum(IntEnum):
     CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH = 13
     CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED = 14
     CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 15
-    CU_FUNC_ATTRIBUTE_MAX = 16
+    CU_FUNC_ATTRIBUTE_DEVICE_NODE_UPDATE_SUPPORTED = 16
+    CU_FUNC_ATTRIBUTE_SHARED_MEMORY_MODE = 17
+    CU_FUNC_ATTRIBUTE_MAX = 18
 
 __all__.append('CUfunction_attribute_enum')
 
@@ -502,7 +582,8 @@ class CUjit_option_enum(IntEnum):
     CU_JIT_MAX_THREADS_PER_BLOCK = 32
     CU_JIT_OVERRIDE_DIRECTIVE_VALUES = 33
     CU_JIT_SPLIT_COMPILE = 34
-    CU_JIT_NUM_OPTIONS = 35
+    CU_JIT_BINARY_LOADER_THREAD_COUNT = 35
+    CU_JIT_NUM_OPTIONS = 36
 
 __all__.append('CUjit_option_enum')
 
@@ -528,17 +609,20 @@ class CUjit_target_enum(IntEnum):
     CU_TARGET_COMPUTE_100 = 100
     CU_TARGET_COMPUTE_110 = 110
     CU_TARGET_COMPUTE_103 = 103
+    CU_TARGET_COMPUTE_107 = 107
     CU_TARGET_COMPUTE_120 = 120
     CU_TARGET_COMPUTE_121 = 121
     CU_TARGET_COMPUTE_90A = 65626
     CU_TARGET_COMPUTE_100A = 65636
     CU_TARGET_COMPUTE_110A = 65646
     CU_TARGET_COMPUTE_103A = 65639
+    CU_TARGET_COMPUTE_107A = 65643
     CU_TARGET_COMPUTE_120A = 65656
     CU_TARGET_COMPUTE_121A = 65657
     CU_TARGET_COMPUTE_100F = 131172
     CU_TARGET_COMPUTE_110F = 131182
     CU_TARGET_COMPUTE_103F = 131175
+    CU_TARGET_COMPUTE_107F = 131179
     CU_TARGET_COMPUTE_120F = 131192
     CU_TARGET_COMPUTE_121F = 131193
 
@@ -605,7 +689,8 @@ class CUlimit_enum(IntEnum):
     CU_LIMIT_SHMEM_SIZE = 7
     CU_LIMIT_CIG_ENABLED = 8
     CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 9
-    CU_LIMIT_MAX = 10
+    CU_LIMIT_PER_BLOCK_MEMORY_SIZE = 10
+    CU_LIMIT_MAX = 11
 
 __all__.append('CUlimit_enum')
 
@@ -646,6 +731,10 @@ class CUgraphNodeType_enum(IntEnum):
     CU_GRAPH_NODE_TYPE_MEM_FREE = 11
     CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12
     CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
+    CU_GRAPH_NODE_TYPE_MEMCPY_BATCH = 14
+    CU_GRAPH_NODE_TYPE_RESERVED_16 = 16
+    CU_GRAPH_NODE_TYPE_EXTERNAL_ENGINE = 17
+    CU_GRAPH_NODE_TYPE_FABRIC_CPY_BATCH = 18
 
 __all__.append('CUgraphNodeType_enum')
 
@@ -677,6 +766,7 @@ class CUclusterSchedulingPolicy_enum(IntEnum):
     CU_CLUSTER_SCHEDULING_POLICY_DEFAULT = 0
     CU_CLUSTER_SCHEDULING_POLICY_SPREAD = 1
     CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING = 2
+    CU_CLUSTER_SCHEDULING_POLICY_RUBIN_DSMEM_LOCALITY = 3
 
 __all__.append('CUclusterSchedulingPolicy_enum')
 
@@ -685,6 +775,22 @@ class CUlaunchMemSyncDomain_enum(IntEnum):
     CU_LAUNCH_MEM_SYNC_DOMAIN_REMOTE = 1
 
 __all__.append('CUlaunchMemSyncDomain_enum')
+
+class CUlaunchAttributePortableClusterMode_enum(IntEnum):
+    CU_LAUNCH_PORTABLE_CLUSTER_MODE_DEFAULT = 0
+    CU_LAUNCH_PORTABLE_CLUSTER_MODE_REQUIRE_PORTABLE = 1
+    CU_LAUNCH_PORTABLE_CLUSTER_MODE_ALLOW_NON_PORTABLE = 2
+
+__all__.append('CUlaunchAttributePortableClusterMode_enum')
+
+class CUsharedMemoryMode_enum(IntEnum):
+    CU_SHARED_MEMORY_MODE_DEFAULT = 0
+    CU_SHARED_MEMORY_MODE_REQUIRE_PORTABLE = 1
+    CU_SHARED_MEMORY_MODE_ALLOW_NON_PORTABLE = 2
+    CU_SHARED_MEMORY_MODE_ALLOW_OVERSIZED_SHARED_MEMORY = 3
+    CU_SHARED_MEMORY_MODE_PREFER_OVERSIZED_SHARED_MEMORY = 4
+
+__all__.append('CUsharedMemoryMode_enum')
 
 class CUlaunchAttributeID_enum(IntEnum):
     CU_LAUNCH_ATTRIBUTE_IGNORE = 0
@@ -703,6 +809,8 @@ class CUlaunchAttributeID_enum(IntEnum):
     CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE = 13
     CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 14
     CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING = 16
+    CU_LAUNCH_ATTRIBUTE_PORTABLE_CLUSTER_SIZE_MODE = 17
+    CU_LAUNCH_ATTRIBUTE_SHARED_MEMORY_MODE = 18
 
 __all__.append('CUlaunchAttributeID_enum')
 
@@ -746,6 +854,12 @@ class CUcigDataType_enum(IntEnum):
 
 __all__.append('CUcigDataType_enum')
 
+class CUstreamCigDataType_enum(IntEnum):
+    STREAM_CIG_DATA_TYPE_D3D12_COMMAND_LIST = 1
+    STREAM_CIG_DATA_TYPE_VULKAN_COMMAND_BUFFER_HANDLE_NV = 2
+
+__all__.append('CUstreamCigDataType_enum')
+
 class CUlibraryOption_enum(IntEnum):
     CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0
     CU_LIBRARY_BINARY_IS_PRESERVED = 1
@@ -766,6 +880,7 @@ class cudaError_enum(IntEnum):
     CUDA_ERROR_STUB_LIBRARY = 34
     CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER = 36
     CUDA_ERROR_DEVICE_UNAVAILABLE = 46
+    CUDA_ERROR_MULTICAST_RESOURCE_FULL = 47
     CUDA_ERROR_NO_DEVICE = 100
     CUDA_ERROR_INVALID_DEVICE = 101
     CUDA_ERROR_DEVICE_NOT_LICENSED = 102
@@ -794,6 +909,7 @@ class cudaError_enum(IntEnum):
     CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY = 224
     CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC = 225
     CUDA_ERROR_CONTAINED = 226
+    CUDA_ERROR_INSUFFICIENT_LOADER_VERSION = 227
     CUDA_ERROR_INVALID_SOURCE = 300
     CUDA_ERROR_FILE_NOT_FOUND = 301
     CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND = 302
@@ -854,6 +970,9 @@ class cudaError_enum(IntEnum):
     CUDA_ERROR_INVALID_RESOURCE_TYPE = 914
     CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION = 915
     CUDA_ERROR_KEY_ROTATION = 916
+    CUDA_ERROR_STREAM_DETACHED = 917
+    CUDA_ERROR_GRAPH_RECAPTURE_FAILURE = 918
+    CUDA_ERROR_FABRIC_NOT_READY = 919
     CUDA_ERROR_UNKNOWN = 999
 
 __all__.append('cudaError_enum')
@@ -867,35 +986,6 @@ class CUdevice_P2PAttribute_enum(IntEnum):
     CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED = 5
 
 __all__.append('CUdevice_P2PAttribute_enum')
-
-class CUatomicOperation_enum(IntEnum):
-    CU_ATOMIC_OPERATION_INTEGER_ADD = 0
-    CU_ATOMIC_OPERATION_INTEGER_MIN = 1
-    CU_ATOMIC_OPERATION_INTEGER_MAX = 2
-    CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3
-    CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4
-    CU_ATOMIC_OPERATION_AND = 5
-    CU_ATOMIC_OPERATION_OR = 6
-    CU_ATOMIC_OPERATION_XOR = 7
-    CU_ATOMIC_OPERATION_EXCHANGE = 8
-    CU_ATOMIC_OPERATION_CAS = 9
-    CU_ATOMIC_OPERATION_FLOAT_ADD = 10
-    CU_ATOMIC_OPERATION_FLOAT_MIN = 11
-    CU_ATOMIC_OPERATION_FLOAT_MAX = 12
-    CU_ATOMIC_OPERATION_MAX = 13
-
-__all__.append('CUatomicOperation_enum')
-
-class CUatomicOperationCapability_enum(IntEnum):
-    CU_ATOMIC_CAPABILITY_SIGNED = 1
-    CU_ATOMIC_CAPABILITY_UNSIGNED = 2
-    CU_ATOMIC_CAPABILITY_REDUCTION = 4
-    CU_ATOMIC_CAPABILITY_SCALAR_32 = 8
-    CU_ATOMIC_CAPABILITY_SCALAR_64 = 16
-    CU_ATOMIC_CAPABILITY_SCALAR_128 = 32
-    CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 64
-
-__all__.append('CUatomicOperationCapability_enum')
 
 class CUresourceViewFormat_enum(IntEnum):
     CU_RES_VIEW_FORMAT_NONE = 0
@@ -994,6 +1084,13 @@ class CUtensorMapIm2ColWideMode_enum(IntEnum):
 
 __all__.append('CUtensorMapIm2ColWideMode_enum')
 
+class CUtensorMapAllocClass_enum(IntEnum):
+    CU_TENSOR_MAP_ALLOC_CLASS_AUTO = 0
+    CU_TENSOR_MAP_ALLOC_CLASS_SMALL = 1
+    CU_TENSOR_MAP_ALLOC_CLASS_LARGE = 2
+
+__all__.append('CUtensorMapAllocClass_enum')
+
 class CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum(IntEnum):
     CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE = 0
     CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ = 1
@@ -1053,6 +1150,8 @@ class CUmemLocationType_enum(IntEnum):
     CU_MEM_LOCATION_TYPE_HOST = 2
     CU_MEM_LOCATION_TYPE_HOST_NUMA = 3
     CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4
+    CU_MEM_LOCATION_TYPE_INVISIBLE = 5
+    CU_MEM_LOCATION_TYPE_DEVICE_LOCALITY_DOMAIN = 6
     CU_MEM_LOCATION_TYPE_MAX = 2147483647
 
 __all__.append('CUmemLocationType_enum')
@@ -1133,6 +1232,13 @@ class CUmemPool_attribute_enum(IntEnum):
     CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6
     CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7
     CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+    CU_MEMPOOL_ATTR_ALLOCATION_TYPE = 9
+    CU_MEMPOOL_ATTR_EXPORT_HANDLE_TYPES = 10
+    CU_MEMPOOL_ATTR_LOCATION_ID = 11
+    CU_MEMPOOL_ATTR_LOCATION_TYPE = 12
+    CU_MEMPOOL_ATTR_MAX_POOL_SIZE = 13
+    CU_MEMPOOL_ATTR_HW_DECOMPRESS_ENABLED = 14
+    CU_MEMPOOL_ATTR_LOCALITY_DOMAIN_ID = 15
 
 __all__.append('CUmemPool_attribute_enum')
 
@@ -1169,6 +1275,7 @@ __all__.append('CUgraphMem_attribute_enum')
 class CUgraphChildGraphNodeOwnership_enum(IntEnum):
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
+    CU_GRAPH_CHILD_GRAPH_OWNERSHIP_INVALID = -1
 
 __all__.append('CUgraphChildGraphNodeOwnership_enum')
 
@@ -1213,6 +1320,8 @@ class CUgraphDebugDot_flags_enum(IntEnum):
     CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS = 8192
     CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO = 16384
     CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 32768
+    CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_BATCH_NODE_PARAMS = 65536
+    CU_GRAPH_DEBUG_DOT_FLAGS_FABRIC_CPY_BATCH_NODE_PARAMS = 131072
 
 __all__.append('CUgraphDebugDot_flags_enum')
 
@@ -1245,6 +1354,8 @@ class CUprocessState_enum(IntEnum):
     CU_PROCESS_STATE_LOCKED = 1
     CU_PROCESS_STATE_CHECKPOINTED = 2
     CU_PROCESS_STATE_FAILED = 3
+    CU_PROCESS_STATE_CHECKPOINTING = 4
+    CU_PROCESS_STATE_RESTORING = 5
 
 __all__.append('CUprocessState_enum')
 
@@ -1261,6 +1372,47 @@ class CUmemDecompressAlgorithm_enum(IntEnum):
     CU_MEM_DECOMPRESS_ALGORITHM_LZ4 = 4
 
 __all__.append('CUmemDecompressAlgorithm_enum')
+
+class CUcliqueType_enum(IntEnum):
+    CU_CLIQUE_TYPE_UNICAST_POINTER = 0
+    CU_CLIQUE_TYPE_MULTICAST_POINTER = 1
+    CU_CLIQUE_TYPE_UNICAST_LOGICAL_ENDPOINT = 2
+    CU_CLIQUE_TYPE_MULTICAST_LOGICAL_ENDPOINT = 3
+
+__all__.append('CUcliqueType_enum')
+
+class CUlogicalEndpointIpcHandleType_enum(IntEnum):
+    CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_NONE = 0
+    CU_LOGICAL_ENDPOINT_IPC_HANDLE_TYPE_FABRIC = 1
+
+__all__.append('CUlogicalEndpointIpcHandleType_enum')
+
+class CUlogicalEndpointType_enum(IntEnum):
+    CU_LOGICAL_ENDPOINT_TYPE_INVALID = 0
+    CU_LOGICAL_ENDPOINT_TYPE_UNICAST = 1
+    CU_LOGICAL_ENDPOINT_TYPE_MULTICAST = 2
+
+__all__.append('CUlogicalEndpointType_enum')
+
+class CUlogicalEndpointFlag_enum(IntEnum):
+    CU_LOGICAL_ENDPOINT_FLAG_NONE = 0
+    CU_LOGICAL_ENDPOINT_FLAG_COUNTED_OPS = 1
+
+__all__.append('CUlogicalEndpointFlag_enum')
+
+class CUfabricCpyOperandType_enum(IntEnum):
+    CU_FABRIC_COPY_OPERAND_TYPE_POINTER = 1
+    CU_FABRIC_COPY_OPERAND_TYPE_LOGICAL_ENDPOINT = 2
+    CU_FABRIC_COPY_OPERAND_TYPE_MAX = 2147483647
+
+__all__.append('CUfabricCpyOperandType_enum')
+
+class CUgraphRecaptureStatus_enum(IntEnum):
+    CU_GRAPH_RECAPTURE_ELIGIBLE_FOR_UPDATE = 0
+    CU_GRAPH_RECAPTURE_INELIGIBLE_FOR_UPDATE = 1
+    CU_GRAPH_RECAPTURE_ERROR = 2
+
+__all__.append('CUgraphRecaptureStatus_enum')
 
 class CUfunctionLoadingState_enum(IntEnum):
     CU_FUNCTION_LOADING_STATE_UNLOADED = 0
@@ -1289,26 +1441,48 @@ class CUCoredumpGenerationFlags(IntEnum):
     CU_COREDUMP_SKIP_LOCAL_MEMORY = 8
     CU_COREDUMP_SKIP_ABORT = 16
     CU_COREDUMP_SKIP_CONSTBANK_MEMORY = 32
-    CU_COREDUMP_LIGHTWEIGHT_FLAGS = 47
+    CU_COREDUMP_GZIP_COMPRESS = 64
+    CU_COREDUMP_FAULTED_CONTEXTS_ONLY = 128
+    CU_COREDUMP_SKIP_TENSOR_MEMORY = 256
+    CU_COREDUMP_NO_ERRBAR_AT_EXIT = 1073741824
+    CU_COREDUMP_LOG_ONLY = -2147483648
+    CU_COREDUMP_LIGHTWEIGHT_FLAGS = 303
 
 __all__.append('CUCoredumpGenerationFlags')
 
 class CUgreenCtxCreate_flags(IntEnum):
+    CU_GREEN_CTX_NONE = 0
     CU_GREEN_CTX_DEFAULT_STREAM = 1
 
 __all__.append('CUgreenCtxCreate_flags')
 
-class CUdevSmResourceSplit_flags(IntEnum):
+class CUdevSmResourceGroup_flags(IntEnum):
+    CU_DEV_SM_RESOURCE_GROUP_DEFAULT = 0
+    CU_DEV_SM_RESOURCE_GROUP_BACKFILL = 1
+    CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_ID = 2
+    CU_DEV_SM_RESOURCE_GROUP_LOCALITY_DOMAIN_SUPPLEMENTAL_SMS = 4
+
+__all__.append('CUdevSmResourceGroup_flags')
+
+class CUdevSmResourceSplitByCount_flags(IntEnum):
     CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 1
     CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 2
 
-__all__.append('CUdevSmResourceSplit_flags')
+__all__.append('CUdevSmResourceSplitByCount_flags')
 
 class CUdevResourceType(IntEnum):
     CU_DEV_RESOURCE_TYPE_INVALID = 0
     CU_DEV_RESOURCE_TYPE_SM = 1
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE_CONFIG = 1000
+    CU_DEV_RESOURCE_TYPE_WORKQUEUE = 10000
 
 __all__.append('CUdevResourceType')
+
+class CUdevWorkqueueConfigScope(IntEnum):
+    CU_WORKQUEUE_SCOPE_DEVICE_CTX = 0
+    CU_WORKQUEUE_SCOPE_GREEN_CTX_BALANCED = 1
+
+__all__.append('CUdevWorkqueueConfigScope')
 
 class CUlogLevel_enum(IntEnum):
     CU_LOG_LEVEL_ERROR = 0
@@ -1322,14 +1496,19 @@ CUctx_flags = CUctx_flags_enum
 CUevent_sched_flags = CUevent_sched_flags_enum
 cl_event_flags = cl_event_flags_enum
 cl_context_flags = cl_context_flags_enum
+CUhostTaskSyncMode = CUhostTaskSyncMode_enum
 CUstream_flags = CUstream_flags_enum
 CUevent_flags = CUevent_flags_enum
 CUevent_record_flags = CUevent_record_flags_enum
 CUevent_wait_flags = CUevent_wait_flags_enum
+CUatomicOperation = CUatomicOperation_enum
+CUatomicOperationCapability = CUatomicOperationCapability_enum
 CUstreamWaitValue_flags = CUstreamWaitValue_flags_enum
 CUstreamWriteValue_flags = CUstreamWriteValue_flags_enum
 CUstreamBatchMemOpType = CUstreamBatchMemOpType_enum
 CUstreamMemoryBarrier_flags = CUstreamMemoryBarrier_flags_enum
+CUstreamAtomicReductionOpType = CUstreamAtomicReductionOpType_enum
+CUstreamAtomicReductionDataType = CUstreamAtomicReductionDataType_enum
 CUoccupancy_flags = CUoccupancy_flags_enum
 CUstreamUpdateCaptureDependencies_flags = CUstreamUpdateCaptureDependencies_flags_enum
 CUasyncNotificationType = CUasyncNotificationType_enum
@@ -1364,6 +1543,8 @@ CUgraphInstantiateResult = CUgraphInstantiateResult_enum
 CUsynchronizationPolicy = CUsynchronizationPolicy_enum
 CUclusterSchedulingPolicy = CUclusterSchedulingPolicy_enum
 CUlaunchMemSyncDomain = CUlaunchMemSyncDomain_enum
+CUlaunchAttributePortableClusterMode = CUlaunchAttributePortableClusterMode_enum
+CUsharedMemoryMode = CUsharedMemoryMode_enum
 CUlaunchAttributeID = CUlaunchAttributeID_enum
 CUstreamCaptureStatus = CUstreamCaptureStatus_enum
 CUstreamCaptureMode = CUstreamCaptureMode_enum
@@ -1371,11 +1552,10 @@ CUdriverProcAddress_flags = CUdriverProcAddress_flags_enum
 CUdriverProcAddressQueryResult = CUdriverProcAddressQueryResult_enum
 CUexecAffinityType = CUexecAffinityType_enum
 CUcigDataType = CUcigDataType_enum
+CUstreamCigDataType = CUstreamCigDataType_enum
 CUlibraryOption = CUlibraryOption_enum
 CUresult = cudaError_enum
 CUdevice_P2PAttribute = CUdevice_P2PAttribute_enum
-CUatomicOperation = CUatomicOperation_enum
-CUatomicOperationCapability = CUatomicOperationCapability_enum
 CUresourceViewFormat = CUresourceViewFormat_enum
 CUtensorMapDataType = CUtensorMapDataType_enum
 CUtensorMapInterleave = CUtensorMapInterleave_enum
@@ -1383,6 +1563,7 @@ CUtensorMapSwizzle = CUtensorMapSwizzle_enum
 CUtensorMapL2promotion = CUtensorMapL2promotion_enum
 CUtensorMapFloatOOBfill = CUtensorMapFloatOOBfill_enum
 CUtensorMapIm2ColWideMode = CUtensorMapIm2ColWideMode_enum
+CUtensorMapAllocClass = CUtensorMapAllocClass_enum
 CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS = CUDA_POINTER_ATTRIBUTE_ACCESS_FLAGS_enum
 CUexternalMemoryHandleType = CUexternalMemoryHandleType_enum
 CUexternalSemaphoreHandleType = CUexternalSemaphoreHandleType_enum
@@ -1417,6 +1598,12 @@ CUdeviceNumaConfig = CUdeviceNumaConfig_enum
 CUprocessState = CUprocessState_enum
 CUmoduleLoadingMode = CUmoduleLoadingMode_enum
 CUmemDecompressAlgorithm = CUmemDecompressAlgorithm_enum
+CUcliqueType = CUcliqueType_enum
+CUlogicalEndpointIpcHandleType = CUlogicalEndpointIpcHandleType_enum
+CUlogicalEndpointType = CUlogicalEndpointType_enum
+CUlogicalEndpointFlag = CUlogicalEndpointFlag_enum
+CUfabricCpyOperandType = CUfabricCpyOperandType_enum
+CUgraphRecaptureStatus = CUgraphRecaptureStatus_enum
 CUfunctionLoadingState = CUfunctionLoadingState_enum
 CUcoredumpSettings = CUcoredumpSettings_enum
 CUlogLevel = CUlogLevel_enum

@@ -26,6 +26,7 @@ class nvrtcResult(IntEnum):
     NVRTC_ERROR_PCH_CREATE = 15
     NVRTC_ERROR_CANCELLED = 16
     NVRTC_ERROR_TIME_TRACE_FILE_WRITE_FAILED = 17
+    NVRTC_ERROR_BUSY = 18
 
 __all__.append('nvrtcResult')
 

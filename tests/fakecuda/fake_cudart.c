@@ -1,0 +1,273 @@
+/* A stand-in libcudart 13.x for testing pygraphrt's CUDA 13.1-13.3 graph paths without a GPU.
+ *
+ * Compiled against the pinned CUDA 13.5 runtime headers with -Wall -Werror, so every
+ * definition below is checked against NVIDIA's prototype.  It reports CUDART_VERSION and,
+ * as driver version, FAKE_DRIVER_VERSION (default: the same), so the tests can play a 13.5
+ * runtime on a 13.0 driver.  Behaviour is a tiny in-memory graph of empty, memset and host
+ * nodes: ids, the containing graph, generic parameter readback, stream capture, and
+ * recapture into an existing graph as cuda_runtime_api.h documents it (nodes again in the
+ * same order; a topology mismatch fails the recapture; other parameter changes go to the
+ * callback with cudaGraphRecaptureEligibleForUpdate, and a non-success answer fails it).
+ * Memsets write host memory; host nodes call their function at launch.  Written for
+ * pygraphrt's tests; it implements only what they call.
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FAKE_DRIVER_VERSION
+#define FAKE_DRIVER_VERSION CUDART_VERSION
+#endif
+#define MAXN 64
+
+struct CUgraphNode_st {
+  struct CUgraph_st *graph;
+  enum cudaGraphNodeType type;
+  unsigned local_id;
+  struct cudaMemsetParamsV2 memset;
+  struct cudaHostNodeParamsV2 host;
+};
+struct CUgraph_st { unsigned id; struct CUgraphNode_st nodes[MAXN]; int n; };
+struct CUgraphExec_st { unsigned id; struct CUgraph_st *graph; struct CUgraphNode_st nodes[MAXN]; int n; };
+struct CUstream_st {
+  enum cudaStreamCaptureStatus status;
+  struct CUgraph_st *graph;
+  int recapture, next;  /* recapturing: the index of the next node to match */
+  struct cudaGraphRecaptureCallbackData cb;
+};
+
+static unsigned next_graph_id = 1, next_exec_id = 1;
+static cudaError_t last_error = cudaSuccess;
+static cudaError_t fail(cudaError_t e) { last_error = e; return e; }
+
+cudaError_t cudaRuntimeGetVersion(int *v) { *v = CUDART_VERSION; return cudaSuccess; }
+cudaError_t cudaDriverGetVersion(int *v) { *v = FAKE_DRIVER_VERSION; return cudaSuccess; }
+cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
+const char *cudaGetErrorName(cudaError_t e) { (void)e; return "cudaErrorUnknown"; }
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "fake cuda error"; }
+
+/* ---- graphs and nodes ---- */
+static struct CUgraph_st *new_graph(void) {
+  struct CUgraph_st *g = calloc(1, sizeof *g);
+  g->id = next_graph_id++;
+  return g;
+}
+cudaError_t cudaGraphCreate(cudaGraph_t *g, unsigned int flags) {
+  if (!g || flags) return fail(cudaErrorInvalidValue);
+  *g = new_graph();
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) { if (!g) return fail(cudaErrorInvalidValue); free(g); return cudaSuccess; }
+static cudaError_t add(cudaGraphNode_t *out, cudaGraph_t g, enum cudaGraphNodeType type) {
+  if (!out || !g || g->n == MAXN) return fail(cudaErrorInvalidValue);
+  cudaGraphNode_t node = &g->nodes[g->n];
+  memset(node, 0, sizeof *node);
+  node->graph = g; node->type = type; node->local_id = (unsigned)g->n++;
+  *out = node;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n) {
+  (void)deps; (void)n;
+  return add(out, g, cudaGraphNodeTypeEmpty);
+}
+static void memset_v2(struct cudaMemsetParamsV2 *to, void *dst, unsigned value, unsigned elem, size_t width,
+                      size_t height, size_t pitch) {
+  memset(to, 0, sizeof *to);
+  to->dst = dst; to->value = value; to->elementSize = elem; to->width = width; to->height = height; to->pitch = pitch;
+}
+cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                   const struct cudaMemsetParams *p) {
+  (void)deps; (void)n;
+  if (!p) return fail(cudaErrorInvalidValue);
+  cudaError_t e = add(out, g, cudaGraphNodeTypeMemset);
+  if (!e) memset_v2(&(*out)->memset, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+  return e;
+}
+cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {
+  if (!node || !p || node->type != cudaGraphNodeTypeMemset) return fail(cudaErrorInvalidValue);
+  p->dst = node->memset.dst; p->value = node->memset.value; p->elementSize = node->memset.elementSize;
+  p->width = node->memset.width; p->height = node->memset.height; p->pitch = node->memset.pitch;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
+                             const cudaGraphEdgeData *edges, size_t n, struct cudaGraphNodeParams *p) {
+  (void)deps; (void)edges; (void)n;
+  if (!p || (p->type != cudaGraphNodeTypeHost && p->type != cudaGraphNodeTypeEmpty)) return fail(cudaErrorInvalidValue);
+  cudaError_t e = add(out, g, p->type);
+  if (!e && p->type == cudaGraphNodeTypeHost) (*out)->host = p->host;
+  return e;
+}
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *t) {
+  if (!node || !t) return fail(cudaErrorInvalidValue);
+  *t = node->type;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n) {
+  if (!g || !n) return fail(cudaErrorInvalidValue);
+  if (!nodes) { *n = (size_t)g->n; return cudaSuccess; }
+  size_t k = *n < (size_t)g->n ? *n : (size_t)g->n;
+  for (size_t i = 0; i < k; i++) nodes[i] = &g->nodes[i];
+  *n = k;
+  return cudaSuccess;
+}
+static void to_params(cudaGraphNode_t node, struct cudaGraphNodeParams *p) {
+  memset(p, 0, sizeof *p);
+  p->type = node->type;
+  if (node->type == cudaGraphNodeTypeMemset) p->memset = node->memset;
+  if (node->type == cudaGraphNodeTypeHost) p->host = node->host;
+}
+cudaError_t cudaGraphNodeGetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *p) {
+  if (!node || !p) return fail(cudaErrorInvalidValue);
+  to_params(node, p);
+  return cudaSuccess;
+}
+/* ---- ids and the containing graph (13.1) ---- */
+cudaError_t cudaGraphGetId(cudaGraph_t g, unsigned int *id) {
+  if (!g || !id) return fail(cudaErrorInvalidValue);
+  *id = g->id;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetLocalId(cudaGraphNode_t node, unsigned int *id) {
+  if (!node || !id) return fail(cudaErrorInvalidValue);
+  *id = node->local_id;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetToolsId(cudaGraphNode_t node, unsigned long long *id) {
+  if (!node || !id) return fail(cudaErrorInvalidValue);
+  *id = ((unsigned long long)node->graph->id << 32) | node->local_id;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetContainingGraph(cudaGraphNode_t node, cudaGraph_t *g) {
+  if (!node || !g) return fail(cudaErrorInvalidValue);
+  *g = node->graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecGetId(cudaGraphExec_t e, unsigned int *id) {
+  if (!e || !id) return fail(cudaErrorInvalidValue);
+  *id = e->id;
+  return cudaSuccess;
+}
+
+/* ---- executable graphs: memsets write host memory, host nodes run ---- */
+cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+  if (!e || !g || flags) return fail(cudaErrorInvalidValue);
+  *e = calloc(1, sizeof **e);
+  (*e)->id = next_exec_id++; (*e)->graph = g; (*e)->n = g->n;
+  memcpy((*e)->nodes, g->nodes, sizeof g->nodes);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { free(e); return cudaSuccess; }
+cudaError_t cudaGraphExecUpdate(cudaGraphExec_t e, cudaGraph_t g, cudaGraphExecUpdateResultInfo *info) {
+  if (!e || !g || !info) return fail(cudaErrorInvalidValue);
+  memset(info, 0, sizeof *info);
+  for (int i = 0; i < g->n; i++)
+    if (i >= e->n || g->nodes[i].type != e->nodes[i].type) {
+      info->result = cudaGraphExecUpdateErrorTopologyChanged;
+      return fail(cudaErrorGraphExecUpdateFailure);
+    }
+  if (g->n != e->n) { info->result = cudaGraphExecUpdateErrorTopologyChanged; return fail(cudaErrorGraphExecUpdateFailure); }
+  memcpy(e->nodes, g->nodes, sizeof g->nodes);
+  info->result = cudaGraphExecUpdateSuccess;
+  return cudaSuccess;
+}
+static void run(struct CUgraphNode_st *node) {
+  if (node->type == cudaGraphNodeTypeMemset && node->memset.dst)
+    memset(node->memset.dst, (int)node->memset.value, node->memset.width * node->memset.height);
+  if (node->type == cudaGraphNodeTypeHost && node->host.fn) node->host.fn(node->host.userData);
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+  (void)s;
+  if (!e) return fail(cudaErrorInvalidValue);
+  for (int i = 0; i < e->n; i++) run(&e->nodes[i]);
+  return cudaSuccess;
+}
+
+/* ---- streams, capture, recapture ---- */
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, int priority) {
+  (void)flags; (void)priority;
+  *s = calloc(1, sizeof **s);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) { free(s); return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st) {
+  if (!s) return fail(cudaErrorStreamCaptureUnsupported);
+  *st = s->status;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
+  (void)mode;
+  if (!s) return fail(cudaErrorStreamCaptureUnsupported);
+  if (s->status != cudaStreamCaptureStatusNone) return fail(cudaErrorIllegalState);
+  s->graph = new_graph(); s->status = cudaStreamCaptureStatusActive; s->recapture = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamBeginRecaptureToGraph(cudaStream_t s, enum cudaStreamCaptureMode mode, cudaGraph_t g,
+                                            struct cudaGraphRecaptureCallbackData *cb) {
+  (void)mode;
+  if (!s || !g) return fail(cudaErrorInvalidValue);
+  if (s->status != cudaStreamCaptureStatusNone) return fail(cudaErrorIllegalState);
+  s->graph = g; s->status = cudaStreamCaptureStatusActive; s->recapture = 1; s->next = 0;
+  memset(&s->cb, 0, sizeof s->cb);
+  if (cb) s->cb = *cb;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
+  if (!s || s->status == cudaStreamCaptureStatusNone) return fail(cudaErrorIllegalState);
+  int failed = s->status == cudaStreamCaptureStatusInvalidated || (s->recapture && s->next != s->graph->n);
+  *g = failed ? NULL : s->graph;
+  s->graph = NULL; s->status = cudaStreamCaptureStatusNone;
+  if (failed) return fail(s->recapture ? cudaErrorGraphRecaptureFailure : cudaErrorStreamCaptureInvalidated);
+  return cudaSuccess;
+}
+/* A captured work item: a new node, or, recapturing, the next node of the graph compared with it. */
+static cudaError_t capture(cudaStream_t s, struct CUgraphNode_st *item) {
+  if (!s->recapture) {
+    cudaGraphNode_t node;
+    cudaError_t e = add(&node, s->graph, item->type);
+    if (!e) { node->memset = item->memset; node->host = item->host; }
+    return e;
+  }
+  if (s->status != cudaStreamCaptureStatusActive) return fail(cudaErrorStreamCaptureInvalidated);
+  if (s->next >= s->graph->n || s->graph->nodes[s->next].type != item->type) {
+    s->status = cudaStreamCaptureStatusInvalidated;  /* topology mismatch: fails at once */
+    return fail(cudaErrorGraphRecaptureFailure);
+  }
+  cudaGraphNode_t node = &s->graph->nodes[s->next++];
+  int changed = memcmp(&node->memset, &item->memset, sizeof item->memset) ||
+                memcmp(&node->host, &item->host, sizeof item->host);
+  if (changed && s->cb.callbackFunc) {
+    struct cudaGraphNodeParams original, recaptured;
+    to_params(node, &original);
+    to_params(item, &recaptured);
+    if (s->cb.callbackFunc(s->cb.userData, node, &original, &recaptured, cudaGraphRecaptureEligibleForUpdate)) {
+      s->status = cudaStreamCaptureStatusInvalidated;
+      return fail(cudaErrorGraphRecaptureFailure);
+    }
+  }
+  node->memset = item->memset;
+  node->host = item->host;
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t count, cudaStream_t s) {
+  struct CUgraphNode_st item = {0};
+  item.type = cudaGraphNodeTypeMemset;
+  memset_v2(&item.memset, dst, (unsigned)value & 0xff, 1, count, 1, 0);
+  if (s && s->status != cudaStreamCaptureStatusNone) return capture(s, &item);
+  run(&item);
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchHostFunc_v2(cudaStream_t s, cudaHostFn_t fn, void *userData, unsigned int syncMode) {
+  if (!fn || syncMode > cudaHostTaskSpinWait) return fail(cudaErrorInvalidValue);
+  struct CUgraphNode_st item = {0};
+  item.type = cudaGraphNodeTypeHost;
+  item.host.fn = fn; item.host.userData = userData; item.host.syncMode = syncMode;
+  if (s && s->status != cudaStreamCaptureStatusNone) return capture(s, &item);
+  run(&item);
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, cudaHostFn_t fn, void *userData) {
+  return cudaLaunchHostFunc_v2(s, fn, userData, cudaHostTaskBlocking);
+}
