@@ -93,7 +93,17 @@ def link(*inputs: Any, device_runtime: bool = False) -> Library:
     if device_runtime:
         lib = device_runtime_library()
         items.append(("library", lib, lib))
-    image, log = b.ops.link(items)
+    try:
+        image, log = b.ops.link(items)
+    except errors.GraphRTError as e:
+        runtime, driver = getattr(b.ops, "runtime_version", None), getattr(b.ops, "driver_version", None)
+        if device_runtime and runtime and driver and runtime > driver:
+            # Seen: the 13.5 wheel's libcudadevrt.a with a 13.0 driver -> CUDA_ERROR_NO_BINARY_FOR_GPU.
+            raise errors.NotSupported("link", vendor=b.vendor, detail=(
+                f"the device runtime of CUDA {runtime[0]}.{runtime[1]} ({items[-1][2]}) cannot be linked "
+                f"by the JIT linker of a {driver[0]}.{driver[1]} driver ({e.name}); use a libcudadevrt.a "
+                "no newer than the driver (PYGRAPHRT_CUDADEVRT) or a newer driver")) from e
+        raise
     library = Library(image)
     library.link_log = log
     return library
