@@ -302,6 +302,13 @@ hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
 /* A captured work item: a node of `type` after the stream's capture dependencies. */
 static hipError_t capture_node(hipStream_t s, hipGraphNodeType type) {
   hipGraphNode_t node;
+  size_t k = 0;  /* a join can bring a node in twice: depend on it once */
+  for (size_t i = 0; i < s->ndeps; i++) {
+    size_t j = 0;
+    while (j < k && s->deps[j] != s->deps[i]) j++;
+    if (j == k) s->deps[k++] = s->deps[i];
+  }
+  s->ndeps = k;
   hipError_t e = add_node(&node, s->graph, s->deps, s->ndeps, type);
   if (e) return e;
   s->deps[0] = node;

@@ -1,0 +1,126 @@
+"""``python -m pygraphrt.conformance``: run (or list) the conformance suite.
+
+    python -m pygraphrt.conformance --list                 # no GPU or runtime needed
+    python -m pygraphrt.conformance                        # run everything on the active backend
+    python -m pygraphrt.conformance --backend hip -k clone --json out.json --junit out.xml
+    python -m pygraphrt.conformance --area graph --results-dir pygraphrt/conformance/results
+
+Exit status: 0 when nothing failed, 1 when a case failed (or its code broke),
+2 when the suite could not run (no backend or device) or a sticky error stopped it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from ._case import Case
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m pygraphrt.conformance",
+                                 description="Vendor-neutral conformance suite of the CUDA/HIP graph API.")
+    ap.add_argument("--backend", choices=["cuda", "hip", "auto"], default=None,
+                    help="runtime to test (default: PYGRAPHRT_BACKEND, else auto)")
+    ap.add_argument("-k", dest="pattern", default=None,
+                    help="only case ids containing this text (or matching this glob; several: comma-separated)")
+    ap.add_argument("--area", action="append", default=None,
+                    help="only this area (repeatable, or comma-separated)")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit (loads no runtime)")
+    ap.add_argument("--json", dest="json_out", default=None, help="write the results as JSON here")
+    ap.add_argument("--junit", dest="junit_out", default=None, help="write JUnit XML here")
+    ap.add_argument("--results-dir", default=None,
+                    help="also write the JSON as <vendor>-<runtime>-<gpu>.json in this folder")
+    ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the final table")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="print each case's id before it runs (to find a case that crashes the process)")
+    return ap
+
+
+def _areas(values: Sequence[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or ():
+        out += [a.strip() for a in v.split(",") if a.strip()]
+    return out
+
+
+def list_cases(cases: Sequence["Case"], out: TextIO) -> None:
+    """One line per case: id, negative/positive, area, requirements, expected outcome; then the count."""
+    width = max([len(c.id) for c in cases] + [10])
+    for c in cases:
+        req = ",".join(c.requires) or "-"
+        flag = "negative" if c.negative else "positive"
+        print(f"{c.id:<{width}}  {flag}  {c.area:<8}  requires={req:<24}  {c.expected_text()}", file=out)
+    neg = sum(1 for c in cases if c.negative)
+    print(f"{len(cases)} cases, {neg} negative", file=out)
+
+
+def _runner_fake_env() -> str:
+    from ._runner import FAKE_ENV
+
+    return FAKE_ENV
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = _parser().parse_args(argv)
+    from . import cases as _cases  # noqa: F401 - registers every case
+    from ._case import AREAS, REGISTRY
+    from ._runner import (Environment, Runner, SetupError, result_filename, select, unknown_areas,
+                          write_json)
+
+    areas = _areas(args.area)
+    bad = unknown_areas(areas)
+    if bad:
+        print(f"unknown area(s) {', '.join(bad)}; the areas are {', '.join(AREAS)}", file=sys.stderr)
+        return 2
+    chosen = select(REGISTRY.values(), args.pattern, areas)
+    if args.list:
+        list_cases(chosen, out)
+        return 0
+    if not chosen:
+        print("no case matches the selection", file=sys.stderr)
+        return 2
+
+    import os
+
+    import pygraphrt
+    from pygraphrt import errors
+
+    try:
+        pygraphrt.use(args.backend or os.environ.get("PYGRAPHRT_BACKEND", "auto"))
+        env = Environment.active()
+    except (errors.BackendError, SetupError) as exc:
+        print(f"cannot run the conformance suite: {exc}", file=sys.stderr)
+        return 2
+    if env.fake and args.results_dir:
+        print("--results-dir is for runs on real GPUs; a run against the fake HIP library "
+              f"({_runner_fake_env()}=1) is not a result to publish (use --json)", file=sys.stderr)
+        return 2
+    info = env.info
+    gpu = info.get("gpu") or {}
+    print(f"pygraphrt {pygraphrt.__version__} conformance: {info.get('vendor')} runtime "
+          f"{info.get('runtime_version_str')} (binding {info.get('binding')}, driver "
+          f"{info.get('driver_version_str')}), {gpu.get('name', '?')}; {len(chosen)} cases"
+          + ("  [FAKE HIP LIBRARY]" if env.fake else ""), file=out, flush=True)
+    report = Runner(env, chosen, out=None if args.quiet else out, verbose=args.verbose).run()
+    print("", file=out)
+    print(report.table(), file=out)
+    doc = report.to_json({"pattern": args.pattern, "areas": areas})
+    if args.json_out:
+        write_json(args.json_out, doc)
+    if args.results_dir:
+        write_json(os.path.join(args.results_dir, result_filename(doc)), doc)
+    if args.junit_out:
+        d = os.path.dirname(os.path.abspath(args.junit_out))
+        os.makedirs(d, exist_ok=True)
+        with open(args.junit_out, "w", encoding="utf-8") as f:
+            f.write(report.to_junit())
+            f.write("\n")
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""The case-authoring API of the conformance suite: :func:`case`, :class:`Case`, :class:`CaseContext`.
+
+A case is a small function written once against pygraphrt's vendor-neutral API.
+It declares, next to its code, what it checks and what must happen::
+
+    @case("graph.add_dependencies.duplicate_edge",
+          cite="CUDA Runtime API, Graph Management, cudaGraphAddDependencies: "
+               "returns cudaErrorInvalidValue if the dependency already exists",
+          apis=("GraphAddDependencies",),
+          raises=errors.InvalidValue)
+    def _(t):
+        g = t.graph()
+        a, b = g.add_empty(), g.add_empty()
+        g.add_dependencies([a], [b])
+        g.add_dependencies([a], [b])            # the call that must raise
+
+Exactly one of ``expect=`` (the value the case function must return; compared with
+``==``, so values, tuples, dicts, enums and dataclasses all work) or ``raises=`` (the
+vendor-neutral exception class the case must raise) is given.  ``raises=`` makes the
+case *negative*.  ``t.check`` / ``t.raises`` verify intermediate steps of a case.
+
+``apis`` names the runtime functions without the vendor prefix (``GraphAddNode`` for
+``cudaGraphAddNode`` / ``hipGraphAddNode``).  ``requires`` lists what the case needs:
+capability names of :class:`pygraphrt.capabilities.Capabilities` (``"edge_data"``),
+a vendor (``"cuda"``, ``"hip"``), or a minimum runtime (``"cuda>=12.4"``, ``"hip>=7.1"``),
+or ``"kernels"`` (a kernel compiler for the backend).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+__all__ = ["AREAS", "Case", "CaseContext", "CaseFailure", "REGISTRY", "case", "NOTHING"]
+
+#: The areas of the suite (the first word of every case id), with what each covers.
+AREAS: dict[str, str] = {
+    "graph": "graph create/destroy/clone, node listing, every node type's add / readback / set, "
+             "child graphs, node destroy, debug dot, export",
+    "capture": "stream capture: modes, thread rules, relaxed mode, capture to a graph, capture "
+               "dependencies and info, prohibited operations, invalidation",
+    "exec": "instantiate flags, launch / upload, exec update results, per-node exec setters, "
+            "enable / disable",
+    "memory": "graph memory nodes, graph memory attributes and trim, stream-ordered memory in graphs",
+    "edges": "edges and edge data: add / remove / query dependencies, edge-data rules",
+    "kernels": "kernel nodes, kernel arguments, launch attributes, conditional nodes",
+}
+
+
+class _Nothing:
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+#: ``expect=`` placeholder meaning "not given" (``None`` is a legitimate expected value).
+NOTHING: Any = _Nothing()
+
+_ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
+_REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+)$")
+
+
+class CaseFailure(AssertionError):
+    """A case's own check failed (``t.check`` / ``t.raises``)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One registered conformance case."""
+
+    id: str
+    area: str
+    title: str
+    cite: str
+    apis: tuple[str, ...]
+    requires: tuple[str, ...]
+    expect: Any
+    raises: type[BaseException] | None
+    fn: Callable[["CaseContext"], Any] = field(repr=False, compare=False)
+    module: str = ""
+
+    @property
+    def negative(self) -> bool:
+        """True when the documented outcome is an error."""
+        return self.raises is not None
+
+    def expected_text(self) -> str:
+        if self.raises is not None:
+            return f"raises {self.raises.__name__}"
+        return f"returns {self.expect!r}"
+
+
+#: Every case, by id, in registration order.
+REGISTRY: dict[str, Case] = {}
+
+
+def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any = NOTHING,
+         raises: type[BaseException] | None = None,
+         requires: tuple[str, ...] | list[str] = (),
+         registry: dict[str, Case] | None = None) -> Callable[[Callable[["CaseContext"], Any]], Case]:
+    """Register a conformance case (see the module docstring).
+
+    ``registry`` (default :data:`REGISTRY`) lets tests register synthetic cases
+    in a registry of their own.
+    """
+    target = REGISTRY if registry is None else registry
+    if not _ID.match(id):
+        raise ValueError(f"case id {id!r}: dotted lowercase words (area.topic.detail)")
+    if id in target:
+        raise ValueError(f"case id {id!r} is registered twice")
+    if not cite or not cite.strip():
+        raise ValueError(f"case {id}: a citation of the documented behaviour is required")
+    if not apis:
+        raise ValueError(f"case {id}: name the API(s) it touches")
+    if (expect is NOTHING) == (raises is None):
+        raise ValueError(f"case {id}: give exactly one of expect= and raises=")
+    if raises is not None and not (isinstance(raises, type) and issubclass(raises, BaseException)):
+        raise ValueError(f"case {id}: raises= must be an exception class")
+    for r in requires:
+        if not _REQUIREMENT.match(r):
+            raise ValueError(f"case {id}: requirement {r!r} is not a capability, vendor, "
+                             f"'kernels' or 'vendor>=major.minor'")
+
+    def register(fn: Callable[[CaseContext], Any]) -> Case:
+        doc = (fn.__doc__ or "").strip().splitlines()
+        c = Case(id=id, area=id.split(".", 1)[0], title=doc[0] if doc else id, cite=cite.strip(),
+                 apis=tuple(apis), requires=tuple(requires), expect=expect, raises=raises, fn=fn,
+                 module=fn.__module__)
+        target[id] = c
+        return c
+
+    return register
+
+
+class CaseContext:
+    """What a case function is given: the library, tracked resources and checks.
+
+    Every resource made through the context (``graph()``, ``stream()``, ``event()``,
+    ``malloc()``, ``instantiate()``) is closed after the case, in reverse order, so a
+    case that raises half-way leaves nothing behind.  Objects a case makes directly
+    with ``t.rt`` are its own to close.
+    """
+
+    def __init__(self) -> None:
+        import pygraphrt
+        from pygraphrt import enums, errors
+
+        self.rt = pygraphrt
+        self.errors = errors
+        self.enums = enums
+        self._owned: list[Any] = []
+        self.notes: list[str] = []
+
+    # -------------------------------------------------------------- tracked resources
+    def track(self, obj: Any) -> Any:
+        """Close ``obj`` (anything with ``close()``) after the case; returns it."""
+        self._owned.append(obj)
+        return obj
+
+    def graph(self) -> Any:
+        return self.track(self.rt.Graph())
+
+    def stream(self, **kw: Any) -> Any:
+        return self.track(self.rt.Stream(**kw))
+
+    def event(self, **kw: Any) -> Any:
+        return self.track(self.rt.Event(**kw))
+
+    def malloc(self, size: int) -> Any:
+        return self.track(self.rt.malloc(size))
+
+    def instantiate(self, graph: Any, *args: Any, **kw: Any) -> Any:
+        return self.track(graph.instantiate(*args, **kw))
+
+    def kernel(self, name: str) -> Any:
+        """One of the suite's standard kernels, compiled once per process (needs ``"kernels"``).
+
+        ``noop()``; ``fill_u32(unsigned int *p, unsigned int v, int n)``: p[i] = v;
+        ``add_u32(unsigned int *p, unsigned int v, int n)``: p[i] += v;
+        ``copy_u32(unsigned int *dst, const unsigned int *src, int n)``: dst[i] = src[i].
+        Launch with any grid/block covering ``n``.
+        """
+        kernels = _standard_kernels(self.rt)
+        try:
+            return kernels[name]
+        except KeyError:
+            raise KeyError(f"no standard kernel {name!r}; have {sorted(kernels)}") from None
+
+    # -------------------------------------------------------------- the raw layer
+    @property
+    def backend(self) -> Any:
+        """The active backend (``pygraphrt._runtime.Backend``): ``ffi``, ``lib``, ``ops``."""
+        from pygraphrt import _runtime
+
+        return _runtime.active()
+
+    @property
+    def ffi(self) -> Any:
+        return self.backend.ffi
+
+    @property
+    def NULL(self) -> Any:
+        return self.backend.ffi.NULL
+
+    def new(self, ctype: str, init: Any = None) -> Any:
+        """``ffi.new`` of a vendor type named without its prefix: ``t.new("Graph_t *")``."""
+        b = self.backend
+        return b.ffi.new(b.ops.prefix + ctype, init)
+
+    def call(self, api: str, *args: Any) -> None:
+        """Call the runtime function ``api`` (no vendor prefix: ``"GraphCreate"``) with raw
+        arguments, bypassing pygraphrt's own checks; a failure raises the vendor-neutral error."""
+        self.backend.ops.call(api, *args)
+
+    # -------------------------------------------------------------- checks
+    def check(self, condition: Any, what: str) -> None:
+        """Fail the case with ``what`` unless ``condition`` is true."""
+        if not condition:
+            raise CaseFailure(what)
+
+    def check_equal(self, observed: Any, expected: Any, what: str) -> None:
+        if observed != expected:
+            raise CaseFailure(f"{what}: observed {observed!r}, expected {expected!r}")
+
+    def raises(self, exc: type[BaseException], fn: Callable[..., Any], *args: Any, **kw: Any) -> BaseException:
+        """Call ``fn``; it must raise ``exc`` (returned for further checks)."""
+        try:
+            fn(*args, **kw)
+        except exc as e:
+            return e
+        except Exception as e:  # noqa: BLE001 - a different error is this case's failure
+            raise CaseFailure(f"{getattr(fn, '__name__', fn)!s} raised {type(e).__name__}: {e}; "
+                              f"expected {exc.__name__}") from e
+        raise CaseFailure(f"{getattr(fn, '__name__', fn)!s} returned; expected {exc.__name__}")
+
+    def note(self, text: str) -> None:
+        """Add a line to the case's result (shown in --json output)."""
+        self.notes.append(text)
+
+    # -------------------------------------------------------------- teardown
+    def tracked(self) -> list[Any]:
+        """The tracked resources not yet closed, oldest first."""
+        return list(self._owned)
+
+    def capturing_streams(self) -> list[Any]:
+        """Tracked streams that are still capturing (status ACTIVE or INVALIDATED).
+
+        The runner asks this before closing anything: a case must not leave a
+        capture running.  Closed streams and streams whose status cannot be read
+        are not reported.
+        """
+        out = []
+        for obj in self._owned:
+            status = getattr(obj, "capture_status", None)
+            if status is None or not getattr(obj, "is_valid", False):
+                continue
+            try:
+                st = status()
+            except Exception:  # noqa: BLE001 - unreadable: not reported here
+                continue
+            if getattr(st, "value", st) != "none":
+                out.append(obj)
+        return out
+
+    def close(self) -> list[BaseException]:
+        """Close tracked resources, newest first; returns what failed to close."""
+        failures: list[BaseException] = []
+        while self._owned:
+            obj = self._owned.pop()
+            try:
+                obj.close()
+            except Exception as e:  # noqa: BLE001 - reported by the runner
+                failures.append(e)
+        return failures
+
+
+_KERNEL_SOURCE = r"""
+extern "C" __global__ void noop() {}
+extern "C" __global__ void fill_u32(unsigned int *p, unsigned int v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  if (i < n) p[i] = v; }
+extern "C" __global__ void add_u32(unsigned int *p, unsigned int v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  if (i < n) p[i] += v; }
+extern "C" __global__ void copy_u32(unsigned int *dst, const unsigned int *src, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;  if (i < n) dst[i] = src[i]; }
+"""
+_SIGNATURES = {
+    "noop": "",
+    "fill_u32": "unsigned int *p, unsigned int v, int n",
+    "add_u32": "unsigned int *p, unsigned int v, int n",
+    "copy_u32": "unsigned int *dst, const unsigned int *src, int n",
+}
+_compiled: dict[int, dict[str, Any]] = {}
+
+
+def _standard_kernels(rt: Any) -> dict[str, Any]:
+    """The standard kernels of the active backend (compiled on first use, kept per backend)."""
+    from pygraphrt import _runtime
+
+    key = id(_runtime.active())
+    if key not in _compiled:
+        prog = rt.Program(_KERNEL_SOURCE, name="pygraphrt_conformance.cu")
+        _compiled[key] = {n: prog.kernel(n, signature=sig) for n, sig in _SIGNATURES.items()}
+    return _compiled[key]

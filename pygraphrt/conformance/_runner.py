@@ -1,0 +1,841 @@
+"""Running conformance cases: outcomes, isolation checks, reports (JSON, JUnit, tables).
+
+Each case runs with a fresh :class:`~pygraphrt.conformance.CaseContext` and is judged:
+
+``passed``
+    the documented outcome: ``raises=`` -- the exception is an instance of that class;
+    ``expect=`` -- the returned value ``==`` the expected one.
+``failed``
+    anything else: another exception or value, a failed ``t.check``, or a failed
+    isolation check after the case (below).
+``error``
+    the case's own code broke (``TypeError``, ``KeyError``, ... -- an exception that is
+    neither a pygraphrt error nor an assertion); it counts as a failure.
+``deviation``
+    the outcome differs from the documented one exactly as an entry of
+    :mod:`pygraphrt.conformance.deviations` says for this vendor and runtime version.
+``skipped``
+    a requirement is missing (capability, vendor, runtime version, kernel compiler);
+    the reason names it.
+``fake-mismatch``
+    only when running against the fake HIP library (below).
+
+**Isolation.**  After each case the runner checks that it left nothing behind:
+no stream it created (tracked or not) is still capturing -- the capture is ended and
+the case fails; the tracked resources close without error; after ``gc.collect()`` no
+object the case created still owns a runtime handle (``pygraphrt._runtime``'s
+``live`` set, compared with the objects alive before the case; leaked objects are
+named by type, then closed); the thread's capture-interaction mode is as before; and
+``synchronize()`` of the device reports no error.  A leak, a left capture or a changed
+mode fails the case.  A *sticky* error (the context is corrupted: every later case
+would fail) aborts the run with a message naming the case.
+
+**The fake HIP library.**  CI has no AMD GPU; the suite runs there against
+``tests/fakehip/fake_hip.c``, a stand-in ``libamdhip64`` compiled against HIP's own
+headers that implements the *call forms* pygraphrt uses with only a toy model of
+their semantics.  Setting ``PYGRAPHRT_CONFORMANCE_FAKE=1`` (only the HIP backend
+accepts it) says so to the runner: every case still runs, but an outcome that differs
+from the documented one is reported as ``fake-mismatch`` -- informational, not a
+failure, because the fake does not implement the runtime's behaviour -- *except*
+for the cases in :data:`FAKE_CALL_FORMS`, which check call forms and translations
+the fake does model (argument order, struct fields, enum values, handle lists) and
+are judged strictly.  Results of a fake run are marked ``"fake": true`` in the JSON
+and say nothing about a real HIP runtime.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import json
+import os
+import platform
+import re
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+from ._case import AREAS, Case, CaseContext, CaseFailure
+from .deviations import Deviation
+from .deviations import find as find_deviation
+
+__all__ = ["STATUSES", "FAKE_ENV", "FAKE_CALL_FORMS", "Environment", "CaseResult", "Report", "Runner",
+           "RunAborted", "SetupError", "select", "known_requirement", "result_filename", "load_schema",
+           "SCHEMA_ID", "session_environment", "run_one"]
+
+SCHEMA_ID = "pygraphrt-conformance/1"
+STATUSES = ("passed", "failed", "error", "skipped", "deviation", "fake-mismatch")
+FAILING = frozenset({"failed", "error"})
+FAKE_ENV = "PYGRAPHRT_CONFORMANCE_FAKE"
+
+#: Cases judged strictly against the fake HIP library: each checks a call form or a
+#: translation the fake models faithfully (see the module docstring and
+#: tests/fakehip/fake_hip.c).  Every id here must be registered (tests check it).
+FAKE_CALL_FORMS: frozenset[str] = frozenset({
+    # graph create / destroy / listing
+    "graph.create.empty",
+    "graph.create.flags_must_be_zero",
+    "graph.create.len_counts_nodes",
+    "graph.destroy.is_valid_false",
+    "graph.destroy.close_twice",
+    "graph.destroy.nodes_invalid",
+    "graph.destroy.add_after_close",
+    "graph.destroy.nodes_after_close",
+    "graph.nodes.identity",
+    "graph.nodes.count_query",
+    "graph.nodes.larger_array_padded",
+    "graph.nodes.null_count",
+    "graph.nodes.null_graph",
+    "graph.root_nodes.excludes_dependents",
+    "graph.leaf_nodes.excludes_dependencies",
+    "graph.edges.diamond",
+    "graph.add_empty.null_graph",
+    "graph.node_type.null_node",
+    # clone
+    "graph.clone.empty",
+    "graph.clone.copies_types_and_edges",
+    "graph.clone.find_clone_maps_every_node",
+    "graph.clone.independent_of_later_nodes",
+    "graph.clone.find_clone_node_added_later",
+    "graph.clone.find_clone_removed_in_clone",
+    "graph.clone.find_clone_foreign_node",
+    "graph.clone.null_graph",
+    # child graphs
+    "graph.child.copied_at_add",
+    "graph.child.survives_closing_original",
+    "graph.child.same_embedded_handle",
+    "graph.child.changes_through_handle",
+    "graph.child.contains_itself",
+    "graph.child.not_a_graph",
+    "graph.child.get_graph_wrong_type",
+    # nodes: types and parameters
+    "graph.nodes.runtime_types",
+    "graph.nodes.runtime_types_listed",
+    "graph.empty.type_and_params",
+    "graph.empty.dependencies",
+    "graph.empty.foreign_dependency",
+    "graph.memset.params",
+    "graph.memset.element_size_2",
+    "graph.memset.element_size_4",
+    "graph.memset.params_2d",
+    "graph.memset.element_size_3",
+    "graph.memset.get_params_wrong_type",
+    "graph.memcpy.params_1d",
+    "graph.memcpy.params_2d",
+    "graph.memcpy.set_params_1d",
+    "graph.host.params_fn",
+    "graph.host.not_callable",
+    "graph.event_record.params_event",
+    "graph.event_wait.params_event",
+    "graph.event_record.set_event",
+    "graph.event_wait.set_event",
+    "graph.event_record.get_event_on_wait_node",
+    "graph.mem_alloc.params",
+    "graph.mem_free.params",
+    "graph.mem_alloc.runtime_types",
+    "graph.add_node.empty",
+    "graph.add_node.memset_params",
+    "graph.event_record.generic",
+    "graph.add_node.kernel_refused",
+    "graph.add_node.missing_parameter",
+    # destroy
+    "graph.destroy_node.severs_edges",
+    "graph.destroy_node.twice",
+    "graph.destroy_node.dependent_becomes_root",
+})
+
+
+class RunAborted(Exception):
+    """A sticky error: the device context is unusable, the run cannot go on."""
+
+
+class SetupError(Exception):
+    """The suite cannot run here (no backend, no device, fake mode on the wrong backend)."""
+
+
+# ---------------------------------------------------------------------------- environment
+@dataclass
+class Environment:
+    """What the runner needs of the backend; :meth:`active` builds it for the real one.
+
+    Tests build environments of their own (no GPU): every hook may be None, which
+    skips the check it serves.
+    """
+
+    vendor: str
+    runtime_version: int  # as the vendor encodes it: CUDA 12040 = 12.4; HIP major*1e7 + minor*1e5 + patch
+    capabilities: dict[str, bool]
+    live: Any = None  # the set of objects owning runtime handles (Backend.live)
+    synchronize: Callable[[], None] | None = None  # device synchronize: raises the pending error
+    kernels: Callable[[], str | None] | None = None  # None when the standard kernels compile, else why not
+    end_capture: Callable[[Any], None] | None = None  # end a capture left running on a stream
+    capture_mode: Callable[[], Any] | None = None  # this thread's capture-interaction mode
+    set_capture_mode: Callable[[Any], None] | None = None
+    keep: Callable[[], Iterable[Any]] | None = None  # objects that may stay alive (the kernel cache)
+    fake: bool = False
+    strict: frozenset[str] = FAKE_CALL_FORMS  # judged strictly even when fake
+    deviations: Sequence[Deviation] | None = None  # None: the package's table
+    info: dict[str, Any] = field(default_factory=dict)
+    _kernel_reason: list[str | None] = field(default_factory=list, repr=False)
+
+    @property
+    def version(self) -> tuple[int, int]:
+        v = self.runtime_version
+        if self.vendor == "cuda":
+            return v // 1000, (v % 1000) // 10
+        return v // 10_000_000, (v // 100_000) % 100
+
+    @property
+    def version_str(self) -> str:
+        return "%d.%d" % self.version
+
+    def kernel_reason(self) -> str | None:
+        """Why the standard kernels cannot be compiled (asked once), or None."""
+        if not self._kernel_reason:
+            self._kernel_reason.append(None if self.kernels is None else self.kernels())
+        return self._kernel_reason[0]
+
+    @classmethod
+    def active(cls, fake: bool | None = None) -> "Environment":
+        """The environment of pygraphrt's active backend (selecting one if needed)."""
+        import pygraphrt
+        from pygraphrt import _runtime, errors
+        from pygraphrt.capabilities import capabilities
+
+        if fake is None:
+            fake = os.environ.get(FAKE_ENV) == "1"
+        try:
+            b = _runtime.active()
+        except errors.BackendError as exc:
+            raise SetupError(f"no backend: {exc}") from exc
+        bi = b.info()
+        if bi.device_count < 1:
+            raise SetupError(f"the {bi.vendor} runtime {bi.library_path} ({bi.runtime_version_str}) "
+                             f"reports no device" + (f": {bi.device_error}" if bi.device_error else "")
+                             + "; the suite needs a GPU")
+        if fake and bi.vendor != "hip":
+            raise SetupError(f"{FAKE_ENV}=1 is for the fake HIP library only; the active backend is "
+                             f"{bi.vendor} ({bi.library_path})")
+        caps = {k: bool(v) for k, v in capabilities().as_dict().items() if isinstance(v, bool)}
+        try:
+            d = pygraphrt.Device(0).info()
+            gpu: dict[str, Any] | None = {"ordinal": d.ordinal, "name": d.name, "arch": d.arch,
+                                          "total_memory": int(d.total_memory)}
+        except errors.GraphRTError as exc:
+            gpu = {"ordinal": 0, "name": f"unknown ({type(exc).__name__})", "arch": "", "total_memory": 0}
+        info = {
+            "vendor": bi.vendor, "binding": bi.binding, "library_path": bi.library_path,
+            "runtime_version": bi.runtime_version, "runtime_version_str": bi.runtime_version_str,
+            "driver_version": bi.driver_version,
+            "driver_version_str": _runtime._version_str(bi.vendor, bi.driver_version),
+            "device_count": bi.device_count, "gpu": gpu, "capabilities": caps,
+        }
+
+        def synchronize() -> None:
+            pygraphrt.current_device().synchronize()
+
+        def kernels() -> str | None:
+            from ._case import _standard_kernels
+
+            try:
+                _standard_kernels(pygraphrt)
+            except (errors.NotSupported, errors.CompileError) as exc:
+                return f"{type(exc).__name__}: {exc}"
+            except errors.GraphRTError as exc:
+                return f"the standard kernels could not be made: {type(exc).__name__}: {exc}"
+            return None
+
+        def end_capture(stream: Any) -> None:
+            ops, ffi = b.ops, b.ffi
+            out = ffi.new(f"{ops.prefix}Graph_t *")
+            rc = ops.fn("StreamEndCapture")(stream.handle, out)
+            if out[0] != ffi.NULL:
+                ops.fn("GraphDestroy")(out[0])
+            if rc:
+                raise ops.error(rc, ops.prefix + "StreamEndCapture")
+
+        def capture_mode() -> Any:
+            prev = pygraphrt.exchange_capture_mode("global")
+            pygraphrt.exchange_capture_mode(prev)
+            return prev
+
+        def set_capture_mode(mode: Any) -> None:
+            pygraphrt.exchange_capture_mode(mode)
+
+        def keep() -> Iterable[Any]:
+            from ._case import _compiled
+
+            return list(_compiled.values())
+
+        try:
+            capture_mode()
+            mode_hooks: tuple[Any, Any] = (capture_mode, set_capture_mode)
+        except errors.GraphRTError:
+            mode_hooks = (None, None)
+        return cls(vendor=bi.vendor, runtime_version=bi.runtime_version, capabilities=caps, live=b.live,
+                   synchronize=synchronize, kernels=kernels, end_capture=end_capture,
+                   capture_mode=mode_hooks[0], set_capture_mode=mode_hooks[1], keep=keep,
+                   fake=fake, info=info)
+
+
+_VERSION_REQ = re.compile(r"^(cuda|hip)>=(\d+)\.(\d+)$")
+
+
+def known_requirement(requirement: str) -> bool:
+    """Whether the runner understands ``requirement`` (a capability, vendor, version or 'kernels')."""
+    from dataclasses import fields
+
+    from pygraphrt.capabilities import Capabilities
+
+    caps = {f.name for f in fields(Capabilities) if f.type in (bool, "bool")}
+    return requirement in ("cuda", "hip", "kernels") or requirement in caps \
+        or _VERSION_REQ.match(requirement) is not None
+
+
+# ---------------------------------------------------------------------------- results
+@dataclass
+class CaseResult:
+    id: str
+    area: str
+    title: str
+    status: str
+    expected: str
+    observed: str = ""
+    error_name: str | None = None
+    error_code: int | None = None
+    reason: str = ""
+    duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    apis: tuple[str, ...] = ()
+    cite: str = ""
+    requires: tuple[str, ...] = ()
+    negative: bool = False
+    deviation: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "area": self.area, "title": self.title, "status": self.status,
+                "negative": self.negative, "expected": self.expected, "observed": self.observed,
+                "error_name": self.error_name, "error_code": self.error_code, "reason": self.reason,
+                "duration_s": round(self.duration_s, 6), "notes": list(self.notes),
+                "apis": list(self.apis), "cite": self.cite, "requires": list(self.requires),
+                "deviation": self.deviation}
+
+
+@dataclass
+class _Observed:
+    raised: bool
+    summary: str  # "raised InvalidValue: ..." / "returned 3"
+    key: str  # what deviations match: the class name, or the value's repr
+    message: str
+    error_name: str | None
+    error_code: int | None
+
+
+def _clip(text: str, n: int = 1500) -> str:
+    return text if len(text) <= n else text[:n] + f"... [{len(text) - n} more characters]"
+
+
+def _runtime_error_in(exc: BaseException) -> Any:
+    """The first pygraphrt error in ``exc``'s cause/context chain (itself included)."""
+    from pygraphrt import errors
+
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 8:
+        if isinstance(cur, errors.GraphRTError):
+            return cur
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return None
+
+
+def _observe_exception(exc: BaseException) -> _Observed:
+    rt_err = _runtime_error_in(exc)
+    name = getattr(rt_err, "name", None) if rt_err is not None else None
+    code = getattr(rt_err, "code", None) if rt_err is not None else None
+    message = _clip(str(exc))
+    return _Observed(True, f"raised {type(exc).__name__}: {message}" if message else
+                     f"raised {type(exc).__name__}", type(exc).__name__, message,
+                     name if isinstance(name, str) else None, code if isinstance(code, int) else None)
+
+
+def _observe_value(value: Any) -> _Observed:
+    try:
+        text = repr(value)
+    except Exception as exc:  # noqa: BLE001 - a repr that fails is still an outcome
+        text = f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+    return _Observed(False, f"returned {_clip(text)}", text, "", None, None)
+
+
+def _is_library_error(exc: BaseException) -> bool:
+    """Errors that are outcomes (pygraphrt's, assertions) rather than a broken case."""
+    from pygraphrt import errors
+
+    return isinstance(exc, (errors.GraphRTError, AssertionError))
+
+
+# ---------------------------------------------------------------------------- runner
+class Runner:
+    """Runs cases in an :class:`Environment`; ``run()`` gives a :class:`Report`."""
+
+    def __init__(self, env: Environment, cases: Iterable[Case], *, out: TextIO | None = None,
+                 progress: bool = True, verbose: bool = False) -> None:
+        self.env = env
+        self.cases = list(cases)
+        self.out = out
+        self.progress = progress and out is not None
+        self.verbose = verbose and out is not None  # a line per case, before it runs (finds crashes)
+
+    # -- requirements ----------------------------------------------------------------
+    def unmet(self, case: Case) -> tuple[str, str] | None:
+        """("skipped", why) for a missing requirement, ("error", why) for an unknown one, or None."""
+        env = self.env
+        later_kernels = False
+        for r in case.requires:
+            m = _VERSION_REQ.match(r)
+            if r in ("cuda", "hip"):
+                if env.vendor != r:
+                    return "skipped", f"needs the {r} backend (this run is {env.vendor} {env.version_str})"
+            elif m is not None:
+                vendor, need = m.group(1), (int(m.group(2)), int(m.group(3)))
+                if env.vendor != vendor:
+                    return "skipped", f"needs {r} (this run is {env.vendor} {env.version_str})"
+                if env.version < need:
+                    return "skipped", f"needs {r} (the runtime is {env.vendor} {env.version_str})"
+            elif r == "kernels":
+                later_kernels = True
+            elif r in env.capabilities:
+                if not env.capabilities[r]:
+                    return "skipped", (f"needs capability {r} (not on {env.vendor} {env.version_str}"
+                                       + (f", binding {env.info['binding']}" if env.info.get("binding") else "")
+                                       + ")")
+            else:
+                return "error", (f"unknown requirement {r!r}: not a capability of "
+                                 f"pygraphrt.capabilities(), a vendor, 'kernels' or 'vendor>=major.minor'")
+        if later_kernels:
+            why = env.kernel_reason()
+            if why is not None:
+                return "skipped", f"needs a kernel compiler: {why}"
+        return None
+
+    # -- one case ----------------------------------------------------------------------
+    def run_case(self, case: Case) -> CaseResult:
+        env = self.env
+        res = CaseResult(id=case.id, area=case.area, title=case.title, status="passed",
+                         expected=case.expected_text(), apis=case.apis, cite=case.cite,
+                         requires=case.requires, negative=case.negative)
+        t0 = time.perf_counter()
+        missing = self.unmet(case)
+        if missing is not None:
+            res.status, res.reason = missing
+            res.duration_s = time.perf_counter() - t0
+            return res
+        before = list(env.live) if env.live is not None else []
+        before_ids = {id(o) for o in before}
+        mode_before = self._mode()
+        t = CaseContext()
+        caught: BaseException | None = None
+        value: Any = None
+        try:
+            value = case.fn(t)
+        except Exception as exc:  # noqa: BLE001 - every outcome is recorded
+            caught = exc
+        obs = _observe_exception(caught) if caught is not None else _observe_value(value)
+        res.observed, res.error_name, res.error_code = obs.summary, obs.error_name, obs.error_code
+        res.status, res.reason = self._judge(case, caught, value, obs)
+        sticky = caught is not None and bool(getattr(_runtime_error_in(caught), "sticky", False))
+        caught = value = None  # drop what the case made before looking for leaks
+        if res.status == "failed":
+            dev = find_deviation(case.id, env.vendor, env.version, obs.key, obs.error_name, obs.message,
+                                 table=env.deviations)
+            if dev is not None:
+                res.status = "deviation"
+                res.reason = dev.reason
+                res.deviation = {"vendor": dev.vendor, "runtime": dev.runtime, "observed": dev.observed,
+                                 "code": dev.code, "reason": dev.reason}
+        if sticky:
+            t.close()
+            raise RunAborted(f"case {case.id} got a sticky error ({obs.summary}); the device context is "
+                             "unusable and the run stops here: restart the process")
+        problems = self._teardown(t, before, before_ids, mode_before)
+        res.notes = list(t.notes)
+        del t
+        if problems:
+            text = "; ".join(problems)
+            if res.status in ("passed", "deviation"):
+                res.status, res.reason = "failed", text
+            else:
+                res.reason = f"{res.reason}; {text}" if res.reason else text
+        if env.fake and case.id not in env.strict and res.status in FAILING:
+            res.reason = f"[{res.status} on the fake: informational] {res.reason}"
+            res.status = "fake-mismatch"
+        res.duration_s = time.perf_counter() - t0
+        return res
+
+    def _judge(self, case: Case, exc: BaseException | None, value: Any, obs: _Observed) -> tuple[str, str]:
+        if exc is not None:
+            if case.raises is not None and isinstance(exc, case.raises):
+                return "passed", ""
+            if isinstance(exc, CaseFailure):
+                return "failed", f"check failed: {obs.message}"
+            if _is_library_error(exc):
+                return "failed", f"{obs.summary}; expected {case.expected_text()}"
+            return "error", f"the case's code raised {obs.summary}"
+        if case.raises is not None:
+            return "failed", f"{obs.summary}; expected {case.expected_text()}"
+        try:
+            same = bool(value == case.expect)
+        except Exception as e:  # noqa: BLE001 - a comparison that raises is the case's error
+            return "error", f"comparing the returned value raised {type(e).__name__}: {e}"
+        if same:
+            return "passed", ""
+        return "failed", f"{obs.summary}; expected {case.expected_text()}"
+
+    @staticmethod
+    def _close_tracked(t: CaseContext) -> list[str]:
+        return [f"closing a tracked resource raised {type(e).__name__}: {e}" for e in t.close()]
+
+    def _check_leaks(self, before_ids: set[int]) -> list[str]:
+        """Objects made by the case that still own a runtime handle: named, then closed."""
+        env = self.env
+        if env.live is None:
+            return []
+        gc.collect()
+        excluded = _reachable_ids(env.keep() if env.keep is not None else ())
+        leaked = [o for o in list(env.live)
+                  if id(o) not in before_ids and id(o) not in excluded and getattr(o, "_owned", True)]
+        if not leaked:
+            return []
+        kinds: dict[str, int] = {}
+        for o in leaked:
+            kinds[type(o).__name__] = kinds.get(type(o).__name__, 0) + 1
+            try:  # isolate the next case
+                o.close()
+            except Exception:  # noqa: BLE001
+                pass
+        return ["leak: still alive after the case: " + ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))]
+
+    def _end_left_captures(self, t: CaseContext, before_ids: set[int]) -> list[str]:
+        """End the captures a case left running on its streams; one problem per stream."""
+        capturing = list(t.capturing_streams())
+        if self.env.live is not None:
+            for obj in list(self.env.live):
+                if id(obj) not in before_ids and not any(obj is s for s in capturing) and _capturing(obj):
+                    capturing.append(obj)
+        problems = []
+        for s in capturing:
+            try:
+                st = s.capture_status()
+                what = getattr(st, "value", st)
+            except Exception:  # noqa: BLE001
+                what = "capturing"
+            msg = f"left a {type(s).__name__} capturing ({what})"
+            if self.env.end_capture is not None:
+                try:
+                    self.env.end_capture(s)
+                except Exception as exc:  # noqa: BLE001
+                    msg += f"; ending that capture raised {type(exc).__name__}: {exc}"
+            problems.append(msg)
+        return problems
+
+    def _mode(self) -> Any:
+        if self.env.capture_mode is None:
+            return None
+        try:
+            return self.env.capture_mode()
+        except Exception:  # noqa: BLE001 - the check is skipped where it cannot be made
+            return None
+
+    def _teardown(self, t: CaseContext, before: list[Any], before_ids: set[int], mode_before: Any) -> list[str]:
+        """The isolation checks (module docstring); returns the problems found.
+
+        Each check is a method of its own: no local variable here may keep an object of
+        the case alive while the leak check runs.
+        """
+        env = self.env
+        # 1. no stream left capturing (tracked streams and any stream the case made)
+        problems = self._end_left_captures(t, before_ids)
+        # 2. tracked resources close cleanly
+        problems += self._close_tracked(t)
+        # 3. nothing the case made still owns a runtime handle
+        problems += self._check_leaks(before_ids)
+        before.clear()
+        # 4. this thread's capture mode as before
+        if mode_before is not None and env.capture_mode is not None:
+            try:
+                now = env.capture_mode()
+            except Exception:  # noqa: BLE001
+                now = mode_before
+            if now != mode_before:
+                problems.append(f"left this thread's capture mode {getattr(now, 'value', now)} "
+                                f"(was {getattr(mode_before, 'value', mode_before)})")
+                if env.set_capture_mode is not None:
+                    env.set_capture_mode(mode_before)
+        # 5. no error pending on the device
+        if env.synchronize is not None:
+            try:
+                env.synchronize()
+            except Exception as exc:  # noqa: BLE001
+                if getattr(exc, "sticky", False):
+                    raise RunAborted(f"device synchronize after the case raised a sticky error: {exc}; "
+                                     "the device context is unusable and the run stops here") from None
+                problems.append(f"device synchronize after the case raised {type(exc).__name__}: {exc}")
+        return problems
+
+    # -- all cases ---------------------------------------------------------------------
+    def run(self) -> "Report":
+        report = Report(env=self.env)
+        by_area: dict[str, list[Case]] = {}
+        for c in self.cases:
+            by_area.setdefault(c.area, []).append(c)
+        t0 = time.perf_counter()
+        try:
+            for area, cases in by_area.items():
+                for c in cases:
+                    if self.verbose:
+                        self._print(f"  run {c.id}")
+                    r = self.run_case(c)
+                    report.results.append(r)
+                    if self.progress and r.status in FAILING:
+                        self._print(f"  {r.status.upper()} {r.id}: {_clip(r.reason, 400)}")
+                if self.progress:
+                    self._print(report.area_line(area))
+        except RunAborted as exc:
+            report.aborted = str(exc)
+            if self.progress:
+                self._print(f"ABORTED: {exc}")
+        report.duration_s = time.perf_counter() - t0
+        return report
+
+    def _print(self, text: str) -> None:
+        if self.out is not None:
+            print(text, file=self.out, flush=True)
+
+
+def _capturing(obj: Any) -> bool:
+    """Whether ``obj`` is a valid stream whose capture status is not NONE."""
+    status = getattr(obj, "capture_status", None)
+    if status is None or not getattr(obj, "is_valid", False):
+        return False
+    try:
+        st = status()
+    except Exception:  # noqa: BLE001 - unreadable: not reported
+        return False
+    return bool(getattr(st, "value", st) != "none")
+
+
+def _reachable_ids(roots: Iterable[Any], depth: int = 4) -> set[int]:
+    """ids of the objects reachable from ``roots`` within ``depth`` references."""
+    seen: set[int] = set()
+    frontier = list(roots)
+    for _ in range(depth):
+        nxt = []
+        for o in frontier:
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            if isinstance(o, (str, bytes, int, float, type(None))):
+                continue
+            nxt.extend(gc.get_referents(o))
+        frontier = nxt
+    return seen
+
+
+# ---------------------------------------------------------------------------- report
+@dataclass
+class Report:
+    env: Environment
+    results: list[CaseResult] = field(default_factory=list)
+    aborted: str | None = None
+    duration_s: float = 0.0
+
+    def counts(self, area: str | None = None) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for r in self.results:
+            if area is None or r.area == area:
+                out[r.status] += 1
+        return out
+
+    @property
+    def areas(self) -> list[str]:
+        return list(dict.fromkeys(r.area for r in self.results))
+
+    @property
+    def exit_code(self) -> int:
+        if self.aborted:
+            return 2
+        return 1 if any(r.status in FAILING for r in self.results) else 0
+
+    def area_line(self, area: str) -> str:
+        c = self.counts(area)
+        n = sum(c.values())
+        parts = [f"{area}: {n} cases", f"{c['passed']} passed"]
+        labels = [("failed", "failed"), ("error", "errors"), ("deviation", "deviation"),
+                  ("skipped", "skipped"), ("fake-mismatch", "fake-mismatch")]
+        for key, label in labels:
+            if c[key]:
+                parts.append(f"{c[key]} {label}")
+        return "  ".join(parts)
+
+    def table(self) -> str:
+        fake = self.env.fake
+        cols = ["cases", "passed", "failed", "skipped", "deviation"] + (["fake-mismatch"] if fake else [])
+        width = max([len("total"), len("area")] + [len(a) for a in self.areas]) + 2
+        lines = ["".join(["area".ljust(width)] + [c.rjust(len(c) + 2) for c in cols])]
+
+        def row(name: str, c: dict[str, int]) -> str:
+            vals = {"cases": sum(c.values()), "passed": c["passed"], "failed": c["failed"] + c["error"],
+                    "skipped": c["skipped"], "deviation": c["deviation"], "fake-mismatch": c["fake-mismatch"]}
+            return "".join([name.ljust(width)] + [str(vals[col]).rjust(len(col) + 2) for col in cols])
+
+        for a in self.areas:
+            lines.append(row(a, self.counts(a)))
+        lines.append(row("total", self.counts()))
+        failing = [r for r in self.results if r.status in FAILING]
+        if failing:
+            lines.append("")
+            lines.append(f"failures ({len(failing)}; errors are failures of the case's own code):")
+            lines += [f"  {r.status.upper()} {r.id}: {_clip(r.reason, 600)}" for r in failing]
+        devs = [r for r in self.results if r.status == "deviation"]
+        if devs:
+            lines.append("")
+            lines.append(f"known deviations ({len(devs)}):")
+            lines += [f"  {r.id}: {r.observed.split(':', 1)[0]} [{r.error_name or '-'}]: {r.reason}" for r in devs]
+        skipped: dict[str, int] = {}
+        for r in self.results:
+            if r.status == "skipped":
+                skipped[r.reason] = skipped.get(r.reason, 0) + 1
+        if skipped:
+            lines.append("")
+            lines.append("skipped, by reason:")
+            lines += [f"  {n:4d}  {_clip(why, 300)}" for why, n in sorted(skipped.items(), key=lambda x: -x[1])]
+        if fake:
+            lines.append("")
+            lines.append(f"FAKE RUN ({FAKE_ENV}=1): outcomes of the fake HIP library, not of a HIP runtime; "
+                         f"fake-mismatch is informational, the {len(self.env.strict)} call-form cases are "
+                         "judged strictly")
+        if self.aborted:
+            lines.append("")
+            lines.append(f"ABORTED: {self.aborted}")
+        return "\n".join(lines)
+
+    def to_json(self, selection: dict[str, Any] | None = None) -> dict[str, Any]:
+        import pygraphrt
+
+        by_area = {a: self.counts(a) for a in self.areas}
+        return {
+            "schema": SCHEMA_ID,
+            "pygraphrt_version": pygraphrt.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "fake": self.env.fake,
+            "backend": dict(self.env.info) if self.env.info else {
+                "vendor": self.env.vendor, "runtime_version": self.env.runtime_version,
+                "runtime_version_str": self.env.version_str},
+            "selection": dict(selection or {}),
+            "summary": {"total": len(self.results), **self.counts(), "by_area": by_area,
+                        "duration_s": round(self.duration_s, 3)},
+            "aborted": self.aborted,
+            "cases": [r.as_dict() for r in self.results],
+        }
+
+    def to_junit(self) -> str:
+        suites = ET.Element("testsuites", name="pygraphrt-conformance")
+        total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        for area in self.areas:
+            rs = [r for r in self.results if r.area == area]
+            c = self.counts(area)
+            attrs = {"tests": len(rs), "failures": c["failed"], "errors": c["error"],
+                     "skipped": c["skipped"] + c["fake-mismatch"]}
+            for k in total:
+                total[k] += attrs[k]
+            suite = ET.SubElement(suites, "testsuite", {"name": area,
+                                                        "time": f"{sum(r.duration_s for r in rs):.6f}",
+                                                        **{k: str(v) for k, v in attrs.items()}})
+            for r in rs:
+                tc = ET.SubElement(suite, "testcase", classname=f"pygraphrt.conformance.{area}", name=r.id,
+                                   time=f"{r.duration_s:.6f}")
+                if r.status == "failed":
+                    ET.SubElement(tc, "failure", message=_clip(r.reason, 500)).text = \
+                        f"expected: {r.expected}\nobserved: {r.observed}\n{r.reason}"
+                elif r.status == "error":
+                    ET.SubElement(tc, "error", message=_clip(r.reason, 500)).text = r.reason
+                elif r.status == "skipped":
+                    ET.SubElement(tc, "skipped", message=_clip(r.reason, 500))
+                elif r.status == "fake-mismatch":
+                    ET.SubElement(tc, "skipped", message=_clip("fake-mismatch: " + r.reason, 500))
+                elif r.status == "deviation":
+                    ET.SubElement(tc, "system-out").text = f"known deviation: {r.observed} -- {r.reason}"
+                props = ET.SubElement(tc, "properties")
+                ET.SubElement(props, "property", name="status", value=r.status)
+                ET.SubElement(props, "property", name="cite", value=r.cite)
+        for k, v in total.items():
+            suites.set(k, str(v))
+        return ET.tostring(suites, encoding="unicode", xml_declaration=True)
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the ``--json`` document, kept in the package."""
+    from importlib import resources
+
+    text = resources.files("pygraphrt.conformance").joinpath("schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def result_filename(doc: dict[str, Any]) -> str:
+    """``<vendor>-<runtime>-<gpu>.json`` for a result document (the published results' names)."""
+    b = doc.get("backend", {})
+    gpu = (b.get("gpu") or {}).get("name") or "unknown-gpu"
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
+    runtime = b.get("runtime_version_str") or "unknown"
+    runtime = ".".join(str(runtime).split(".")[:2])
+    return f"{b.get('vendor', 'unknown')}-{runtime}-{slug}{'-fake' if doc.get('fake') else ''}.json"
+
+
+# ---------------------------------------------------------------------------- selection
+def select(cases: Iterable[Case], pattern: str | None = None, areas: Sequence[str] | None = None) -> list[Case]:
+    """Cases whose id matches ``pattern`` (a substring, or a glob with ``*?[``; several
+    separated by commas: any) and whose area is in ``areas``; in registration order,
+    grouped by area."""
+    pats = [p.strip() for p in (pattern or "").split(",") if p.strip()]
+
+    def match(cid: str) -> bool:
+        if not pats:
+            return True
+        return any(fnmatch.fnmatchcase(cid, p) if any(ch in p for ch in "*?[") else p in cid for p in pats)
+
+    chosen = [c for c in cases if match(c.id) and (not areas or c.area in areas)]
+    order = {a: i for i, a in enumerate(dict.fromkeys(c.area for c in chosen))}
+    return sorted(chosen, key=lambda c: order[c.area])  # stable: registration order within an area
+
+
+def unknown_areas(areas: Sequence[str]) -> list[str]:
+    return [a for a in areas if a not in AREAS]
+
+
+# ---------------------------------------------------------------------------- pytest helpers
+_SESSION: list[Environment] = []
+
+
+def session_environment() -> Environment:
+    """One environment per process (the active backend), for running cases one by one."""
+    if not _SESSION:
+        _SESSION.append(Environment.active())
+    return _SESSION[0]
+
+
+def run_one(case: Case, env: Environment | None = None) -> CaseResult:
+    """Run one case in ``env`` (default: :func:`session_environment`)."""
+    return Runner(env or session_environment(), [case], progress=False).run_case(case)
+
+
+def write_json(path: str, doc: dict[str, Any]) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, sort_keys=False)
+        f.write("\n")
+

@@ -1,0 +1,1040 @@
+"""Conformance cases, area ``graph``: graphs themselves.
+
+This module: create / destroy, listing nodes, roots, leaves and edges, clone and
+find-in-clone, child graphs (copy semantics, the embedded graph), debug DOT and JSON
+export, and what happens to closed graphs and their nodes.  :mod:`.nodes` holds the
+per-node-type cases (add, read back, set) of the same area and uses the helpers here.
+
+Conventions:
+
+* every graph, stream, event and buffer comes from the context (``t.graph()``...) or is
+  tracked (``t.track(g.clone())``), so a failing case leaves nothing behind;
+* ``t.call(api, ...)`` reaches the runtime without pygraphrt's own checks, for the
+  cases about what the *runtime* does with NULL handles and out-pointers;
+* where the documentation says only that "an error" is returned, the case expects
+  :class:`pygraphrt.errors.GraphRTError` (any runtime error) and the result records
+  which one came;
+* cases whose outcome could not be confirmed without a GPU carry an ``# unsure:``
+  comment saying what to look at first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+from pygraphrt import errors
+from pygraphrt.enums import DebugDotFlags, EdgeData, NodeType
+
+from .._case import CaseContext, case
+
+N = 4096  # bytes per scratch buffer
+
+# ---------------------------------------------------------------------------- citations
+_RT = "CUDA Runtime API 13.0, Graph Management"
+CREATE = f"{_RT}, cudaGraphCreate: "
+DESTROY = f"{_RT}, cudaGraphDestroy: "
+GET_NODES = f"{_RT}, cudaGraphGetNodes: "
+GET_ROOTS = f"{_RT}, cudaGraphGetRootNodes: "
+GET_EDGES = f"{_RT}, cudaGraphGetEdges: "
+NODE_DEPS = f"{_RT}, cudaGraphNodeGetDependencies / cudaGraphNodeGetDependentNodes: "
+NODE_TYPE = f"{_RT}, cudaGraphNodeGetType: "
+ADD_EMPTY = f"{_RT}, cudaGraphAddEmptyNode: "
+CLONE = f"{_RT}, cudaGraphClone: "
+FIND_CLONE = f"{_RT}, cudaGraphNodeFindInClone: "
+ADD_CHILD = f"{_RT}, cudaGraphAddChildGraphNode: "
+CHILD_GET = f"{_RT}, cudaGraphChildGraphNodeGetGraph: "
+DOT = f"{_RT}, cudaGraphDebugDotPrint: "
+INSTANTIATE = f"{_RT}, cudaGraphInstantiate: "
+PG_GRAPHS = "CUDA Programming Guide, CUDA Graphs: "
+PYGRAPHRT = "pygraphrt graph API: "
+
+
+# ---------------------------------------------------------------------------- helpers
+def launch(t: CaseContext, g: Any) -> None:
+    """Instantiate ``g``, launch it once and wait for it."""
+    s = t.stream()
+    exe = t.instantiate(g)
+    exe.launch(s)
+    s.synchronize()
+
+
+def raw_list(t: CaseContext, api: str, graph_handle: Any, capacity: int) -> tuple[int, list[int]]:
+    """``api`` (GraphGetNodes / GraphGetRootNodes) with an array of ``capacity`` entries
+    pre-filled with a non-NULL marker; returns (count the runtime wrote back, entries as ints)."""
+    ffi = t.ffi
+    prefix = t.backend.ops.prefix
+    n = ffi.new("size_t *", capacity)
+    arr = ffi.new(f"{prefix}GraphNode_t[]", max(capacity, 1))
+    for i in range(capacity):
+        arr[i] = ffi.cast(f"{prefix}GraphNode_t", 8)  # a marker: the runtime must overwrite it
+    t.call(api, graph_handle, arr, n)
+    return int(n[0]), [int(ffi.cast("uintptr_t", arr[i])) for i in range(capacity)]
+
+
+def runtime_types(t: CaseContext, g: Any) -> list[NodeType]:
+    """The graph's node types as the runtime reports them (``GraphNodeGetType`` on each node
+    of ``GraphGetNodes``), sorted by value -- not pygraphrt's record of what it made."""
+    ffi = t.ffi
+    ops = t.backend.ops
+    count = ffi.new("size_t *", 0)
+    t.call("GraphGetNodes", g.handle, t.NULL, count)
+    _, handles = raw_list(t, "GraphGetNodes", g.handle, int(count[0]))
+    out = []
+    for h in handles:
+        ty = ffi.new(f"enum {ops.prefix}GraphNodeType *")
+        t.call("GraphNodeGetType", ffi.cast(f"{ops.prefix}GraphNode_t", h), ty)
+        out.append(ops.node_type_of.get(int(ty[0]), int(ty[0])))
+    return sorted(out, key=lambda x: getattr(x, "value", str(x)))
+
+
+def shape(g: Any) -> tuple[list[str], list[tuple[str, str]]]:
+    """Node types and edges (as pairs of node types), sorted: a graph's shape up to node identity."""
+    types = sorted(n.type.value for n in g.nodes())
+    edges = sorted((a.type.value, b.type.value) for a, b, _ in g.edges())
+    return types, edges
+
+
+def diamond(t: CaseContext, buf: Any = None) -> tuple[Any, list[Any]]:
+    """A tracked graph ``A -> {B, C} -> D``: memset, memcpy, memset, empty."""
+    buf = buf if buf is not None else t.malloc(N)
+    g = t.graph()
+    a = g.add_memset(buf, 1, 64)
+    b = a.memcpy(buf.ptr + 1024, buf, 64)
+    c = a.memset(buf.ptr + 2048, 3, 64)
+    d = g.add_empty(dependencies=[b, c])
+    return g, [a, b, c, d]
+
+
+# ============================================================================ create / destroy
+@case("graph.create.empty", cite=CREATE + "creates an empty graph",
+      apis=("GraphCreate", "GraphGetNodes", "GraphGetEdges", "GraphGetRootNodes"), expect=(0, 0, 0))
+def _(t: CaseContext) -> Any:
+    """A new graph has no nodes, edges or roots."""
+    g = t.graph()
+    return len(g.nodes()), len(g.edges()), len(g.root_nodes())
+
+
+@case("graph.create.flags_must_be_zero", cite=CREATE + "flags - graph creation flags, must be 0; "
+      "returns cudaErrorInvalidValue", apis=("GraphCreate",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphCreate with flags=1 is refused."""
+    out = t.new("Graph_t *")
+    try:
+        t.call("GraphCreate", out, 1)
+    finally:
+        if out[0] != t.NULL:
+            t.call("GraphDestroy", out[0])
+
+
+@case("graph.create.null_out", cite=CREATE + "pGraph returns the new graph; returns cudaErrorInvalidValue",
+      apis=("GraphCreate",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphCreate with a NULL out-pointer is refused."""
+    # unsure: a NULL pGraph is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    t.call("GraphCreate", t.NULL, 0)
+
+
+@case("graph.create.len_counts_nodes", cite=GET_NODES + "returns the number of nodes in numNodes when "
+      "nodes is NULL", apis=("GraphCreate", "GraphAddEmptyNode", "GraphGetNodes"), expect=3)
+def _(t: CaseContext) -> Any:
+    """len(graph) is the runtime's node count."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    g.add_empty()
+    return len(g)
+
+
+@case("graph.create.independent_graphs", cite=CREATE + "creates an empty graph (each call a new one)",
+      apis=("GraphCreate", "GraphAddEmptyNode", "GraphGetNodes"), expect=(2, 1))
+def _(t: CaseContext) -> Any:
+    """Nodes added to one graph do not appear in another."""
+    g1, g2 = t.graph(), t.graph()
+    g1.add_empty()
+    g2.add_empty()
+    g1.add_empty()
+    return len(g1.nodes()), len(g2.nodes())
+
+
+@case("graph.destroy.is_valid_false", cite=DESTROY + "destroys the graph and all of its nodes; "
+      + PYGRAPHRT + "Graph.close() destroys it now, is_valid turns false", apis=("GraphDestroy",),
+      expect=(True, False))
+def _(t: CaseContext) -> Any:
+    """is_valid is True until close(), False after."""
+    g = t.graph()
+    before = g.is_valid
+    g.close()
+    return before, g.is_valid
+
+
+@case("graph.destroy.close_twice", cite=PYGRAPHRT + "close() is idempotent (the runtime object is "
+      "destroyed exactly once)", apis=("GraphDestroy",), expect=False)
+def _(t: CaseContext) -> Any:
+    """Closing a closed graph does nothing."""
+    g = t.graph()
+    g.add_empty()
+    g.close()
+    g.close()
+    return g.is_valid
+
+
+@case("graph.destroy.nodes_invalid", cite=DESTROY + "destroys the graph, as well as all of its nodes",
+      apis=("GraphDestroy",), expect=(False, False))
+def _(t: CaseContext) -> Any:
+    """Nodes of a destroyed graph are no longer valid."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.close()
+    return a.is_valid, b.is_valid
+
+
+@case("graph.destroy.add_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+      + "a closed object raises InvalidResourceHandle", apis=("GraphAddEmptyNode",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Adding a node to a closed graph is refused."""
+    g = t.graph()
+    g.close()
+    g.add_empty()
+
+
+@case("graph.destroy.nodes_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+      + "a closed object raises InvalidResourceHandle", apis=("GraphGetNodes",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Listing the nodes of a closed graph is refused."""
+    g = t.graph()
+    g.add_empty()
+    g.close()
+    g.nodes()
+
+
+@case("graph.destroy.node_type_after_close", cite=DESTROY + "destroys all of the graph's nodes; "
+      + PYGRAPHRT + "a node of a closed graph raises InvalidResourceHandle", apis=("GraphNodeGetType",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """A node of a closed graph has no type to report."""
+    g = t.graph()
+    n = g.add_empty()
+    g.close()
+    return n.type
+
+
+@case("graph.destroy.dependencies_after_close", cite=DESTROY + "destroys all of the graph's nodes; "
+      + PYGRAPHRT + "a node of a closed graph raises InvalidResourceHandle",
+      apis=("GraphNodeGetDependentNodes",), raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """A node of a closed graph has no dependents to report."""
+    g = t.graph()
+    n = g.add_empty()
+    n.empty()
+    g.close()
+    return n.dependents
+
+
+@case("graph.destroy.clone_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+      + "a closed object raises InvalidResourceHandle", apis=("GraphClone",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Cloning a closed graph is refused."""
+    g = t.graph()
+    g.add_empty()
+    g.close()
+    t.track(g.clone())
+
+
+@case("graph.destroy.instantiate_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+      + "a closed object raises InvalidResourceHandle", apis=("GraphInstantiate",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Instantiating a closed graph is refused."""
+    g = t.graph()
+    g.add_empty()
+    g.close()
+    t.instantiate(g)
+
+
+@case("graph.destroy.debug_dot_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+      + "a closed object raises InvalidResourceHandle", apis=("GraphDebugDotPrint",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Printing a closed graph is refused."""
+    g = t.graph()
+    g.add_empty()
+    g.close()
+    g.debug_dot()
+
+
+@case("graph.destroy.node_of_closed_graph_as_dependency", cite=ADD_EMPTY + "pDependencies are nodes "
+      "of graph; " + PYGRAPHRT + "a node of another graph is refused with InvalidValue",
+      apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A node of a closed graph cannot be a dependency in another graph."""
+    g1, g2 = t.graph(), t.graph()
+    a = g1.add_empty()
+    g1.close()
+    g2.add_empty(dependencies=[a])
+
+
+@case("graph.destroy.exec_survives_graph", cite=INSTANTIATE + "instantiates graph as an executable "
+      "graph; " + PYGRAPHRT + "Graph.close(): executable graphs made from it stay usable",
+      apis=("GraphInstantiate", "GraphDestroy", "GraphLaunch"), expect=b"\x2a" * 8)
+def _(t: CaseContext) -> Any:
+    """An executable graph launches after its graph was destroyed."""
+    buf = t.malloc(N)
+    g = t.graph()
+    g.add_memset(buf, 0x2A, N)
+    exe = t.instantiate(g)
+    g.close()
+    s = t.stream()
+    exe.launch(s)
+    s.synchronize()
+    return buf.to_bytes(8)
+
+
+@case("graph.destroy.null", cite=DESTROY + "graph - graph to destroy; returns cudaErrorInvalidValue",
+      apis=("GraphDestroy",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphDestroy(NULL) is refused."""
+    # unsure: a NULL graph is not named by the documentation; the runtime checks it for
+    # cudaGraphAddEmptyNode (InvalidValue, seen on 12.9 and 13.0).
+    t.call("GraphDestroy", t.NULL)
+
+
+# ============================================================================ listing
+@case("graph.nodes.identity", cite=PYGRAPHRT + "the same runtime handle always gives the same Python "
+      "node object while the graph lives", apis=("GraphGetNodes",), expect=True)
+def _(t: CaseContext) -> Any:
+    """nodes() returns the very node objects the add methods returned."""
+    g = t.graph()
+    made = [g.add_empty() for _ in range(3)]
+    listed = g.nodes()
+    return len(listed) == 3 and all(any(x is m for m in made) for x in listed)
+
+
+@case("graph.nodes.count_query", cite=GET_NODES + "nodes may be NULL, in which case this function will "
+      "return the number of nodes in numNodes", apis=("GraphGetNodes",), expect=3)
+def _(t: CaseContext) -> Any:
+    """GraphGetNodes with nodes=NULL reports the count."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    a.empty()
+    ffi = t.ffi
+    n = ffi.new("size_t *", 0)
+    t.call("GraphGetNodes", g.handle, t.NULL, n)
+    return int(n[0])
+
+
+@case("graph.nodes.larger_array_padded", cite=GET_NODES + "if numNodes is higher than the actual number "
+      "of nodes, the remaining entries in nodes will be set to NULL, and the number of nodes actually "
+      "obtained will be returned in numNodes", apis=("GraphGetNodes",), expect=(2, True, [0, 0, 0]))
+def _(t: CaseContext) -> Any:
+    """A larger array gets the nodes, NULLs after them, and the real count."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    n, entries = raw_list(t, "GraphGetNodes", g.handle, 5)
+    return n, set(entries[:2]) == {int(a), int(b)}, entries[2:]
+
+
+@case("graph.nodes.smaller_array_filled", cite=GET_NODES + "otherwise, numNodes entries will be filled in",
+      apis=("GraphGetNodes",), expect=(1, True))
+def _(t: CaseContext) -> Any:
+    """An array smaller than the node count gets that many of the graph's nodes."""
+    g = t.graph()
+    made = [g.add_empty() for _ in range(3)]
+    n, entries = raw_list(t, "GraphGetNodes", g.handle, 1)
+    return n, entries[0] in {int(m) for m in made}
+
+
+@case("graph.nodes.null_count", cite=GET_NODES + "numNodes - see description; returns "
+      "cudaErrorInvalidValue", apis=("GraphGetNodes",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphGetNodes without a count pointer is refused."""
+    g = t.graph()
+    g.add_empty()
+    t.call("GraphGetNodes", g.handle, t.NULL, t.NULL)
+
+
+@case("graph.nodes.null_graph", cite=GET_NODES + "graph - graph to query; returns cudaErrorInvalidValue",
+      apis=("GraphGetNodes",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphGetNodes of a NULL graph is refused."""
+    n = t.ffi.new("size_t *", 0)
+    t.call("GraphGetNodes", t.NULL, t.NULL, n)
+
+
+def runtime_type(t: CaseContext, node: Any) -> Any:
+    """``GraphNodeGetType`` of one node, translated to the neutral NodeType (the raw value if unknown)."""
+    ops = t.backend.ops
+    ty = t.ffi.new(f"enum {ops.prefix}GraphNodeType *")
+    t.call("GraphNodeGetType", node.handle, ty)
+    return ops.node_type_of.get(int(ty[0]), int(ty[0]))
+
+
+_ALL_BASIC = [NodeType.EMPTY, NodeType.MEMSET, NodeType.MEMCPY, NodeType.HOST, NodeType.GRAPH,
+              NodeType.EVENT_RECORD, NodeType.WAIT_EVENT]
+
+
+@case("graph.nodes.runtime_types", cite=NODE_TYPE + "returns the node type of node in pType",
+      apis=("GraphNodeGetType", "GraphAddEmptyNode", "GraphAddMemsetNode", "GraphAddMemcpyNode1D",
+            "GraphAddHostNode", "GraphAddChildGraphNode", "GraphAddEventRecordNode", "GraphAddEventWaitNode"),
+      expect=_ALL_BASIC)
+def _(t: CaseContext) -> Any:
+    """The runtime reports each node's type as the type of the API that made it."""
+    buf = t.malloc(N)
+    ev = t.event()
+    child = t.graph()
+    child.add_empty()
+    g = t.graph()
+    made = [g.add_empty(), g.add_memset(buf, 1, 16), g.add_memcpy(buf.ptr + 64, buf, 16),
+            g.add_host(lambda: None), g.add_child_graph(child), g.add_event_record(ev), g.add_event_wait(ev)]
+    return [runtime_type(t, n) for n in made]
+
+
+@case("graph.nodes.runtime_types_listed", cite=NODE_TYPE + "returns the node type of node in pType; "
+      + GET_NODES + "returns a list of graph's nodes", apis=("GraphGetNodes", "GraphNodeGetType"),
+      expect=sorted(_ALL_BASIC, key=lambda x: x.value))
+def _(t: CaseContext) -> Any:
+    """The nodes the runtime lists have the types of the nodes that were made."""
+    buf = t.malloc(N)
+    ev = t.event()
+    child = t.graph()
+    child.add_empty()
+    g = t.graph()
+    g.add_empty()
+    g.add_memset(buf, 1, 16)
+    g.add_memcpy(buf.ptr + 64, buf, 16)
+    g.add_host(lambda: None)
+    g.add_child_graph(child)
+    g.add_event_record(ev)
+    g.add_event_wait(ev)
+    return runtime_types(t, g)
+
+
+@case("graph.node_type.null_node", cite=NODE_TYPE + "node - node to query; returns cudaErrorInvalidValue",
+      apis=("GraphNodeGetType",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphNodeGetType of a NULL node is refused."""
+    ty = t.ffi.new(f"enum {t.backend.ops.prefix}GraphNodeType *")
+    t.call("GraphNodeGetType", t.NULL, ty)
+
+
+@case("graph.node_type.null_out", cite=NODE_TYPE + "pType - pointer to return the node type; returns "
+      "cudaErrorInvalidValue", apis=("GraphNodeGetType",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """GraphNodeGetType without an out-pointer is refused."""
+    g = t.graph()
+    n = g.add_empty()
+    t.call("GraphNodeGetType", n.handle, t.NULL)
+
+
+@case("graph.add_empty.null_graph", cite=ADD_EMPTY + "graph - graph to which to add the node; returns "
+      "cudaErrorInvalidValue", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Adding a node to a NULL graph is refused."""
+    out = t.new("GraphNode_t *")
+    t.call("GraphAddEmptyNode", out, t.NULL, t.NULL, 0)
+
+
+@case("graph.add_empty.null_out", cite=ADD_EMPTY + "pGraphNode returns the newly created node; returns "
+      "cudaErrorInvalidValue", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Adding a node without an out-pointer is refused."""
+    # unsure: a NULL pGraphNode is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    g = t.graph()
+    t.call("GraphAddEmptyNode", t.NULL, g.handle, t.NULL, 0)
+
+
+@case("graph.add_empty.dependencies_without_array", cite=ADD_EMPTY + "numDependencies dependencies "
+      "specified via pDependencies; returns cudaErrorInvalidValue", apis=("GraphAddEmptyNode",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A dependency count with a NULL dependency array is refused."""
+    g = t.graph()
+    out = t.new("GraphNode_t *")
+    t.call("GraphAddEmptyNode", out, g.handle, t.NULL, 1)
+
+
+@case("graph.root_nodes.excludes_dependents", cite=GET_ROOTS + "returns a list of graph's root nodes",
+      apis=("GraphGetRootNodes",), expect=True)
+def _(t: CaseContext) -> Any:
+    """Roots are the nodes without dependencies."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    c = g.add_empty()
+    roots = g.root_nodes()
+    return len(roots) == 2 and {id(r) for r in roots} == {id(a), id(c)}
+
+
+@case("graph.root_nodes.larger_array_padded", cite=GET_ROOTS + "if pNumRootNodes is higher than the "
+      "actual number of root nodes, the remaining entries in pRootNodes will be set to NULL, and the "
+      "number of nodes actually obtained will be returned", apis=("GraphGetRootNodes",),
+      expect=(1, True, [0, 0]))
+def _(t: CaseContext) -> Any:
+    """A larger root array gets the root, NULLs after it, and the real count."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    n, entries = raw_list(t, "GraphGetRootNodes", g.handle, 3)
+    return n, entries[0] == int(a), entries[1:]
+
+
+@case("graph.root_nodes.empty_graph", cite=GET_ROOTS + "returns a list of graph's root nodes",
+      apis=("GraphGetRootNodes",), expect=[])
+def _(t: CaseContext) -> Any:
+    """An empty graph has no roots."""
+    return t.graph().root_nodes()
+
+
+@case("graph.leaf_nodes.excludes_dependencies", cite=NODE_DEPS + "returns the nodes that depend on a node "
+      "(a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=True)
+def _(t: CaseContext) -> Any:
+    """Leaves are the nodes nothing depends on."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = g.add_empty()
+    leaves = g.leaf_nodes()
+    return len(leaves) == 2 and {id(x) for x in leaves} == {id(b), id(c)}
+
+
+@case("graph.edges.diamond", cite=GET_EDGES + "returns a list of graph's dependency edges",
+      apis=("GraphGetEdges",), expect=(4, True))
+def _(t: CaseContext) -> Any:
+    """The diamond A -> {B, C} -> D has exactly its four edges."""
+    g, (a, b, c, d) = diamond(t)
+    edges = g.edges()
+    pairs = {(id(x), id(y)) for x, y, _ in edges}
+    return len(edges), pairs == {(id(a), id(b)), (id(a), id(c)), (id(b), id(d)), (id(c), id(d))}
+
+
+@case("graph.edges.empty_graph", cite=GET_EDGES + "returns a list of graph's dependency edges",
+      apis=("GraphGetEdges",), expect=[])
+def _(t: CaseContext) -> Any:
+    """A graph of unconnected nodes has no edges."""
+    g = t.graph()
+    g.add_empty()
+    g.add_empty()
+    return g.edges()
+
+
+@case("graph.dependencies.chain", cite=NODE_DEPS + "return a node's dependencies and its dependent nodes",
+      apis=("GraphNodeGetDependencies", "GraphNodeGetDependentNodes"), expect=(True, True, EdgeData()))
+def _(t: CaseContext) -> Any:
+    """The middle node of a -> b -> c depends on a and has c as its dependent."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = b.empty()
+    deps, dependents = b.dependencies, b.dependents
+    return ([n for n, _ in deps] == [a], [n for n, _ in dependents] == [c], deps[0][1])
+
+
+# ============================================================================ clone
+@case("graph.clone.empty", cite=CLONE + "creates a copy of originalGraph", apis=("GraphClone",), expect=0)
+def _(t: CaseContext) -> Any:
+    """The clone of an empty graph is empty."""
+    return len(t.track(t.graph().clone()).nodes())
+
+
+@case("graph.clone.copies_types_and_edges", cite=CLONE + "creates a copy of originalGraph; all "
+      "parameters are copied into the cloned graph", apis=("GraphClone", "GraphGetNodes", "GraphGetEdges",
+                                                         "GraphNodeGetType"), expect=True)
+def _(t: CaseContext) -> Any:
+    """The clone has the same node types and edges (types read from the runtime)."""
+    g, _ = diamond(t)
+    c = t.track(g.clone())
+    return shape(c) == shape(g) and runtime_types(t, c) == runtime_types(t, g)
+
+
+@case("graph.clone.find_clone_maps_every_node", cite=FIND_CLONE + "returns the node in clonedGraph "
+      "corresponding to originalNode in the original graph", apis=("GraphClone", "GraphNodeFindInClone"),
+      expect=(4, True, True))
+def _(t: CaseContext) -> Any:
+    """find_clone maps the original's nodes one-to-one onto the clone's, types kept."""
+    g, nodes = diamond(t)
+    c = t.track(g.clone())
+    mapped = [g.find_clone(n, c) for n in nodes]
+    ids = {int(m) for m in mapped}
+    return (len(ids), ids == {int(n) for n in c.nodes()},
+            all(m.graph is c and m.type is n.type for m, n in zip(mapped, nodes)))
+
+
+@case("graph.clone.find_clone_params", cite=CLONE + "all parameters are copied into the cloned graph",
+      apis=("GraphClone", "GraphNodeFindInClone", "GraphMemsetNodeGetParams"), expect=(7, 100, True))
+def _(t: CaseContext) -> Any:
+    """A cloned memset node has the original's parameters."""
+    buf = t.malloc(N)
+    g = t.graph()
+    m = g.add_memset(buf, 7, 100)
+    c = t.track(g.clone())
+    p = g.find_clone(m, c).params
+    return p["value"], p["width"], p["dst"] == buf.ptr
+
+
+@case("graph.clone.independent_of_later_nodes", cite=CLONE + "the original graph may be modified after "
+      "this call without affecting the clone", apis=("GraphClone", "GraphAddEmptyNode"), expect=(4, 2))
+def _(t: CaseContext) -> Any:
+    """Nodes added to the original after cloning are not in the clone."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    c = t.track(g.clone())
+    a.empty()
+    g.add_empty()
+    return len(g.nodes()), len(c.nodes())
+
+
+@case("graph.clone.independent_of_later_params", cite=CLONE + "the original graph may be modified after "
+      "this call without affecting the clone", apis=("GraphClone", "GraphMemcpyNodeSetParams1D",
+                                                    "GraphMemcpyNodeGetParams"), expect=(16, 64))
+def _(t: CaseContext) -> Any:
+    """Changing a node of the original after cloning leaves the clone's copy as it was."""
+    buf = t.malloc(N)
+    g = t.graph()
+    m = g.add_memcpy(buf.ptr + 1024, buf, 64)
+    c = t.track(g.clone())
+    m.set_params(dst=buf.ptr + 2048, src=buf, count=16)
+    return m.params["width"], g.find_clone(m, c).params["width"]
+
+
+@case("graph.clone.independent_of_destroyed_nodes", cite=CLONE + "the original graph may be modified "
+      "after this call without affecting the clone", apis=("GraphClone", "GraphDestroyNode"), expect=(1, 2))
+def _(t: CaseContext) -> Any:
+    """Destroying a node of the original leaves the clone's copy."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = t.track(g.clone())
+    b.destroy()
+    return len(g.nodes()), len(c.nodes())
+
+
+@case("graph.clone.modified_clone_leaves_original", cite=CLONE + "creates a copy of originalGraph "
+      "(a graph of its own)", apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
+def _(t: CaseContext) -> Any:
+    """Nodes added to the clone are not in the original."""
+    g = t.graph()
+    g.add_empty()
+    c = t.track(g.clone())
+    c.add_empty()
+    c.nodes()[0].empty()
+    return len(g.nodes()), len(c.nodes())
+
+
+@case("graph.clone.survives_closing_original", cite=CLONE + "creates a copy of originalGraph; "
+      + DESTROY + "destroys the graph specified (only that one)", apis=("GraphClone", "GraphDestroy"),
+      expect=(2, 1))
+def _(t: CaseContext) -> Any:
+    """A clone stays usable after its original is destroyed."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    c = t.track(g.clone())
+    g.close()
+    return len(c.nodes()), len(c.edges())
+
+
+@case("graph.clone.clone_of_clone", cite=CLONE + "creates a copy of originalGraph (a clone is a graph "
+      "like any other)", apis=("GraphClone", "GraphNodeFindInClone"), expect=(True, NodeType.MEMSET))
+def _(t: CaseContext) -> Any:
+    """A clone can be cloned again; find_clone maps step by step."""
+    g, nodes = diamond(t)
+    c1 = t.track(g.clone())
+    c2 = t.track(c1.clone())
+    n1 = g.find_clone(nodes[0], c1)
+    n2 = c1.find_clone(n1, c2)
+    return shape(c2) == shape(g), n2.type
+
+
+@case("graph.clone.child_recursively_copied", cite=CLONE + "child graph nodes in the original graph are "
+      "recursively copied into the clone", apis=("GraphClone", "GraphChildGraphNodeGetGraph",
+                                                 "GraphAddEmptyNode"), expect=(1, 2, 1))
+def _(t: CaseContext) -> Any:
+    """The clone's child node embeds its own copy: changing the original's leaves it alone."""
+    child = t.graph()
+    child.add_empty()
+    g = t.graph()
+    node = g.add_child_graph(child)
+    c = t.track(g.clone())
+    cnode = g.find_clone(node, c)
+    before = len(cnode.child.nodes())
+    node.child.add_empty()  # the original's embedded graph (no clone: changes are the node's)
+    return before, len(node.child.nodes()), len(cnode.child.nodes())
+
+
+@case("graph.clone.launches", cite=CLONE + "creates a copy of originalGraph with all parameters",
+      apis=("GraphClone", "GraphInstantiate", "GraphLaunch"), expect=b"\x5a" * 8)
+def _(t: CaseContext) -> Any:
+    """The clone runs the original's work."""
+    buf = t.malloc(N)
+    g = t.graph()
+    g.add_memset(buf, 0x5A, N)
+    c = t.track(g.clone())
+    g.close()
+    launch(t, c)
+    return buf.to_bytes(8)
+
+
+@case("graph.clone.find_clone_node_added_later", cite=FIND_CLONE + "originalNode must have been in "
+      "originalGraph at the time of the call to cudaGraphClone; returns cudaErrorInvalidValue",
+      apis=("GraphNodeFindInClone",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A node added after cloning has no counterpart in the clone."""
+    g = t.graph()
+    g.add_empty()
+    c = t.track(g.clone())
+    later = g.add_empty()
+    g.find_clone(later, c)
+
+
+@case("graph.clone.find_clone_removed_in_clone", cite=FIND_CLONE + "the corresponding cloned node in "
+      "clonedGraph must not have been removed; returns cudaErrorInvalidValue",
+      apis=("GraphNodeFindInClone", "GraphDestroyNode"), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A node whose counterpart was removed from the clone is not found."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_empty()
+    c = t.track(g.clone())
+    g.find_clone(a, c).destroy()
+    g.find_clone(a, c)
+
+
+@case("graph.clone.find_clone_not_a_clone", cite=FIND_CLONE + "clonedGraph must have been cloned from "
+      "originalGraph via cudaGraphClone; returns cudaErrorInvalidValue", apis=("GraphNodeFindInClone",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A graph of the same shape that is not a clone is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    other = t.graph()
+    other.add_empty()
+    g.find_clone(a, other)
+
+
+@case("graph.clone.find_clone_foreign_node", cite=FIND_CLONE + "originalNode must have been in "
+      "originalGraph; " + PYGRAPHRT + "a node of another graph is refused with InvalidValue",
+      apis=("GraphNodeFindInClone",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """find_clone with a node of another graph is refused."""
+    g, other = t.graph(), t.graph()
+    g.add_empty()
+    stranger = other.add_empty()
+    c = t.track(g.clone())
+    g.find_clone(stranger, c)
+
+
+@case("graph.clone.find_clone_not_a_node", cite=FIND_CLONE + "originalNode - handle to the original node; "
+      + PYGRAPHRT + "a non-node is refused with InvalidValue", apis=("GraphNodeFindInClone",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """find_clone with something that is not a node is refused."""
+    g = t.graph()
+    g.add_empty()
+    c = t.track(g.clone())
+    g.find_clone("node", c)  # type: ignore[arg-type]
+
+
+@case("graph.clone.with_mem_alloc", cite=CLONE + "cloning is not supported for graphs which contain "
+      "memory allocation nodes, memory free nodes, or conditional nodes",
+      apis=("GraphClone", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """A graph with graph-memory nodes cannot be cloned (the error is recorded)."""
+    # unsure: which error: the returns list has only cudaErrorInvalidValue; cloning a conditional
+    # node was seen to give cudaErrorNotSupported.
+    g = t.graph()
+    a = g.add_mem_alloc(1 << 16)
+    a.mem_free(a)
+    t.track(g.clone())
+
+
+@case("graph.clone.null_graph", cite=CLONE + "originalGraph - graph to clone; returns "
+      "cudaErrorInvalidValue", apis=("GraphClone",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Cloning a NULL graph is refused."""
+    out = t.new("Graph_t *")
+    try:
+        t.call("GraphClone", out, t.NULL)
+    finally:
+        if out[0] != t.NULL:
+            t.call("GraphDestroy", out[0])
+
+
+# ============================================================================ child graphs
+@case("graph.child.copied_at_add", cite=ADD_CHILD + "the child graph is cloned in this call",
+      apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph"), expect=(3, 1))
+def _(t: CaseContext) -> Any:
+    """Nodes added to the child graph afterwards are not in the node's copy."""
+    child = t.graph()
+    child.add_empty()
+    g = t.graph()
+    node = g.add_child_graph(child)
+    child.add_empty()
+    child.add_empty()
+    return len(child.nodes()), len(node.child.nodes())
+
+
+@case("graph.child.survives_closing_original", cite=ADD_CHILD + "the child graph is cloned in this call",
+      apis=("GraphAddChildGraphNode", "GraphDestroy", "GraphChildGraphNodeGetGraph"), expect=(2, 1))
+def _(t: CaseContext) -> Any:
+    """The node keeps its copy after the graph it was made from is destroyed."""
+    child = t.graph()
+    a = child.add_empty()
+    a.empty()
+    g = t.graph()
+    node = g.add_child_graph(child)
+    child.close()
+    embedded = node.child
+    return len(embedded.nodes()), len(embedded.edges())
+
+
+@case("graph.child.params", cite=CHILD_GET + "gets a handle to the embedded graph in a child graph node",
+      apis=("GraphChildGraphNodeGetGraph",), expect=(NodeType.GRAPH, {"nodes": 2}))
+def _(t: CaseContext) -> Any:
+    """A child graph node reports its type and its embedded graph's size."""
+    child = t.graph()
+    child.add_empty()
+    child.add_empty()
+    node = t.graph().add_child_graph(child)
+    return node.type, node.params
+
+
+@case("graph.child.same_embedded_handle", cite=CHILD_GET + "this call does not clone the graph",
+      apis=("GraphChildGraphNodeGetGraph",), expect=True)
+def _(t: CaseContext) -> Any:
+    """Asking twice gives the same embedded graph, not a copy."""
+    child = t.graph()
+    child.add_empty()
+    node = t.graph().add_child_graph(child)
+    return int(node.child) == int(node.child) and int(node.child) != int(child)
+
+
+@case("graph.child.changes_through_handle", cite=CHILD_GET + "changes to the graph will be reflected in "
+      "the node, and the node retains ownership of the graph", apis=("GraphChildGraphNodeGetGraph",
+                                                                     "GraphAddEmptyNode"), expect=(2, 1))
+def _(t: CaseContext) -> Any:
+    """A node added to the embedded graph is seen through the node; the original is untouched."""
+    child = t.graph()
+    child.add_empty()
+    node = t.graph().add_child_graph(child)
+    node.child.add_empty()
+    return len(node.child.nodes()), len(child.nodes())
+
+
+@case("graph.child.nested", cite=ADD_CHILD + "creates a node which executes an embedded graph (which may "
+      "itself contain child graph nodes)", apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph"),
+      expect=(NodeType.GRAPH, 2))
+def _(t: CaseContext) -> Any:
+    """A child graph can contain a child graph; the inner copy is reachable."""
+    inner = t.graph()
+    inner.add_empty()
+    inner.add_empty()
+    middle = t.graph()
+    middle.add_child_graph(inner)
+    outer = t.graph()
+    node = outer.add_child_graph(middle)
+    (inner_node,) = node.child.nodes()
+    return inner_node.type, len(inner_node.child.nodes())
+
+
+@case("graph.child.runs_embedded_work", cite=ADD_CHILD + "creates a new node which executes an "
+      "embedded graph", apis=("GraphAddChildGraphNode", "GraphInstantiate", "GraphLaunch"),
+      expect=(b"\x06" * 8, b"\x06" * 8))
+def _(t: CaseContext) -> Any:
+    """Launching the parent runs the child's nodes, ordered within the parent."""
+    buf = t.malloc(N)
+    child = t.graph()
+    child.add_memset(buf, 6, 1024)
+    g = t.graph()
+    node = g.add_child_graph(child)
+    node.memcpy(buf.ptr + 2048, buf, 1024)
+    launch(t, g)
+    return buf.to_bytes(8), bytes(buf.to_bytes(2056)[2048:])
+
+
+@case("graph.child.contains_itself", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+      + PYGRAPHRT + "a graph cannot contain itself (InvalidValue)", apis=("GraphAddChildGraphNode",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A graph cannot be its own child."""
+    g = t.graph()
+    g.add_empty()
+    g.add_child_graph(g)
+
+
+@case("graph.child.not_a_graph", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+      + PYGRAPHRT + "anything else is refused with InvalidValue", apis=("GraphAddChildGraphNode",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A child that is not a Graph is refused."""
+    t.graph().add_child_graph(object())  # type: ignore[arg-type]
+
+
+@case("graph.child.closed_child", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+      + PYGRAPHRT + "a closed object raises InvalidResourceHandle", apis=("GraphAddChildGraphNode",),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """A destroyed graph cannot be embedded."""
+    child = t.graph()
+    child.add_empty()
+    child.close()
+    t.graph().add_child_graph(child)
+
+
+@case("graph.child.with_mem_alloc", cite=ADD_CHILD + "if childGraph contains allocation nodes, free nodes, "
+      "or conditional nodes, this call will return an error", apis=("GraphAddChildGraphNode",),
+      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """A graph with graph-memory nodes cannot be embedded (the error is recorded)."""
+    # unsure: which error (cudaErrorInvalidValue is the only one documented).
+    child = t.graph()
+    a = child.add_mem_alloc(1 << 16)
+    a.mem_free(a)
+    t.graph().add_child_graph(child)
+
+
+@case("graph.child.mem_alloc_into_embedded", cite=CHILD_GET + "allocation and free nodes cannot be added "
+      "to the returned graph; attempting to do so will return an error",
+      apis=("GraphChildGraphNodeGetGraph", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",),
+      raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """An allocation node cannot be added to a child node's embedded graph (the error is recorded)."""
+    # unsure: which error (cudaGraphAddMemAllocNode documents NotSupported and InvalidValue).
+    child = t.graph()
+    child.add_empty()
+    node = t.graph().add_child_graph(child)
+    node.child.add_mem_alloc(1 << 16)
+
+
+@case("graph.child.get_graph_wrong_type", cite=CHILD_GET + "node - node to get the embedded graph for; "
+      "returns cudaErrorInvalidValue", apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Asking a memset node for its embedded graph is refused."""
+    buf = t.malloc(N)
+    m = t.graph().add_memset(buf, 1, 16)
+    out = t.new("Graph_t *")
+    t.call("GraphChildGraphNodeGetGraph", m.handle, out)
+
+
+@case("graph.child.generic_add", cite=f"{_RT}, cudaGraphAddNode: adds a node of arbitrary type "
+      "(cudaGraphNodeTypeGraph: the child graph is cloned into the node)", apis=("GraphAddNode",),
+      requires=("generic_add_node",), expect=(NodeType.GRAPH, 1, 2))
+def _(t: CaseContext) -> Any:
+    """The generic form embeds a copy of the child graph."""
+    child = t.graph()
+    child.add_empty()
+    g = t.graph()
+    node = g.add_node(NodeType.GRAPH, child=child)
+    child.add_empty()
+    return node.type, len(node.child.nodes()), len(child.nodes())
+
+
+@case("graph.child.generic_contains_itself", cite=f"{_RT}, cudaGraphAddNode: nodeParams.graph.graph is "
+      "the graph to clone into the node; " + PYGRAPHRT + "a graph cannot contain itself (InvalidValue)",
+      apis=("GraphAddNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The generic form refuses a graph as its own child."""
+    g = t.graph()
+    g.add_node(NodeType.GRAPH, child=g)
+
+
+# ============================================================================ debug dot, export
+@case("graph.debug_dot.digraph", cite=DOT + "writes a DOT formatted description of the graph",
+      apis=("GraphDebugDotPrint",), expect=True)
+def _(t: CaseContext) -> Any:
+    """The output is a DOT digraph."""
+    g, _ = diamond(t)
+    return g.debug_dot().lstrip().startswith("digraph")
+
+
+@case("graph.debug_dot.mentions_node_types", cite=DOT + "by default this includes the graph topology, "
+      "node types, node id, kernel names and memcpy direction", apis=("GraphDebugDotPrint",),
+      expect=(True, True, True))
+def _(t: CaseContext) -> Any:
+    """The DOT output names the memset, memcpy and host nodes' types."""
+    # unsure: the exact spelling of the type names (MEMSET was seen on CUDA 12.9 and 13.0).
+    buf = t.malloc(N)
+    g = t.graph()
+    a = g.add_memset(buf, 1, 16)
+    b = a.memcpy(buf.ptr + 64, buf, 16)
+    b.host(lambda: None)
+    dot = g.debug_dot().upper()
+    return "MEMSET" in dot, "MEMCPY" in dot, "HOST" in dot
+
+
+@case("graph.debug_dot.writes_path", cite=DOT + "writes to path a DOT formatted description of the graph",
+      apis=("GraphDebugDotPrint",), expect=(True, True))
+def _(t: CaseContext) -> Any:
+    """The file at the given path holds what debug_dot returned."""
+    g, _ = diamond(t)
+    fd, path = tempfile.mkstemp(suffix=".dot")
+    os.close(fd)
+    try:
+        text = g.debug_dot(path)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            on_disk = f.read()
+        return text == on_disk, len(on_disk) > 0
+    finally:
+        os.unlink(path)
+
+
+@case("graph.debug_dot.flags_none", cite=DOT + "flags - flags from cudaGraphDebugDotFlags for additional "
+      "node information (none: topology and node types only)", apis=("GraphDebugDotPrint",), expect=True)
+def _(t: CaseContext) -> Any:
+    """DOT output without extra flags is still a digraph."""
+    g, _ = diamond(t)
+    return g.debug_dot(flags=DebugDotFlags.NONE).lstrip().startswith("digraph")
+
+
+@case("graph.debug_dot.all_param_flags", cite=DOT + "flags can be specified to write more detailed "
+      "information about each node type such as parameter values, kernel attributes, node and function "
+      "handles", apis=("GraphDebugDotPrint",), expect=True)
+def _(t: CaseContext) -> Any:
+    """Every documented flag together is accepted."""
+    g, _ = diamond(t)
+    flags = DebugDotFlags.NONE
+    for f in DebugDotFlags:
+        flags |= f
+    return g.debug_dot(flags=flags).lstrip().startswith("digraph")
+
+
+@case("graph.debug_dot.empty_graph", cite=DOT + "writes a DOT formatted description of the graph",
+      apis=("GraphDebugDotPrint",), expect=True)
+def _(t: CaseContext) -> Any:
+    """An empty graph prints as a digraph."""
+    return t.graph().debug_dot().lstrip().startswith("digraph")
+
+
+@case("graph.debug_dot.unwritable_path", cite=DOT + "path - the path to write the DOT file to; returns "
+      "cudaErrorInvalidValue, cudaErrorOperatingSystem", apis=("GraphDebugDotPrint",),
+      raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """A path in a directory that does not exist is refused (the error is recorded)."""
+    g, _ = diamond(t)
+    d = tempfile.mkdtemp()
+    os.rmdir(d)
+    g.debug_dot(os.path.join(d, "missing", "graph.dot"))
+
+
+@case("graph.to_json.types_and_edges", cite=PYGRAPHRT + "to_json(): nodes with type and params, edges "
+      "with edge data (from cudaGraphGetNodes / cudaGraphGetEdges)", apis=("GraphGetNodes", "GraphGetEdges"),
+      expect=(["empty", "memset"], [("empty", "memset", 0, 0, 0)], 9))
+def _(t: CaseContext) -> Any:
+    """The JSON export lists the nodes, their parameters and the edge."""
+    buf = t.malloc(N)
+    g = t.graph()
+    e = g.add_empty()
+    e.memset(buf, 9, 32)
+    doc = json.loads(g.to_json())
+    types = {n["id"]: n["type"] for n in doc["nodes"]}
+    edges = [(types[x["from"]], types[x["to"]], x["from_port"], x["to_port"], x["type"]) for x in doc["edges"]]
+    memset = next(n for n in doc["nodes"] if n["type"] == "memset")
+    return sorted(types.values()), edges, memset["params"]["value"]

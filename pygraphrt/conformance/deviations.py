@@ -1,0 +1,128 @@
+"""Known deviations: where a runtime knowingly differs from the documented behaviour.
+
+A case's expected outcome is the documented, vendor-neutral one.  When a runtime
+returns something else, the difference is either *known* -- listed here, with the
+vendor's error code and the reason -- and the case's status is ``deviation``, or it
+is not, and the case **fails**: an undocumented difference is a failure.
+
+An entry matches a case result when all of these hold:
+
+* ``case`` is the case id;
+* ``vendor`` is the active backend's vendor (``"cuda"`` or ``"hip"``);
+* the loaded runtime's version is in ``runtime``, a version range:
+  ``"*"`` (any), ``"13.x"`` (any 13 release), ``"12.9"`` (that minor release),
+  ``">=13.0"``, ``"<12.4"``, or clauses joined by commas (``">=12.3,<13.0"``);
+* ``observed`` is what the case observed: the class name of the exception it raised
+  (``"InvalidValue"``, ``"NotSupported"``, ``"CaseFailure"`` for a failed intermediate
+  check) or the ``repr`` of the value it returned (``"3"``, ``"(True, 2)"``);
+* ``code`` is the vendor error name that came with it (``"cudaErrorInvalidValue"``;
+  for a ``CaseFailure``, the name carried by the runtime error that caused it), or
+  ``None`` when the outcome carries no vendor code (a returned value, or an error
+  pygraphrt raised itself);
+* ``detail``, when given, occurs in the observed message (to tell apart two
+  ``CaseFailure`` outcomes of one case).
+
+Entries are added after a run on real hardware, each with the reason the runtime
+differs (the vendor's documentation, a release note, a bug report).  The table
+starts empty: nothing here is assumed without a run that showed it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+__all__ = ["Deviation", "DEVIATIONS", "find", "parse_range", "version_in", "check_table"]
+
+_CLAUSE = re.compile(r"^(>=|<=|==|>|<)?(\d+)\.(\d+|x)$")
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One known deviation (see the module docstring for how it is matched)."""
+
+    case: str
+    vendor: str
+    runtime: str
+    observed: str
+    code: str | None
+    reason: str
+    detail: str | None = None
+
+    def matches(self, case: str, vendor: str, version: tuple[int, int], observed: str,
+                code: str | None, message: str = "") -> bool:
+        return (self.case == case and self.vendor == vendor and version_in(version, self.runtime)
+                and self.observed == observed and self.code == code
+                and (self.detail is None or self.detail in message))
+
+
+def parse_range(text: str) -> Callable[[tuple[int, int]], bool]:
+    """A predicate on (major, minor) for a version range (see the module docstring)."""
+    text = text.strip()
+    if text in ("*", ""):
+        return lambda v: True
+    tests: list[tuple[str, tuple[int, int]]] = []  # (operator, bound); "x" compares majors only
+    for raw in text.split(","):
+        clause = raw.strip()
+        m = _CLAUSE.match(clause)
+        if m is None:
+            raise ValueError(f"version range {text!r}: cannot read {clause!r} "
+                             "(use '*', '13.x', '12.9', '>=13.0', '<12.4', joined by commas)")
+        op, major_s, minor_s = m.group(1), m.group(2), m.group(3)
+        if minor_s == "x":
+            if op is not None:
+                raise ValueError(f"version range {text!r}: {clause!r} mixes an operator with '.x'")
+            tests.append(("x", (int(major_s), 0)))
+        else:
+            tests.append((op or "==", (int(major_s), int(minor_s))))
+
+    def compare(v: tuple[int, int], op: str, bound: tuple[int, int]) -> bool:
+        if op == "x":
+            return v[0] == bound[0]
+        return {"==": v == bound, ">=": v >= bound, ">": v > bound, "<=": v <= bound, "<": v < bound}[op]
+
+    return lambda v: all(compare(v, op, bound) for op, bound in tests)
+
+
+def version_in(version: tuple[int, int], runtime: str) -> bool:
+    return parse_range(runtime)(version)
+
+
+#: The known deviations (filled from runs on real hardware; see the module docstring).
+DEVIATIONS: tuple[Deviation, ...] = ()
+
+
+def find(case: str, vendor: str, version: tuple[int, int], observed: str, code: str | None,
+         message: str = "", table: Iterable[Deviation] | None = None) -> Deviation | None:
+    """The entry of ``table`` (default :data:`DEVIATIONS`) that explains an outcome, or None."""
+    for d in DEVIATIONS if table is None else table:
+        if d.matches(case, vendor, version, observed, code, message):
+            return d
+    return None
+
+
+def check_table(table: Iterable[Deviation], known_ids: Iterable[str]) -> list[str]:
+    """Problems with a deviation table: unknown case ids, vendors or version ranges, missing reasons."""
+    ids = set(known_ids)
+    problems = []
+    seen: set[tuple[str, str, str, str, str | None, str | None]] = set()
+    for d in table:
+        where = f"deviation {d.case} ({d.vendor} {d.runtime})"
+        if d.case not in ids:
+            problems.append(f"{where}: no such case")
+        if d.vendor not in ("cuda", "hip"):
+            problems.append(f"{where}: vendor must be 'cuda' or 'hip'")
+        try:
+            parse_range(d.runtime)
+        except ValueError as e:
+            problems.append(f"{where}: {e}")
+        if not d.reason.strip():
+            problems.append(f"{where}: a reason is required")
+        if d.code is not None and not d.code.startswith(d.vendor):
+            problems.append(f"{where}: code {d.code!r} is not a {d.vendor} error name")
+        key = (d.case, d.vendor, d.runtime, d.observed, d.code, d.detail)
+        if key in seen:
+            problems.append(f"{where}: listed twice")
+        seen.add(key)
+    return problems
