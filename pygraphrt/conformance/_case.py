@@ -44,7 +44,9 @@ AREAS: dict[str, str] = {
             "enable / disable",
     "memory": "graph memory nodes, graph memory attributes and trim, stream-ordered memory in graphs",
     "edges": "edges and edge data: add / remove / query dependencies, edge-data rules",
-    "kernels": "kernel nodes, kernel arguments, launch attributes, conditional nodes",
+    "kernels": "kernel nodes, kernel arguments, launch attributes",
+    "control": "conditional nodes (IF / IF-ELSE / WHILE / SWITCH), their handles and bodies, "
+               "external-semaphore nodes, device-launchable graphs",
 }
 
 
@@ -289,7 +291,7 @@ _SIGNATURES = {
     "add_u32": "unsigned int *p, unsigned int v, int n",
     "copy_u32": "unsigned int *dst, const unsigned int *src, int n",
 }
-_compiled: dict[int, dict[str, Any]] = {}
+_compiled: dict[Any, dict[str, Any]] = {}  # per backend (and per area for areas with their own kernels)
 
 
 def _standard_kernels(rt: Any) -> dict[str, Any]:

@@ -1,0 +1,405 @@
+"""Conformance cases, area ``control``: conditional nodes, external-semaphore nodes, device launch.
+
+Conditional nodes (CUDA >= 12.4; IF-ELSE and SWITCH >= 12.8): a kernel sets the node's
+conditional handle with ``cudaGraphSetConditional``; the node runs its body graphs accordingly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygraphrt import errors
+from pygraphrt.enums import InstantiateFlags, NodeType, UpdateResult
+
+from .._case import CaseContext, case
+
+_GM = "CUDA Runtime API 13.0, Graph Management"
+HANDLE = f"{_GM}, cudaGraphConditionalHandleCreate: "
+ADD_NODE = f"{_GM}, cudaGraphAddNode (cudaConditionalNodeParams): "
+PG_COND = "CUDA Programming Guide, CUDA Graphs, Conditional Graph Nodes: "
+CLONE = f"{_GM}, cudaGraphClone: "
+INSTANTIATE = f"{_GM}, cudaGraphInstantiateWithFlags: "
+UPDATE = f"{_GM}, cudaGraphExecUpdate: "
+EXT_SEM = "CUDA Runtime API 13.0, External Resource Interoperability, cudaImportExternalSemaphore: "
+EXT_NODE = f"{_GM}, cudaGraphAddExternalSemaphoresSignalNode: "
+PYGRAPHRT = "pygraphrt README, Conditional nodes: "
+
+COND = ("conditional_nodes",)
+COND2 = ("conditional_if_else_switch",)
+ADD_APIS = ("GraphConditionalHandleCreate", "GraphAddNode")
+
+_SOURCE = r"""
+extern "C" __global__ void set_value(cudaGraphConditionalHandle h, unsigned int v) {
+    cudaGraphSetConditional(h, v); }
+extern "C" __global__ void count_down(cudaGraphConditionalHandle h, unsigned int *left, unsigned int *runs) {
+    *runs += 1;  unsigned int l = --(*left);  cudaGraphSetConditional(h, l > 0); }
+extern "C" __global__ void arm(cudaGraphConditionalHandle h, unsigned int *left, unsigned int *runs,
+                               unsigned int n) {
+    *left = n;  *runs = 0;  cudaGraphSetConditional(h, n > 0); }
+"""
+def _kernels(t: CaseContext) -> dict[str, Any]:
+    """This area's kernels, compiled once per backend and kept with the standard kernels
+    (so the runner's leak check knows them as the suite's own)."""
+    from pygraphrt import _runtime
+    from pygraphrt.graph import SET_CONDITIONAL_SOURCE
+
+    from .._case import _compiled
+
+    key: Any = ("control", id(_runtime.active()))
+    if key not in _compiled:
+        prog = t.rt.Program(SET_CONDITIONAL_SOURCE + _SOURCE, name="pygraphrt_conformance_control.cu")
+        _compiled[key] = {
+            "set_value": prog.kernel("set_value", signature="cudaGraphConditionalHandle h, unsigned int v"),
+            "count_down": prog.kernel("count_down", signature="cudaGraphConditionalHandle h, "
+                                                              "unsigned int *left, unsigned int *runs"),
+            "arm": prog.kernel("arm", signature="cudaGraphConditionalHandle h, unsigned int *left, "
+                                                "unsigned int *runs, unsigned int n"),
+        }
+    return _compiled[key]
+
+
+def _u32s(buf: Any, n: int) -> list[int]:
+    import struct
+
+    return list(struct.unpack(f"<{n}I", buf.to_bytes(4 * n)))
+
+
+def _launch(t: CaseContext, g: Any) -> None:
+    s = t.stream()
+    exe = t.instantiate(g)
+    exe.launch(s)
+    s.synchronize()
+
+
+def _run_switch(t: CaseContext, kind: str, size: int, value: int) -> list[int]:
+    """Which bodies of a ``kind`` node ran for ``value`` (1 = ran)."""
+    k = _kernels(t)
+    marks = t.malloc(4 * max(size, 2))
+    marks.copy_from(bytes(4 * max(size, 2)))
+    g = t.graph()
+    h = g.conditional_handle()
+    setter = g.add_kernel(k["set_value"], 1, 1, [h, value])
+    node = g.add_conditional(kind, h, size if kind == "switch" else None, dependencies=[setter])
+    for i, body in enumerate(node.bodies):
+        body.add_memset(marks.ptr + 4 * i, 1, 1)
+    _launch(t, g)
+    return [v & 0xFF for v in _u32s(marks, node.size)]
+
+
+# ------------------------------------------------------------------ handles and nodes
+@case("control.handle.other_graph_refused", cite=ADD_NODE + "the handle must belong to the graph the node is "
+      "added to (pygraphrt checks before the call)", apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A conditional node cannot use another graph's handle."""
+    g, other = t.graph(), t.graph()
+    g.add_if(other.conditional_handle())
+
+
+@case("control.handle.default_needs_reset", cite=HANDLE + "defaultLaunchValue is applied at each launch only "
+      "with cudaGraphCondAssignDefault", apis=("GraphConditionalHandleCreate",), requires=COND,
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A default value without reset-each-launch is refused (the runtime would never apply it)."""
+    t.graph().conditional_handle(5, reset_each_launch=False)
+
+
+@case("control.handle.default_out_of_range", cite=HANDLE + "defaultLaunchValue is an unsigned int",
+      apis=("GraphConditionalHandleCreate",), requires=COND, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A default value beyond 32 bits is refused."""
+    t.graph().conditional_handle(1 << 32)
+
+
+@case("control.switch.size_zero", cite=ADD_NODE + "size is the number of body graphs, at least 1",
+      apis=ADD_APIS, requires=COND2, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A SWITCH node with no bodies is refused."""
+    g = t.graph()
+    g.add_switch(g.conditional_handle(), 0)
+
+
+@case("control.node.unknown_kind", cite=ADD_NODE + "type is cudaGraphCondTypeIf, While or Switch",
+      apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An unknown conditional kind is refused."""
+    g = t.graph()
+    g.add_conditional("until", g.conditional_handle())
+
+
+@case("control.node.not_a_handle", cite=ADD_NODE + "handle is a cudaGraphConditionalHandle",
+      apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A plain integer is not accepted as a handle."""
+    t.graph().add_while(12345)
+
+
+@case("control.node.body_index_out_of_range", cite=PYGRAPHRT + "node.capture(stream, body=i) needs 0 <= i < size",
+      apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Capturing into a body the node does not have is refused."""
+    g = t.graph()
+    node = g.add_if(g.conditional_handle())
+    node.capture(t.stream(), body=1)
+
+
+@case("control.node.refusals_leave_nothing", cite=ADD_NODE + "a failed add adds no node",
+      apis=ADD_APIS, requires=COND2, expect=0)
+def _(t: CaseContext) -> Any:
+    """Refused conditional adds leave the graph empty."""
+    g, other = t.graph(), t.graph()
+    h = g.conditional_handle()
+    for bad in (lambda: g.add_switch(h, 0), lambda: g.add_if(other.conditional_handle()),
+                lambda: g.add_conditional("until", h)):
+        t.raises(errors.InvalidValue, bad)
+    return len(g.nodes())
+
+
+@case("control.node.shapes", cite=ADD_NODE + "IF has 1 body (2 with an else), WHILE 1, SWITCH size",
+      apis=ADD_APIS, requires=COND2,
+      expect=[("if", 1), ("if_else", 2), ("while", 1), ("switch", 4)])
+def _(t: CaseContext) -> Any:
+    """Each kind has its number of body graphs, each an empty graph at first."""
+    g = t.graph()
+    out = []
+    for kind, size in (("if", None), ("if_else", None), ("while", None), ("switch", 4)):
+        n = g.add_conditional(kind, g.conditional_handle(), size)
+        t.check(all(len(b.nodes()) == 0 for b in n.bodies), "a new body graph is empty")
+        out.append((n.kind, n.size))
+    return out
+
+
+@case("control.node.runtime_type", cite=f"{_GM}, cudaGraphNodeGetType: conditional nodes report "
+      "cudaGraphNodeTypeConditional", apis=ADD_APIS + ("GraphNodeGetType",), requires=COND,
+      expect=[NodeType.CONDITIONAL])
+def _(t: CaseContext) -> Any:
+    """The runtime lists a conditional node with its type."""
+    g = t.graph()
+    g.add_while(g.conditional_handle())
+    return [n.type for n in g.nodes()]
+
+
+@case("control.clone.refused", cite=CLONE + "observed on CUDA 12.9 and 13.0: graphs with conditional nodes "
+      "are not cloned (cudaErrorNotSupported)", apis=ADD_APIS + ("GraphClone",), requires=COND,
+      raises=errors.NotSupported)
+def _(t: CaseContext) -> Any:
+    """Cloning a graph that holds a conditional node is refused by the runtime."""
+    g = t.graph()
+    g.add_if(g.conditional_handle())
+    t.track(g.clone())
+
+
+# ------------------------------------------------------------------ what runs
+@case("control.if.runs_when_set", cite=PG_COND + "an IF node runs its body when the value is non-zero",
+      apis=ADD_APIS + ("GraphLaunch",), requires=COND + ("kernels",), expect=([0], [1], [1]))
+def _(t: CaseContext) -> Any:
+    """IF: value 0 skips the body, 1 and 9 run it."""
+    return tuple(_run_switch(t, "if", 1, v) for v in (0, 1, 9))
+
+
+@case("control.if_else.picks_a_branch", cite=PG_COND + "IF with two bodies runs the second when the value is 0",
+      apis=ADD_APIS + ("GraphLaunch",), requires=COND2 + ("kernels",), expect=([0, 1], [1, 0]))
+def _(t: CaseContext) -> Any:
+    """IF-ELSE: 0 runs body 1, non-zero runs body 0."""
+    return tuple(_run_switch(t, "if_else", 2, v) for v in (0, 3))
+
+
+@case("control.switch.each_value", cite=PG_COND + "a SWITCH node runs body n for value n, none when out of range",
+      apis=ADD_APIS + ("GraphLaunch",), requires=COND2 + ("kernels",),
+      expect=([1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0]))
+def _(t: CaseContext) -> Any:
+    """SWITCH(3): values 0..2 pick their body; 3 and 100 run nothing."""
+    return tuple(_run_switch(t, "switch", 3, v) for v in (0, 1, 2, 3, 100))
+
+
+@case("control.while.iterations", cite=PG_COND + "a WHILE node repeats its body while the value is non-zero, "
+      "checked before each iteration", apis=ADD_APIS + ("GraphLaunch", "GraphExecKernelNodeSetParams"),
+      requires=COND + ("kernels",), expect=[0, 1, 7, 300])
+def _(t: CaseContext) -> Any:
+    """WHILE armed with n runs exactly n iterations (n set per launch on the executable graph)."""
+    k = _kernels(t)
+    state = t.malloc(8)
+    g = t.graph()
+    h = g.conditional_handle()
+    arm = g.add_kernel(k["arm"], 1, 1, [h, state, state.ptr + 4, 0])
+    loop = g.add_while(h, dependencies=[arm])
+    loop.bodies[0].add_kernel(k["count_down"], 1, 1, [h, state, state.ptr + 4])
+    s = t.stream()
+    exe = t.instantiate(g)
+    runs = []
+    for n in (0, 1, 7, 300):
+        exe.set_kernel_params(arm, args=[h, state, state.ptr + 4, n])
+        exe.launch(s)
+        s.synchronize()
+        runs.append(_u32s(state, 2)[1])
+    return runs
+
+
+@case("control.handle.default_each_launch", cite=HANDLE + "with cudaGraphCondAssignDefault the value is reset "
+      "to defaultLaunchValue at the start of each launch", apis=ADD_APIS + ("GraphLaunch",), requires=COND,
+      expect=[7, 7, 7])
+def _(t: CaseContext) -> Any:
+    """An IF whose handle defaults to 1 at every launch runs its body at every launch."""
+    mark = t.malloc(4)
+    g = t.graph()
+    node = g.add_if(g.conditional_handle(1, reset_each_launch=True))
+    node.bodies[0].add_memset(mark, 7, 4)
+    s = t.stream()
+    exe = t.instantiate(g)
+    seen = []
+    for _ in range(3):
+        mark.copy_from(bytes(4))
+        exe.launch(s)
+        s.synchronize()
+        seen.append(mark.to_bytes()[0])
+    return seen
+
+
+@case("control.handle.default_zero_skips", cite=HANDLE + "a handle reset to 0 at each launch leaves an IF "
+      "body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=0)
+def _(t: CaseContext) -> Any:
+    """An IF whose handle resets to 0 and that no kernel sets does not run its body."""
+    mark = t.malloc(4)
+    mark.copy_from(bytes(4))
+    g = t.graph()
+    node = g.add_if(g.conditional_handle(0, reset_each_launch=True))
+    node.bodies[0].add_memset(mark, 7, 4)
+    _launch(t, g)
+    return mark.to_bytes()[0]
+
+
+@case("control.nested.while_in_if", cite=PG_COND + "conditional nodes nest; a body's node uses a handle of "
+      "the body graph", apis=ADD_APIS + ("GraphLaunch",), requires=COND + ("kernels",), expect=(4, 0))
+def _(t: CaseContext) -> Any:
+    """A WHILE inside an IF runs when the IF is true, and not at all when it is false."""
+    k = _kernels(t)
+    state = t.malloc(8)
+    g = t.graph()
+    outer = g.conditional_handle()
+    setter = g.add_kernel(k["set_value"], 1, 1, [outer, 1])
+    branch = g.add_if(outer, dependencies=[setter])
+    inner = branch.bodies[0].conditional_handle()
+    arm = branch.bodies[0].add_kernel(k["arm"], 1, 1, [inner, state, state.ptr + 4, 4])
+    loop = branch.bodies[0].add_while(inner, dependencies=[arm])
+    loop.bodies[0].add_kernel(k["count_down"], 1, 1, [inner, state, state.ptr + 4])
+    s = t.stream()
+    exe = t.instantiate(g)
+    exe.launch(s)
+    s.synchronize()
+    first = _u32s(state, 2)[1]
+    state.copy_from(bytes(8))
+    exe.set_kernel_params(setter, args=[outer, 0])
+    exe.launch(s)
+    s.synchronize()
+    return first, _u32s(state, 2)[1]
+
+
+@case("control.capture.equals_explicit", cite=PG_COND + "conditional nodes may be created during stream "
+      "capture and their bodies captured", apis=ADD_APIS + ("StreamGetCaptureInfo",
+      "StreamUpdateCaptureDependencies", "StreamBeginCaptureToGraph"), requires=COND + ("kernels",
+      "capture_to_graph"), expect=([NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET], 2, 5))
+def _(t: CaseContext) -> Any:
+    """A WHILE inserted at a capture's current point sits between the captured work before and after it."""
+    k = _kernels(t)
+    state, tail = t.malloc(8), t.malloc(4)
+    s, s2 = t.stream(), t.stream()
+    with s.capture() as cap:
+        h = cap.conditional_handle()
+        s.launch(k["arm"], 1, 1, h, state, state.ptr + 4, 5)
+        loop = cap.add_while(h)
+        with loop.capture(s2):
+            s2.launch(k["count_down"], 1, 1, h, state, state.ptr + 4)
+        s.memset(tail, 1, 4)
+    g = t.track(cap.graph)
+    types = sorted((n.type for n in g.nodes()), key=lambda x: x.value)
+    _launch(t, g)
+    return sorted(types, key=lambda x: [NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET].index(x)), \
+        len(g.edges()), _u32s(state, 2)[1]
+
+
+@case("control.update.body_memset_value", cite=UPDATE + "parameters of nodes inside conditional bodies are "
+      "updatable when the topology is unchanged", apis=ADD_APIS + ("GraphExecUpdate",), requires=COND,
+      expect=(UpdateResult.SUCCESS, 5))
+def _(t: CaseContext) -> Any:
+    """Exec update changes a memset value inside an IF body."""
+    buf = t.malloc(4)
+
+    def build(value: int) -> Any:
+        g = t.graph()
+        node = g.add_if(g.conditional_handle(1, reset_each_launch=True))
+        node.bodies[0].add_memset(buf, value, 4)
+        return g
+
+    s = t.stream()
+    exe = t.instantiate(build(3))
+    result = exe.update(build(5))
+    exe.launch(s)
+    s.synchronize()
+    return result, buf.to_bytes()[0]
+
+
+@case("control.device_launch.host_node_refused", cite=INSTANTIATE + "a graph instantiated for device launch "
+      "may contain only kernel, memcpy and memset nodes", apis=("GraphInstantiateWithFlags",),
+      requires=("device_launch",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """DEVICE_LAUNCH instantiation of a graph with a host node is refused."""
+    g = t.graph()
+    g.add_host(lambda: None)
+    t.instantiate(g, InstantiateFlags.DEVICE_LAUNCH)
+
+
+@case("control.device_launch.memset_graph", cite=INSTANTIATE + "kernel, memcpy and memset nodes may be "
+      "device-launchable", apis=("GraphInstantiateWithFlags", "GraphUpload"), requires=("device_launch",),
+      expect=True)
+def _(t: CaseContext) -> Any:
+    """A memset graph instantiates for device launch and uploads."""
+    g = t.graph()
+    g.add_memset(t.malloc(64), 1, 64)
+    exe = t.instantiate(g, InstantiateFlags.DEVICE_LAUNCH)
+    s = t.stream()
+    exe.upload(s)
+    s.synchronize()
+    return InstantiateFlags.DEVICE_LAUNCH in exe.flags
+
+
+# ------------------------------------------------------------------ external semaphores
+@case("control.ext_sem.unknown_type", cite=EXT_SEM + "type is a cudaExternalSemaphoreHandleType",
+      apis=("ImportExternalSemaphore",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An unknown semaphore type is refused."""
+    t.track(t.rt.ExternalSemaphore("semaphore", fd=3))
+
+
+@case("control.ext_sem.fd_required", cite=EXT_SEM + "the fd types take handle.fd", apis=("ImportExternalSemaphore",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An fd semaphore without an fd is refused."""
+    t.track(t.rt.ExternalSemaphore("timeline_fd"))
+
+
+@case("control.ext_sem.import_not_a_semaphore", cite=EXT_SEM + "importing a handle that is not a semaphore "
+      "of that type fails", apis=("ImportExternalSemaphore",), raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """Importing /dev/null as a timeline semaphore fails (and leaves the fd to the caller)."""
+    import os
+
+    fd = os.open("/dev/null", os.O_RDONLY)
+    try:
+        t.track(t.rt.ExternalSemaphore("timeline_fd", fd=fd))
+    finally:
+        os.close(fd)
+
+
+@case("control.ext_sem.node_needs_semaphores", cite=EXT_NODE + "numExtSems semaphores, at least one",
+      apis=("GraphAddExternalSemaphoresSignalNode",), requires=("external_semaphore_nodes",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A signal node with no semaphores is refused."""
+    t.graph().add_external_semaphore_signal([])
+
+
+@case("control.ext_sem.node_wrong_item", cite=EXT_NODE + "each entry pairs a semaphore with its parameters",
+      apis=("GraphAddExternalSemaphoresWaitNode",), requires=("external_semaphore_nodes",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A wait node given something other than SemaphoreWait entries is refused."""
+    t.graph().add_external_semaphore_wait([42])
