@@ -1,0 +1,882 @@
+"""Conformance cases, area ``edges``: dependencies and edge data.
+
+Adding and removing dependencies (``GraphAddDependencies`` / ``GraphRemoveDependencies``),
+duplicates, missing edges, self edges, cycles, nodes of other graphs, the edge listing
+(``graph.edges()`` with :class:`~pygraphrt.enums.EdgeData`), ``node.dependencies`` /
+``dependents``, edges given when a node is made, and edge data (CUDA >= 12.3, capability
+``edge_data``): programmatic and launch-completion edges between kernel nodes, the rules
+for ports, types and node types, lossy queries without room for edge data, and
+``NotSupported`` for non-default edge data where a runtime has none.
+
+Conventions: see :mod:`.graph`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygraphrt import errors
+from pygraphrt.enums import PORT_LAUNCH_ORDER, PORT_PROGRAMMATIC, DependencyType, EdgeData, NodeType
+
+from .._case import CaseContext, case
+
+N = 4096
+
+_RT = "CUDA Runtime API 13.0, Graph Management"
+ADD = f"{_RT}, cudaGraphAddDependencies: "
+REMOVE = f"{_RT}, cudaGraphRemoveDependencies: "
+GET_EDGES = f"{_RT}, cudaGraphGetEdges: "
+NODE_DEPS = f"{_RT}, cudaGraphNodeGetDependencies: "
+NODE_DEPENDENTS = f"{_RT}, cudaGraphNodeGetDependentNodes: "
+ROOTS = f"{_RT}, cudaGraphGetRootNodes: "
+INSTANTIATE = f"{_RT}, cudaGraphInstantiateWithFlags: "
+ADD_NODE = f"{_RT}, cudaGraphAddNode: "
+UPDATE = f"{_RT}, cudaGraphExecUpdate: "
+EDGE_DATA = "CUDA Runtime API 13.0, Data types, cudaGraphEdgeData: "
+DEP_TYPE = "CUDA Runtime API 13.0, Data types, cudaGraphDependencyType: "
+PORTS = "CUDA Runtime API 13.0, Data types, cudaGraphKernelNodePort: "
+CAPTURE_INFO = "CUDA Runtime API 13.0, Stream Management, cudaStreamGetCaptureInfo: "
+PYGRAPHRT = "pygraphrt edges API: "
+PYCHECK = PYGRAPHRT + "checked before any runtime call, InvalidValue"
+
+PROGRAMMATIC = EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC)
+EDGE_KERNELS = ("edge_data", "kernels")
+
+
+# ---------------------------------------------------------------------------- helpers
+def _zeroed(t: CaseContext, size: int = N) -> Any:
+    buf = t.malloc(size)
+    buf.copy_from(bytes(size))
+    return buf
+
+
+def _edge_set(g: Any) -> set[tuple[Any, Any, EdgeData]]:
+    return set(g.edges())
+
+
+def _two_kernels(t: CaseContext, n: int = 64) -> tuple[Any, Any, Any, Any, Any]:
+    """(graph, k1, k2, x, y): two independent fill_u32 kernel nodes writing x := 1 and y := 2."""
+    fill = t.kernel("fill_u32")
+    x, y = _zeroed(t, 4 * n), _zeroed(t, 4 * n)
+    g = t.graph()
+    k1 = g.add_kernel(fill, 1, n, [x, 1, n])
+    k2 = g.add_kernel(fill, 1, n, [y, 2, n])
+    return g, k1, k2, x, y
+
+
+def _u32(buf: Any, n: int) -> list[int]:
+    data = buf.to_bytes(4 * n)
+    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, 4 * n, 4)]
+
+
+def _launch(t: CaseContext, g: Any) -> None:
+    s = t.stream()
+    t.instantiate(g).launch(s)
+    s.synchronize()
+
+
+# ============================================================================ add
+@case("edges.add.one", cite=ADD + "elements in pFrom and pTo at corresponding indices define a dependency",
+      apis=("GraphAddDependencies", "GraphGetEdges"), expect=(1, True))
+def _(t: CaseContext) -> Any:
+    """One added dependency is listed as one default edge."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.add_dependencies([a], [b])
+    edges = g.edges()
+    return len(edges), edges[0] == (a, b, EdgeData())
+
+
+@case("edges.add.several_in_one_call", cite=ADD + "the number of dependencies to be added is defined by "
+      "numDependencies", apis=("GraphAddDependencies", "GraphGetEdges"), expect=True)
+def _(t: CaseContext) -> Any:
+    """Three dependencies added by one call are all listed."""
+    g = t.graph()
+    a, b, c, d = g.add_empty(), g.add_empty(), g.add_empty(), g.add_empty()
+    g.add_dependencies([a, a, b], [b, c, d])
+    return _edge_set(g) == {(a, b, EdgeData()), (a, c, EdgeData()), (b, d, EdgeData())}
+
+
+@case("edges.add.fan_in", cite=ADD + "a node may depend on any number of nodes; " + NODE_DEPS
+      + "returns the dependencies of node", apis=("GraphAddDependencies", "GraphNodeGetDependencies"),
+      expect=(16, True))
+def _(t: CaseContext) -> Any:
+    """A node depending on sixteen nodes lists all sixteen."""
+    g = t.graph()
+    roots = [g.add_empty() for _ in range(16)]
+    join = g.add_empty()
+    g.add_dependencies(roots, [join] * 16)
+    deps = join.dependencies
+    return len(deps), {n for n, _ in deps} == set(roots)
+
+
+@case("edges.add.transitive_redundant", cite=ADD + "specifying an existing dependency returns an error (an "
+      "edge implied through other nodes is not an existing dependency)", apis=("GraphAddDependencies",),
+      expect=3)
+def _(t: CaseContext) -> Any:
+    """a->b, b->c and the redundant a->c are three edges."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = b.empty()
+    g.add_dependencies([a], [c])
+    return len(g.edges())
+
+
+@case("edges.add.empty_lists", cite=ADD + "if numDependencies is 0, elements in pFrom and pTo will be ignored",
+      apis=("GraphAddDependencies",), expect=0)
+def _(t: CaseContext) -> Any:
+    """Adding no dependencies changes nothing."""
+    g = t.graph()
+    g.add_empty()
+    g.add_empty()
+    g.add_dependencies([], [])
+    return len(g.edges())
+
+
+@case("edges.add.raw_zero_count", cite=ADD + "if numDependencies is 0, elements in pFrom and pTo "
+      "will be ignored", apis=("GraphAddDependencies",), expect=0)
+def _(t: CaseContext) -> Any:
+    """The runtime accepts a call adding zero dependencies."""
+    g = t.graph()
+    g.add_empty()
+    t.backend.ops.add_dependencies(g.handle, [], [], None)
+    return len(g.edges())
+
+
+@case("edges.add.node_builder", cite=ADD + "adds dependency edges; " + PYGRAPHRT + "node.add_dependent(other) "
+      "adds node -> other", apis=("GraphAddDependencies", "GraphNodeGetDependentNodes"), expect=True)
+def _(t: CaseContext) -> Any:
+    """node.add_dependent adds the edge from the node to the other."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    a.add_dependent(b)
+    return a.dependents == [(b, EdgeData())] and b.dependencies == [(a, EdgeData())]
+
+
+@case("edges.add.duplicate", cite=ADD + "specifying an existing dependency will return an error "
+      "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Adding an edge that exists is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.add_dependencies([a], [b])
+
+
+@case("edges.add.duplicate_in_one_call", cite=ADD + "specifying an existing dependency will return an error "
+      "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The same edge twice in one call is refused."""
+    # unsure: the runtime may add the first and refuse the second, or refuse the call up front.
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.add_dependencies([a, a], [b, b])
+
+
+@case("edges.add.duplicate_leaves_graph", cite=ADD + "specifying an existing dependency will return an error",
+      apis=("GraphAddDependencies", "GraphGetEdges"), expect=1)
+def _(t: CaseContext) -> Any:
+    """A refused duplicate leaves the one edge there was."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    t.raises(errors.InvalidValue, g.add_dependencies, [a], [b])
+    return len(g.edges())
+
+
+@case("edges.add.self_edge", cite=ADD + "adds dependency edges (a node cannot depend on itself: a cycle); "
+      "returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge from a node to itself is refused."""
+    # unsure: the runtime may accept it here and refuse the graph at instantiation.
+    g = t.graph()
+    a = g.add_empty()
+    g.add_dependencies([a], [a])
+
+
+@case("edges.add.other_graph_node", cite=ADD + "each node in pFrom and pTo must belong to graph; " + PYCHECK,
+      apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge to a node of another graph is refused by pygraphrt."""
+    g1, g2 = t.graph(), t.graph()
+    a = g1.add_empty()
+    b = g2.add_empty()
+    g1.add_dependencies([a], [b])
+
+
+@case("edges.add.other_graph_node_raw", cite=ADD + "each node in pFrom and pTo must belong to graph; returns "
+      "cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The runtime refuses an edge to a node of another graph."""
+    g1, g2 = t.graph(), t.graph()
+    a = g1.add_empty()
+    b = g2.add_empty()
+    t.backend.ops.add_dependencies(g1.handle, [a.handle], [b.handle], None)
+
+
+@case("edges.add.both_nodes_other_graph_raw", cite=ADD + "each node in pFrom and pTo must belong to graph; "
+      "returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The runtime refuses an edge between two nodes of another graph."""
+    g1, g2 = t.graph(), t.graph()
+    g1.add_empty()
+    a, b = g2.add_empty(), g2.add_empty()
+    t.backend.ops.add_dependencies(g1.handle, [a.handle], [b.handle], None)
+
+
+@case("edges.add.length_mismatch", cite=ADD + "elements in pFrom and pTo at corresponding indices define a "
+      "dependency (both hold numDependencies nodes); " + PYCHECK, apis=("GraphAddDependencies",),
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Lists of different lengths are refused."""
+    g = t.graph()
+    a, b, c = g.add_empty(), g.add_empty(), g.add_empty()
+    g.add_dependencies([a, b], [c])
+
+
+@case("edges.add.not_a_node", cite=ADD + "pFrom - array of nodes that provide the dependencies; " + PYCHECK,
+      apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Something that is not a node is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_dependencies(["node"], [a])
+
+
+@case("edges.add.destroyed_node", cite=f"{_RT}, cudaGraphDestroyNode: removes the node from the graph; "
+      + PYGRAPHRT + "a destroyed node raises InvalidResourceHandle", apis=("GraphDestroyNode", "GraphAddDependencies"),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """An edge to a destroyed node is refused."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    b.destroy()
+    g.add_dependencies([a], [b])
+
+
+@case("edges.add.closed_graph", cite=f"{_RT}, cudaGraphDestroy: destroys the graph and its nodes; " + PYGRAPHRT
+      + "nodes of a closed graph raise InvalidResourceHandle", apis=("GraphDestroy", "GraphAddDependencies"),
+      raises=errors.InvalidResourceHandle)
+def _(t: CaseContext) -> Any:
+    """Edges cannot be added to a closed graph."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.close()
+    g.add_dependencies([a], [b])
+
+
+@case("edges.add.null_graph_raw", cite=ADD + "graph - graph to which dependencies are added; returns "
+      "cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The runtime refuses to add edges to a NULL graph."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    t.backend.ops.add_dependencies(t.NULL, [a.handle], [b.handle], None)
+
+
+# ============================================================================ cycles and order
+@case("edges.cycle.instantiate_refused", cite=INSTANTIATE + "the graph is validated for any structural "
+      "constraints which were not previously validated (cycles)", apis=("GraphAddDependencies",
+                                                                        "GraphInstantiateWithFlags"),
+      raises=errors.GraphRTError)
+def _(t: CaseContext) -> Any:
+    """A two-node cycle does not instantiate."""
+    # unsure: InvalidValue expected; the cycle might already be refused by AddDependencies.
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.add_dependencies([b], [a])
+    t.instantiate(g)
+
+
+@case("edges.cycle.no_roots", cite=ROOTS + "returns the root nodes (nodes without dependencies); a graph "
+      "whose every node lies on a cycle has none", apis=("GraphAddDependencies", "GraphGetRootNodes"), expect=[])
+def _(t: CaseContext) -> Any:
+    """A graph that is one three-node cycle has no root node."""
+    # unsure: whether AddDependencies accepts the closing edge (see edges.cycle.instantiate_refused).
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    c = b.empty()
+    g.add_dependencies([c], [a])
+    return g.root_nodes()
+
+
+@case("edges.order.chain_enforced", cite=ADD + "a dependency orders the dependent node after the node it "
+      "depends on", apis=("GraphAddDependencies", "GraphLaunch"), expect=(b"\x03" * 8, b"\x03" * 8))
+def _(t: CaseContext) -> Any:
+    """Memsets 1, 2, 3 of one buffer chained by added edges, then a copy: the last value wins."""
+    buf, out = _zeroed(t), _zeroed(t)
+    g = t.graph()
+    m1, m2, m3 = g.add_memset(buf, 1, N), g.add_memset(buf, 2, N), g.add_memset(buf, 3, N)
+    c = g.add_memcpy(out, buf, N)
+    g.add_dependencies([m1, m2, m3], [m2, m3, c])
+    s = t.stream()
+    exe = t.instantiate(g)
+    for _ in range(3):
+        exe.launch(s)
+    s.synchronize()
+    return buf.to_bytes(8), out.to_bytes(8)
+
+
+# ============================================================================ remove
+@case("edges.remove.one", cite=REMOVE + "removes dependency edges from a graph", apis=("GraphRemoveDependencies",
+                                                                                      "GraphGetEdges",
+                                                                                      "GraphGetRootNodes"),
+      expect=([], True))
+def _(t: CaseContext) -> Any:
+    """After removing its only incoming edge a node is a root."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.remove_dependencies([a], [b])
+    return g.edges(), set(g.root_nodes()) == {a, b}
+
+
+@case("edges.remove.one_of_several", cite=REMOVE + "the number of dependencies to be removed is defined by "
+      "numDependencies", apis=("GraphRemoveDependencies", "GraphNodeGetDependencies"), expect=True)
+def _(t: CaseContext) -> Any:
+    """Removing one of two incoming edges leaves the other."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    c = g.add_empty(dependencies=[a, b])
+    g.remove_dependencies([a], [c])
+    return c.dependencies == [(b, EdgeData())]
+
+
+@case("edges.remove.node_builder", cite=REMOVE + "removes dependency edges; " + PYGRAPHRT
+      + "node.remove_dependent(other) removes node -> other", apis=("GraphRemoveDependencies",), expect=([], []))
+def _(t: CaseContext) -> Any:
+    """node.remove_dependent removes the edge from the node to the other."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    a.remove_dependent(b)
+    return a.dependents, b.dependencies
+
+
+@case("edges.remove.then_add_again", cite=REMOVE + "removes dependency edges; " + ADD + "adds them (a removed "
+      "edge is not an existing dependency)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
+def _(t: CaseContext) -> Any:
+    """A removed edge can be added again."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.remove_dependencies([a], [b])
+    g.add_dependencies([a], [b])
+    return len(g.edges())
+
+
+@case("edges.remove.missing", cite=REMOVE + "specifying a non-existing dependency will return an error "
+      "(cudaErrorInvalidValue)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Removing an edge that does not exist is refused."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.remove_dependencies([a], [b])
+
+
+@case("edges.remove.reverse_direction", cite=REMOVE + "specifying a non-existing dependency will return an "
+      "error (edges are directed)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Removing b -> a when only a -> b exists is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.remove_dependencies([b], [a])
+
+
+@case("edges.remove.twice", cite=REMOVE + "specifying a non-existing dependency will return an error",
+      apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Removing the same edge a second time is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.remove_dependencies([a], [b])
+    g.remove_dependencies([a], [b])
+
+
+@case("edges.remove.length_mismatch", cite=REMOVE + "elements in pFrom and pTo at corresponding indices "
+      "define a dependency; " + PYCHECK, apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Lists of different lengths are refused."""
+    g = t.graph()
+    a = g.add_empty()
+    b = a.empty()
+    g.remove_dependencies([a], [b, a])
+
+
+@case("edges.remove.other_graph_node", cite=REMOVE + "each node in pFrom and pTo must belong to graph; "
+      + PYCHECK, apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Removing an edge named by a node of another graph is refused."""
+    g1, g2 = t.graph(), t.graph()
+    a = g1.add_empty()
+    a.empty()
+    g1.remove_dependencies([a], [g2.add_empty()])
+
+
+# ============================================================================ listing
+@case("edges.list.diamond_dependencies_dependents", cite=NODE_DEPS + "returns the dependencies of node; "
+      + NODE_DEPENDENTS + "returns the dependent nodes of node", apis=("GraphNodeGetDependencies",
+                                                                        "GraphNodeGetDependentNodes"),
+      expect=(True, True, [], []))
+def _(t: CaseContext) -> Any:
+    """In a diamond, the join depends on both branches and the fork has both as dependents."""
+    g = t.graph()
+    a = g.add_empty()
+    b, c = a.empty(), a.empty()
+    d = g.add_empty(dependencies=[b, c])
+    return ({n for n, _ in d.dependencies} == {b, c}, {n for n, _ in a.dependents} == {b, c},
+            a.dependencies, d.dependents)
+
+
+@case("edges.list.default_edge_data", cite=GET_EDGES + "edgeData: optional location to store edge data; "
+      + EDGE_DATA + "all zero is a default, full dependency", apis=("GraphGetEdges",), expect=(4, True))
+def _(t: CaseContext) -> Any:
+    """Edges made without edge data read back with default edge data."""
+    g = t.graph()
+    a = g.add_empty()
+    b, c = a.empty(), a.empty()
+    g.add_empty(dependencies=[b, c])
+    edges = g.edges()
+    return len(edges), all(e == EdgeData() and e.is_default for _, _, e in edges)
+
+
+@case("edges.list.after_remove", cite=GET_EDGES + "returns a list of the graph's dependency edges (removed "
+      "ones no longer)", apis=("GraphGetEdges", "GraphRemoveDependencies"), expect=True)
+def _(t: CaseContext) -> Any:
+    """After removing one edge of a diamond the other three are listed."""
+    g = t.graph()
+    a = g.add_empty()
+    b, c = a.empty(), a.empty()
+    d = g.add_empty(dependencies=[b, c])
+    g.remove_dependencies([c], [d])
+    return _edge_set(g) == {(a, b, EdgeData()), (a, c, EdgeData()), (b, d, EdgeData())}
+
+
+@case("edges.list.consistent_views", cite=GET_EDGES + "from[i] -> to[i] are the graph's edges; " + NODE_DEPS
+      + "and " + NODE_DEPENDENTS + "give the same edges per node", apis=("GraphGetEdges", "GraphNodeGetDependencies",
+                                                                          "GraphNodeGetDependentNodes"),
+      expect=(True, True))
+def _(t: CaseContext) -> Any:
+    """The graph's edge list equals the union of every node's dependencies and of its dependents."""
+    g = t.graph()
+    a = g.add_empty()
+    b, c = a.empty(), a.empty()
+    d = g.add_empty(dependencies=[b, c])
+    d.empty()
+    edges = _edge_set(g)
+    by_deps = {(src, n, e) for n in g.nodes() for src, e in n.dependencies}
+    by_dependents = {(n, dst, e) for n in g.nodes() for dst, e in n.dependents}
+    return edges == by_deps, edges == by_dependents
+
+
+@case("edges.list.raw_count_query", cite=GET_EDGES + "if from and to are both NULL, numEdges returns the "
+      "number of edges", apis=("GraphGetEdges",), expect=2)
+def _(t: CaseContext) -> Any:
+    """The runtime counts the edges when given no arrays."""
+    g = t.graph()
+    a = g.add_empty()
+    a.empty()
+    a.empty()
+    fn = t.backend.ops.fn("GraphGetEdges")
+    n = t.ffi.new("size_t *")
+    nargs = len(t.ffi.typeof(fn).args)
+    args = (g.handle, t.NULL, t.NULL) + ((t.NULL,) if nargs == 5 else ()) + (n,)
+    rc = fn(*args)
+    if rc:
+        raise t.backend.ops.error(rc, "GraphGetEdges")
+    return int(n[0])
+
+
+# ============================================================================ edges at node creation
+@case("edges.creation.default_edge_data", cite=ADD_NODE + "dependencyData: optional edge data for each "
+      "dependency (default data for all-zero entries)", apis=("GraphAddMemsetNode", "GraphGetEdges"),
+      expect=[EdgeData()])
+def _(t: CaseContext) -> Any:
+    """A node made with explicit default edge data has an ordinary edge."""
+    buf = _zeroed(t)
+    g = t.graph()
+    a = g.add_empty()
+    m = g.add_memset(buf, 1, N, dependencies=[a], edges=[EdgeData()])
+    return [e for _, e in m.dependencies]
+
+
+@case("edges.creation.generic_default_edge_data", cite=ADD_NODE + "creates a node with dependencies and, "
+      "where given, their edge data", apis=("GraphAddNode", "GraphNodeGetDependencies"),
+      requires=("generic_add_node",), expect=(NodeType.EMPTY, [EdgeData()]))
+def _(t: CaseContext) -> Any:
+    """The generic add-node form takes default edge data for its dependencies."""
+    g = t.graph()
+    a = g.add_empty()
+    n = g.add_node(NodeType.EMPTY, dependencies=[a], edges=[EdgeData()])
+    return n.type, [e for _, e in n.dependencies]
+
+
+@case("edges.creation.length_mismatch", cite=ADD_NODE + "dependencyData has numDependencies entries; "
+      + PYCHECK, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """Two edge data for one dependency are refused."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_empty(dependencies=[a], edges=[EdgeData(), EdgeData()])
+
+
+@case("edges.creation.not_edge_data", cite=ADD_NODE + "dependencyData entries are cudaGraphEdgeData; "
+      + PYCHECK, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge-data entry that is not an EdgeData is refused."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_empty(dependencies=[a], edges=[(1, 0, 1)])
+
+
+@case("edges.creation.refusal_adds_nothing", cite=ADD_NODE + "on failure no node is added; " + PYCHECK,
+      apis=("GraphAddEmptyNode", "GraphGetNodes"), expect=1)
+def _(t: CaseContext) -> Any:
+    """A node refused for its edge data leaves the graph as it was."""
+    g = t.graph()
+    a = g.add_empty()
+    t.raises(errors.InvalidValue, g.add_empty, dependencies=[a], edges=[])
+    return len(g)
+
+
+# ============================================================================ edge data
+@case("edges.data.programmatic_between_kernels", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only "
+      "be used between kernel nodes, with the cudaGraphKernelNodePortProgrammatic or LaunchCompletion port",
+      apis=("GraphAddDependencies", "GraphGetEdges", "GraphNodeGetDependencies", "GraphNodeGetDependentNodes"),
+      requires=EDGE_KERNELS, expect=(True, True, True))
+def _(t: CaseContext) -> Any:
+    """A programmatic edge between kernel nodes reads back from the graph and from both nodes."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    return g.edges() == [(k1, k2, PROGRAMMATIC)], k2.dependencies == [(k1, PROGRAMMATIC)], \
+        k1.dependents == [(k2, PROGRAMMATIC)]
+
+
+@case("edges.data.programmatic_launches", cite=DEP_TYPE + "a programmatic dependency lets the downstream kernel "
+      "launch early (cudaGridDependencySynchronize waits); both kernels run", apis=("GraphAddDependencies",
+                                                                                   "GraphLaunch"),
+      requires=EDGE_KERNELS, expect=([1] * 64, [2] * 64))
+def _(t: CaseContext) -> Any:
+    """A graph of two kernels joined by a programmatic edge runs both."""
+    g, k1, k2, x, y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    _launch(t, g)
+    return _u32(x, 64), _u32(y, 64)
+
+
+@case("edges.data.launch_completion_programmatic", cite=PORTS + "cudaGraphKernelNodePortLaunchCompletion: "
+      "activates when all blocks of the kernel have begun execution; usable with programmatic edges",
+      apis=("GraphAddDependencies", "GraphGetEdges", "GraphLaunch"), requires=EDGE_KERNELS,
+      expect=(True, [1] * 64, [2] * 64))
+def _(t: CaseContext) -> Any:
+    """A programmatic edge from the launch-completion port is accepted, read back and runs."""
+    g, k1, k2, x, y = _two_kernels(t)
+    edge = EdgeData(PORT_LAUNCH_ORDER, 0, DependencyType.PROGRAMMATIC)
+    g.add_dependencies([k1], [k2], [edge])
+    listed = g.edges() == [(k1, k2, edge)]
+    _launch(t, g)
+    return listed, _u32(x, 64), _u32(y, 64)
+
+
+@case("edges.data.launch_completion_default_type", cite=PORTS + "cudaGraphKernelNodePortLaunchCompletion: "
+      "activates when all blocks of the kernel have begun execution (an ordinary dependency on launch "
+      "completion)", apis=("GraphAddDependencies", "GraphGetEdges"), requires=EDGE_KERNELS, expect=True)
+def _(t: CaseContext) -> Any:
+    """A default-type edge from the launch-completion port is accepted and read back."""
+    # unsure: the documentation pairs this port with programmatic edges; a default type may be refused.
+    g, k1, k2, _x, _y = _two_kernels(t)
+    edge = EdgeData(PORT_LAUNCH_ORDER, 0, DependencyType.DEFAULT)
+    g.add_dependencies([k1], [k2], [edge])
+    return g.edges() == [(k1, k2, edge)]
+
+
+@case("edges.data.at_creation", cite=ADD_NODE + "dependencyData: edge data for each dependency, at creation",
+      apis=("GraphAddKernelNode", "GraphAddDependencies", "GraphNodeGetDependencies"), requires=EDGE_KERNELS,
+      expect=[PROGRAMMATIC])
+def _(t: CaseContext) -> Any:
+    """A kernel node made with a programmatic edge to its dependency has that edge."""
+    fill = t.kernel("fill_u32")
+    x, y = _zeroed(t, 256), _zeroed(t, 256)
+    g = t.graph()
+    k1 = g.add_kernel(fill, 1, 64, [x, 1, 64])
+    k2 = g.add_kernel(fill, 1, 64, [y, 2, 64], dependencies=[k1], edges=[PROGRAMMATIC])
+    return [e for _, e in k2.dependencies]
+
+
+@case("edges.data.builder_edge", cite=ADD_NODE + "dependencyData at creation; " + PYGRAPHRT + "node.kernel(..., "
+      "edge=) adds a node depending on this one over that edge", apis=("GraphAddKernelNode", "GraphAddDependencies"),
+      requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
+def _(t: CaseContext) -> Any:
+    """The builder form takes the edge data of its one dependency."""
+    fill = t.kernel("fill_u32")
+    x, y = _zeroed(t, 256), _zeroed(t, 256)
+    g = t.graph()
+    k1 = g.add_kernel(fill, 1, 64, [x, 1, 64])
+    k2 = k1.kernel(fill, 1, 64, [y, 2, 64], edge=PROGRAMMATIC)
+    return [e for n, e in k1.dependents if n is k2]
+
+
+@case("edges.data.remove_matching", cite=REMOVE + "specifying an edge that does not exist in the graph, with "
+      "data matching edgeData, results in an error (matching data removes it)", apis=("GraphRemoveDependencies",),
+      requires=EDGE_KERNELS, expect=[])
+def _(t: CaseContext) -> Any:
+    """A programmatic edge is removed by naming it with its edge data."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    g.remove_dependencies([k1], [k2], [PROGRAMMATIC])
+    return g.edges()
+
+
+@case("edges.data.remove_with_other_data", cite=REMOVE + "specifying an edge that does not exist in the graph, "
+      "with data matching edgeData, results in an error; a NULL edgeData means default data",
+      apis=("GraphRemoveDependencies",), requires=EDGE_KERNELS, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A programmatic edge cannot be removed as a default edge."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    g.remove_dependencies([k1], [k2], [EdgeData()])
+
+
+@case("edges.data.programmatic_to_memset", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only be "
+      "used between kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+      requires=EDGE_KERNELS, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A programmatic edge from a kernel node to a memset node is refused."""
+    g, k1, _k2, _x, _y = _two_kernels(t)
+    m = g.add_memset(_zeroed(t), 1, N)
+    g.add_dependencies([k1], [m], [PROGRAMMATIC])
+
+
+@case("edges.data.programmatic_from_memset", cite=EDGE_DATA + "from_port: non-zero outgoing ports are defined "
+      "for kernel nodes only; " + DEP_TYPE + "programmatic edges join kernel nodes", apis=("GraphAddDependencies",),
+      requires=EDGE_KERNELS, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A programmatic edge from a memset node to a kernel node is refused."""
+    g, _k1, k2, _x, _y = _two_kernels(t)
+    m = g.add_memset(_zeroed(t), 1, N)
+    g.add_dependencies([m], [k2], [PROGRAMMATIC])
+
+
+@case("edges.data.programmatic_between_empty", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only be "
+      "used between kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+      requires=("edge_data",), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A programmatic edge between empty nodes is refused."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.add_dependencies([a], [b], [PROGRAMMATIC])
+
+
+@case("edges.data.generic_creation_on_empty", cite=ADD_NODE + "dependencyData is checked like "
+      "cudaGraphAddDependencies' (programmatic edges join kernel nodes); returns cudaErrorInvalidValue",
+      apis=("GraphAddNode",), requires=("edge_data", "generic_add_node"), raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The generic add-node form refuses a programmatic edge to a new empty node."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_node(NodeType.EMPTY, dependencies=[a], edges=[PROGRAMMATIC])
+
+
+@case("edges.data.programmatic_port_default_type", cite=PORTS + "cudaGraphKernelNodePortProgrammatic must be used "
+      "with edge type cudaGraphDependencyTypeProgrammatic; returns cudaErrorInvalidValue",
+      apis=("GraphAddDependencies",), requires=EDGE_KERNELS, raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """The programmatic port with a default-type edge is refused."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.DEFAULT)])
+
+
+@case("edges.data.programmatic_default_port", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic must be used "
+      "with the cudaGraphKernelNodePortProgrammatic or cudaGraphKernelNodePortLaunchCompletion outgoing port; "
+      "returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """A programmatic edge from the default port is refused."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [EdgeData(0, 0, DependencyType.PROGRAMMATIC)])
+
+
+@case("edges.data.to_port_nonzero", cite=EDGE_DATA + "to_port: currently no node types define non-zero ports; "
+      "accordingly, this field must be set to zero", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge into a non-zero port is refused."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [EdgeData(PORT_PROGRAMMATIC, 1, DependencyType.PROGRAMMATIC)])
+
+
+@case("edges.data.unknown_type", cite=EDGE_DATA + "type is a cudaGraphDependencyType (Default = 0, "
+      "Programmatic = 1); returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge of an unknown dependency type is refused."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [EdgeData(PORT_PROGRAMMATIC, 0, 7)])  # type: ignore[arg-type]
+
+
+@case("edges.data.unknown_from_port", cite=PORTS + "the kernel node ports are Default (0), Programmatic (1) and "
+      "LaunchCompletion (2); returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+      raises=errors.InvalidValue)
+def _(t: CaseContext) -> Any:
+    """An edge from an undefined kernel port is refused."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [EdgeData(9, 0, DependencyType.PROGRAMMATIC)])
+
+
+@case("edges.data.refusal_adds_nothing", cite=ADD + "on error no dependency is added", apis=("GraphAddDependencies",
+                                                                                             "GraphGetEdges"),
+      requires=("edge_data",), expect=[])
+def _(t: CaseContext) -> Any:
+    """A refused programmatic edge leaves no edge behind."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    t.raises(errors.InvalidValue, g.add_dependencies, [a], [b], [PROGRAMMATIC])
+    return g.edges()
+
+
+@case("edges.data.lossy_edge_query", cite=GET_EDGES + "if edgeData is NULL and the graph has edges with "
+      "non-default data, returns cudaErrorLossyQuery (the arrays are still filled)", apis=("GraphGetEdges",),
+      requires=EDGE_KERNELS, raises=errors.LossyQuery)
+def _(t: CaseContext) -> Any:
+    """Listing the edges without room for edge data of a graph with a programmatic edge is lossy."""
+    # unsure: on CUDA 12.x the call is the pre-12.3 form (no edgeData argument); seen lossy only on 13.0.
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    fn = t.backend.ops.fn("GraphGetEdges")
+    nargs = len(t.ffi.typeof(fn).args)
+    prefix = t.backend.ops.prefix
+    n = t.ffi.new("size_t *", 1)
+    frm, to = t.ffi.new(f"{prefix}GraphNode_t[1]"), t.ffi.new(f"{prefix}GraphNode_t[1]")
+    args = (g.handle, frm, to) + ((t.NULL,) if nargs == 5 else ()) + (n,)
+    rc = fn(*args)
+    if rc:
+        raise t.backend.ops.error(rc, f"{prefix}GraphGetEdges")
+
+
+@case("edges.data.lossy_dependencies_query", cite=NODE_DEPS + "if edgeData is NULL and the node has dependencies "
+      "with non-default data, returns cudaErrorLossyQuery", apis=("GraphNodeGetDependencies",),
+      requires=EDGE_KERNELS, raises=errors.LossyQuery)
+def _(t: CaseContext) -> Any:
+    """Listing a node's dependencies without room for edge data, over a programmatic edge, is lossy."""
+    # unsure: on CUDA 12.x the call is the pre-12.3 form (no edgeData argument).
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    fn = t.backend.ops.fn("GraphNodeGetDependencies")
+    nargs = len(t.ffi.typeof(fn).args)
+    prefix = t.backend.ops.prefix
+    n = t.ffi.new("size_t *", 1)
+    deps = t.ffi.new(f"{prefix}GraphNode_t[1]")
+    args = (k2.handle, deps) + ((t.NULL,) if nargs == 4 else ()) + (n,)
+    rc = fn(*args)
+    if rc:
+        raise t.backend.ops.error(rc, f"{prefix}GraphNodeGetDependencies")
+
+
+@case("edges.data.count_query_not_lossy", cite=GET_EDGES + "with from, to and edgeData NULL only the number of "
+      "edges is returned (nothing is lost)", apis=("GraphGetEdges",), requires=EDGE_KERNELS, expect=1)
+def _(t: CaseContext) -> Any:
+    """Counting the edges of a graph with a programmatic edge is not lossy."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    fn = t.backend.ops.fn("GraphGetEdges")
+    nargs = len(t.ffi.typeof(fn).args)
+    n = t.ffi.new("size_t *")
+    rc = fn(*((g.handle, t.NULL, t.NULL) + ((t.NULL,) if nargs == 5 else ()) + (n,)))
+    if rc:
+        raise t.backend.ops.error(rc, "GraphGetEdges")
+    return int(n[0])
+
+
+@case("edges.data.clone_keeps", cite=f"{_RT}, cudaGraphClone: the clone has the same nodes and edges (with "
+      "their edge data)", apis=("GraphClone", "GraphGetEdges"), requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
+def _(t: CaseContext) -> Any:
+    """A clone keeps a programmatic edge's data."""
+    g, k1, k2, _x, _y = _two_kernels(t)
+    g.add_dependencies([k1], [k2], [PROGRAMMATIC])
+    c = t.track(g.clone())
+    return [e for _, _, e in c.edges()]
+
+
+@case("edges.data.update_edge_data_changed", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node "
+      "has a dependency that does not match the paired node's (edge data is part of the dependency)",
+      apis=("GraphExecUpdate",), requires=EDGE_KERNELS, raises=errors.GraphExecUpdateError)
+def _(t: CaseContext) -> Any:
+    """Updating a default edge into a programmatic edge is refused as a topology change."""
+    # unsure: whether edge data counts as topology (TOPOLOGY_CHANGED expected; the result is in the note).
+    g1, a1, b1, _x, _y = _two_kernels(t)
+    g1.add_dependencies([a1], [b1])
+    g2, a2, b2, _x2, _y2 = _two_kernels(t)
+    g2.add_dependencies([a2], [b2], [PROGRAMMATIC])
+    exe = t.instantiate(g1)
+    try:
+        exe.update(g2)
+    except errors.GraphExecUpdateError as e:
+        t.note(f"result {e.result}, error node {e.error_node!r}")
+        raise
+
+
+@case("edges.data.not_supported_without_edge_data", cite=PYGRAPHRT + "where a runtime has no edge data (HIP, "
+      "CUDA < 12.3) default edges work and non-default ones raise NotSupported before any call",
+      apis=("GraphAddDependencies",), requires=("hip",), raises=errors.NotSupported)
+def _(t: CaseContext) -> Any:
+    """On a runtime without edge data a programmatic edge raises NotSupported."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.add_dependencies([a], [b], [PROGRAMMATIC])
+
+
+@case("edges.data.default_works_without_edge_data", cite=PYGRAPHRT + "where a runtime has no edge data, "
+      "default edge data is accepted (an ordinary edge)", apis=("GraphAddDependencies", "GraphGetEdges"),
+      requires=("hip",), expect=1)
+def _(t: CaseContext) -> Any:
+    """On a runtime without edge data, explicit default edge data makes an ordinary edge."""
+    g = t.graph()
+    a, b = g.add_empty(), g.add_empty()
+    g.add_dependencies([a], [b], [EdgeData()])
+    return len(g.edges())
+
+
+@case("edges.data.creation_not_supported_without_edge_data", cite=PYGRAPHRT + "non-default edge data at node "
+      "creation raises NotSupported where the runtime has no edge data", apis=("GraphAddEmptyNode",),
+      requires=("hip",), raises=errors.NotSupported)
+def _(t: CaseContext) -> Any:
+    """On a runtime without edge data, a node made with a programmatic edge raises NotSupported."""
+    g = t.graph()
+    a = g.add_empty()
+    g.add_empty(dependencies=[a], edges=[PROGRAMMATIC])
+
+
+# ============================================================================ capture
+@case("edges.capture.info_default_edge_data", cite=CAPTURE_INFO + "edgeData_out: the edge data of the capture's "
+      "current dependencies (default for ordinary stream work)", apis=("StreamGetCaptureInfo",),
+      expect=(1, EdgeData()))
+def _(t: CaseContext) -> Any:
+    """During a capture, the dependency left by a memset carries default edge data."""
+    buf = _zeroed(t)
+    s = t.stream()
+    with s.capture() as cap:
+        s.memset(buf, 1, N)
+        deps = cap.info().dependencies
+    t.track(cap.graph)
+    return len(deps), deps[0][1] if deps else None
+
+
+@case("edges.capture.chain_edges", cite=CAPTURE_INFO + "work captured in stream order becomes a chain of "
+      "dependencies with default edge data", apis=("StreamBeginCapture", "StreamEndCapture", "GraphGetEdges"),
+      expect=(3, 2, True))
+def _(t: CaseContext) -> Any:
+    """Three operations captured on one stream form a chain of two default edges."""
+    a, b = _zeroed(t), _zeroed(t)
+    s = t.stream()
+    with s.capture() as cap:
+        s.memset(a, 1, N)
+        s.memcpy(b, a, N)
+        s.memset(a, 2, N)
+    g = t.track(cap.graph)
+    edges = g.edges()
+    return len(g), len(edges), all(e == EdgeData() for _, _, e in edges)
