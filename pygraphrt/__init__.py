@@ -11,7 +11,8 @@ Quick start::
     exe.launch(s); s.synchronize()
 
 Importing pygraphrt loads no runtime: the backend is chosen on first use
-(``PYGRAPHRT_BACKEND`` = cuda | hip | auto, or :func:`use`).
+(``PYGRAPHRT_BACKEND`` = cuda | hip | sim | auto, or :func:`use`; ``sim`` is the CPU
+simulator, :mod:`pygraphrt.sim`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ _LAZY = {
     "MemPoolAttr": ("enums", "MemPoolAttr"),
     "kernels": ("kernels", None),
     "compute": ("compute", None),
+    "sim": ("sim", None),
     "Program": ("kernels", "Program"),
     "Library": ("kernels", "Library"),
     "Kernel": ("kernels", "Kernel"),

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
 def info(out=sys.stdout) -> int:
     from . import _runtime, errors
+    from ._runtime import SIM_HINT
     from .capabilities import capabilities
     from .device import Device
 
@@ -22,8 +24,9 @@ def info(out=sys.stdout) -> int:
     p("  libraries tried:")
     for a in _runtime.attempts():
         p(f"    [{a.vendor}] {a.candidate or '-'} via {a.how}: {a.outcome}")
-    if not backends:
+    if not backends and os.environ.get("PYGRAPHRT_BACKEND") != "sim":
         p("  no GPU runtime library found: nothing to run on this machine")
+        p(f"  {SIM_HINT}")
         return 0
     try:
         active = _runtime.active()
@@ -31,15 +34,16 @@ def info(out=sys.stdout) -> int:
         p(f"  no backend selected: {exc}")
         return 0
     bi = active.info()
-    p(f"  active backend: {bi.vendor} (binding {bi.binding})")
+    p(f"  active backend: {bi.vendor} (binding {bi.binding})"
+      + (" -- the CPU simulator: no GPU is used" if bi.vendor == "sim" else ""))
     p(f"    library: {bi.library_path}")
     p(f"    runtime version: {bi.runtime_version_str} ({bi.runtime_version})")
     p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))
     if bi.device_error:
-        p(f"    devices: none ({bi.device_error})")
+        p(f"    devices: none ({bi.device_error})")  # the error says that the simulator exists
     else:
-        p(f"    devices: {bi.device_count}")
+        p(f"    devices: {bi.device_count}" + (f" ({SIM_HINT})" if not bi.device_count else ""))
         for i in range(bi.device_count):
             try:
                 d = Device(i).info()

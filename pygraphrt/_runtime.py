@@ -21,6 +21,9 @@ from . import errors
 from ._vendors import VENDORS, Vendor
 
 SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {6: "hip6", 7: "hip7"}}
+# Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
+SIM_HINT = ("no GPU? the 'sim' backend runs graph code on the CPU: pygraphrt.use('sim') or "
+            "PYGRAPHRT_BACKEND=sim")
 
 
 @dataclass
@@ -42,7 +45,7 @@ class BackendInfo:
 
 def version_tuple(vendor: str, v: int) -> tuple[int, int]:
     """(major, minor) of a version as the vendor's runtime reports it (13050, 70125424)."""
-    if vendor == "cuda":
+    if vendor in ("cuda", "sim"):  # the simulator reports the CUDA version it implements
         return v // 1000, (v % 1000) // 10
     return v // 10_000_000, (v // 100_000) % 100
 
@@ -50,7 +53,7 @@ def version_tuple(vendor: str, v: int) -> tuple[int, int]:
 def _version_str(vendor: str, v: int | None) -> str:
     if v is None:
         return "none"
-    if vendor == "cuda":
+    if vendor in ("cuda", "sim"):
         return f"{v // 1000}.{(v % 1000) // 10}"
     return f"{v // 10_000_000}.{(v // 100_000) % 100}.{v % 100_000}"
 
@@ -199,8 +202,16 @@ def load(vendor: str) -> Backend:
     with _state.lock:
         if vendor in _state.loaded:
             return _state.loaded[vendor]
+        if vendor == "sim":  # the CPU simulator (pygraphrt._vendors.sim): nothing to find or dlopen
+            from ._vendors.sim import SimBackend
+
+            sim = SimBackend()
+            _state.attempts.append(Attempt("sim", sim.path, "requested",
+                                           f"started the simulator ({sim.runtime.device_count} device(s))"))
+            _state.loaded["sim"] = sim
+            return sim
         if vendor not in SUPPORTED:
-            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip' or 'auto'")
+            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
         reasons = []
         candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
         for cand, how in candidates:
@@ -229,15 +240,16 @@ def load(vendor: str) -> Backend:
 
 
 def use(vendor: str = "auto") -> Backend:
-    """Select the active backend: ``"cuda"``, ``"hip"`` or ``"auto"``.
+    """Select the active backend: ``"cuda"``, ``"hip"``, ``"sim"`` or ``"auto"``.
 
     ``auto`` takes the first of CUDA, HIP that loads and has a device; if
-    neither has a device, the first that loads.  Switching away from a backend
+    neither has a device, the first that loads (never ``sim``, the CPU
+    simulator, which is only used when asked for).  Switching away from a backend
     that still has live objects (streams, graphs, ...) raises BackendError.
     """
     with _state.lock:
-        if vendor not in ("auto", "cuda", "hip"):
-            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip' or 'auto'")
+        if vendor not in ("auto", "cuda", "hip", "sim"):
+            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
         current = _state.active
         if current is not None and current.vendor == vendor:
             return current
@@ -262,7 +274,8 @@ def use(vendor: str = "auto") -> Backend:
                     break
             chosen = chosen or first
             if chosen is None:
-                raise errors.BackendError("no GPU runtime could be loaded: " + " | ".join(failures))
+                raise errors.BackendError("no GPU runtime could be loaded: " + " | ".join(failures)
+                                          + f" ({SIM_HINT})")
         else:
             chosen = load(vendor)
         if current is not None and current is not chosen and len(current.live):

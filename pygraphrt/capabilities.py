@@ -69,7 +69,7 @@ def capabilities() -> Capabilities:
     b = _runtime.active()
     ops, p = b.ops, b.ops.prefix
     has = ops.has
-    cuda = b.vendor == "cuda"
+    cuda = b.vendor in ("cuda", "sim")  # the simulator implements CUDA 13's semantics
     return Capabilities(
         vendor=b.vendor,
         binding=b.binding,
@@ -80,7 +80,8 @@ def capabilities() -> Capabilities:
         capture_to_graph=has(f"{p}StreamBeginCaptureToGraph"),
         capture_to_graph_edge_data=cuda and has("cudaStreamBeginCaptureToGraph"),
         graph_memory_nodes=has(f"{p}GraphAddMemAllocNode"),
-        device_launch=cuda and has("cudaGraphInstantiateWithFlags"),
+        # the launching kernel is linked with the device runtime through the driver API
+        device_launch=cuda and has("cudaGraphInstantiateWithFlags") and has("cudaGetDriverEntryPointByVersion"),
         exec_update_result_info=cuda,
         per_node_enable=has(f"{p}GraphNodeSetEnabled"),
         instantiate_with_params=has(f"{p}GraphInstantiateWithParams"),

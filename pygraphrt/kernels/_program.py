@@ -117,6 +117,9 @@ def compiler(backend: Any) -> _Compiler:
         c = _compilers.get(key)
         if c is not None:
             return c
+        if backend.vendor == "sim":  # the simulator's NVRTC stand-in: records the source, compiles nothing
+            c = _compilers[key] = backend.ops.compiler()
+            return c
         tried = []
         if backend.vendor == "cuda":
             major = backend.runtime_version // 1000
