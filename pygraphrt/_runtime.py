@@ -89,6 +89,7 @@ class Backend:
             self.ffi, self.lib, binding, symbols, runtime_version=version_tuple(vendor, version),
             driver_version=version_tuple(vendor, self.driver_version) if self.driver_version else None)
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.current_pools: dict[int, Any] = {}  # device -> owned MemPool set as its current pool (kept alive)
         self._info: BackendInfo | None = None
 
     @property

@@ -95,7 +95,7 @@ class MemPool(Owned):
         self._backend.ops.call("DeviceSetMemPool", self.device, self.handle)
         if self._owned:
             # The device refers to the pool now: keep the wrapper alive with the backend.
-            self._backend.__dict__.setdefault("_current_pools", {})[self.device] = self
+            self._backend.current_pools[self.device] = self
 
     @property
     def is_owned(self) -> bool:

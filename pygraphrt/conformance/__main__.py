@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m pygraphrt.conformance",
                                  description="Vendor-neutral conformance suite of the CUDA/HIP graph API.")
-    ap.add_argument("--backend", choices=["cuda", "hip", "auto"], default=None,
-                    help="runtime to test (default: PYGRAPHRT_BACKEND, else auto)")
+    ap.add_argument("--backend", choices=["cuda", "hip", "sim", "auto"], default=None,
+                    help="runtime to test (default: PYGRAPHRT_BACKEND, else auto; sim: the CPU simulator, "
+                         "judged as CUDA)")
     ap.add_argument("-k", dest="pattern", default=None,
                     help="only case ids containing this text (or matching this glob; several: comma-separated)")
     ap.add_argument("--area", action="append", default=None,

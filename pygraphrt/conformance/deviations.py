@@ -23,8 +23,8 @@ An entry matches a case result when all of these hold:
   ``CaseFailure`` outcomes of one case).
 
 Entries are added after a run on real hardware, each with the reason the runtime
-differs (the vendor's documentation, a release note, a bug report).  The table
-starts empty: nothing here is assumed without a run that showed it.
+differs (the vendor's documentation, a release note, a bug report): nothing here is
+assumed without a run that showed it.
 """
 
 from __future__ import annotations
@@ -89,8 +89,47 @@ def version_in(version: tuple[int, int], runtime: str) -> bool:
     return parse_range(runtime)(version)
 
 
+_SEEN = "seen on an H100 with driver 580 (CUDA 13.0) under the 12.9, 13.0 and 13.5 runtimes"
+_UPDATE_FAILURE = "cudaErrorGraphExecUpdateFailure"
+
 #: The known deviations (filled from runs on real hardware; see the module docstring).
-DEVIATIONS: tuple[Deviation, ...] = ()
+#: The simulator (``sim``) is judged as CUDA, so it is held to these too.
+DEVIATIONS: tuple[Deviation, ...] = (
+    Deviation("exec.instantiate.use_node_priority_flag", "cuda", ">=12.9", "<InstantiateFlags.NONE: 0>", None,
+              "cudaGraphExecGetFlags does not report cudaGraphInstantiateFlagUseNodePriority: the flag is "
+              "accepted and node priorities apply, but GetFlags returns 0 (the other flags are reported); "
+              + _SEEN),
+    Deviation("edges.data.remove_with_other_data", "cuda", ">=12.9", "0", None,
+              "cudaGraphRemoveDependencies does not match edge data: asked to remove a default edge where "
+              "the edge is programmatic, it succeeds and removes the programmatic edge; " + _SEEN),
+    Deviation("exec.update.edge_added", "cuda", ">=12.9", "CaseFailure", _UPDATE_FAILURE,
+              "cudaGraphExecUpdate reports cudaGraphExecUpdateErrorTopologyChanged for a node with another "
+              "number of dependencies, but with errorNode NULL instead of the node of hGraph; " + _SEEN,
+              detail="error_node None"),
+    Deviation("exec.update.edge_moved", "cuda", ">=12.9", "CaseFailure", _UPDATE_FAILURE,
+              "the runtime pairs the nodes of the two graphs by their place in dependency order, not by "
+              "creation order alone, so a moved edge is reported as cudaGraphExecUpdateErrorNodeTypeChanged "
+              "(naming the memset node) rather than TopologyChanged; the update is refused either way; "
+              + _SEEN, detail="NODE_TYPE_CHANGED"),
+    Deviation("exec.update.memcpy_memory_type_changed", "cuda", ">=12.9", "None", None,
+              "cudaGraphExecUpdate accepts a device-to-device copy replaced by a copy to pageable host memory "
+              "(documented as not supported): with unified addressing the runtime does not treat it as a "
+              "change of memory type; " + _SEEN),
+    Deviation("exec.set_memcpy.memory_type_changed", "cuda", ">=12.9", "None", None,
+              "cudaGraphExecMemcpyNodeSetParams1D accepts a destination in pageable host memory for a node "
+              "instantiated as a device-to-device copy (documented as not supported); " + _SEEN),
+    Deviation("exec.set_memset.two_dimensional", "cuda", ">=12.9", "None", None,
+              "cudaGraphExecMemsetNodeSetParams accepts a new value for a 2-D memset whose shape is unchanged, "
+              "although both operands are documented to have to be 1-dimensional; " + _SEEN),
+    Deviation("exec.set_child_graph.topology_differs", "cuda", ">=12.9", "GraphExecUpdateFailure",
+              _UPDATE_FAILURE,
+              "cudaGraphExecChildGraphNodeSetParams refuses a child graph of another topology with "
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN),
+    Deviation("exec.set_child_graph.node_type_differs", "cuda", ">=12.9", "GraphExecUpdateFailure",
+              _UPDATE_FAILURE,
+              "cudaGraphExecChildGraphNodeSetParams refuses a child graph whose node has another type with "
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN),
+)
 
 
 def find(case: str, vendor: str, version: tuple[int, int], observed: str, code: str | None,

@@ -26,15 +26,10 @@ class Dim3:
         return iter((self.x, self.y, self.z))
 
 
-def _as_dim3(v: Any) -> Dim3:
-    if isinstance(v, Dim3):
-        return v
-    if isinstance(v, int) and not isinstance(v, bool):
-        return Dim3(v)
-    t = tuple(v)
-    if not 1 <= len(t) <= 3 or not all(isinstance(i, int) and i > 0 for i in t):
-        raise errors.InvalidValue("launch dimensions", detail=f"expected 1-3 positive ints, got {v!r}")
-    return Dim3(*t)
+def _as_dim3(v: Any, what: str) -> Dim3:
+    from ..kernels._library import as_dims  # the one check of launch dimensions (ints in 1..2**32-1)
+
+    return Dim3(*as_dims(v, what))
 
 
 def _builder(add: str) -> Callable[..., "Node"]:
@@ -395,10 +390,10 @@ class KernelNode(Node):
 def _apply_dims(k: Any, grid: Any, block: Any, shared: int | None) -> None:
     """Validate and apply new launch dimensions to a KernelParams."""
     if grid is not None:
-        d = _as_dim3(grid)
+        d = _as_dim3(grid, "grid")
         k.grid = (d.x, d.y, d.z)
     if block is not None:
-        d = _as_dim3(block)
+        d = _as_dim3(block, "block")
         k.block = (d.x, d.y, d.z)
     if shared is not None:
         if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:

@@ -96,6 +96,7 @@ class SimRuntime:
         self.captures: list[Capture] = []
         self.rng: random.Random | None = None
         self.set_order(order, seed)
+        self.race_check = "off"  # "warn" / "raise": check each graph launch for races (see _races)
 
     def set_order(self, mode: str, seed: int | None = None) -> None:
         """``"creation"``: ready nodes run in creation order; ``"random"``: a random valid order."""
@@ -433,7 +434,10 @@ class SimRuntime:
             raise SimError("InvalidValue", "the simulator's pools hold pinned device memory (allocType)")
         if props.location.type != enum("enum cudaMemLocationType")["cudaMemLocationTypeDevice"]:
             raise SimError("InvalidValue", "the simulator's pools live on a device (location.type)")
-        p = self.memory.new_pool(self._device(props.location.id), int(props.maxSize))
+        if not 0 <= props.location.id < self.device_count:  # CUDA: InvalidValue here, not InvalidDevice
+            raise SimError("InvalidValue", f"location.id {props.location.id}: the simulator has "
+                                           f"{self.device_count} device(s) (PYGRAPHRT_SIM_DEVICES)")
+        p = self.memory.new_pool(props.location.id, int(props.maxSize))
         out[0] = handle("cudaMemPool_t", p.handle)
 
     def cudaMemPoolDestroy(self, pool: Any) -> None:
@@ -1078,9 +1082,11 @@ class SimRuntime:
 
     # -- kernels in graphs -------------------------------------------------------------------
     def _check_launch(self, k: _kernels.SimKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-                      smem: int, what: str) -> None:
+                      smem: int, what: str, zero: str = "InvalidConfiguration") -> None:
+        # a launch with a zero dimension is a bad configuration; kernel-node parameters with one
+        # are an invalid value (what CUDA 12.9 / 13.x return: conformance kernels.node.*_zero*)
         if min(grid) < 1 or min(block) < 1:
-            raise SimError("InvalidConfiguration", f"{what}: grid {grid} / block {block} has a zero dimension")
+            raise SimError(zero, f"{what}: grid {grid} / block {block} has a zero dimension")
         if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK or block[0] > 1024 or block[1] > 1024 \
                 or block[2] > 64:
             raise SimError("InvalidConfiguration", f"{what}: block {block} exceeds the device's limits")
@@ -1116,7 +1122,7 @@ class SimRuntime:
         k = self._kernel(func)
         grid, block = _dims(p.gridDim), _dims(p.blockDim)
         smem = int(p.sharedMemBytes)
-        self._check_launch(k, grid, block, smem, what)
+        self._check_launch(k, grid, block, smem, what, zero="InvalidValue")
         return KernelP(k, grid, block, smem, self._read_args(k, p.kernelParams, p.extra, what))
 
     def cudaGraphAddKernelNode(self, out: Any, graph: Any, deps: Any, n: int, p: Any) -> None:
@@ -1628,6 +1634,10 @@ class SimRuntime:
 
     # -- running --------------------------------------------------------------------------------
     def _launch(self, ex: Exec, st: Stream) -> None:
+        if self.race_check != "off":  # before anything runs: "raise" refuses the launch
+            from ._races import on_launch
+
+            on_launch(self, ex)
         for b in ex.alloc_blocks:
             if b.data is not None:
                 if ex.flags & AUTO_FREE:
@@ -1692,7 +1702,7 @@ class SimRuntime:
 
     # -- update ---------------------------------------------------------------------------------
     def _compare(self, old: list[SNode], new: list[Node], old_handles: list[CondHandle],
-                 new_handles: list[CondHandle]) -> tuple[str, Node | None, Node | None]:
+                 new_handles: list[CondHandle], flags: int = 0) -> tuple[str, Node | None, Node | None]:
         if len(old) != len(new):
             return "TopologyChanged", None, None
         for o, n in zip(old, new):
@@ -1707,14 +1717,24 @@ class SimRuntime:
                 if a != b or ea != eb:
                     return "TopologyChanged", n, new[a]
         for o, n in zip(old, new):
-            why = self._params_changed(o, n, old_handles, new_handles)
+            why = self._params_changed(o, n, old_handles, new_handles, flags)
             if why:
                 return why, n, None
         return "", None, None
 
     def _params_changed(self, o: SNode, n: Node, old_handles: list[CondHandle],
-                        new_handles: list[CondHandle]) -> str:
+                        new_handles: list[CondHandle], flags: int = 0) -> str:
         a, b = o.params, n.params
+        if o.type == KERNEL:
+            # a node cannot become (or stop being) cooperative, nor change its priority when the
+            # executable graph uses node priorities: AttributesChanged (as CUDA 12.9-13.5 report)
+            def attr(p: KernelP, name: str) -> bytes:
+                return (p.attr(LAUNCH_ATTR[name]) or b"").rstrip(b"\0")
+
+            fixed = ["cudaLaunchAttributeCooperative"]
+            if flags & NODE_PRIORITY:
+                fixed.append("cudaLaunchAttributePriority")
+            return "AttributesChanged" if any(attr(a, f) != attr(b, f) for f in fixed) else ""
         if o.type == MEMSET:
             return "" if self._memset_ok(a, b) is None else "ParametersChanged"
         if o.type == MEMCPY:
@@ -1726,7 +1746,8 @@ class SimRuntime:
             return "" if a.dptr == b.dptr else "ParametersChanged"
         if o.type == GRAPH:
             assert o.child is not None
-            why, _, _ = self._compare(o.child.nodes, b.graph.nodes, o.child.handles, b.graph.cond_handles)
+            why, _, _ = self._compare(o.child.nodes, b.graph.nodes, o.child.handles, b.graph.cond_handles,
+                                      flags)
             return why
         if o.type == CONDITIONAL:
             if (a.kind, a.size) != (b.kind, b.size):
@@ -1736,7 +1757,8 @@ class SimRuntime:
             if pos != npos:
                 return "ParametersChanged"
             for body, new_body in zip(o.bodies, b.bodies):
-                why, _, _ = self._compare(body.nodes, new_body.nodes, body.handles, new_body.cond_handles)
+                why, _, _ = self._compare(body.nodes, new_body.nodes, body.handles, new_body.cond_handles,
+                                          flags)
                 if why:
                     return why
         return ""
@@ -1760,9 +1782,9 @@ class SimRuntime:
             return "the shape of a 2D/3D copy cannot change"
         if b.extent[0] == 0:
             return "zero-length copies are not supported"
-        for x, y in ((a.src.ptr, b.src.ptr), (a.dst.ptr, b.dst.ptr)):
-            if self.memory.is_device(x) != self.memory.is_device(y):
-                return "source and destination must stay the same kinds of memory"
+        # No check of the kinds of memory: documented as not supported, but CUDA 12.9-13.5 accept a
+        # device operand replaced by pageable host memory (exec.*.memcpy_memory_type_changed),
+        # and the simulator reproduces that known deviation.
         return None
 
     def cudaGraphExecUpdate(self, exec_: Any, graph: Any, info: Any) -> None:
@@ -1770,7 +1792,8 @@ class SimRuntime:
         g = self._graph(graph)
         if info != ffi.NULL:
             info.result, info.errorNode, info.errorFromNode = UPDATE["cudaGraphExecUpdateError"], ffi.NULL, ffi.NULL
-        why, node, frm = self._compare(ex.snapshot.nodes, g.nodes, ex.snapshot.handles, g.cond_handles)
+        why, node, frm = self._compare(ex.snapshot.nodes, g.nodes, ex.snapshot.handles, g.cond_handles,
+                                       ex.flags)
         if why:
             if info != ffi.NULL:
                 info.result = UPDATE["cudaGraphExecUpdateError" + why]
@@ -1807,8 +1830,8 @@ class SimRuntime:
         elif t == GRAPH:
             assert n.child is not None
             why, _, _ = self._compare(n.child.nodes, params.graph.nodes, n.child.handles, params.graph.cond_handles)
-            if why:
-                raise SimError("InvalidValue", f"{what}: the child graph's topology differs ({why})")
+            if why:  # CUDA: GraphExecUpdateFailure (documented: InvalidValue), a known deviation
+                raise SimError("GraphExecUpdateFailure", f"{what}: the child graph's topology differs ({why})")
             n.child = Snapshot(params.graph)
         elif t == KERNEL:
             params = KernelP(params.kernel, params.grid, params.block, params.smem, params.args, n.params.attrs)

@@ -257,9 +257,8 @@ class Graph:
     def remove_edge(self, a: Node, b: Node, e: EdgeData) -> None:
         for i, (x, y, d) in enumerate(self.edges):
             if x is a and y is b:
-                if d != e:
-                    raise SimError("InvalidValue", f"the edge {a.handle:#x} -> {b.handle:#x} has edge data "
-                                                   f"{d}, not {e}")
+                # CUDA 12.9-13.5 remove the edge whatever edge data the call names (documented to
+                # match it): a known deviation the simulator reproduces (edges.data.remove_with_other_data)
                 del self.edges[i]
                 a.outs = [(n, d2) for n, d2 in a.outs if n is not b]
                 b.deps = [(n, d2) for n, d2 in b.deps if n is not a]

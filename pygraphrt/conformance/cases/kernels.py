@@ -338,8 +338,8 @@ def _(t: CaseContext) -> Any:
       apis=("GraphKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative grid given as a plain int is refused."""
-    # unsure: pygraphrt bug suspected -- _as_dim3 returns Dim3(-1) for a plain int, and cffi raises
-    # OverflowError (not a pygraphrt error) when it is written into the unsigned gridDim.
+    # found by this case on CUDA 13.0: pygraphrt let -1 through to cffi (OverflowError); now
+    # every launch dimension is checked in one place (kernels._library.as_dims)
     _g, k = _fill_graph(t, _zeroed(t), 1)
     k.set_launch_dims(grid=-1)
 
