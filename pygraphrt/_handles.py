@@ -24,6 +24,46 @@ def _destroy(backend: _runtime.Backend, api: str, handle: Any, report: list[Any]
         report.append(backend.ops.error(rc, backend.ops.prefix + api))
 
 
+class _Captures:
+    """Captures running in this process, and the destroys the garbage collector asked for meanwhile.
+
+    A finalizer runs whenever the collector does -- possibly in the middle of a global-mode
+    capture, where ``cudaFree`` (and other destroys) are prohibited and would invalidate the
+    capture.  So while any capture begun through pygraphrt is active, finalizers queue their
+    destroy, and the last capture to end runs the queue.  ``close()`` is never deferred: an
+    explicit destroy during a capture is the caller's call, and its error is reported.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.deferred: list[tuple[_runtime.Backend, str, Any]] = []
+
+    def began(self) -> None:
+        with self.lock:
+            self.active += 1
+
+    def ended(self) -> None:
+        with self.lock:
+            self.active -= 1
+            if self.active:
+                return
+            todo, self.deferred = self.deferred, []
+        for backend, api, handle in todo:
+            _destroy(backend, api, handle, None)
+
+    def finalize(self, backend: _runtime.Backend, api: str, handle: Any, report: list[Any] | None) -> None:
+        """A finalizer's destroy: now, or when the running captures have ended."""
+        with self.lock:
+            if self.active:
+                self.deferred.append((backend, api, handle))
+                return
+        _destroy(backend, api, handle, report)
+
+
+captures = _Captures()
+
+
 class Owned:
     """Base of wrappers around one runtime handle."""
 
@@ -39,7 +79,7 @@ class Owned:
         self._finalizer: weakref.finalize | None = None
         if owned:
             self._report: list[Any] = []
-            self._finalizer = weakref.finalize(self, _destroy, backend, self._destroy_api, handle,
+            self._finalizer = weakref.finalize(self, captures.finalize, backend, self._destroy_api, handle,
                                                None)
         backend.live.add(self)
 
@@ -47,7 +87,7 @@ class Owned:
         """Become the owner of ``handle`` (e.g. a graph the runtime held during capture)."""
         self._handle = handle
         self._owned = True
-        self._finalizer = weakref.finalize(self, _destroy, self._backend, self._destroy_api, handle, None)
+        self._finalizer = weakref.finalize(self, captures.finalize, self._backend, self._destroy_api, handle, None)
         self._backend.live.add(self)
 
     @property

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import errors
-from .._handles import HostPayload
+from .._handles import HostPayload, captures
 from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
 from ._graph import Graph, _check_edges
 
@@ -70,6 +70,7 @@ class Capture:
         self._streams.add(stream)
 
     def _leave(self) -> None:
+        captures.ended()  # end() and abort() leave exactly once, after begin() made it active
         for st in self._streams:
             if st._capture is self:
                 st._capture = None
@@ -112,6 +113,7 @@ class Capture:
             self._ensure_not_capturing()
             raise
         self._state = "active"
+        captures.began()
         self._join(s)
 
     def _begin_into_target(self, mode: int) -> None:

@@ -564,3 +564,28 @@ def test_device_launch_and_priority_flags(stream, bufs):
     assert InstantiateFlags.DEVICE_LAUNCH not in exe2.flags
     exe2.launch(stream)
     stream.synchronize()
+
+
+def test_garbage_collected_buffer_during_capture_is_freed_after_it(stream, bufs):
+    """cudaFree in a global-mode capture invalidates it: a buffer the garbage collector frees
+    mid-capture must wait for the capture's end (pygraphrt defers finalizers' destroys)."""
+    import gc
+
+    class Cycle:
+        pass
+
+    gc.disable()
+    try:
+        c = Cycle()
+        c.me, c.buf = c, rt.malloc(64 << 20)  # freed only by the collector
+        del c
+        with stream.capture() as cap:
+            stream.memset(bufs[0], 1, N)
+            gc.collect()  # the finalizer runs here: cudaFree would invalidate the capture
+            stream.memset(bufs[1], 2, N)
+    finally:
+        gc.enable()
+    assert [n.type for n in cap.graph.nodes()] == [NodeType.MEMSET, NodeType.MEMSET]
+    cap.graph.instantiate().launch(stream)
+    stream.synchronize()
+    assert bufs[1].to_bytes(4) == b"\x02" * 4
