@@ -1,4 +1,4 @@
-"""``python -m pygraphrt info``: what was found, what was chosen, what it can do."""
+"""``python -m pygraphrt info``: what was found, what was chosen, what it can do; ``demo``: the seed workflow."""
 
 from __future__ import annotations
 
@@ -65,9 +65,15 @@ def info(out=sys.stdout) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pygraphrt")
-    ap.add_argument("command", nargs="?", default="info", choices=["info"])
-    ap.parse_args(argv)
+    ap = argparse.ArgumentParser(prog="python -m pygraphrt",
+                                 description="info: what pygraphrt finds here; demo: the README's seed "
+                                             "workflow, on the GPU if there is one, else on the simulator")
+    ap.add_argument("command", nargs="?", default="info", choices=["info", "demo"])
+    args = ap.parse_args(argv)
+    if args.command == "demo":
+        from ._demo import run
+
+        return run()
     return info()
 
 

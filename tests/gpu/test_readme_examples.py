@@ -36,3 +36,23 @@ def test_readme_examples_run(capsys):
     x_new = np.frombuffer(namespace["x"].value.to_bytes(), np.float32)
     y = np.frombuffer(namespace["y"].value.to_bytes(), np.float32)
     assert np.array_equal(x_new, 1.0 + np.arange(1024, dtype=np.float32)) and np.array_equal(x_new, y)
+
+
+def test_main_job_demo_runs_on_the_gpu():
+    """scripts/main's last step, ``python -m pygraphrt demo``, runs the seed workflow on the GPU
+    where there is one (on the simulator only where there is none)."""
+    import os
+    import subprocess
+    import sys
+
+    import pygraphrt as rt
+
+    if rt.backend().vendor == "sim":
+        pytest.skip("runs on a GPU: on the simulator, tests/test_sim.py checks the demo")
+    repo = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(repo)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "demo"], capture_output=True, text=True,
+                       cwd=str(repo), env=dict(os.environ, PYTHONPATH=path), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "running on the GPU: " in r.stdout and "SIMULATOR" not in r.stdout
+    assert "captured graph: 4 nodes, 4 edges" in r.stdout and "(correct)" in r.stdout
