@@ -20,6 +20,7 @@ __all__ = [
     "StreamCaptureIsolation", "StreamCaptureImplicit", "StreamCaptureWrongThread",
     "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
     "GraphExecUpdateError", "CompileError", "VariableOverlap", "PhaseMismatch",
+    "RaceDetected", "RaceWarning",
 ]
 
 
@@ -244,3 +245,37 @@ class PhaseMismatch(GraphRTError):
     run directly; with the same bindings it must record the same accesses and issue
     the same kinds of work each time (``detail`` says what differed).
     """
+
+
+class RaceDetected(InvalidValue):
+    """The simulator's race check refused a graph launch (``pygraphrt.sim.set_race_check("raise")``).
+
+    Two nodes of the graph with no path between them touch overlapping memory, one of
+    them writing: on a GPU they may run concurrently.  Nothing of the graph ran.  An
+    InvalidValue, like :class:`VariableOverlap`: the graph lacks a dependency.
+
+    Attributes
+    ----------
+    races : list[pygraphrt.sim.Race]
+        The races found (``detail`` spells out the first few).
+    """
+
+    def __init__(self, api: str, code: int | None = None, name: str | None = None,
+                 vendor: str | None = None, message: str = "", sticky: bool = False,
+                 detail: str = "", races: list[object] | None = None) -> None:
+        super().__init__(api, code, name, vendor, message, sticky, detail)
+        self.races = list(races or [])
+
+
+class RaceWarning(UserWarning):
+    """The simulator's race check found races in a launched graph (mode ``"warn"``).
+
+    Attributes
+    ----------
+    races : list[pygraphrt.sim.Race]
+        The races found (the message spells out the first few).
+    """
+
+    def __init__(self, message: str, races: list[object] | None = None) -> None:
+        super().__init__(message)
+        self.races = list(races or [])

@@ -29,7 +29,14 @@ Configuration (environment, read when the backend starts): ``PYGRAPHRT_SIM_DEVIC
 of devices, default 1), ``PYGRAPHRT_SIM_MEMORY`` (bytes per device, k/m/g suffix; default
 16g), ``PYGRAPHRT_SIM_ORDER`` (``creation`` -- nodes ready together run in creation order --,
 ``random`` or ``random:SEED`` -- a random valid order at each launch, to flush out missing
-dependencies); :func:`set_order` changes the order later.
+dependencies); :func:`set_order` changes the order later.  ``PYGRAPHRT_SIM_RACES`` (``off``,
+``warn`` or ``raise``): check every graph launch for data races (:func:`set_race_check`).
+
+Race checking: :func:`check_races` reports pairs of nodes with no path between them that touch
+overlapping memory, one of them writing -- a missing dependency that runs fine here (one node at
+a time) and bites on a GPU.  Memset / memcpy nodes touch the bytes their parameters name (2-D
+rows precisely); kernel nodes the whole allocation each pointer argument points into (read-only
+through ``const T *``, else read and write); see :mod:`pygraphrt._vendors.sim._races`.
 """
 
 from __future__ import annotations
@@ -39,9 +46,11 @@ from typing import TYPE_CHECKING, Any, Callable
 if TYPE_CHECKING:
     from ._vendors.sim._api import SimRuntime
     from ._vendors.sim._kernels import KernelContext
+    from ._vendors.sim._races import Race, RaceNode
 
 __all__ = ["register_kernel", "unregister_kernel", "registered_kernels", "KernelContext", "set_order",
-           "runtime", "is_active", "read", "write", "memory"]
+           "runtime", "is_active", "read", "write", "memory", "check_races", "set_race_check", "Race",
+           "RaceNode", "RaceDetected", "RaceWarning"]
 
 
 def register_kernel(name: str, fn: Callable[..., Any] | None = None, *, signature: Any = None) -> Any:
@@ -108,6 +117,86 @@ def set_order(mode: str = "creation", seed: int | None = None) -> None:
     runtime().set_order(mode, seed)
 
 
+def check_races(graph_or_exec: Any) -> "list[Race]":
+    """Data races of a graph or an executable graph: unordered nodes touching the same memory.
+
+    Parameters
+    ----------
+    graph_or_exec : pygraphrt.graph.Graph | pygraphrt.graph.GraphExec
+        What to check.  An executable graph is checked as it runs now (after updates and
+        parameter changes; disabled nodes touch nothing); its analysis is cached until one
+        of those, or an allocation its kernels point into, changes.
+
+    Returns
+    -------
+    list[Race]
+        One :class:`Race` per pair of nodes of one graph with no path between them (in
+        either direction) that touch overlapping memory where at least one writes; empty
+        when there is none.  Each names both nodes (``race.first.node`` /
+        ``race.second.node``: the pygraphrt Node objects when still reachable), the lowest
+        overlapping ``[start, end)`` range and what each node does there.
+
+    Notes
+    -----
+    A child-graph or conditional node counts, in its parent graph, as every access of the
+    graphs it owns; each owned graph is also checked on its own edges (bodies of one
+    conditional node never run concurrently: they are not compared).  Memset and memcpy
+    nodes touch exactly the bytes (2-D / 3-D: the pitched rows) their parameters name;
+    kernel nodes, for each pointer argument into device memory, the whole allocation holding
+    it -- read-only when the parameter is declared ``const T *``, else read and written
+    (conservatively); memory allocation / free nodes their whole allocation; host and other
+    nodes nothing known.  Details: :mod:`pygraphrt._vendors.sim._races`.
+    """
+    from . import errors
+    from .graph import Graph, GraphExec
+    from ._vendors.sim import _races
+    from ._vendors.sim._core import SimError
+
+    rt = runtime()
+    if isinstance(graph_or_exec, GraphExec):
+        what = "executable graph"
+    elif isinstance(graph_or_exec, Graph):
+        what = "graph"
+    else:
+        raise errors.InvalidValue("pygraphrt.sim.check_races",
+                                  detail=f"{graph_or_exec!r} is not a pygraphrt Graph or GraphExec")
+    h = int(graph_or_exec)  # raises InvalidResourceHandle once closed
+    with rt.lock:
+        try:
+            if isinstance(graph_or_exec, GraphExec):
+                ex = rt.execs.get(h)
+                if ex is None:
+                    raise SimError("InvalidResourceHandle", f"{h:#x} is not a live {what} of the simulator")
+                return list(_races.check_exec(rt, ex))
+            g = rt.graphs.get(h)
+            if g is None:
+                raise SimError("InvalidResourceHandle", f"{h:#x} is not a live {what} of the simulator")
+            return _races.check_graph(rt, g, graph_or_exec)
+        except SimError as exc:
+            cls = errors.InvalidResourceHandle if exc.name == "InvalidResourceHandle" else errors.InvalidValue
+            raise cls("pygraphrt.sim.check_races", detail=exc.detail) from None
+
+
+def set_race_check(mode: str = "off") -> str:
+    """Check every graph launch for data races (see :func:`check_races`); returns the previous mode.
+
+    ``"off"`` (the default, or ``PYGRAPHRT_SIM_RACES`` when the backend started): no check.
+    ``"warn"``: a launch of a graph with races issues a :class:`pygraphrt.errors.RaceWarning`
+    (its ``races`` attribute lists them) and runs.  ``"raise"``: it raises
+    :class:`pygraphrt.errors.RaceDetected` (an InvalidValue naming both nodes of each race;
+    ``races`` lists them) and nothing of the graph runs.  The analysis is cached per
+    executable graph; a launch into a stream capture is not checked (the captured graph is,
+    when it is launched).
+    """
+    from ._vendors.sim._races import check_mode
+
+    m = check_mode(mode, "pygraphrt.sim.set_race_check")
+    rt = runtime()
+    with rt.lock:
+        previous, rt.race_check = rt.race_check, m
+    return str(previous)
+
+
 def memory(address: int, nbytes: int) -> memoryview:
     """A writable view of ``nbytes`` of simulated device memory at ``address``."""
     rt = runtime()
@@ -140,4 +229,12 @@ def __getattr__(name: str) -> Any:
         from ._vendors.sim._kernels import KernelContext
 
         return KernelContext
+    if name in ("Race", "RaceNode"):
+        from ._vendors.sim import _races
+
+        return getattr(_races, name)
+    if name in ("RaceDetected", "RaceWarning"):
+        from . import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'pygraphrt.sim' has no attribute {name!r}")

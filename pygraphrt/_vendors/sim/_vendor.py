@@ -27,6 +27,7 @@ from ..._runtime import Backend
 from ..cuda import CudaVendor
 from ._api import SimRuntime
 from ._lib import SimLib
+from ._races import RacesFound, check_mode
 
 LIBRARY_PATH = "<pygraphrt simulator (pure Python, no GPU)>"
 
@@ -60,6 +61,11 @@ class SimVendor(CudaVendor):
         if failure is not None and not detail:
             detail = failure[2]
         err = super().error(code, api, detail)
+        if isinstance(cause, RacesFound):  # the race check refused a launch: its own error class
+            return errors.RaceDetected(api, err.code, err.name, err.vendor, err.message, detail=err.detail,
+                                       races=list(cause.races))
+        if isinstance(cause, errors.RaceWarning):  # the race check's warning, made an error by the filters
+            raise cause
         if cause is not None:
             err.__cause__ = cause
         return err
@@ -124,7 +130,9 @@ def settings() -> dict[str, Any]:
 
     ``PYGRAPHRT_SIM_DEVICES`` (default 1), ``PYGRAPHRT_SIM_MEMORY`` (bytes per device, with an
     optional k/m/g/t suffix; default 16g), ``PYGRAPHRT_SIM_ORDER`` (``creation``, ``random`` or
-    ``random:SEED``: the order among nodes ready at the same time).
+    ``random:SEED``: the order among nodes ready at the same time), ``PYGRAPHRT_SIM_RACES``
+    (``off`` -- the default --, ``warn`` or ``raise``: check each graph launch for data races,
+    see :func:`pygraphrt.sim.set_race_check`).
     """
     order = os.environ.get("PYGRAPHRT_SIM_ORDER", "creation").strip() or "creation"
     seed = None
@@ -139,8 +147,13 @@ def settings() -> dict[str, Any]:
     devices = _env_int("PYGRAPHRT_SIM_DEVICES", 1)
     if devices > 16:
         raise errors.BackendError(f"PYGRAPHRT_SIM_DEVICES={devices}: the simulator has at most 16 devices")
+    raw_races = os.environ.get("PYGRAPHRT_SIM_RACES", "").strip() or "off"
+    try:
+        races = check_mode(raw_races, "PYGRAPHRT_SIM_RACES")
+    except errors.InvalidValue:
+        raise errors.BackendError(f"PYGRAPHRT_SIM_RACES={raw_races!r}: use off, warn or raise") from None
     return {"devices": devices, "total_memory": _env_int("PYGRAPHRT_SIM_MEMORY", 16 << 30),
-            "order": order, "seed": seed}
+            "order": order, "seed": seed, "races": races}
 
 
 class SimBackend(Backend):
@@ -157,10 +170,12 @@ class SimBackend(Backend):
         self.runtime_version = SimRuntime.VERSION
         self.ffi = cuda13.ffi
         self.runtime = SimRuntime(cfg["devices"], cfg["total_memory"], cfg["order"], cfg["seed"])
+        self.runtime.race_check = cfg["races"]
         self.lib = SimLib(self.runtime)
         self.driver_version = SimRuntime.VERSION
         version = (SimRuntime.VERSION // 1000, SimRuntime.VERSION % 1000 // 10)
         self.ops = SimVendor(self.ffi, self.lib, self.binding, symbols, runtime_version=version,
                              driver_version=version)
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.current_pools: dict[int, Any] = {}
         self._info = None
