@@ -1,0 +1,36 @@
+"""Differential test: random API-call programs on ``cuda`` and on ``sim``, identical outcomes.
+
+Each program (tests/differential.py: building, capturing, updating, launching; valid and
+invalid calls) runs on the CUDA runtime and on the simulator, each in a fresh state, and the
+canonical traces -- graph structures, parameters, buffer contents after launches, host-call
+counts, exception classes -- must be equal.  No example database (the GPU machine is
+ephemeral): a shrunk counterexample is printed as a Python literal; add it to
+``differential.REGRESSIONS``, which the parametrized test replays (and the CPU test runs on sim).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from .. import differential as D
+
+pytestmark = pytest.mark.gpu
+
+
+def _check(program: tuple) -> None:
+    a, b = D.compare(program, "cuda", "sim")
+    diff = D.first_difference(a, b)
+    assert diff is None, f"cuda (A) and sim (B) differ for\n{program!r}\n{diff}"
+
+
+@settings(max_examples=1000, deadline=None, database=None, print_blob=True,
+          suppress_health_check=list(HealthCheck))
+@given(D.programs())
+def test_cuda_and_sim_agree_on_random_programs(program):
+    _check(program)
+
+
+@pytest.mark.parametrize("program", [p for _, p in D.REGRESSIONS], ids=[name for name, _ in D.REGRESSIONS])
+def test_cuda_and_sim_agree_on_regressions(program):
+    _check(program)
