@@ -332,7 +332,9 @@ class SimRuntime:
 
     def cudaDeviceSynchronize(self) -> None:
         d = self.cur_device
-        caps = [c for c in self.captures if c.active and any(s.device == d for s in c.streams)]
+        # an invalidated capture counts until it is ended: CUDA still refuses (found by the
+        # cuda-vs-sim differential test, regression seed-capture-fork-join)
+        caps = [c for c in self.captures if not c.ended and any(s.device == d for s in c.streams)]
         if caps:
             for c in caps:
                 c.invalidate("cudaDeviceSynchronize during the capture")
@@ -408,6 +410,8 @@ class SimRuntime:
             raise SimError("InvalidValue", f"{what}: element size {p.element_size} is not 1, 2 or 4")
         if not self.memory.is_device(p.dst):
             raise SimError("InvalidValue", f"{what}: {p.dst:#x} is not device memory")
+        if p.dst % p.element_size:  # CUDA refuses a destination not aligned to the element (differential test)
+            raise SimError("InvalidValue", f"{what}: {p.dst:#x} is not aligned to the element size {p.element_size}")
         row = p.width * p.element_size
         if p.height > 1 and p.pitch < row:
             raise SimError("InvalidValue", f"{what}: pitch {p.pitch} is less than a row ({row} bytes)")
