@@ -50,6 +50,8 @@ SAME_IN_BOTH = """
     exe = g.instantiate()
     exe.launch(s); s.synchronize()
     print(buf.raw[:16] == b"\\x07" * 16, s.is_capturing, len(g.nodes()), m.params["value"])
+    more = g.add_nodes([("empty", {}, [e]), ("memset", {"dst": a + 32, "value": 5, "count": 8}, [0, m])])
+    print([n.type.name for n in more], len(g.nodes()))
     try:
         rt.Device(0).graph_mem_trim()       # the fake does not export cudaDeviceGraphMemTrim
     except errors.NotSupported as exc:
@@ -83,7 +85,8 @@ def test_both_modes_behave_the_same(fake_cudart):
     assert abi[-1] == "abi" and api[-1] == "api"
     assert abi[:-1] == api[:-1]
     assert api[0] == "True False 2 7"
-    assert api[1] == "NotSupported cudaDeviceGraphMemTrim True"
+    assert api[1] == "['EMPTY', 'MEMSET'] 4"
+    assert api[2] == "NotSupported cudaDeviceGraphMemTrim True"
     assert api[-3] == ("error symbol 'cudaDeviceGraphMemTrim' not found in library 'LIB': LIB: "
                        "undefined symbol: cudaDeviceGraphMemTrim")
 
