@@ -1,7 +1,10 @@
-"""pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick]``.
+"""pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick] [--modes abi,api]``.
 
-All measurements in one process where the language allows (the import figures
-need fresh interpreters; the C baseline is its own program).  Each figure is the
+Both call modes side by side: the in-process measurements run once per mode, each in
+its own interpreter (``abi``: PYGRAPHRT_FAST=0, cffi ABI mode; ``api``: PYGRAPHRT_FAST=1,
+the compiled fast path from ``python -m bindgen build-fast``), with cuda.bindings
+measured again in each, so every ratio pairs figures taken in one process (the import
+figures need fresh interpreters; the C baseline is its own program).  Each figure is the
 median of repeated trials with min/max; ratios are taken pair by pair in this run.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import shutil
@@ -16,6 +20,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict
 from pathlib import Path
 
 from .stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
@@ -156,7 +161,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
     # build throughput and instantiate
     nodes = 1000 if q else 10000
     for shape in ("chain", "fanout"):
-        build_py, inst_py, build_raw, build_cb = [], [], [], []
+        build_py, inst_py, build_raw, build_cb, build_bulk = [], [], [], [], []
         for _ in range(3 if q else 5):
             gg = rt.Graph()
             root = gg.add_empty()
@@ -170,6 +175,14 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
             build_py.append((t1 - t0) / nodes)
             inst_py.append((t2 - t1) / nodes)
             ge.close(), gg.close()
+
+            gg = rt.Graph()  # the same graph in one call (Graph.add_nodes)
+            root = gg.add_empty()
+            specs = [("empty", None, [i - 1 if shape == "chain" and i else "root"]) for i in range(nodes)]
+            t0 = _now()
+            gg.add_nodes(specs, names={"root": root})
+            build_bulk.append((_now() - t0) / nodes)
+            gg.close()
 
             graph = ffi.new("cudaGraph_t *")
             lib.cudaGraphCreate(graph, 0)
@@ -198,6 +211,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
                 build_cb.append((_now() - t0) / nodes)
                 cbr.cudaGraphDestroy(cg)
         add(f"pygraphrt add_empty ({shape})", "build per node", build_py)
+        add(f"pygraphrt add_nodes, bulk ({shape})", "build per node", build_bulk)
         add(f"raw cffi cudaGraphAddEmptyNode ({shape})", "build per node", build_raw)
         if build_cb:
             add(f"cuda.bindings cudaGraphAddEmptyNode ({shape})", "build per node", build_cb)
@@ -295,15 +309,22 @@ IMPORT_PROG = {  # label: (import statement, backend selection + first device ca
 }
 
 
-def bench_import(figs: dict[str, Figure], runs: int) -> None:
-    """Each run in a fresh interpreter: import time, then the first device call."""
-    for label, (imp, first) in IMPORT_PROG.items():
+def bench_import(figs: dict[str, Figure], runs: int, modes: list[str]) -> None:
+    """Each run in a fresh interpreter: import time, then the first device call (pygraphrt:
+    once per call mode, with PYGRAPHRT_FAST set as the mode says)."""
+    jobs = [(label, imp, first, None) for label, (imp, first) in IMPORT_PROG.items() if label != "pygraphrt"]
+    imp, first = IMPORT_PROG["pygraphrt"]
+    jobs = [("pygraphrt", imp, first, m) for m in modes] + jobs
+    for label, imp, first, mode in jobs:
+        tag = f" [{mode}]" if mode else ""
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        if mode:
+            env["PYGRAPHRT_FAST"] = MODES[mode]
         prog = (f"import time; t0 = time.perf_counter(); {imp}; t1 = time.perf_counter(); "
                 f"{first}; t2 = time.perf_counter(); print((t1 - t0) * 1e3, (t2 - t1) * 1e3)")
         imports, firsts = [], []
         for _ in range(runs):
-            r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
-                               env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+            r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=env)
             if r.returncode != 0:
                 print(f"{label} import run failed: {r.stderr[-500:]}")
                 break
@@ -311,54 +332,129 @@ def bench_import(figs: dict[str, Figure], runs: int) -> None:
             imports.append(a)
             firsts.append(b)
         if imports:
-            name = f"import {imp.split()[-1]}"
+            name = f"import {imp.split()[-1]}{tag}"
             figs[name] = Figure("import and first call", name, imports, unit="ms")
-            name = f"{label}: backend + first device call"
+            name = f"{label}: backend + first device call{tag}"
             figs[name] = Figure("import and first call", name, firsts, unit="ms")
+
+
+MODES = {"abi": "0", "api": "1"}  # call mode -> PYGRAPHRT_FAST
+
+
+def run_mode(outdir: Path, mode: str, quick: bool) -> dict[str, Figure]:
+    """The in-process benchmarks in a fresh interpreter with PYGRAPHRT_FAST for ``mode``;
+    every figure's name gets `` [mode]`` (cuda.bindings is measured again in each run, so
+    each ratio pairs figures taken side by side in one process)."""
+    out = outdir / f".figures-{mode}.json"
+    env = dict(os.environ, PYGRAPHRT_FAST=MODES[mode], PYTHONPATH=os.pathsep.join(sys.path))
+    print(f"== {mode} mode (PYGRAPHRT_FAST={MODES[mode]})", flush=True)
+    r = subprocess.run([sys.executable, "-m", "benchmarks.run", str(outdir), "--child-mode", mode]
+                       + (["--quick"] if quick else []), env=env)
+    if r.returncode != 0 or not out.exists():
+        print(f"{mode} mode: no figures (exit {r.returncode}); for the api mode build the fast path "
+              "first: python -m bindgen build-fast")
+        return {}
+    data = json.loads(out.read_text())
+    out.unlink()
+    print(f"   call path: {data['mode']}")
+    figs = {}
+    for f in data["figures"]:
+        name = f"{f['name']} [{mode}]"
+        figs[name] = Figure(f["group"], name, f["trials_us"], unit=f["unit"], note=f["note"])
+    return figs
+
+
+def target_ratios(figs: dict[str, Figure]) -> list:
+    """Issue #14's targets (api: the compiled fast path; abi: cffi ABI mode), then the earlier ones per mode."""
+    R = []
+    cbl, cbb = "cuda.bindings cudaGraphLaunch", "cuda.bindings cudaGraphAddEmptyNode"
+    for m, launch, add, cap in (("api", 0.8, 1.0, 0.8), ("abi", 1.0, 1.5, None)):
+        t = f" [{m}]"
+        R += [ratio(figs, f"{m}:L", f"pygraphrt launch (empty){t}", f"{cbl} (empty){t}", f"<= {launch}", limit=launch),
+              ratio(figs, f"{m}:Lk", f"pygraphrt launch (kernel){t}", f"{cbl} (kernel){t}", f"<= {launch}", limit=launch),
+              ratio(figs, f"{m}:A", f"pygraphrt add_empty (chain){t}", f"{cbb} (chain){t}", f"<= {add}", limit=add),
+              ratio(figs, f"{m}:Af", f"pygraphrt add_empty (fanout){t}", f"{cbb} (fanout){t}", f"<= {add}", limit=add),
+              ratio(figs, f"{m}:B", f"pygraphrt add_nodes, bulk (chain){t}", f"{cbb} (chain){t}", f"<= {add}", limit=add),
+              ratio(figs, f"{m}:Bc", f"pygraphrt add_nodes, bulk (chain){t}", "C cudaGraphAddEmptyNode (chain)",
+                    "report", limit=None),
+              ratio(figs, f"{m}:C", f"pygraphrt stream.is_capturing{t}", f"cuda.bindings cudaStreamIsCapturing{t}",
+                    f"<= {cap}" if cap else "report", limit=cap)]
+    for m in MODES:  # the earlier targets (README, Benchmarks), per mode
+        t = f" [{m}]"
+        R += [ratio(figs, f"{m}:P1c", f"pygraphrt launch (empty){t}", "C cudaGraphLaunch (empty)", "<= 2.5", limit=2.5),
+              ratio(figs, f"{m}:P5", f"pygraphrt stream.launch (tiny kernel){t}",
+                    f"cuda.bindings cuLaunchKernel (tiny kernel){t}", "<= 1.2", limit=1.2),
+              ratio(figs, f"{m}:P3", f"torch eager, per kernel{t}", f"pygraphrt graph replay, per kernel{t}",
+                    ">= 10", at_least=10.0),
+              ratio(figs, f"{m}:P4", f"import pygraphrt{t}", "import cuda.bindings.runtime", "<= 0.5", limit=0.5),
+              ratio(figs, f"{m}:P4b", f"pygraphrt: backend + first device call{t}",
+                    "cuda.bindings: backend + first device call", "<= 1.1", limit=1.1)]
+    return [r for r in R if r is not None]
+
+
+def side_by_side(figs: dict[str, Figure]) -> str:
+    """One row per measure: the median in each mode, and the api/abi speed-up."""
+    base = sorted({n.rsplit(" [", 1)[0] for n in figs if n.endswith((" [abi]", " [api]"))})
+    lines = [f"{'measure (median)':<52} {'abi':>9} {'api':>9} {'api/abi':>8}", "-" * 81]
+    for b in base:
+        a, p = figs.get(f"{b} [abi]"), figs.get(f"{b} [api]")
+        unit = (a or p).unit
+        av = f"{a.median:9.3f}" if a else f"{'-':>9}"
+        pv = f"{p.median:9.3f}" if p else f"{'-':>9}"
+        r = f"{p.median / a.median:8.2f}" if a and p and a.median else f"{'-':>8}"
+        lines.append(f"{b[:52]:<52} {av} {pv} {r} {unit}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="scripts/bench")
     ap.add_argument("outdir", type=Path)
     ap.add_argument("--quick", action="store_true", help="small sizes (for a smoke run)")
+    ap.add_argument("--modes", default="abi,api",
+                    help="call modes to measure, side by side: abi (PYGRAPHRT_FAST=0), api (=1)")
+    ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     a.outdir.mkdir(parents=True, exist_ok=True)
-    figs: dict[str, Figure] = {}
-    bench_pygraphrt(figs, a.quick)
-    bench_kernel_launch(figs, a.quick)
+    if a.child_mode:  # one mode, in this interpreter
+        figs: dict[str, Figure] = {}
+        bench_pygraphrt(figs, a.quick)
+        try:
+            bench_kernel_launch(figs, a.quick)
+        except Exception as exc:  # no NVRTC / no GPU (a stub runtime): the other figures stand
+            print(f"kernel launch on a stream skipped: {type(exc).__name__}: {exc}")
+        import pygraphrt as rt
+
+        (a.outdir / f".figures-{a.child_mode}.json").write_text(json.dumps(
+            {"mode": rt.backend().ffi_mode, "figures": [asdict(f) for f in figs.values()]}))
+        return 0
+    modes = [m for m in a.modes.split(",") if m]
+    figs = {}
+    for m in modes:
+        figs.update(run_mode(a.outdir, m, a.quick))
     with tempfile.TemporaryDirectory() as tmp:
         bench_c(figs, Path(tmp))
-    bench_import(figs, 3 if a.quick else 7)
-    R = [ratio(figs, "P1", "pygraphrt launch (empty)", "cuda.bindings cudaGraphLaunch (empty)", "<= 1.0", limit=1.0),
-         ratio(figs, "P1c", "pygraphrt launch (empty)", "C cudaGraphLaunch (empty)", "<= 2.5", limit=2.5),
-         ratio(figs, "P1k", "pygraphrt launch (kernel)", "cuda.bindings cudaGraphLaunch (kernel)", "<= 1.0", limit=1.0),
-         ratio(figs, "P5", "pygraphrt stream.launch (tiny kernel)", "cuda.bindings cuLaunchKernel (tiny kernel)", "<= 1.2", limit=1.2),
-         ratio(figs, "P5c", "pygraphrt stream.launch (tiny kernel)", "C stream launch (tiny kernel)", "report", limit=None),
-         ratio(figs, "P2", "pygraphrt add_empty (chain)", "cuda.bindings cudaGraphAddEmptyNode (chain)", "<= 1.2", limit=1.2),
-         ratio(figs, "P2f", "pygraphrt add_empty (fanout)", "cuda.bindings cudaGraphAddEmptyNode (fanout)", "<= 1.2", limit=1.2),
-         ratio(figs, "P3", "torch eager, per kernel", "pygraphrt graph replay, per kernel", ">= 10", at_least=10.0),
-         ratio(figs, "P4", "import pygraphrt", "import cuda.bindings.runtime", "<= 0.5", limit=0.5),
-         ratio(figs, "P4b", "pygraphrt: backend + first device call", "cuda.bindings: backend + first device call", "<= 1.1", limit=1.1)]
-    ratios = [r for r in R if r is not None]
+    bench_import(figs, 3 if a.quick else 7, modes)
+    ratios = target_ratios(figs)
     ordered = sorted(figs.values(), key=lambda f: (f.group, f.name))
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "quick": a.quick}
+            "python": platform.python_version(), "quick": a.quick, "modes": modes}
     try:
         import pygraphrt as rt
 
         info = rt.backend()
         meta.update(gpu=rt.Device(0).info().name, runtime=info.runtime_version_str,
-                    driver=info.driver_version, binding=info.binding, library=info.library_path)
+                    driver=info.driver_version, binding=info.binding, library=info.library_path,
+                    call_path=info.ffi_mode)
     except Exception as exc:  # pragma: no cover
         meta["gpu"] = f"unknown ({exc})"
-    text = table(ordered, ratios)
+    text = table(ordered, ratios) + "\n\nside by side\n" + side_by_side(figs)
     print(text)
     stem = f"{meta['date'][:10]}-{str(meta.get('gpu', 'gpu')).replace(' ', '-')}"
     (a.outdir / f"{stem}.json").write_text(to_json(meta, ordered, ratios))
     (a.outdir / f"{stem}.txt").write_text(text + "\n")
     if chart(ordered, str(a.outdir / f"{stem}.png")):
         print(f"chart: {a.outdir / (stem + '.png')}")
-    return 0
+    return 0 if figs else 1
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Command line: ``python -m bindgen [generate|fetch|diff] [--check] [--stats]``."""
+"""Command line: ``python -m bindgen [generate|fetch|diff|build-fast] [--check] [--stats]``."""
 
 from __future__ import annotations
 
@@ -39,9 +39,74 @@ def _stats(names: list[str]) -> None:
               f"{len(m['omitted']):>7}")
 
 
+def _build_one(name: str, keep: Path | None) -> str:
+    from . import fast
+    from .generate import fast_source_of
+
+    t0 = time.perf_counter()
+    src = fast_source_of(HEADER_SETS[name])
+    current = fast.up_to_date(src, fast.FASTLIB_DIR)
+    if current is not None and keep is None:
+        return f"{name}: up to date ({current.name})"
+    build = None
+    if keep is not None:
+        build = keep / name
+        build.mkdir(parents=True, exist_ok=True)
+    path = fast.compile_source(src, fast.FASTLIB_DIR, build)
+    return f"{name}: built {path.relative_to(fast.FASTLIB_DIR.parent.parent)} ({time.perf_counter() - t0:.1f} s)"
+
+
+def _build_fast(names: list[str], jobs: int, if_possible: bool, keep: Path | None) -> int:
+    """Compile the API-mode extensions (the compiled fast path) of the runtime bindings."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from . import fast
+
+    names = names or list(fast.FAST_BINDINGS)
+    bad = [n for n in names if n not in fast.FAST_BINDINGS]
+    if bad:
+        print(f"build-fast: {bad} have no fast path; choose among {list(fast.FAST_BINDINGS)}",
+              file=sys.stderr)
+        return 2
+    why = None
+    if fast.have_compiler() is None:
+        why = "no C compiler found (cc, gcc, clang or $CC)"
+    else:
+        try:
+            headersets.fetch(sorted({pkg for n in names for pkg in HEADER_SETS[n].fetch_keys}))
+        except Exception as exc:  # offline, no pins in the cache
+            why = f"the pinned headers are not available: {exc}"
+    if why is not None:
+        print(f"build-fast: skipped: {why}; pygraphrt stays in cffi ABI mode",
+              file=sys.stderr)
+        return 0 if if_possible else 1
+    jobs = jobs or min(len(names), os.cpu_count() or 1)
+    failed = 0
+    if jobs == 1:
+        results = [(n, _try(_build_one, n, keep)) for n in names]
+    else:
+        with ProcessPoolExecutor(jobs) as pool:
+            futs = [(n, pool.submit(_try, _build_one, n, keep)) for n in names]
+            results = [(n, f.result()) for n, f in futs]
+    for name, (ok, text) in results:
+        print(text if ok else f"{name}: build failed: {text}", file=sys.stdout if ok else sys.stderr)
+        failed += not ok
+    if failed and not if_possible:
+        return 1
+    return 0
+
+
+def _try(fn, *args):  # picklable for the process pool: (ok, text)
+    try:
+        return True, fn(*args)
+    except Exception as exc:  # a compiler error: report it, the ABI mode remains
+        return False, f"{type(exc).__name__}: {str(exc)[-2000:]}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bindgen", description=__doc__)
-    p.add_argument("verb", nargs="?", default="generate", choices=["generate", "fetch", "diff"])
+    p.add_argument("verb", nargs="?", default="generate", choices=["generate", "fetch", "diff", "build-fast"])
     p.add_argument("args", nargs="*", help="binding names (generate), or A B (diff)")
     p.add_argument("--check", action="store_true",
                    help="regenerate from the pinned headers and fail on any byte difference")
@@ -54,11 +119,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="use CUDA_HOME / ROCM_PATH (HIP_PATH) toolkits instead of the pins")
     p.add_argument("--out", type=Path, default=BINDINGS_DIR,
                    help="write the binding packages here (default: pygraphrt/_bindings)")
+    p.add_argument("--jobs", "-j", type=int, default=0,
+                   help="build-fast: compile this many bindings at once (default: the CPU count)")
+    p.add_argument("--if-possible", action="store_true",
+                   help="build-fast: exit 0 and say why when no C compiler or headers are found")
+    p.add_argument("--keep-c", type=Path, metavar="DIR",
+                   help="build-fast: keep the generated C source and objects in DIR")
     a = p.parse_args(argv)
 
     if a.verb == "fetch":
         print(headersets.fetch(a.args or None))
         return 0
+    if a.verb == "build-fast":
+        return _build_fast(a.args, a.jobs, a.if_possible, a.keep_c)
     if a.verb == "diff":
         if len(a.args) != 2:
             p.error("diff takes two bindings (names or manifest paths)")

@@ -98,6 +98,22 @@ def _enum_cdef(name: str, members: tuple[tuple[str, int], ...]) -> str:
 
 def build_cdef(module: Module, functions: dict[str, Function]) -> tuple[str, str, dict[str, str]]:
     """Return (cdef, packed cdef, omitted) for a module and its selected functions."""
+    types, decls, packed, omitted = build_cdef_parts(module, functions)
+    return "\n".join(types + decls) + "\n", packed, omitted
+
+
+def function_decl(fn: Function) -> str:
+    """The cdef prototype of one function (its exported symbol's name)."""
+    params = [declare(p.type, p.name) for p in fn.params]
+    if fn.variadic:
+        params.append("...")
+    return f"{declare(fn.result, fn.symbol)}({', '.join(params) or 'void'});"
+
+
+def build_cdef_parts(module: Module, functions: dict[str, Function]
+                     ) -> tuple[list[str], list[str], str, dict[str, str]]:
+    """(type declarations, function prototypes, packed cdef, omitted): the pieces of
+    :func:`build_cdef`, kept apart for the API-mode emitter (:mod:`bindgen.fast`)."""
     # cffi wants an enum's body where the enum is first mentioned, and headers
     # may name an enum in a typedef before defining it: enums go first (their
     # values are plain numbers, so they depend on nothing).
@@ -116,14 +132,8 @@ def build_cdef(module: Module, functions: dict[str, Function]) -> tuple[str, str
         elif kind == "typedef":
             td = module.typedefs[name]
             out.append(f"typedef {declare(td.type, name)};")
-    for fn in functions.values():
-        if fn.symbol not in bound_symbols:
-            continue
-        params = [declare(p.type, p.name) for p in fn.params]
-        if fn.variadic:
-            params.append("...")
-        out.append(f"{declare(fn.result, fn.symbol)}({', '.join(params) or 'void'});")
-    return "\n".join(out) + "\n", "\n".join(packed) + ("\n" if packed else ""), omitted
+    decls = [function_decl(fn) for fn in functions.values() if fn.symbol in bound_symbols]
+    return out, decls, "\n".join(packed) + ("\n" if packed else ""), omitted
 
 
 def make_ffi(cdef: str, cdef_packed: str) -> cffi.FFI:

@@ -148,3 +148,14 @@ def compare(gen: Generated, out_dir: Path = BINDINGS_DIR) -> list[str]:
 
 def all_sets() -> list[HeaderSet]:
     return list(HEADER_SETS.values())
+
+
+def fast_source_of(hs: HeaderSet):
+    """The API-mode extension source of ``hs`` (:mod:`bindgen.fast`), tied by hash to the
+    ABI module the same pipeline emits."""
+    from . import fast
+
+    p = run_pipeline(list(hs.headers), include_roots(hs), hs.defines, hs.api_headers,
+                     hs.constant_prefixes, hs.per_thread_define, hs.per_thread_suffixes)
+    abi_text = emit.ffi_module_source(f"pygraphrt._bindings.{hs.name}._ffi", p.cdef, p.cdef_packed)
+    return fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(abi_text))

@@ -38,6 +38,7 @@ def info(out=sys.stdout) -> int:
       + (" -- the CPU simulator: no GPU is used" if bi.vendor == "sim" else ""))
     p(f"    library: {bi.library_path}")
     p(f"    runtime version: {bi.runtime_version_str} ({bi.runtime_version})")
+    p(f"    call path: {bi.ffi_mode} [PYGRAPHRT_FAST={os.environ.get('PYGRAPHRT_FAST', 'auto') or 'auto'}]")
     p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))
     if bi.device_error:

@@ -37,6 +37,8 @@ class BackendInfo:
     driver_version: int | None
     device_count: int
     device_error: str | None = None
+    # "api (compiled: ...)": the compiled fast path; "abi (why not)": cffi ABI mode.
+    ffi_mode: str = "abi"
 
     @property
     def runtime_version_str(self) -> str:
@@ -69,13 +71,15 @@ class Backend:
             raise errors.BackendError(
                 f"{path} is {vendor} runtime {_version_str(vendor, version)}; "
                 f"pygraphrt supports {supported}")
-        pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+        from . import _fast
+
         self.vendor = vendor
         self.binding = binding
         self.path = path
         self.runtime_version = version
-        self.ffi = pkg.ffi
-        self.lib = self.ffi.dlopen(path)
+        # The compiled API-mode extension (PYGRAPHRT_FAST) or the ABI module: the same
+        # ffi / lib interface either way.  ``ffi_mode`` says which, and why.
+        self.ffi, self.lib, self.ffi_mode = _fast.open_binding(binding, path)
         symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
         # The driver's version decides, with the runtime's, which of the binding's
         # newer functions this runtime can run (Vendor.unavailable, found now).
@@ -110,7 +114,7 @@ class Backend:
         err = None if rc2 == 0 else str(ops.error(rc2, ops.prefix + "GetDeviceCount"))
         return BackendInfo(self.vendor, self.binding, self.path, self.runtime_version,
                            driver[0] if rc == 0 and driver[0] else None,
-                           count[0] if rc2 == 0 else 0, err)
+                           count[0] if rc2 == 0 else 0, err, self.ffi_mode)
 
 
 # ---------------------------------------------------------------- finding libraries

@@ -272,6 +272,95 @@ class Graph(Owned):
             dptr = dptr.dptr
         return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr), cls=MemFreeNode)
 
+    def add_nodes(self, specs: Iterable[Sequence[Any]], *, names: dict[Any, Node] | None = None
+                  ) -> list[Node]:
+        """Add many nodes in one call; returns them in the order of ``specs``.
+
+        Each spec is ``(kind, params)`` or ``(kind, params, deps)``: ``kind`` names an
+        ``add_<kind>`` method (``"empty"``, ``"memset"``, ``"memcpy"``, ``"kernel"``,
+        ``"host"``, ...), ``params`` its keyword arguments (a dict; ``{}`` or None for
+        none), ``deps`` the node's dependencies: an int is the index of an earlier spec
+        of this call, a :class:`Node` a node of this graph, anything else a key of
+        ``names``.  Edges carry default edge data.  The same checks as the single-node
+        methods apply; empty nodes take a bulk path with one C call per node and no
+        per-node Python call.  If a spec fails, the nodes made before it stay in the
+        graph and the exception says which spec failed.
+        """
+        made: list[Node] = []
+        names = names or {}
+        h = self.handle
+        ffi, prefix = self._backend.ffi, self._backend.ops.prefix
+        add_empty = None
+        out, dep1, nodes_table = self._out1, self._dep1, self._nodes
+        for i, spec in enumerate(specs):
+            try:
+                n_items = len(spec)
+                if n_items == 3:
+                    kind, params, deps = spec
+                elif n_items == 2:
+                    (kind, params), deps = spec, ()
+                else:
+                    raise errors.InvalidValue("Graph.add_nodes", detail=f"a spec is (kind, params[, deps]), got {spec!r}")
+                dep_nodes = [made[d] if type(d) is int and 0 <= d < i
+                             else d if isinstance(d, Node) else self._dep_key(d, names, i)
+                             for d in (deps or ())]
+                if kind == "empty" and not params:
+                    if add_empty is None:
+                        add_empty = self._fn("GraphAddEmptyNode")
+                    n = len(dep_nodes)
+                    if n == 1:
+                        d = dep_nodes[0]
+                        if d._graph is not self or d._handle is None:
+                            self._own(d).handle
+                        arr = dep1
+                        arr[0] = d._handle
+                    elif n == 0:
+                        arr = ffi.NULL
+                    else:
+                        arr = ffi.new(f"{prefix}GraphNode_t[]", [self._own(d).handle for d in dep_nodes])
+                    rc = add_empty(out, h, arr, n)
+                    if rc:
+                        raise self._backend.ops.error(rc, prefix + "GraphAddEmptyNode")
+                    nh = out[0]
+                    node = EmptyNode(self, nh)
+                    nodes_table[nh] = node
+                else:
+                    method = getattr(self, "add_" + kind, None) if isinstance(kind, str) else None
+                    if method is None or kind in ("nodes", "dependencies"):
+                        raise errors.InvalidValue("Graph.add_nodes", detail=f"unknown node kind {kind!r}")
+                    node = method(**(params or {}), dependencies=dep_nodes)
+            except errors.GraphRTError as exc:
+                exc.add_note(f"(Graph.add_nodes: spec {i}; {len(made)} node(s) added before it stay)") \
+                    if hasattr(exc, "add_note") else None
+                raise
+            made.append(node)
+        return made
+
+    @staticmethod
+    def _dep_key(key: Any, names: dict[Any, Node], i: int) -> Node:
+        try:
+            return names[key]
+        except (KeyError, TypeError):
+            what = (f"index {key} is not an earlier spec (spec {i})" if type(key) is int
+                    else f"{key!r} is neither a Node nor a key of names")
+            raise errors.InvalidValue("Graph.add_nodes", detail=what) from None
+
+    def add_networkx(self, dag: Any, *, kind: str = "kind", params: str = "params") -> dict[Any, Node]:
+        """Add a networkx DAG's nodes and edges in one call (:meth:`add_nodes`).
+
+        Each DAG node's attribute ``kind`` (default ``"empty"``) and ``params`` (a dict)
+        give its ``add_<kind>`` call; every DAG edge becomes a dependency.  Returns
+        DAG node -> graph node.
+        """
+        import networkx as nx
+
+        order = list(nx.topological_sort(dag))  # NetworkXUnfeasible on a cycle
+        index = {v: i for i, v in enumerate(order)}
+        attrs = dag.nodes
+        specs = [(attrs[v].get(kind, "empty"), attrs[v].get(params) or {},
+                  [index[u] for u in dag.predecessors(v)]) for v in order]
+        return dict(zip(order, self.add_nodes(specs)))
+
     def add_node(self, node_type: NodeType, *, dependencies: Iterable[Node] | None = None,
                  edges: Sequence[EdgeData] | None = None, **params: Any) -> Node:
         """Add a node through the runtime's generic API (``cudaGraphAddNode`` / ``hipGraphAddNode``).

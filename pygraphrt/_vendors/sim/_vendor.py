@@ -172,6 +172,7 @@ class SimBackend(Backend):
         self.runtime = SimRuntime(cfg["devices"], cfg["total_memory"], cfg["order"], cfg["seed"])
         self.runtime.race_check = cfg["races"]
         self.lib = SimLib(self.runtime)
+        self.ffi_mode = "sim (the simulator's lib; PYGRAPHRT_FAST does not apply)"
         self.driver_version = SimRuntime.VERSION
         version = (SimRuntime.VERSION // 1000, SimRuntime.VERSION % 1000 // 10)
         self.ops = SimVendor(self.ffi, self.lib, self.binding, symbols, runtime_version=version,

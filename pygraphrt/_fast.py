@@ -1,0 +1,134 @@
+"""The compiled fast path: a binding's cffi API-mode extension in place of its ABI module.
+
+``PYGRAPHRT_FAST``: ``auto`` (default) uses the extension of the loaded
+runtime's binding when it is built and matches the committed ABI module;
+``1`` requires it (BackendError saying how to build it otherwise); ``0`` keeps
+the pure-Python ABI mode.  ``python -m bindgen build-fast`` builds the
+extensions (a C compiler is needed, no CUDA toolkit).
+
+The extension presents the same ``ffi`` / ``lib`` as the ABI module (types,
+``ffi.new``, ``lib.<symbol>``, enum members), so the layer runs unchanged.  Its
+functions call through pointers resolved with ``dlsym`` on the library pygraphrt
+chose; :class:`FastLib` makes a function the library does not export fail the
+lookup with ``ffi.error``, exactly like ``ffi.dlopen``'s lib, so the layer
+raises NotSupported naming the API instead of calling a NULL pointer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import os
+from pathlib import Path
+from typing import Any
+
+from . import errors
+
+MODES = ("0", "1", "auto")
+BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
+
+
+def requested() -> str:
+    """The ``PYGRAPHRT_FAST`` setting: "0", "1" or "auto" (unset or empty: auto)."""
+    v = os.environ.get("PYGRAPHRT_FAST", "auto").strip().lower() or "auto"
+    if v not in MODES:
+        raise errors.BackendError(f"PYGRAPHRT_FAST={v!r}: use 0, 1 or auto")
+    return v
+
+
+def _ffi_error(text: str) -> Exception:
+    import _cffi_backend
+
+    return _cffi_backend.FFI.error(text)  # ``ffi.error``: one class for every FFI
+
+
+class FastLib:
+    """``lib`` of an API-mode extension bound to one library handle.
+
+    Attribute lookups go to the extension's lib once, then live in this object's
+    ``__dict__`` (a plain dict lookup afterwards, like cffi's ABI lib).  Names of
+    functions the library does not export raise ``ffi.error``, as ABI mode's lib does.
+    """
+
+    def __init__(self, ext_lib: Any, path: str, missing: frozenset[str]) -> None:
+        d = self.__dict__
+        d["_pgr_lib"] = ext_lib
+        d["_pgr_path"] = path
+        d["_pgr_missing"] = missing
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self._pgr_missing:  # what ffi.dlopen's lib raises, word for word
+            raise _ffi_error(f"symbol {name!r} not found in library {self._pgr_path!r}: "
+                             f"{self._pgr_path}: undefined symbol: {name}")
+        value = getattr(self._pgr_lib, name)
+        if not name.startswith("__"):
+            self.__dict__[name] = value
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot set {name!r} on a compiled runtime library")
+
+    def __dir__(self) -> list[str]:
+        return sorted(n for n in dir(self._pgr_lib) if n not in self._pgr_missing)
+
+    def __repr__(self) -> str:
+        return f"<pygraphrt fast lib {self._pgr_path!r}>"
+
+
+def extension_path(binding: str) -> Path | None:
+    """The built extension file of ``binding`` in this installation, or None."""
+    try:
+        spec = importlib.util.find_spec(f"pygraphrt._fastlib._{binding}")
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin else None
+
+
+def _abi_hash(binding: str) -> str:
+    import hashlib
+
+    spec = importlib.util.find_spec(f"pygraphrt._bindings.{binding}._ffi")
+    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+
+
+def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
+    """(ffi, lib, description) of the extension of ``binding`` bound to ``path``.
+
+    Raises ImportError when it is not built, RuntimeError when it does not match
+    the committed ABI module or cannot bind.
+    """
+    mod = importlib.import_module(f"pygraphrt._fastlib._{binding}")
+    ffi, ext = mod.ffi, mod.lib
+    built = ffi.string(ext._pgr_abi_hash()).decode()
+    if built != _abi_hash(binding):
+        raise RuntimeError(f"{mod.__file__} was built from another version of binding {binding} "
+                           f"(stale); rebuild it with `python -m bindgen build-fast`")
+    # The handle of the library pygraphrt chose (already loaded: same handle, refcount + 1,
+    # kept for the life of the process like ffi.dlopen's).
+    handle = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0))._handle
+    ext._pgr_bind(ffi.cast("void *", handle))
+    missing = frozenset(ffi.string(ext._pgr_name(i)).decode()
+                        for i in range(ext._pgr_count()) if not ext._pgr_bound(i))
+    return ffi, FastLib(ext, path, missing), f"api (compiled: {Path(mod.__file__).name})"
+
+
+def open_binding(binding: str, path: str) -> tuple[Any, Any, str]:
+    """(ffi, lib, mode description) for ``binding`` loaded from ``path``, as PYGRAPHRT_FAST says.
+
+    The description starts with ``api`` (the compiled fast path) or ``abi``
+    (pure-Python cffi ABI mode) and says why where the fast path was not taken.
+    """
+    want = requested()
+    why = "PYGRAPHRT_FAST=0"
+    if want != "0":
+        try:
+            return open_fast(binding, path)
+        except ImportError:
+            why = f"no compiled extension for binding {binding}; {BUILD_HINT}"
+        except (RuntimeError, OSError, AttributeError) as exc:
+            why = str(exc)
+        if want == "1":
+            raise errors.BackendError(f"PYGRAPHRT_FAST=1 but the compiled fast path cannot be used: {why}")
+    pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+    return pkg.ffi, pkg.ffi.dlopen(path), f"abi ({why})"

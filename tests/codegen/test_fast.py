@@ -1,0 +1,167 @@
+"""The API-mode emitter (bindgen.fast) alone, on the golden sample header.
+
+The emitted C is checked against ``golden/sample.fast.c``; then it is compiled
+(no vendor header: the declarations come from the cdef) and run against a small
+stand-in library that exports some of the sample's functions: calls go through
+pointers bound with dlsym, a function the library lacks fails the lookup like
+ABI mode (ffi.error, never a call through NULL), and every record's layout
+equals the ABI module's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bindgen import emit, fast
+
+from .test_golden import GOLDEN, _check_golden, _pipeline
+
+needs_cc = pytest.mark.skipif(fast.have_compiler() is None, reason="no C compiler")
+
+# The stand-in library: smpOld and smpLaunch_ptsz are deliberately absent.
+SAMPLE_LIB = r"""
+#include <stdarg.h>
+#include <stddef.h>
+typedef struct smpHandle_st *smpHandle_t;
+typedef void (*smpCallback_t)(void *user, int status);
+int smpOpen(smpHandle_t *out, const char *name, size_t len) { *out = (smpHandle_t)(size_t)(len + 7); return name[0]; }
+int smpOpen_v2(smpHandle_t *out, const char *name, size_t len, unsigned flags) {
+    *out = (smpHandle_t)(size_t)(len + flags); return name[0]; }
+int smpLaunch(smpHandle_t h, const void *records, int count, ...) {
+    va_list ap; int s = count; va_start(ap, count);
+    for (int i = 0; i < count; i++) s += va_arg(ap, int);
+    va_end(ap); (void)h; (void)records; return s; }
+int smpSetCallback(smpHandle_t h, smpCallback_t cb, void *user) { cb(user, (int)(size_t)h); return 0; }
+int smpFill(int values[4]) { for (int i = 0; i < 4; i++) values[i] = 10 * i; return 4; }
+"""
+
+
+def _source() -> fast.FastSource:
+    p = _pipeline()
+    abi = emit.ffi_module_source("golden_ffi", p.cdef, p.cdef_packed)
+    return fast.fast_source("sample", p.module, p.functions, fast.abi_hash(abi))
+
+
+def test_fast_c_source_golden():
+    src = _source()
+    _check_golden("sample.fast.c", src.c_source)
+    assert src.name == "pygraphrt._fastlib._sample"
+    # One pointer and one redirecting macro per exported symbol, variadics included.
+    for sym in ("smpOpen", "smpOpen_v2", "smpOld", "smpLaunch", "smpLaunch_ptsz", "smpFill"):
+        assert f"#define {sym} (*_pgr_p_{sym})" in src.c_source
+    assert "static int (*_pgr_p_smpLaunch)(smpHandle_t, const smpRecord_t *, int, ...);" in src.c_source
+    assert "#pragma pack(push, 1)\nstruct smpPacked {" in src.c_source
+    # The API cdef is the ABI cdef plus the binding helpers.
+    p = _pipeline()
+    assert src.cdef == p.cdef + fast.HELPERS_CDEF and src.cdef_packed == p.cdef_packed
+
+
+def test_build_cdef_parts_join_to_the_abi_cdef():
+    p = _pipeline()
+    types, decls, packed, omitted = emit.build_cdef_parts(p.module, p.functions)
+    assert "\n".join(types + decls) + "\n" == p.cdef and packed == p.cdef_packed
+    assert decls and all(d.endswith(");") for d in decls) and omitted == p.omitted
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    if fast.have_compiler() is None:
+        pytest.skip("no C compiler")
+    tmp = tmp_path_factory.mktemp("fastsample")
+    src = _source()
+    src.name = "fast_sample"  # a top-level module for this test
+    ext = fast.compile_source(src, tmp / "ext")
+    lib = tmp / "libsample.so"
+    (tmp / "sample_lib.c").write_text(SAMPLE_LIB)
+    subprocess.run([shutil.which("cc") or "cc", "-shared", "-fPIC", "-o", str(lib), str(tmp / "sample_lib.c")],
+                   check=True)
+    return ext, lib
+
+
+def _run(compiled, code: str) -> str:
+    ext, lib = compiled
+    repo = Path(__file__).resolve().parents[2]
+    prog = textwrap.dedent(f"""
+        import sys; sys.path[:0] = [{str(ext.parent)!r}, {str(repo)!r}]
+        import ctypes, fast_sample
+        from pygraphrt._fast import FastLib
+        ffi, ext = fast_sample.ffi, fast_sample.lib
+        handle = ctypes.CDLL({str(lib)!r})._handle
+        bound = ext._pgr_bind(ffi.cast("void *", handle))
+        missing = frozenset(ffi.string(ext._pgr_name(i)).decode() for i in range(ext._pgr_count())
+                            if not ext._pgr_bound(i))
+        lib = FastLib(ext, {str(lib)!r}, missing)
+    """) + textwrap.dedent(code)
+    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@needs_cc
+def test_compiled_calls_go_through_the_bound_pointers(compiled):
+    out = _run(compiled, """
+        print(bound, ext._pgr_count(), sorted(missing))
+        h = ffi.new("smpHandle_t *")
+        print(lib.smpOpen(h, b"A", 5), int(ffi.cast("uintptr_t", h[0])))
+        print(lib.smpOpen_v2(h, b"B", 5, 3), int(ffi.cast("uintptr_t", h[0])))
+        vals = ffi.new("int[4]")
+        print(lib.smpFill(vals), list(vals))
+        print(lib.smpLaunch(ffi.NULL, ffi.NULL, 3, ffi.cast("int", 1), ffi.cast("int", 2), ffi.cast("int", 3)))
+        seen = []
+        cb = ffi.callback("smpCallback_t", lambda user, status: seen.append(status))
+        lib.smpSetCallback(ffi.cast("smpHandle_t", 42), cb, ffi.NULL)
+        print(seen, lib.smpKindD, lib.smpModeX, len(ffi.typeof(lib.smpOpen_v2).args))
+    """)
+    assert out.splitlines() == ["5 7 ['smpLaunch_ptsz', 'smpOld']", "65 12", "66 8", "4 [0, 10, 20, 30]",
+                                "9", "[42] 24 -1 4"]
+
+
+@needs_cc
+def test_a_missing_symbol_fails_the_lookup_not_the_process(compiled):
+    out = _run(compiled, """
+        for name in ("smpOld", "smpLaunch_ptsz"):
+            try:
+                getattr(lib, name)
+            except ffi.error as e:
+                print("ffi.error", name in str(e))
+        try:
+            hasattr(lib, "smpOld")
+        except ffi.error:
+            print(True, hasattr(lib, "smpOpen"), "smpOld" in dir(lib))
+        try:
+            lib.smpOpen = None
+        except AttributeError:
+            print("read-only")
+    """)
+    assert out.splitlines() == ["ffi.error True", "ffi.error True", "True True False", "read-only"]
+
+
+@needs_cc
+def test_layouts_equal_the_abi_module(compiled):
+    p = _pipeline()
+    abi = emit.make_ffi(p.cdef, p.cdef_packed)
+    manifest = emit.manifest({}, p.module, p.functions, p.constants, abi, p.omitted)
+    rows = []
+    for rname, rec in manifest["records"].items():
+        rows.append((rname, None, rec["size"], rec["align"]))
+        for fname, _t, offset in rec["fields"]:
+            if offset is not None and "{" not in _t:
+                rows.append((rname, fname, offset, None))
+    out = _run(compiled, f"""
+        rows = {rows!r}
+        bad = []
+        for rname, fname, a, b in rows:
+            if fname is None:
+                got = (ffi.sizeof(rname), ffi.alignof(rname))
+                if got != (a, b): bad.append((rname, got, (a, b)))
+            elif ffi.offsetof(rname, *fname.split(".")) != a:
+                bad.append((rname, fname))
+        print(len(rows), bad)
+    """)
+    assert out.split(" ", 1)[1].strip() == "[]" and int(out.split()[0]) > 20

@@ -1,0 +1,81 @@
+"""Graph.add_nodes / add_networkx (bulk construction) on the sim backend."""
+
+from __future__ import annotations
+
+import pytest
+
+import pygraphrt as rt
+from pygraphrt.enums import NodeType
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sim_backend():
+    from pygraphrt import _runtime
+
+    with _runtime._state.lock:
+        saved = _runtime._state.active
+        _runtime._state.active = _runtime.load("sim")
+    try:
+        yield
+    finally:
+        with _runtime._state.lock:
+            _runtime._state.active = saved
+
+
+def test_specs_indices_names_and_kinds():
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    root = g.add_empty()
+    made = g.add_nodes([("empty", {}, ["root"]), ("empty", None, [0]),
+                        ("memset", {"dst": buf, "value": 1, "count": 16}, [0, 1]),
+                        ("empty", {}), ("empty", {}, [root, 3])], names={"root": root})
+    assert [n.type for n in made] == [NodeType.EMPTY, NodeType.EMPTY, NodeType.MEMSET, NodeType.EMPTY,
+                                      NodeType.EMPTY]
+    assert len(g.nodes()) == 6 and len(g.edges()) == 6
+    ref = rt.Graph()
+    r = ref.add_empty()
+    a = r.empty()
+    b = a.empty()
+    ref.add_memset(buf, 1, 16, dependencies=[a, b])
+    c = ref.add_empty()
+    ref.add_empty(dependencies=[r, c])
+    assert g.same_structure(ref)
+    assert all(g._wrap(n.handle) is n for n in made)  # the graph's one object per node
+
+
+def test_bad_specs_say_which_and_keep_what_was_made():
+    g = rt.Graph()
+    with pytest.raises(rt.errors.InvalidValue, match="index 5 is not an earlier spec") as exc:
+        g.add_nodes([("empty", {}), ("empty", {}, [5])])
+    if hasattr(exc.value, "add_note"):  # Python >= 3.11
+        assert "spec 1; 1 node(s) added before it stay" in "".join(exc.value.__notes__)
+    assert len(g.nodes()) == 1
+    with pytest.raises(rt.errors.InvalidValue, match="unknown node kind 'bogus'"):
+        g.add_nodes([("bogus", {})])
+    with pytest.raises(rt.errors.InvalidValue, match="neither a Node nor a key"):
+        g.add_nodes([("empty", {}, ["nope"])])
+    other = rt.Graph().add_empty()
+    with pytest.raises(rt.errors.InvalidValue, match="another graph"):
+        g.add_nodes([("empty", {}, [other])])
+    with pytest.raises(rt.errors.InvalidValue, match="a spec is"):
+        g.add_nodes([("empty",)])
+
+
+def test_add_networkx():
+    nx = pytest.importorskip("networkx")
+    buf = rt.malloc(64)
+    d = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
+    d.nodes["c"]["kind"] = "memset"
+    d.nodes["c"]["params"] = {"dst": buf, "value": 2, "count": 8}
+    g = rt.Graph()
+    m = g.add_networkx(d)
+    assert m["c"].type is NodeType.MEMSET and m["a"].type is NodeType.EMPTY
+    assert sorted((type(s).__name__, type(t).__name__) for s, t, _ in g.edges()) == sorted(
+        [("EmptyNode", "EmptyNode"), ("EmptyNode", "MemsetNode"), ("EmptyNode", "EmptyNode"),
+         ("MemsetNode", "EmptyNode")])
+    exe = g.instantiate()
+    s = rt.Stream()
+    exe.launch(s)
+    s.synchronize()
+    with pytest.raises(nx.NetworkXUnfeasible):
+        g.add_networkx(nx.DiGraph([(1, 2), (2, 1)]))
