@@ -185,8 +185,7 @@ def set_race_check(mode: str = "off") -> str:
     (its ``races`` attribute lists them) and runs.  ``"raise"``: it raises
     :class:`pygraphrt.errors.RaceDetected` (an InvalidValue naming both nodes of each race;
     ``races`` lists them) and nothing of the graph runs.  The analysis is cached per
-    executable graph; a launch into a stream capture is not checked (the captured graph is,
-    when it is launched).
+    executable graph (a launch into a stream capture is refused, as by CUDA, and so checks nothing).
     """
     from ._vendors.sim._races import check_mode
 

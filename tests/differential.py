@@ -1045,4 +1045,8 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
         ("memset", 0, (), 0, 1, "fit", 0, 0, 2),
     )),
+    ("gpu-memcpy-node-zero-bytes", (  # a memcpy node copying nothing: CUDA refuses (InvalidValue)
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("graph",),
+        ("memcpy", 0, (), 0, 0, 0, 0, "zero", 0), ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]

@@ -16,6 +16,9 @@ from pygraphrt import _fast, errors
 
 from .test_cuda13x import build_fake_cudart, run_fake
 
+# the fake libcudart is compiled against the pinned CUDA 13.5 headers (as in test_cuda13x)
+pytestmark = pytest.mark.headers
+
 BUILT = _fast.extension_path("cuda13") is not None
 if not BUILT and os.environ.get("PYGRAPHRT_REQUIRE_FAST") == "1":
     raise RuntimeError("PYGRAPHRT_REQUIRE_FAST=1 but the cuda13 fast path is not built "
