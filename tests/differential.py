@@ -1045,6 +1045,10 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
         ("memset", 0, (), 0, 1, "fit", 0, 0, 2),
     )),
+    ("gpu-memset-node-zero-width", (  # a memset node setting nothing: CUDA refuses (InvalidValue)
+        ("buf", 0), ("graph",), ("instantiate", 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("memset", 0, (), 0, 0, "zero", 0, 0, 1), ("instantiate", 0), ("launch", 0, 0),
+    )),
     ("gpu-memcpy-node-zero-bytes", (  # a memcpy node copying nothing: CUDA refuses (InvalidValue)
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("graph",),
         ("memcpy", 0, (), 0, 0, 0, 0, "zero", 0), ("instantiate", 0), ("launch", 0, 0),
