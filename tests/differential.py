@@ -1049,6 +1049,11 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("instantiate", 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
         ("memset", 0, (), 0, 0, "zero", 0, 0, 1), ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-captured-zero-memset-adds-no-node", (  # CUDA 13.0: a zero-byte memset in a capture is no node
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, ()), ("capture", 0, "global", None, (("memset", 0, 0, 0, "zero", 0, 0),)),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
     ("gpu-memcpy-node-zero-bytes", (  # a memcpy node copying nothing: CUDA refuses (InvalidValue)
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("graph",),
         ("memcpy", 0, (), 0, 0, 0, 0, "zero", 0), ("instantiate", 0), ("launch", 0, 0),
