@@ -95,9 +95,23 @@ class Owned:
         """The raw cffi handle; raises InvalidResourceHandle once closed."""
         h = self._handle
         if h is None:
+            why = self.__dict__.get("_gone_why") if hasattr(self, "__dict__") else None
             raise errors.InvalidResourceHandle(f"{type(self).__name__}.handle",
-                                               detail=f"this {self._kind} was closed")
+                                               detail=why or f"this {self._kind} was closed")
         return h
+
+    def _runtime_destroyed(self, why: str) -> None:
+        """The runtime destroyed the object itself: drop the handle without destroying it
+        (a second destroy could hit a reused handle); later use raises saying ``why``."""
+        if self._handle is None:
+            return
+        self._handle = None
+        fin, self._finalizer = self._finalizer, None
+        if fin is not None:
+            fin.detach()
+        self._backend.live.discard(self)
+        if hasattr(self, "__dict__"):
+            self.__dict__["_gone_why"] = why
 
     @property
     def is_valid(self) -> bool:

@@ -1054,6 +1054,10 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("capture", 0, "global", None, ()), ("capture", 0, "global", None, (("memset", 0, 0, 0, "zero", 0, 0),)),
         ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-invalidated-capture-into-graph-destroys-it", (  # CUDA 12.9/13.0 destroy the target graph
+        ("buf", 0), ("graph",), ("graph",), ("clone", 0), ("capture", 0, "global", (0, ()), (("devsync",),)),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
     ("gpu-memcpy-node-zero-bytes", (  # a memcpy node copying nothing: CUDA refuses (InvalidValue)
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("graph",),
         ("memcpy", 0, (), 0, 0, 0, 0, "zero", 0), ("instantiate", 0), ("launch", 0, 0),

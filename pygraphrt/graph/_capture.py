@@ -132,9 +132,25 @@ class Capture:
         except errors.GraphRTError:
             return
         out = s.backend.ffi.new(f"{ops.prefix}Graph_t *")
-        ops.fn("StreamEndCapture")(s.handle, out)
+        rc = ops.fn("StreamEndCapture")(s.handle, out)
         if out[0] != s.backend.ffi.NULL and self._target is None:
             ops.fn("GraphDestroy")(out[0])
+        if rc:
+            self._check_target_survived()
+
+    def _check_target_survived(self) -> None:
+        """After a capture into an existing graph ended in failure: CUDA 12.9 and 13.0
+        destroy that graph (every later call on it, GraphDestroy included, returns
+        InvalidValue).  Then the Graph object forgets its handle instead of destroying it
+        again (a reused handle would be someone else's graph)."""
+        target = self._target
+        if target is None or target._handle is None:
+            return
+        b = target._backend
+        n = b.ffi.new("size_t *")
+        if b.ops.fn("GraphGetNodes")(target._handle, b.ffi.NULL, n):
+            target._runtime_destroyed("the runtime destroyed this graph when the capture into it failed "
+                           f"({b.ops.prefix}StreamEndCapture of an invalidated capture)")
 
     def info(self) -> CaptureInfo:
         """Status, capture id, the graph being built and the current dependencies (with edge data)."""
@@ -232,6 +248,7 @@ class Capture:
         self._leave()
         if rc:
             self._ensure_not_capturing()
+            self._check_target_survived()
             failed = s._capture_failure
             raise ops.error(rc, f"{ops.prefix}StreamEndCapture",
                             detail=f"the capture was invalidated by {failed}" if failed else "")

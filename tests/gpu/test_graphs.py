@@ -589,3 +589,26 @@ def test_garbage_collected_buffer_during_capture_is_freed_after_it(stream, bufs)
     cap.graph.instantiate().launch(stream)
     stream.synchronize()
     assert bufs[1].to_bytes(4) == b"\x02" * 4
+
+
+def test_failed_capture_into_a_graph_leaves_the_graph_destroyed_and_safe(stream, bufs):
+    """CUDA 12.9 and 13.0 destroy the target graph of a capture into an existing graph when the
+    capture was invalidated (seen on an H100: every later call on it returns InvalidValue).
+    pygraphrt then forgets the handle -- never destroys it again -- and says why on use."""
+    g = rt.Graph()
+    first = g.add_empty()
+    with pytest.raises(errors.StreamCaptureInvalidated):
+        with stream.capture(graph=g):
+            stream.memset(bufs[0], 1, N)
+            with pytest.raises(errors.StreamCaptureUnsupported):
+                rt.current_device().synchronize()  # prohibited in a global capture: invalidates it
+    assert not stream.is_capturing
+    assert not g.is_valid and not first.is_valid
+    with pytest.raises(errors.InvalidResourceHandle, match="destroyed this graph when the capture into it failed"):
+        g.nodes()
+    g.close()  # nothing left to destroy: no error, no second destroy
+    h = rt.Graph()  # the runtime is fine: a new graph (perhaps with the old handle's value) works
+    h.add_memset(bufs[0], 3, N)
+    h.instantiate().launch(stream)
+    stream.synchronize()
+    assert bufs[0].to_bytes(2) == b"\x03\x03"

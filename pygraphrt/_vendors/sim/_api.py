@@ -711,8 +711,10 @@ class SimRuntime:
         loose = unjoined(cap)
         self._end(cap)
         if cap.status == STATUS_INVALIDATED:
-            if not cap.target:
-                self._destroy_graph(cap.graph)
+            # CUDA 12.9 and 13.0 destroy the graph of an invalidated capture -- also the user's
+            # graph of a capture into an existing graph (seen on an H100: every later call on it
+            # returns InvalidValue); so does the simulator
+            self._destroy_graph(cap.graph)
             raise SimError("StreamCaptureInvalidated", f"{cap.describe()} was invalidated: {cap.reason}")
         if loose:
             if not cap.target:
