@@ -50,6 +50,8 @@ import pygraphrt as rt
 from pygraphrt import errors
 from pygraphrt.enums import CaptureStatus, DependencyType, EdgeData, NodeType
 
+from .backends import selected
+
 # ------------------------------------------------------------------------------ the language
 BUF_SIZES = (100, 600, 1000, 2900)   # not multiples of 256: an end address never starts another buffer
 MODES = ("global", "thread_local", "relaxed")
@@ -938,26 +940,19 @@ def active_backend(vendor: str, order: str | None = None) -> Iterator[Any]:
     Every object made in the block must be gone after it (collected, then checked);
     ``order`` sets the simulator's node order (``"random:SEED"``) for the block.
     """
-    from pygraphrt import _runtime
-
-    with _runtime._state.lock:
-        saved = _runtime._state.active
-        backend = _runtime.load(vendor)
-        _runtime._state.active = backend
-    before = len(backend.live)
-    if order is not None and vendor == "sim":
-        mode, _, seed = order.partition(":")
-        backend.runtime.set_order(mode, int(seed) if seed else None)
-    try:
-        yield backend
-    finally:
+    with selected(vendor) as backend:
+        before = len(backend.live)
         if order is not None and vendor == "sim":
-            backend.runtime.set_order("creation")
-        gc.collect()
-        with _runtime._state.lock:
-            _runtime._state.active = saved
-        leaked = len(backend.live) - before
-        assert leaked <= 0, f"{leaked} {vendor} object(s) of the program are still alive"
+            mode, _, seed = order.partition(":")
+            backend.runtime.set_order(mode, int(seed) if seed else None)
+        try:
+            yield backend
+        finally:
+            if order is not None and vendor == "sim":
+                backend.runtime.set_order("creation")
+            gc.collect()
+    leaked = len(backend.live) - before
+    assert leaked <= 0, f"{leaked} {vendor} object(s) of the program are still alive"
 
 
 def run_program(program: tuple, vendor: str, order: str | None = None,

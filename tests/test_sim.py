@@ -28,6 +28,8 @@ from pygraphrt import errors, sim
 from pygraphrt.enums import (PORT_PROGRAMMATIC, CaptureMode, CaptureStatus, DependencyType, EdgeData,
                              GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
 
+from .backends import selected
+
 REPO = Path(__file__).resolve().parent.parent
 N = 4096
 # subprocesses import this checkout first, then whatever the environment already had (the GPU
@@ -38,18 +40,11 @@ DEVICE_BASE, DEVICE_END = 0x0D00_0000_0000_0000, 0x0D00_0100_0000_0000  # simula
 
 @pytest.fixture(scope="module", autouse=True)
 def sim_backend():
-    from pygraphrt import _runtime
-
-    with _runtime._state.lock:
-        saved = _runtime._state.active
-        backend = _runtime.load("sim")
-        _runtime._state.active = backend
-    try:
-        yield backend
-    finally:
-        backend.runtime.set_order("creation")
-        with _runtime._state.lock:
-            _runtime._state.active = saved
+    with selected("sim") as backend:
+        try:
+            yield backend
+        finally:
+            backend.runtime.set_order("creation")
 
 
 @pytest.fixture(autouse=True)

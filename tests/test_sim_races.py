@@ -22,23 +22,16 @@ import pygraphrt as rt
 from pygraphrt import errors, sim
 from pygraphrt.enums import NodeType, UpdateResult
 
+from .backends import selected
+
 REPO = Path(__file__).resolve().parent.parent
 N = 4096
 
 
 @pytest.fixture(scope="module", autouse=True)
 def sim_backend():
-    from pygraphrt import _runtime
-
-    with _runtime._state.lock:
-        saved = _runtime._state.active
-        backend = _runtime.load("sim")
-        _runtime._state.active = backend
-    try:
+    with selected("sim") as backend:
         yield backend
-    finally:
-        with _runtime._state.lock:
-            _runtime._state.active = saved
 
 
 @pytest.fixture(autouse=True)
