@@ -1284,3 +1284,20 @@ def test_readme_simulator_examples_run_on_sim():
     lines = r.stdout.splitlines()
     assert lines[0] == "['KERNEL', 'KERNEL'] 1" and lines[1] == "[0. 1. 2. 3.]"
     assert len(lines) == 3 and "KERNEL node 0 'scale'" in lines[2] and "no path between them" in lines[2]
+
+
+def test_a_dropped_active_capture_stops_deferring_frees():
+    """Finalizers' destroys wait while a capture is active; a Capture object dropped while still
+    active (its stream gone too) must not keep them waiting for ever."""
+    import gc
+
+    from pygraphrt._handles import captures
+
+    before = captures.active
+    s = rt.Stream()
+    cap = s.capture()
+    cap.begin()
+    assert captures.active == before + 1
+    del cap, s
+    gc.collect()
+    assert captures.active == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -38,6 +39,7 @@ class Capture:
                  dependencies: Sequence["Node"] | None, edges: Sequence[EdgeData] | None,
                  pool: Any = None) -> None:
         self.stream = stream
+        self._active_token: weakref.finalize | None = None  # see begin()
         self.mode = capture_mode(mode, "Stream.capture")
         self._target = graph
         self._deps = list(dependencies or ())
@@ -70,7 +72,8 @@ class Capture:
         self._streams.add(stream)
 
     def _leave(self) -> None:
-        captures.ended()  # end() and abort() leave exactly once, after begin() made it active
+        if self._active_token is not None:  # end() and abort() leave once, after begin() made it active
+            self._active_token()
         for st in self._streams:
             if st._capture is self:
                 st._capture = None
@@ -114,6 +117,8 @@ class Capture:
             raise
         self._state = "active"
         captures.began()
+        # exactly once: at end()/abort(), or when this object is dropped while still active
+        self._active_token = weakref.finalize(self, captures.ended)
         self._join(s)
 
     def _begin_into_target(self, mode: int) -> None:
