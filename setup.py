@@ -1,8 +1,8 @@
 """Optional install-time hook: build the compiled fast path (cffi API mode) when possible.
 
-``pip install`` of a source tree runs this; where a C compiler, cffi and pycparser and the
-pinned headers (``python -m bindgen fetch``) are present, the runtime bindings' extensions
-are compiled into the installed package.  Anything missing -- or any failure -- is skipped
+``pip install`` of a source tree runs this; where a C compiler, cffi and pycparser are
+present, the runtime bindings' extensions are compiled into the installed package from the
+committed sources (``pygraphrt/_bindings/<name>/fast_source.json``).  Anything missing -- or any failure -- is skipped
 silently: pygraphrt then runs in pure-Python cffi ABI mode, as always.  Editable installs
 skip it (run ``python -m bindgen build-fast`` in the checkout instead).
 """
@@ -20,7 +20,7 @@ class build_py_with_fast_path(build_py):
             return
         try:
             _build_fast(Path(self.build_lib) / "pygraphrt" / "_fastlib")
-        except Exception:  # optional: no compiler, no headers, no cffi -> ABI mode
+        except Exception:  # optional: no compiler, no cffi -> ABI mode
             pass
 
 
@@ -30,14 +30,12 @@ def _build_fast(out_dir):
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bindgen import fast
     from bindgen.generate import fast_source_of
-    from bindgen.headersets import HEADER_SETS, include_roots
+    from bindgen.headersets import HEADER_SETS
 
     if fast.have_compiler() is None:
         return
-    for name in fast.FAST_BINDINGS:
-        hs = HEADER_SETS[name]
-        include_roots(hs)  # FetchError when the pinned headers are not in the cache: skip all
-        fast.compile_source(fast_source_of(hs), out_dir)
+    for name in fast.FAST_BINDINGS:  # from the committed sources: no headers needed
+        fast.compile_source(fast_source_of(HEADER_SETS[name]), out_dir)
 
 
 setup(cmdclass={"build_py": build_py_with_fast_path})

@@ -16,8 +16,10 @@ module whose calls are plain C calls:
   lookup, hence NotSupported naming the API) instead of calling NULL.
 
 No vendor header or toolkit is needed to compile: the declarations come from the
-generated cdef.  The extension is never committed; ``python -m bindgen build-fast``
-builds it into ``pygraphrt/_fastlib/`` (see README, "Compiled fast path").
+generated cdef.  Its source is committed beside each binding (``fast_source.json``,
+checked by ``bindgen --check`` like the rest); the compiled extension is never committed:
+``python -m bindgen build-fast`` builds it into ``pygraphrt/_fastlib/`` (see README,
+"Compiled fast path").
 """
 
 from __future__ import annotations
@@ -63,6 +65,26 @@ class FastSource:
     cdef: str  # given to cffi (the ABI cdef + the helpers)
     cdef_packed: str
     c_source: str  # given to set_source
+
+
+#: The committed file (beside each binding's ``_ffi.py``) that holds a :class:`FastSource`.
+SOURCE_FILE = "fast_source.json"
+
+
+def source_json(src: FastSource) -> str:
+    """The committed form of ``src`` (stable: keys sorted, one field per line)."""
+    import json
+
+    return json.dumps({"name": src.name, "cdef": src.cdef, "cdef_packed": src.cdef_packed,
+                       "c_source": src.c_source}, indent=1, sort_keys=True) + "\n"
+
+
+def load_source(path: Path) -> FastSource:
+    """The :class:`FastSource` committed at ``path``."""
+    import json
+
+    d = json.loads(path.read_text())
+    return FastSource(d["name"], d["cdef"], d["cdef_packed"], d["c_source"])
 
 
 def _symbols(functions: dict[str, Function]) -> list[Function]:

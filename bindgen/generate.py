@@ -122,6 +122,13 @@ def generate(hs: HeaderSet, override_include: Path | None = None,
         "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants, since),
         "manifest.json": emit.manifest_json(data),
     }
+    from . import fast
+
+    if hs.name in fast.FAST_BINDINGS and history_version is None and override_include is None:
+        # The compiled fast path's source, committed like the rest, so that building it
+        # (python -m bindgen build-fast, pip install) needs a C compiler but no headers.
+        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(files["_ffi.py"]))
+        files[fast.SOURCE_FILE] = fast.source_json(src)
     return Generated(hs.name, files, data)
 
 
@@ -152,10 +159,8 @@ def all_sets() -> list[HeaderSet]:
 
 def fast_source_of(hs: HeaderSet):
     """The API-mode extension source of ``hs`` (:mod:`bindgen.fast`), tied by hash to the
-    ABI module the same pipeline emits."""
+    ABI module the same pipeline emits: the committed one (``bindgen --check`` proves it is
+    what the pinned headers give), so no headers are needed."""
     from . import fast
 
-    p = run_pipeline(list(hs.headers), include_roots(hs), hs.defines, hs.api_headers,
-                     hs.constant_prefixes, hs.per_thread_define, hs.per_thread_suffixes)
-    abi_text = emit.ffi_module_source(f"pygraphrt._bindings.{hs.name}._ffi", p.cdef, p.cdef_packed)
-    return fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(abi_text))
+    return fast.load_source(BINDINGS_DIR / hs.name / fast.SOURCE_FILE)
