@@ -124,33 +124,29 @@ class SimRuntime:
             raise SimError("InvalidResourceHandle", f"{v:#x} is not a live stream")
         return s
 
-    def _event(self, h: Any) -> Event:
+    @staticmethod
+    def _live(table: dict[int, Any], h: Any, code: str, what: str) -> Any:
+        """The live object of handle ``h`` in ``table``; else ``code`` naming NULL or the handle."""
         v = addr(h)
-        e = self.events.get(v)
-        if e is None:
-            raise SimError("InvalidResourceHandle", f"{v:#x} is not a live event")
-        return e
+        obj = table.get(v)
+        if obj is None:
+            raise SimError(code, f"NULL {what}" if v == 0 else f"{v:#x} is not a live {what}")
+        return obj
+
+    def _event(self, h: Any) -> Event:
+        ev: Event = self._live(self.events, h, "InvalidResourceHandle", "event")
+        return ev
 
     def _graph(self, h: Any) -> Graph:
-        v = addr(h)
-        g = self.graphs.get(v)
-        if g is None:
-            raise SimError("InvalidValue", "NULL graph" if v == 0 else f"{v:#x} is not a live graph")
+        g: Graph = self._live(self.graphs, h, "InvalidValue", "graph")
         return g
 
     def _node(self, h: Any) -> Node:
-        v = addr(h)
-        n = self.nodes.get(v)
-        if n is None:
-            raise SimError("InvalidValue", "NULL node" if v == 0 else f"{v:#x} is not a live graph node")
+        n: Node = self._live(self.nodes, h, "InvalidValue", "graph node")
         return n
 
     def _exec(self, h: Any) -> Exec:
-        v = addr(h)
-        e = self.execs.get(v)
-        if e is None:
-            raise SimError("InvalidValue", "NULL executable graph" if v == 0 else
-                           f"{v:#x} is not a live executable graph")
+        e: Exec = self._live(self.execs, h, "InvalidValue", "executable graph")
         return e
 
     def _kernel(self, h: Any) -> _kernels.SimKernel:
