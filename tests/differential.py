@@ -1062,4 +1062,23 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("graph",),
         ("memcpy", 0, (), 0, 0, 0, 0, "zero", 0), ("instantiate", 0), ("launch", 0, 0),
     )),
+    # found on the H100 on 2026-11-24 (three runtimes side by side)
+    ("gpu-captured-memset-unchecked-bounds", (  # CUDA 12.9/13.0/13.5 capture a memset past the end
+        ("buf", 0), ("graph",), ("capture", 1, "global", None, (("memset", 1, 0, 0, "over", 0, 0),)),
+        ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-unsafe-call-after-invalidation", (  # CUDA 12.9: an event query in an invalidated global capture
+        ("buf", 0), ("graph",), ("exec_memset", 0, 0, 0, 0, "fit", 0, 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("memset", 0, 0, 0, "fit", 0, 0),
+                                        ("sync", 0), ("query", 0))),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-wait-on-event-of-invalidated-capture", (  # CUDA 13.0: InvalidValue, the stream cannot join
+        ("buf", 0), ("graph",), ("graph",),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("record", 0, 0), ("devsync",),
+                                        ("wait", 1, 0))),
+        ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("instantiate", 0), ("launch", 0, 0),
+    )),
+
 ]

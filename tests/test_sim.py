@@ -1301,3 +1301,7 @@ def test_a_dropped_active_capture_stops_deferring_frees():
     del cap, s
     gc.collect()
     assert captures.active == before
+    # and the runtime's capture was ended: a global-mode capture left running would refuse
+    # every later allocation ("potentially unsafe" calls) for ever
+    assert not [c for c in sim.runtime().captures if not c.ended]
+    rt.malloc(64).close()

@@ -72,8 +72,9 @@ class Capture:
         self._streams.add(stream)
 
     def _leave(self) -> None:
-        if self._active_token is not None:  # end() and abort() leave once, after begin() made it active
-            self._active_token()
+        token, self._active_token = self._active_token, None
+        if token is not None and token.detach() is not None:  # leave once, after begin() made it active
+            captures.ended()
         for st in self._streams:
             if st._capture is self:
                 st._capture = None
@@ -117,8 +118,13 @@ class Capture:
             raise
         self._state = "active"
         captures.began()
-        # exactly once: at end()/abort(), or when this object is dropped while still active
-        self._active_token = weakref.finalize(self, captures.ended)
+        # This capture's share of ``captures`` ends exactly once: at end()/abort() (``_leave``),
+        # or, when this object is dropped while still active, in this finalizer, which also
+        # ends the capture in the runtime.  Left running, a global-mode capture would refuse
+        # every thread's cudaMalloc and synchronizations for ever.  It holds raw handles only:
+        # the stream's destroy is deferred until the share ends, so the handle is still good.
+        target = weakref.ref(self._target) if self._target is not None else None
+        self._active_token = weakref.finalize(self, _end_dropped_capture, s.backend, s.handle, target)
         self._join(s)
 
     def _begin_into_target(self, mode: int) -> None:
@@ -130,32 +136,8 @@ class Capture:
     def _ensure_not_capturing(self) -> None:
         """After a failure: leave the stream not capturing and free what was captured."""
         s = self.stream
-        ops = s.backend.ops
-        try:
-            if s.capture_status() is CaptureStatus.NONE:
-                return
-        except errors.GraphRTError:
-            return
-        out = s.backend.ffi.new(f"{ops.prefix}Graph_t *")
-        rc = ops.fn("StreamEndCapture")(s.handle, out)
-        if out[0] != s.backend.ffi.NULL and self._target is None:
-            ops.fn("GraphDestroy")(out[0])
-        if rc:
-            self._check_target_survived()
-
-    def _check_target_survived(self) -> None:
-        """After a capture into an existing graph ended in failure: CUDA 12.9 and 13.0
-        destroy that graph (every later call on it, GraphDestroy included, returns
-        InvalidValue).  Then the Graph object forgets its handle instead of destroying it
-        again (a reused handle would be someone else's graph)."""
-        target = self._target
-        if target is None or target._handle is None:
-            return
-        b = target._backend
-        n = b.ffi.new("size_t *")
-        if b.ops.fn("GraphGetNodes")(target._handle, b.ffi.NULL, n):
-            target._runtime_destroyed("the runtime destroyed this graph when the capture into it failed "
-                           f"({b.ops.prefix}StreamEndCapture of an invalidated capture)")
+        if s._handle is not None:
+            _end_leftover(s.backend, s.handle, self._target)
 
     def info(self) -> CaptureInfo:
         """Status, capture id, the graph being built and the current dependencies (with edge data)."""
@@ -253,7 +235,8 @@ class Capture:
         self._leave()
         if rc:
             self._ensure_not_capturing()
-            self._check_target_survived()
+            if self._target is not None:
+                _check_target_survived(self._target)
             failed = s._capture_failure
             raise ops.error(rc, f"{ops.prefix}StreamEndCapture",
                             detail=f"the capture was invalidated by {failed}" if failed else "")
@@ -285,3 +268,44 @@ class Capture:
         self._ensure_not_capturing()
         if self._live_graph is not None:
             self._live_graph._handle = None
+
+
+def _end_leftover(backend: Any, stream_handle: Any, target: Graph | None) -> None:
+    """Leave the stream not capturing; free what was captured unless it went into ``target``."""
+    ops = backend.ops
+    ffi = backend.ffi
+    status = ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
+    # the status 0 is "none" in every vendor's table (cudaStreamCaptureStatusNone, hipStreamCaptureStatusNone)
+    if ops.fn("StreamIsCapturing")(stream_handle, status) or status[0] == 0:
+        return
+    out = ffi.new(f"{ops.prefix}Graph_t *")
+    rc = ops.fn("StreamEndCapture")(stream_handle, out)
+    if out[0] != ffi.NULL and target is None:
+        ops.fn("GraphDestroy")(out[0])
+    if rc and target is not None:
+        _check_target_survived(target)
+
+
+def _check_target_survived(target: Graph) -> None:
+    """After a capture into an existing graph ended in failure: CUDA 12.9 and 13.0 destroy
+    that graph (every later call on it, GraphDestroy included, returns InvalidValue).  Then
+    the Graph object forgets its handle instead of destroying it again (a reused handle
+    would be someone else's graph)."""
+    if target._handle is None:
+        return
+    b = target._backend
+    n = b.ffi.new("size_t *")
+    if b.ops.fn("GraphGetNodes")(target._handle, b.ffi.NULL, n):
+        target._runtime_destroyed("the runtime destroyed this graph when the capture into it failed "
+                                  f"({b.ops.prefix}StreamEndCapture of an invalidated capture)")
+
+
+def _end_dropped_capture(backend: Any, stream_handle: Any, target: "weakref.ref[Graph] | None") -> None:
+    """Finalizer of a Capture dropped while active (see ``Capture.begin``)."""
+    try:
+        # a finalizer must not raise; a failure here leaves what the runtime left
+        _end_leftover(backend, stream_handle, target() if target is not None else None)
+    except Exception:
+        pass
+    finally:
+        captures.ended()

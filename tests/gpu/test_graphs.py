@@ -612,3 +612,20 @@ def test_failed_capture_into_a_graph_leaves_the_graph_destroyed_and_safe(stream,
     h.instantiate().launch(stream)
     stream.synchronize()
     assert bufs[0].to_bytes(2) == b"\x03\x03"
+
+
+def test_a_capture_dropped_while_active_is_ended_in_the_runtime():
+    """A Capture object dropped mid-capture (with its stream) ends the capture in the runtime:
+    a global-mode capture left running would refuse every thread's cudaMalloc for ever."""
+    import gc
+
+    s = rt.Stream()
+    buf = rt.malloc(64)
+    cap = s.capture("global")
+    cap.begin()
+    s.memset(buf, 1, 64)
+    del cap, s
+    gc.collect()
+    rt.malloc(1 << 20).close()  # refused (StreamCaptureUnsupported) while a global capture runs
+    rt.current_device().synchronize()
+    buf.close()

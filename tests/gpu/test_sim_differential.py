@@ -20,9 +20,24 @@ from .. import differential as D
 pytestmark = pytest.mark.gpu
 
 
+def _record(program: tuple, diff: str) -> None:
+    # Hypothesis reports the shrunk program only when the test ends; a device call that runs
+    # out of time would lose it.  So each failing program is written as soon as it is seen:
+    # the file's last entry is the smallest counterexample found so far.
+    report_dir = os.environ.get("PYGRAPHRT_GPU_REPORT_DIR")
+    if not report_dir:
+        return
+    runtime = os.environ.get("PYGRAPHRT_EXPECT_BINDING", "cuda") + os.environ.get("PYGRAPHRT_EXPECT_RUNTIME", "")
+    path = os.path.join(report_dir, f"differential-failures-{runtime}.txt")
+    with open(path, "a") as f:
+        f.write(f"{program!r}\n# {diff}\n\n")
+
+
 def _check(program: tuple) -> None:
     a, b = D.compare(program, "cuda", "sim")
     diff = D.first_difference(a, b)
+    if diff is not None:
+        _record(program, diff)
     assert diff is None, f"cuda (A) and sim (B) differ for\n{program!r}\n{diff}"
 
 

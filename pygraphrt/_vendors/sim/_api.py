@@ -202,10 +202,13 @@ class SimRuntime:
         mode = self.thread.mode
         if mode == RELAXED:
             return []
+        # an invalidated capture forbids them too until it is ended (CUDA 12.9 refuses an event
+        # query during an invalidated global capture: differential test, regression
+        # gpu-unsafe-call-after-invalidation)
         me = threading.get_ident()
-        out = [c for c in self.captures if c.active and c.thread == me and c.mode != RELAXED]
+        out = [c for c in self.captures if not c.ended and c.thread == me and c.mode != RELAXED]
         if mode == GLOBAL:
-            out += [c for c in self.captures if c.active and c.thread != me and c.mode == GLOBAL]
+            out += [c for c in self.captures if not c.ended and c.thread != me and c.mode == GLOBAL]
         return out
 
     def _unsafe(self, what: str) -> None:
@@ -395,18 +398,18 @@ class SimRuntime:
         self._submit(st, "cudaMemcpyAsync", lambda: (MEMCPY, MemcpyP.one_d(d, s, count, kind)),
                      lambda: self._copy(d, s, count, kind, "cudaMemcpyAsync"))
 
-    def _memset(self, p: MemsetP, what: str, error: str = "InvalidValue") -> None:
+    def _memset(self, p: MemsetP, what: str, error: str = "InvalidValue", node: bool = False) -> None:
         if not p.width or not p.height:
             return
         es = p.element_size
         pattern = (p.value & ((1 << (8 * es)) - 1)).to_bytes(es, "little") * p.width
         if p.height == 1:
-            self.memory.view(p.dst, len(pattern), what, error)[:] = pattern
+            self.memory.view(p.dst, len(pattern), what, error, node)[:] = pattern
             return
         for row in range(p.height):
-            self.memory.view(p.dst + row * p.pitch, len(pattern), what, error)[:] = pattern
+            self.memory.view(p.dst + row * p.pitch, len(pattern), what, error, node)[:] = pattern
 
-    def _check_memset(self, p: MemsetP, what: str) -> None:
+    def _check_memset(self, p: MemsetP, what: str, bounds: bool = True) -> None:
         if p.element_size not in (1, 2, 4):
             raise SimError("InvalidValue", f"{what}: element size {p.element_size} is not 1, 2 or 4")
         if not self.memory.is_device(p.dst):
@@ -418,12 +421,16 @@ class SimRuntime:
             raise SimError("InvalidValue", f"{what}: pitch {p.pitch} is less than a row ({row} bytes)")
         if p.width and p.height:
             span = (p.height - 1) * p.pitch + row
-            self.memory.check_range(p.dst, span, what)
+            self.memory.check_range(p.dst, span if bounds else 1, what)
 
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
         p = MemsetP(addr(dst), count, value & 0xFF, 1, count, 1)
-        self._check_memset(p, "cudaMemsetAsync")
+        # CUDA checks that an eager memset stays inside its allocation, not a captured one
+        # (CUDA 12.9, 13.0 and 13.5 capture a memset running 1 byte past a 100-byte buffer:
+        # differential test, regression gpu-captured-memset-unchecked-bounds); the node then
+        # writes into the allocation's padding when it runs
+        self._check_memset(p, "cudaMemsetAsync", bounds=st.capture is None)
         if not count and st.capture is not None:
             return  # nothing to set: CUDA 13.0 adds no node to the capture (differential test)
         self._submit(st, "cudaMemsetAsync", lambda: (MEMSET, p), lambda: self._memset(p, "cudaMemsetAsync"))
@@ -614,6 +621,11 @@ class SimRuntime:
                 self._legacy_check(st, "cudaStreamWaitEvent")
             return  # outside a capture: the event's work is done (synchronous simulation)
         if ecap.status != STATUS_ACTIVE:
+            if cap is None:
+                # a stream outside any capture cannot join an invalidated one: CUDA 13.0 answers
+                # InvalidValue (differential test, regression gpu-wait-on-event-of-invalidated-capture)
+                raise SimError("InvalidValue", f"the event was recorded in {ecap.describe()}, which was "
+                                               f"invalidated ({ecap.reason}); no stream can join it")
             raise SimError("StreamCaptureInvalidated", f"the event belongs to {ecap.describe()}, which was "
                                                        f"invalidated ({ecap.reason})")
         if cap is None:
@@ -1654,7 +1666,7 @@ class SimRuntime:
         t, p = n.type, n.params
         what = f"graph node {TYPE_NAMES.get(t, t)} (local id {n.local_id})"
         if t == MEMSET:
-            self._memset(p, what, "IllegalAddress")
+            self._memset(p, what, "IllegalAddress", node=True)
         elif t == MEMCPY:
             self._memcpy(p, what, "IllegalAddress")
         elif t == KERNEL:

@@ -37,6 +37,15 @@ DEVICE_MEMORY_END = DEVICE_MEMORY_BASE + 16 * SPAN_PER_DEVICE
 ALIGN = 256  # cudaMalloc's guaranteed alignment
 
 
+def padded(size: int) -> int:
+    """The bytes an allocation of ``size`` really spans: up to the next ALIGN boundary.
+
+    A graph node whose range the runtime did not check (a memset captured from a stream: CUDA
+    checks the bounds of an eager memset but not of a captured one) may write into this
+    padding when it runs, harmlessly, as on the GPU."""
+    return max(ALIGN, (size + ALIGN - 1) // ALIGN * ALIGN)
+
+
 def is_device_address(address: int) -> bool:
     return DEVICE_MEMORY_BASE <= address < DEVICE_MEMORY_END
 
@@ -229,7 +238,7 @@ class Memory:
     def malloc(self, device: int, size: int) -> Block:
         self._check_room(device, size)
         b = Block(self.spaces[device].take(size), size, device, "malloc")
-        b.data = bytearray(size)
+        b.data = bytearray(padded(size))
         self.malloc_bytes[device] += size
         return self._insert(b)
 
@@ -237,7 +246,7 @@ class Memory:
         self._check_room(pool.device, max(0, size - pool.free))
         pool.take(size)
         b = Block(self.spaces[pool.device].take(size), size, pool.device, "async")
-        b.data = bytearray(size)
+        b.data = bytearray(padded(size))
         b.pool = pool
         return self._insert(b)
 
@@ -265,7 +274,7 @@ class Memory:
         if block.phys is None or block.exec_owner is None:
             self._check_room(block.device, max(0, block.size - self.graph[block.device].free))
             self.graph[block.device].acquire(block.size)
-            block.phys = bytearray(block.size)
+            block.phys = bytearray(padded(block.size))
             block.exec_owner = exec_
             exec_.phys_blocks.append(block)
         block.data = block.phys
@@ -305,9 +314,11 @@ class Memory:
         self.graph[device].free = 0
 
     # -- access ------------------------------------------------------------------------------
-    def view(self, address: int, n: int, what: str = "access", error: str = "InvalidValue") -> memoryview:
+    def view(self, address: int, n: int, what: str = "access", error: str = "InvalidValue",
+             into_padding: bool = False) -> memoryview:
         """A writable view of ``n`` bytes at ``address``: device memory or, outside the device
-        range, host memory in place."""
+        range, host memory in place.  ``into_padding``: the range may run into the allocation's
+        alignment padding (a graph node running; see ``padded``)."""
         if address == 0:
             raise SimError(error, f"{what}: NULL pointer")
         if is_device_address(address):
@@ -319,7 +330,7 @@ class Memory:
                         "was freed)" if b.kind == "graph" else "freed memory"
                 raise SimError(error, f"{what}: {address:#x} is {state}")
             off = address - b.base
-            if off + n > b.size:
+            if off + n > (len(b.data) if into_padding else b.size):
                 raise SimError(error, f"{what}: {n} bytes at {address:#x} run past the end of the "
                                       f"{b.size}-byte allocation at {b.base:#x}")
             return memoryview(b.data)[off:off + n]
