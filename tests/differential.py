@@ -1081,4 +1081,9 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("instantiate", 0), ("launch", 0, 0),
     )),
 
+    ("gpu-invalidated-capture-refuses-first", (  # CUDA 13.0/13.5: StreamCaptureInvalidated, not InvalidValue
+        ("buf", 0), ("graph",), ("instantiate", 0), ("dep", 0, ((0, 0),), False, 0),
+        ("capture", 0, "global", None, (("devsync",), ("memcpy", 0, 0, 0, 0, 0, "over", 0))),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]

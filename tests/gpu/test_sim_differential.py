@@ -20,20 +20,35 @@ from .. import differential as D
 pytestmark = pytest.mark.gpu
 
 
+def _report_path(what: str) -> str | None:
+    report_dir = os.environ.get("PYGRAPHRT_GPU_REPORT_DIR")
+    if not report_dir:
+        return None
+    runtime = os.environ.get("PYGRAPHRT_EXPECT_BINDING", "cuda") + "-" + os.environ.get("PYGRAPHRT_EXPECT_RUNTIME", "")
+    return os.path.join(report_dir, f"differential-{what}-{runtime.rstrip('-')}.txt")
+
+
 def _record(program: tuple, diff: str) -> None:
     # Hypothesis reports the shrunk program only when the test ends; a device call that runs
     # out of time would lose it.  So each failing program is written as soon as it is seen:
     # the file's last entry is the smallest counterexample found so far.
-    report_dir = os.environ.get("PYGRAPHRT_GPU_REPORT_DIR")
-    if not report_dir:
-        return
-    runtime = os.environ.get("PYGRAPHRT_EXPECT_BINDING", "cuda") + os.environ.get("PYGRAPHRT_EXPECT_RUNTIME", "")
-    path = os.path.join(report_dir, f"differential-failures-{runtime}.txt")
-    with open(path, "a") as f:
-        f.write(f"{program!r}\n# {diff}\n\n")
+    path = _report_path("failures")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{program!r}\n# {diff}\n\n")
+
+
+def _announce(program: tuple) -> None:
+    # The program about to run, written before it runs: if the runtime crashes the process
+    # (a segmentation fault in the vendor library), this file names the program that did it.
+    path = _report_path("current")
+    if path:
+        with open(path, "w") as f:
+            f.write(f"{program!r}\n")
 
 
 def _check(program: tuple) -> None:
+    _announce(program)
     a, b = D.compare(program, "cuda", "sim")
     diff = D.first_difference(a, b)
     if diff is not None:

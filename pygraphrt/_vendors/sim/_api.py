@@ -386,9 +386,19 @@ class SimRuntime:
         self._unsafe("cudaMemcpy")
         self._copy(d, s, count, kind, "cudaMemcpy")
 
+    def _refuse_if_invalidated(self, st: Stream, what: str) -> None:
+        """Work on a stream whose capture is invalidated is refused before its arguments are
+        checked (CUDA 13.0/13.5: a memcpy past the end there is StreamCaptureInvalidated, not
+        InvalidValue -- differential test, regression gpu-invalidated-capture-refuses-first)."""
+        cap = st.capture
+        if cap is not None and cap.status != STATUS_ACTIVE:
+            raise SimError("StreamCaptureInvalidated", f"{what}: {cap.describe()} was invalidated "
+                                                       f"({cap.reason}); end it first")
+
     def cudaMemcpyAsync(self, dst: Any, src: Any, count: int, kind: int, stream: Any) -> None:
         d, s = addr(dst), addr(src)
         st = self._stream(stream)
+        self._refuse_if_invalidated(st, "cudaMemcpyAsync")
         self._check_kind(d, s, kind, "cudaMemcpyAsync")
         if count:
             self.memory.check_range(d, count, "cudaMemcpyAsync destination")
@@ -425,6 +435,7 @@ class SimRuntime:
 
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
+        self._refuse_if_invalidated(st, "cudaMemsetAsync")
         p = MemsetP(addr(dst), count, value & 0xFF, 1, count, 1)
         # CUDA checks that an eager memset stays inside its allocation, not a captured one
         # (CUDA 12.9, 13.0 and 13.5 capture a memset running 1 byte past a 100-byte buffer:
