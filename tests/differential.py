@@ -1086,4 +1086,15 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("capture", 0, "global", None, (("devsync",), ("memcpy", 0, 0, 0, 0, 0, "over", 0))),
         ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-zero-copy-in-invalidated-capture", (  # CUDA 12.9: a zero-byte copy there succeeds, adds nothing
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 1, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("devsync",),
+                                        ("memcpy", 1, 0, 0, 0, 0, "zero", 0))),
+        ("exec_enable", 0, 0, False), ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-capture-to-graph-duplicate-dependency", (  # CUDA 13.0/13.5: one dependency, one edge
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("capture", 0, "global", (0, (0, 0)), (("host", 0),)),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]

@@ -398,13 +398,15 @@ class SimRuntime:
     def cudaMemcpyAsync(self, dst: Any, src: Any, count: int, kind: int, stream: Any) -> None:
         d, s = addr(dst), addr(src)
         st = self._stream(stream)
-        self._refuse_if_invalidated(st, "cudaMemcpyAsync")
         self._check_kind(d, s, kind, "cudaMemcpyAsync")
+        if not count and st.capture is not None:
+            # nothing to copy: no node, and no error even in an invalidated capture (CUDA 12.9:
+            # differential test, regression gpu-zero-copy-in-invalidated-capture)
+            return
+        self._refuse_if_invalidated(st, "cudaMemcpyAsync")
         if count:
             self.memory.check_range(d, count, "cudaMemcpyAsync destination")
             self.memory.check_range(s, count, "cudaMemcpyAsync source")
-        elif st.capture is not None:
-            return  # nothing to copy: no node in a capture (as CUDA does for a zero-byte memset)
         self._submit(st, "cudaMemcpyAsync", lambda: (MEMCPY, MemcpyP.one_d(d, s, count, kind)),
                      lambda: self._copy(d, s, count, kind, "cudaMemcpyAsync"))
 
@@ -435,8 +437,9 @@ class SimRuntime:
 
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
-        self._refuse_if_invalidated(st, "cudaMemsetAsync")
         p = MemsetP(addr(dst), count, value & 0xFF, 1, count, 1)
+        if count:  # a zero-byte memset returns before the capture is looked at, as a copy does
+            self._refuse_if_invalidated(st, "cudaMemsetAsync")
         # CUDA checks that an eager memset stays inside its allocation, not a captured one
         # (CUDA 12.9, 13.0 and 13.5 capture a memset running 1 byte past a 100-byte buffer:
         # differential test, regression gpu-captured-memset-unchecked-bounds); the node then
@@ -691,7 +694,10 @@ class SimRuntime:
         cap = Capture(st, mode, graph, target)
         graph.capture = cap
         self.captures.append(cap)
-        cap.join(st, list(zip(deps, edges)), set())
+        # a node named twice is one dependency (CUDA 13.0/13.5 capture into a graph given the
+        # same node twice and draw one edge: differential test, regression
+        # gpu-capture-to-graph-duplicate-dependency)
+        cap.join(st, merge_deps([], list(zip(deps, edges))), set())
 
     def cudaStreamBeginCapture(self, stream: Any, mode: int) -> None:
         self._begin(self._stream(stream), mode, None, [], [])
