@@ -1097,4 +1097,15 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("capture", 0, "global", (0, (0, 0)), (("host", 0),)),
         ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-instantiate-checks-captured-memset", (  # CUDA 12.9: captured past the end, refused at instantiate
+        ("buf", 0), ("graph",), ("instantiate", 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "over", 0, 0),)), ("instantiate", 1), ("launch", 0, 0),
+    )),
+    ("gpu-query-event-of-invalidated-capture", (  # CUDA 13.0/13.5: InvalidValue, not CapturedEvent
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, (("record", 0, 0), ("memset", 0, 0, 0, "fit", 0, 0),
+                                        ("memset", 0, 0, 0, "fit", 0, 0), ("sync", 0), ("query", 0))),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]

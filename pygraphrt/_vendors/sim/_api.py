@@ -855,6 +855,12 @@ class SimRuntime:
 
     def _event_check(self, ev: Event, what: str) -> None:
         cap = ev.captured()
+        if cap is not None and cap.status != STATUS_ACTIVE:
+            # recorded in a capture that is invalidated (not yet ended): CUDA 13.0/13.5 answer
+            # InvalidValue, as for an ended one (differential test, regression
+            # gpu-query-event-of-invalidated-capture)
+            raise SimError("InvalidValue", f"{what}: the event was last recorded in {cap.describe()}, "
+                                           f"which was invalidated ({cap.reason})")
         if cap is not None:
             cap.invalidate(f"{what} of an event recorded in the capture")
             raise SimError("CapturedEvent", f"{what}: the event was last recorded in {cap.describe()}; the "
@@ -1582,6 +1588,7 @@ class SimRuntime:
                                            "at a time")
         for sub in g.walk():  # cycles are refused here
             order(sub.nodes, lambda n: [d for d, _ in n.deps])
+        self._check_memset_bounds(g, what)
         ex = Exec(g, flags)
         for b in ex.alloc_blocks:
             self.memory.ref_graph(b)
@@ -1590,6 +1597,24 @@ class SimRuntime:
             ex.counts_against_source = True
         self.execs[ex.handle] = ex
         return ex
+
+    def _check_memset_bounds(self, g: Graph, what: str) -> None:
+        """A memset node running past the end of its allocation is refused at instantiation:
+        a captured memset is not checked when captured (see cudaMemsetAsync), CUDA 12.9
+        checks it here (differential test, regression gpu-instantiate-checks-captured-memset)."""
+        for sub in g.walk():
+            for n in sub.nodes:
+                if n.type != MEMSET:
+                    continue
+                p = n.params
+                b = self.memory.find(p.dst)
+                if b is None or not p.width or not p.height:
+                    continue
+                end = p.dst + (p.height - 1) * p.pitch + p.width * p.element_size
+                if end > b.base + b.size:
+                    raise SimError("InvalidValue", f"{what}: memset node (local id {n.local_id}) runs "
+                                                   f"{end - b.base - b.size} bytes past the end of the "
+                                                   f"{b.size}-byte allocation at {b.base:#x}")
 
     def cudaGraphInstantiate(self, out: Any, graph: Any, flags: int) -> None:
         self._out(out, "cudaGraphInstantiate")
