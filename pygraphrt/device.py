@@ -175,7 +175,11 @@ class Stream(Owned):
         """Copy ``count`` bytes (host or device pointers, unified addressing)."""
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
-        self._work("MemcpyAsync", _ptr(b, dst), _ptr(b, src), _count(count), kind, self.handle)
+        d, s, n = _ptr(b, dst), _ptr(b, src), _count(count)
+        if n:
+            b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n,
+                                   f"{b.ops.prefix}MemcpyAsync")
+        self._work("MemcpyAsync", d, s, n, kind, self.handle)
         self._retain(dst)
         self._retain(src)
 

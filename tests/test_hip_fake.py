@@ -183,6 +183,35 @@ def test_generic_add_node_form(fake_hip_set):
         assert "SET hipGraphNodeSetParams is not exported by this runtime (HIP 6.2, binding hip6)" in out
 
 
+def test_stream_copy_past_the_end_of_an_allocation_is_refused(fake_hip_set):
+    """Stream.memcpy looks up each device operand's allocation (hipMemGetAddressRange) and
+    refuses a range running past its end before the runtime sees it (on CUDA such a copy
+    crashed the process inside the runtime); host memory and fitting copies go through."""
+    out = run_hip(fake_hip_set, """
+        import pygraphrt as rt
+        from pygraphrt import errors
+        s = rt.Stream()
+        a, b = rt.malloc(64), rt.malloc(64)
+        host = bytearray(b"x" * 64)
+        s.memcpy(a, host, 64)
+        s.memcpy(b.ptr + 8, a.ptr, 56)
+        for dst, src, n in ((a.ptr + 60, b.ptr, 8), (a.ptr, b.ptr + 1, 64)):
+            try:
+                s.memcpy(dst, src, n)
+            except errors.InvalidValue as e:
+                assert "past the end" in str(e) and "hipMemcpyAsync" in str(e), e
+            else:
+                raise AssertionError("not refused")
+        s.memcpy(a.ptr + 60, host, 0)   # nothing to copy: nothing to check
+        back = bytearray(64)
+        s.memcpy(back, b, 64)
+        s.synchronize()
+        assert bytes(back[8:]) == b"x" * 56
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
 def test_capture_and_capture_info(fake_hip_set):
     out = run_hip(fake_hip_set, """
         import pygraphrt as rt

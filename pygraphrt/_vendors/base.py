@@ -462,6 +462,26 @@ class Vendor:
     def occupancy(self, func: Any, form: str, block_size: int, dynamic_smem: int) -> int:
         raise NotImplementedError
 
+    def allocation_range(self, address: int) -> tuple[int, int] | None:
+        """(base, size) of the device allocation holding ``address``; None for memory the
+        runtime does not know as a device allocation (host memory) or where it cannot tell."""
+        return None
+
+    def check_copy_range(self, dst: int, src: int, count: int, what: str) -> None:
+        """Refuse an eager copy running past the end of a device allocation.
+
+        Seen on an H100 with the CUDA 12.9, 13.0 and 13.5 runtimes: a cudaMemcpyAsync whose
+        device range runs a few bytes past its allocation (inside the allocation's padding)
+        is not refused -- the process dies of a segmentation fault inside the runtime.  So
+        pygraphrt looks up each device operand's allocation first (one driver call each)."""
+        for role, address in (("destination", dst), ("source", src)):
+            r = self.allocation_range(address)
+            if r is not None and address + count > r[0] + r[1]:
+                base, size = r
+                raise errors.InvalidValue(what, detail=f"the {role} range ({count} bytes at {address:#x}) runs "
+                                                       f"{address + count - base - size} bytes past the end of "
+                                                       f"its {size}-byte device allocation at {base:#x}")
+
     def kernel_launcher(self, func: Any, form: str) -> Callable[..., None]:
         """``launch(grid, block, smem, stream, argv)`` of one kernel without attributes:
         the hot path of :meth:`Kernel.launch`."""

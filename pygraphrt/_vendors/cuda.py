@@ -493,6 +493,19 @@ class CudaVendor(Vendor):
         """A driver entry point typed in the runtime binding (runtime handles pass as they are)."""
         return self.ffi.cast(cdecl, self._entry_point(api))
 
+    _address_range: Any = None  # cuMemGetAddressRange, typed, once needed
+
+    def allocation_range(self, address: int) -> tuple[int, int] | None:
+        get = self._address_range
+        if get is None:
+            get = self._address_range = self._driver_fn(
+                "cuMemGetAddressRange", "int (*)(unsigned long long *, size_t *, unsigned long long)")
+        ffi = self.ffi
+        base, size = ffi.new("unsigned long long *"), ffi.new("size_t *")
+        if get(base, size, address):  # not device memory (CUDA_ERROR_NOT_FOUND / INVALID_VALUE)
+            return None
+        return int(base[0]), int(size[0])
+
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain-launch hot path for one kernel: the driver's ``cuLaunchKernel``.
 

@@ -199,6 +199,13 @@ class HipVendor(Vendor):
                   block_size, dynamic_smem)
         return int(out[0])
 
+    def allocation_range(self, address: int) -> tuple[int, int] | None:
+        ffi = self.ffi
+        base, size = ffi.new("hipDeviceptr_t *"), ffi.new("size_t *")
+        if self.lib.hipMemGetAddressRange(base, size, ffi.cast("hipDeviceptr_t", address)):
+            return None  # not device memory
+        return int(ffi.cast("uintptr_t", base[0])), int(size[0])
+
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain-launch hot path for one kernel: ``hipModuleLaunchKernel`` with one check."""
         c_launch, null, check = self.lib.hipModuleLaunchKernel, self.ffi.NULL, self.error

@@ -607,6 +607,21 @@ hipError_t hipMemcpy(void *dst, const void *src, size_t n, hipMemcpyKind kind) {
   memmove(dst, src, n);
   return hipSuccess;
 }
+hipError_t hipMemcpyAsync(void *dst, const void *src, size_t n, hipMemcpyKind kind, hipStream_t s) {
+  if (s && s->status == hipStreamCaptureStatusActive) return capture_node(s, hipGraphNodeTypeMemcpy);
+  return hipMemcpy(dst, src, n, kind);
+}
+/* The allocation holding dptr (anywhere inside it), as the runtime answers it. */
+hipError_t hipMemGetAddressRange(hipDeviceptr_t *pbase, size_t *psize, hipDeviceptr_t dptr) {
+  const char *c = dptr;
+  for (int i = 0; i < MAXALLOC; i++)
+    if (allocations[i].ptr && c >= allocations[i].ptr && c < allocations[i].ptr + (allocations[i].size ? allocations[i].size : 1)) {
+      if (pbase) *pbase = allocations[i].ptr;
+      if (psize) *psize = allocations[i].size;
+      return hipSuccess;
+    }
+  return fail(hipErrorNotFound);
+}
 hipError_t hipSetDevice(int device) { return device ? fail(hipErrorInvalidDevice) : hipSuccess; }
 hipError_t hipDeviceSynchronize(void) { return hipSuccess; }
 hipError_t hipStreamSynchronize(hipStream_t s) {

@@ -629,3 +629,19 @@ def test_a_capture_dropped_while_active_is_ended_in_the_runtime():
     rt.malloc(1 << 20).close()  # refused (StreamCaptureUnsupported) while a global capture runs
     rt.current_device().synchronize()
     buf.close()
+
+
+def test_stream_copy_past_the_end_of_an_allocation_is_refused(stream):
+    """A D2D cudaMemcpyAsync running a few bytes past its allocation kills the process inside
+    CUDA 12.9/13.0/13.5 (seen on an H100 by the differential test); pygraphrt refuses it first
+    (cuMemGetAddressRange per device operand) and the stream stays usable."""
+    a, b = rt.malloc(100), rt.malloc(100)
+    for dst, src, n in ((a.ptr + 90, b.ptr, 16), (a.ptr, b.ptr + 4, 100)):
+        with pytest.raises(errors.InvalidValue, match="past the end"):
+            stream.memcpy(dst, src, n)
+    stream.memset(b, 7, 100)
+    stream.memcpy(a.ptr + 50, b.ptr, 50)
+    stream.synchronize()
+    assert a.to_bytes()[50:] == b"\x07" * 50
+    a.close()
+    b.close()

@@ -36,6 +36,9 @@ NOT_SIMULATED = "is not simulated: the pygraphrt simulator (sim backend) does no
 
 class SimVendor(CudaVendor):
     name = "sim"
+
+    def allocation_range(self, address: int) -> tuple[int, int] | None:
+        return None  # the simulator checks every range itself (InvalidValue), as CUDA should
     gate_by_driver = False
     sticky_errors = frozenset()
 
