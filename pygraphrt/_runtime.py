@@ -14,7 +14,6 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import errors
@@ -118,42 +117,52 @@ class Backend:
 
 
 # ---------------------------------------------------------------- finding libraries
-def _cuda_candidates() -> list[tuple[str, str]]:
-    """(path or soname, how it was found)."""
+# dlopen mode of a candidate: pygraphrt's own, or cuda-pathfinder's (it loads RTLD_GLOBAL).
+LOCAL = os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0)
+
+
+def _cuda_candidates() -> list[tuple[str, str, int]]:
+    """(path or soname, how it was found, dlopen mode)."""
     env = os.environ.get("PYGRAPHRT_CUDART")
     if env:
-        return [(env, "PYGRAPHRT_CUDART")]
-    found: list[tuple[str, str]] = []
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
+        return [(env, "PYGRAPHRT_CUDART", LOCAL)]
+    from . import _pathfinder
 
-        dl = load_nvidia_dynamic_lib("cudart")
-        if dl.abs_path:
-            found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})"))
-    except Exception as exc:  # not installed, or found nothing
-        found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}"))
+    found: list[tuple[str, str, int]] = []
+    quick = _pathfinder.site_packages_cudart()  # cuda-pathfinder's answer when it is certain
+    if quick is not None:
+        found.append((quick, _pathfinder.HOW, _pathfinder.LOAD_MODE))
+    else:
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            dl = load_nvidia_dynamic_lib("cudart")
+            if dl.abs_path:
+                found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})", LOCAL))
+        except Exception as exc:  # not installed, or found nothing
+            found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}", LOCAL))
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home:
         for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
-            p = Path(home) / "lib64" / name
-            if p.exists():
-                found.append((str(p), "CUDA_HOME"))
+            p = os.path.join(home, "lib64", name)
+            if os.path.exists(p):
+                found.append((p, "CUDA_HOME", LOCAL))
                 break
-    found += [("libcudart.so.13", "system loader"), ("libcudart.so.12", "system loader")]
+    found += [("libcudart.so.13", "system loader", LOCAL), ("libcudart.so.12", "system loader", LOCAL)]
     return found
 
 
-def _hip_candidates() -> list[tuple[str, str]]:
+def _hip_candidates() -> list[tuple[str, str, int]]:
     env = os.environ.get("PYGRAPHRT_HIP_LIB")
     if env:
-        return [(env, "PYGRAPHRT_HIP_LIB")]
+        return [(env, "PYGRAPHRT_HIP_LIB", LOCAL)]
     found = []
     for var in ("ROCM_PATH", "HIP_PATH"):
         if os.environ.get(var):
-            found.append((str(Path(os.environ[var]) / "lib" / "libamdhip64.so"), var))
-    found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm"))
-    found += [("libamdhip64.so.7", "system loader"), ("libamdhip64.so.6", "system loader"),
-              ("libamdhip64.so", "system loader")]
+            found.append((os.path.join(os.environ[var], "lib", "libamdhip64.so"), var, LOCAL))
+    found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm", LOCAL))
+    found += [("libamdhip64.so.7", "system loader", LOCAL), ("libamdhip64.so.6", "system loader", LOCAL),
+              ("libamdhip64.so", "system loader", LOCAL)]
     return found
 
 
@@ -177,8 +186,8 @@ class _State:
 _state = _State()
 
 
-def _runtime_version(vendor: str, path: str) -> tuple[int, str]:
-    lib = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0))
+def _runtime_version(vendor: str, path: str, mode: int = LOCAL) -> tuple[int, str]:
+    lib = ctypes.CDLL(path, mode=mode)
     fn = getattr(lib, "cudaRuntimeGetVersion" if vendor == "cuda" else "hipRuntimeGetVersion")
     v = ctypes.c_int(0)
     rc = fn(ctypes.byref(v))
@@ -219,17 +228,17 @@ def load(vendor: str) -> Backend:
             raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
         reasons = []
         candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
-        for cand, how in candidates:
+        for cand, how, mode in candidates:
             if not cand:
                 reasons.append(how)
                 _state.attempts.append(Attempt(vendor, "", how, "not found"))
                 continue
-            if "/" in cand and not Path(cand).exists():
+            if "/" in cand and not os.path.exists(cand):
                 _state.attempts.append(Attempt(vendor, cand, how, "no such file"))
                 reasons.append(f"{cand} ({how}): no such file")
                 continue
             try:
-                version, real = _runtime_version(vendor, cand)
+                version, real = _runtime_version(vendor, cand, mode)
             except OSError as exc:
                 _state.attempts.append(Attempt(vendor, cand, how, f"cannot load: {exc}"))
                 reasons.append(f"{cand} ({how}): {exc}")
