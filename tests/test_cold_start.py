@@ -150,3 +150,45 @@ def test_override_still_wins_and_errors_name_it():
     assert "ERR no cuda runtime library could be loaded" in r.stdout, r.stderr
     assert "/nonexistent/libcudart.so.13 (PYGRAPHRT_CUDART): no such file" in r.stdout
     assert "PF False" in r.stdout
+
+
+def test_loading_a_backend_defers_dataclasses_and_the_records_keep_their_names():
+    _wheel_cudart()
+    r = run_py("""
+        import pickle, sys, pygraphrt
+        from pygraphrt import _runtime
+        before = "dataclasses" in sys.modules
+        b = _runtime.load("cuda")
+        assert set(b.load_ms) >= {"library search", "dlopen + runtime version", "vendor tables"}, b.load_ms
+        print("DEFERRED", before or "dataclasses" not in sys.modules)
+        from pygraphrt.enums import DEFAULT_EDGE, EdgeData
+        from pygraphrt.device import DeviceInfo
+        from pygraphrt._runtime import BackendInfo
+        import dataclasses
+        e = EdgeData(1, 2)
+        assert pickle.loads(pickle.dumps(e)) == e and DEFAULT_EDGE == EdgeData()
+        assert dataclasses.replace(e, to_port=3).to_port == 3
+        print("NAMES", EdgeData.__module__, DeviceInfo.__module__, BackendInfo.__module__)
+        try:
+            pygraphrt.enums.NoSuchThing
+        except AttributeError as exc:
+            print("MISSING", exc)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert "DEFERRED True" in r.stdout
+    assert "NAMES pygraphrt.enums pygraphrt.device pygraphrt._runtime" in r.stdout
+    assert "MISSING module 'pygraphrt.enums' has no attribute 'NoSuchThing'" in r.stdout
+
+
+def test_auto_without_a_device_still_says_so_with_the_sim_hint():
+    _wheel_cudart()
+    r = run_py("""
+        import pygraphrt
+        from pygraphrt import errors
+        try:
+            pygraphrt.Stream()
+        except errors.GraphRTError as e:
+            print("ERR", type(e).__name__, e)
+    """, CUDA_VISIBLE_DEVICES="", PYGRAPHRT_HIP_LIB="/nonexistent/libamdhip64.so")
+    assert "ERR" in r.stdout, r.stderr
+    assert "PYGRAPHRT_BACKEND=sim" in r.stdout and "cudaStreamCreateWithPriority" in r.stdout
