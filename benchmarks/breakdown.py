@@ -9,8 +9,10 @@ the compiled fast path, ``PYGRAPHRT_FAST=1``) a fresh interpreter times, per cal
 exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset,
 graph.add_nodes (bulk, per node), each next to the raw ``lib.<symbol>`` call of the same
 mode with prepared arguments; "layer" is the difference.  Cold start: import, backend
-selection (library search, dlopen, binding load), the first device call -- each in fresh
-interpreters.  With the stub (``benchmarks/stub_cudart.c``, built against the pinned
+selection (the runtime's modules, then ``Backend.load_ms``: library search, dlopen and
+runtime version, binding, driver version, vendor tables), the first device call -- each in
+fresh interpreters, byte-compiled first as pip installs it -- and, apart, the library
+search a user without ``PYGRAPHRT_CUDART`` gets (whether cuda-pathfinder was imported).  With the stub (``benchmarks/stub_cudart.c``, built against the pinned
 headers) the raw call costs only the call mechanism, so the figures isolate Python
 overhead; on a GPU they are the whole thing.  ``--profile`` adds cProfile's top entries.
 """
@@ -198,20 +200,34 @@ def child(quick: bool, profile: bool) -> dict:
 
 
 COLD = ("import time; t0 = time.perf_counter(); import pygraphrt; t1 = time.perf_counter(); "
-        "from pygraphrt import _runtime; _runtime.active(); t2 = time.perf_counter(); "
-        "pygraphrt.Stream(); t3 = time.perf_counter(); "
-        "print((t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3)")
+        "from pygraphrt import _runtime; t1b = time.perf_counter(); b = _runtime.active(); "
+        "t2 = time.perf_counter(); pygraphrt.Stream(); t3 = time.perf_counter(); import json; "
+        "print(json.dumps({'import pygraphrt': (t1 - t0) * 1e3, 'backend load': (t2 - t1) * 1e3, "
+        "'  runtime modules': (t1b - t1) * 1e3, **{'  ' + k: v for k, v in getattr(b, 'load_ms', {}).items()}, "
+        "'first device call': (t3 - t2) * 1e3}))")
+# The library search as a user without PYGRAPHRT_CUDART has it (this machine's libcudart, if any):
+# cuda-pathfinder's answer, found without importing it where that is certain.
+SEARCH = ("import time, sys; t0 = time.perf_counter(); from pygraphrt import _runtime; t1 = time.perf_counter(); "
+          "c = _runtime._cuda_candidates(); t2 = time.perf_counter(); import json; "
+          "print(json.dumps({'library search, no override': (t2 - t1) * 1e3, "
+          "'  found by': c[0][1], '  cuda-pathfinder imported': 'cuda.pathfinder' in sys.modules}))")
 
 
 def cold(env: dict[str, str], runs: int) -> dict[str, float]:
-    rows = []
+    rows: list[dict] = []
+    search_env = {k: v for k, v in env.items() if k != "PYGRAPHRT_CUDART"}
     for _ in range(runs):
-        r = subprocess.run([sys.executable, "-c", COLD], capture_output=True, text=True, env=env, cwd=str(REPO))
-        if r.returncode != 0:
-            return {"error": r.stderr[-300:]}  # type: ignore[dict-item]
-        rows.append([float(x) for x in r.stdout.split()])
-    return {k: statistics.median(r[i] for r in rows)
-            for i, k in enumerate(("import pygraphrt", "backend load", "first device call"))}
+        for prog, e in ((COLD, env), (SEARCH, search_env)):
+            r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, env=e, cwd=str(REPO))
+            if r.returncode != 0:
+                return {"error": r.stderr[-300:]}  # type: ignore[dict-item]
+            rows.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    out: dict = {}
+    for k in keys:
+        vals = [r[k] for r in rows if k in r]
+        out[k] = statistics.median(vals) if isinstance(vals[0], float) else vals[-1]
+    return out
 
 
 # ------------------------------------------------------------------ parent
@@ -229,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(a.quick, a.profile)))
         return 0
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO)] + sys.path))
+    # Cold start as installed: pip byte-compiles; without it every fresh interpreter would
+    # recompile the generated binding (tens of ms) where PYTHONDONTWRITEBYTECODE is set.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "pygraphrt")],
+                   stdout=subprocess.DEVNULL, check=False)
     with tempfile.TemporaryDirectory() as tmp:
         if a.backend == "stub":
             env.update(PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(build_stub(Path(tmp))),
@@ -268,8 +288,13 @@ def report(results: dict, backend: str) -> str:
             row += (f" {v['raw']:9.3f} {v['py']:9.3f} {v['py'] - v['raw']:9.3f}" if v else " " * 30)
         lines.append(row)
     lines += ["", f"{'cold start (ms, median)':34s}" + "".join(f" {m:>9s}" for m in modes)]
-    for k in ("import pygraphrt", "backend load", "first device call"):
-        lines.append(f"{k:34s}" + "".join(f" {results[m]['cold_ms'].get(k, float('nan')):9.2f}" for m in modes))
+    keys = list(dict.fromkeys(k for m in modes for k in results[m]["cold_ms"]))
+    for k in keys:
+        vals = [results[m]["cold_ms"].get(k, float("nan")) for m in modes]
+        if all(isinstance(v, float) for v in vals):
+            lines.append(f"{k:34s}" + "".join(f" {v:9.2f}" for v in vals))
+        else:
+            lines.append(f"{k}: {vals[0]}")
     return "\n".join(lines)
 
 

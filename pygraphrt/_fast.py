@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import importlib.util
 import os
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 from . import errors
 
@@ -78,6 +79,9 @@ class FastLib:
 
 def extension_path(binding: str) -> Path | None:
     """The built extension file of ``binding`` in this installation, or None."""
+    import importlib.util
+    from pathlib import Path
+
     try:
         spec = importlib.util.find_spec(f"pygraphrt._fastlib._{binding}")
     except (ImportError, ValueError):
@@ -85,11 +89,23 @@ def extension_path(binding: str) -> Path | None:
     return Path(spec.origin) if spec is not None and spec.origin else None
 
 
-def _abi_hash(binding: str) -> str:
-    import hashlib
+def _sha256(data: bytes) -> str:
+    try:  # the interpreter's own sha256: importing hashlib (OpenSSL) costs milliseconds
+        from _sha2 import sha256  # type: ignore[import-not-found]  # Python >= 3.12
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef]  # Python <= 3.11
+        except ImportError:
+            from hashlib import sha256  # type: ignore[no-redef]
+    return str(sha256(data).hexdigest())
 
-    spec = importlib.util.find_spec(f"pygraphrt._bindings.{binding}._ffi")
-    return hashlib.sha256(Path(spec.origin).read_bytes()).hexdigest()
+
+def _abi_hash(binding: str) -> str:
+    """sha256 of the committed ABI module of ``binding`` (read as a file: importing it, or
+    asking importlib for its spec, which imports its package, would load it for nothing)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bindings", binding, "_ffi.py")
+    with open(path, "rb") as f:
+        return _sha256(f.read())
 
 
 def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
@@ -110,7 +126,7 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     ext._pgr_bind(ffi.cast("void *", handle))
     missing = frozenset(ffi.string(ext._pgr_name(i)).decode()
                         for i in range(ext._pgr_count()) if not ext._pgr_bound(i))
-    return ffi, FastLib(ext, path, missing), f"api (compiled: {Path(mod.__file__).name})"
+    return ffi, FastLib(ext, path, missing), f"api (compiled: {os.path.basename(mod.__file__ or '?')})"
 
 
 def open_binding(binding: str, path: str) -> tuple[Any, Any, str]:

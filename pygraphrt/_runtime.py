@@ -12,10 +12,9 @@ import ctypes
 import importlib
 import os
 import threading
+import time
 import weakref
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from ._vendors import VENDORS, Vendor
@@ -26,23 +25,16 @@ SIM_HINT = ("no GPU? the 'sim' backend runs graph code on the CPU: pygraphrt.use
             "PYGRAPHRT_BACKEND=sim")
 
 
-@dataclass
-class BackendInfo:
-    """What :func:`pygraphrt.backend` reports."""
+if TYPE_CHECKING:
+    from ._records import BackendInfo
 
-    vendor: str
-    binding: str
-    library_path: str
-    runtime_version: int
-    driver_version: int | None
-    device_count: int
-    device_error: str | None = None
-    # "api (compiled: ...)": the compiled fast path; "abi (why not)": cffi ABI mode.
-    ffi_mode: str = "abi"
 
-    @property
-    def runtime_version_str(self) -> str:
-        return _version_str(self.vendor, self.runtime_version)
+def __getattr__(name: str) -> Any:  # BackendInfo: a dataclass, defined on first use (._records)
+    if name in ("BackendInfo",):  # checked first: importers probe names such as __path__
+        from . import _records
+
+        return _records.lazy(globals(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def version_tuple(vendor: str, v: int) -> tuple[int, int]:
@@ -73,6 +65,10 @@ class Backend:
                 f"pygraphrt supports {supported}")
         from . import _fast
 
+        t0 = time.perf_counter()
+        # Milliseconds each stage of loading took (library search, dlopen and version,
+        # binding, driver version, vendor tables): what benchmarks/breakdown.py reports.
+        self.load_ms: dict[str, float] = {}
         self.vendor = vendor
         self.binding = binding
         self.path = path
@@ -81,6 +77,7 @@ class Backend:
         # ffi / lib interface either way.  ``ffi_mode`` says which, and why.
         self.ffi, self.lib, self.ffi_mode = _fast.open_binding(binding, path)
         symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
+        t1 = time.perf_counter()
         # The driver's version decides, with the runtime's, which of the binding's
         # newer functions this runtime can run (Vendor.unavailable, found now).
         drv = self.ffi.new("int *")
@@ -89,9 +86,13 @@ class Backend:
         except (AttributeError, self.ffi.error):
             rc = 1
         self.driver_version = drv[0] if rc == 0 and drv[0] > 0 else None
+        t2 = time.perf_counter()
         self.ops: Vendor = VENDORS[vendor](
             self.ffi, self.lib, binding, symbols, runtime_version=version_tuple(vendor, version),
             driver_version=version_tuple(vendor, self.driver_version) if self.driver_version else None)
+        self.load_ms.update({"binding (ffi, lib, symbols)": (t1 - t0) * 1e3,
+                             "driver version": (t2 - t1) * 1e3,
+                             "vendor tables": (time.perf_counter() - t2) * 1e3})
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_pools: dict[int, Any] = {}  # device -> owned MemPool set as its current pool (kept alive)
         self._info: BackendInfo | None = None
@@ -105,7 +106,14 @@ class Backend:
         if rc:
             raise self.ops.error(rc, api)
 
+    def device_count(self) -> int:
+        """The number of devices the runtime reports (0 where it reports an error)."""
+        count = self.ffi.new("int *")
+        return count[0] if self.ops.fn("GetDeviceCount")(count) == 0 else 0
+
     def info(self) -> BackendInfo:
+        from ._records import BackendInfo
+
         ffi, ops = self.ffi, self.ops
         driver = ffi.new("int *")
         rc = ops.fn("DriverGetVersion")(driver)
@@ -118,67 +126,89 @@ class Backend:
 
 
 # ---------------------------------------------------------------- finding libraries
-def _cuda_candidates() -> list[tuple[str, str]]:
-    """(path or soname, how it was found)."""
+# dlopen mode of a candidate: pygraphrt's own, or cuda-pathfinder's (it loads RTLD_GLOBAL).
+LOCAL = os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0)
+
+
+def _cuda_candidates() -> list[tuple[str, str, int]]:
+    """(path or soname, how it was found, dlopen mode)."""
     env = os.environ.get("PYGRAPHRT_CUDART")
     if env:
-        return [(env, "PYGRAPHRT_CUDART")]
-    found: list[tuple[str, str]] = []
-    try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
+        return [(env, "PYGRAPHRT_CUDART", LOCAL)]
+    from . import _pathfinder
 
-        dl = load_nvidia_dynamic_lib("cudart")
-        if dl.abs_path:
-            found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})"))
-    except Exception as exc:  # not installed, or found nothing
-        found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}"))
+    found: list[tuple[str, str, int]] = []
+    quick = _pathfinder.site_packages_cudart()  # cuda-pathfinder's answer when it is certain
+    if quick is not None:
+        found.append((quick, _pathfinder.HOW, _pathfinder.LOAD_MODE))
+    else:
+        try:
+            from cuda.pathfinder import load_nvidia_dynamic_lib
+
+            dl = load_nvidia_dynamic_lib("cudart")
+            if dl.abs_path:
+                found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})", LOCAL))
+        except Exception as exc:  # not installed, or found nothing
+            found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}", LOCAL))
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if home:
         for name in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
-            p = Path(home) / "lib64" / name
-            if p.exists():
-                found.append((str(p), "CUDA_HOME"))
+            p = os.path.join(home, "lib64", name)
+            if os.path.exists(p):
+                found.append((p, "CUDA_HOME", LOCAL))
                 break
-    found += [("libcudart.so.13", "system loader"), ("libcudart.so.12", "system loader")]
+    found += [("libcudart.so.13", "system loader", LOCAL), ("libcudart.so.12", "system loader", LOCAL)]
     return found
 
 
-def _hip_candidates() -> list[tuple[str, str]]:
+def _hip_candidates() -> list[tuple[str, str, int]]:
     env = os.environ.get("PYGRAPHRT_HIP_LIB")
     if env:
-        return [(env, "PYGRAPHRT_HIP_LIB")]
+        return [(env, "PYGRAPHRT_HIP_LIB", LOCAL)]
     found = []
     for var in ("ROCM_PATH", "HIP_PATH"):
         if os.environ.get(var):
-            found.append((str(Path(os.environ[var]) / "lib" / "libamdhip64.so"), var))
-    found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm"))
-    found += [("libamdhip64.so.7", "system loader"), ("libamdhip64.so.6", "system loader"),
-              ("libamdhip64.so", "system loader")]
+            found.append((os.path.join(os.environ[var], "lib", "libamdhip64.so"), var, LOCAL))
+    found.append(("/opt/rocm/lib/libamdhip64.so", "/opt/rocm", LOCAL))
+    found += [("libamdhip64.so.7", "system loader", LOCAL), ("libamdhip64.so.6", "system loader", LOCAL),
+              ("libamdhip64.so", "system loader", LOCAL)]
     return found
 
 
-@dataclass
 class Attempt:
-    vendor: str
-    candidate: str
-    how: str
-    outcome: str
+    """One library pygraphrt tried: where, how it was found, what happened."""
+
+    __slots__ = ("vendor", "candidate", "how", "outcome")
+
+    def __init__(self, vendor: str, candidate: str, how: str, outcome: str) -> None:
+        self.vendor, self.candidate, self.how, self.outcome = vendor, candidate, how, outcome
+
+    def __repr__(self) -> str:
+        return (f"Attempt(vendor={self.vendor!r}, candidate={self.candidate!r}, how={self.how!r}, "
+                f"outcome={self.outcome!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Attempt):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it was
 
 
-@dataclass
 class _State:
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    requested: str | None = None
-    active: Backend | None = None
-    loaded: dict[str, Backend] = field(default_factory=dict)
-    attempts: list[Attempt] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.requested: str | None = None
+        self.active: Backend | None = None
+        self.loaded: dict[str, Backend] = {}
+        self.attempts: list[Attempt] = []
 
 
 _state = _State()
 
 
-def _runtime_version(vendor: str, path: str) -> tuple[int, str]:
-    lib = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0))
+def _runtime_version(vendor: str, path: str, mode: int = LOCAL) -> tuple[int, str]:
+    lib = ctypes.CDLL(path, mode=mode)
     fn = getattr(lib, "cudaRuntimeGetVersion" if vendor == "cuda" else "hipRuntimeGetVersion")
     v = ctypes.c_int(0)
     rc = fn(ctypes.byref(v))
@@ -218,23 +248,29 @@ def load(vendor: str) -> Backend:
         if vendor not in SUPPORTED:
             raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
         reasons = []
+        t0 = time.perf_counter()
         candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
-        for cand, how in candidates:
+        t1 = time.perf_counter()
+        for cand, how, mode in candidates:
             if not cand:
                 reasons.append(how)
                 _state.attempts.append(Attempt(vendor, "", how, "not found"))
                 continue
-            if "/" in cand and not Path(cand).exists():
+            if "/" in cand and not os.path.exists(cand):
                 _state.attempts.append(Attempt(vendor, cand, how, "no such file"))
                 reasons.append(f"{cand} ({how}): no such file")
                 continue
             try:
-                version, real = _runtime_version(vendor, cand)
+                t2 = time.perf_counter()
+                version, real = _runtime_version(vendor, cand, mode)
+                t3 = time.perf_counter()
             except OSError as exc:
                 _state.attempts.append(Attempt(vendor, cand, how, f"cannot load: {exc}"))
                 reasons.append(f"{cand} ({how}): {exc}")
                 continue
             backend = Backend(vendor, real, version)  # BackendError on unsupported version
+            backend.load_ms = {"library search": (t1 - t0) * 1e3, "dlopen + runtime version": (t3 - t2) * 1e3,
+                               **backend.load_ms}
             _state.attempts.append(Attempt(vendor, real, how,
                                            f"loaded {vendor} {_version_str(vendor, version)} "
                                            f"as {backend.binding}"))
@@ -274,7 +310,7 @@ def use(vendor: str = "auto") -> Backend:
                     failures.append(str(exc))
                     continue
                 first = first or b
-                if b.info().device_count > 0:
+                if b.device_count() > 0:
                     chosen = b
                     break
             chosen = chosen or first

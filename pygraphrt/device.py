@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _runtime, errors
@@ -12,9 +11,11 @@ from ._operands import DeviceMemory
 from ._operands import byte as _byte
 from ._operands import count as _count
 from ._operands import ptr as _ptr
-from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr, capture_mode
+from .enums import CaptureMode, CaptureStatus, GraphMemAttr, capture_mode
 
 if TYPE_CHECKING:
+    from ._records import DeviceInfo
+    from .enums import EdgeData
     from .mempool import AsyncBuffer, MemPool
     from .graph import Capture, Graph, Node, Recapture
     from .kernels import Kernel
@@ -23,12 +24,12 @@ __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_devic
            "exchange_capture_mode"]
 
 
-@dataclass(frozen=True)
-class DeviceInfo:
-    ordinal: int
-    name: str
-    arch: str  # sm_90 / gfx942
-    total_memory: int
+def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first use (._records)
+    if name in ("DeviceInfo",):  # checked first: importers probe names such as __path__
+        from . import _records
+
+        return _records.lazy(globals(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Device:
@@ -64,6 +65,8 @@ class Device:
             ops.call("SetDevice", cur[0])
 
     def info(self) -> DeviceInfo:
+        from ._records import DeviceInfo
+
         name, arch, mem = self._backend.ops.device_name_and_arch(self.ordinal)
         return DeviceInfo(self.ordinal, name, arch, mem)
 

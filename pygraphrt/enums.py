@@ -9,7 +9,7 @@ bindings.  Members a runtime lacks raise :class:`~pygraphrt.errors.NotSupported`
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "UpdateResult",
            "GraphMemAttr", "MemPoolAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
@@ -142,27 +142,15 @@ PORT_PROGRAMMATIC = 1
 PORT_LAUNCH_ORDER = 2
 
 
-@dataclass(frozen=True)
-class EdgeData:
-    """Data carried by one edge: the ports it leaves and enters, and its type.
-
-    The default (all zero) is a plain full dependency; runtimes without edge
-    data accept only that.
-    """
-
-    from_port: int = PORT_DEFAULT
-    to_port: int = 0
-    type: DependencyType = DependencyType.DEFAULT
-
-    def __post_init__(self) -> None:
-        for name in ("from_port", "to_port", "type"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or not 0 <= v <= 255:
-                raise ValueError(f"EdgeData.{name} must be an int in 0..255, got {v!r}")
-
-    @property
-    def is_default(self) -> bool:
-        return self.from_port == 0 and self.to_port == 0 and self.type == 0
+# EdgeData and DEFAULT_EDGE (a frozen dataclass): defined in ._records on first use, so that
+# loading a backend does not import dataclasses (see pygraphrt._records).
+if TYPE_CHECKING:
+    from ._records import DEFAULT_EDGE, EdgeData
 
 
-DEFAULT_EDGE = EdgeData()
+def __getattr__(name: str) -> Any:
+    if name in ("EdgeData", "DEFAULT_EDGE"):  # checked first: importers probe names such as __path__
+        from . import _records
+
+        return _records.lazy(globals(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,11 +10,14 @@ difference between vendors lives in exactly one place per vendor.
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import errors
-from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, EdgeData,
-                     GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType, UpdateResult)
+from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, GraphMemAttr,
+                     InstantiateFlags, MemPoolAttr, NodeType, UpdateResult)
+
+if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
+    from ..enums import EdgeData
 
 class KernelParams:
     """Launch parameters of a kernel node, with the vendor struct they came from."""
@@ -310,6 +313,8 @@ class Vendor:
         return arr
 
     def _edges_from(self, arr: Any, n: int) -> list[EdgeData]:
+        from ..enums import EdgeData
+
         return [EdgeData(arr[i].from_port, arr[i].to_port, DependencyType(arr[i].type))
                 if arr[i].type in (0, 1) else EdgeData(arr[i].from_port, arr[i].to_port, arr[i].type)
                 for i in range(n)]
@@ -358,6 +363,8 @@ class Vendor:
             return [], [], []
         a = ffi.new(f"{self.prefix}GraphNode_t[]", n)
         b = ffi.new(f"{self.prefix}GraphNode_t[]", n) if two_lists else None
+        from ..enums import EdgeData
+
         e = self._edge_array([EdgeData()] * n) if sym else None
         lists = (a, b) if two_lists else (a,)
         rc = fn(*head, *lists, *((e,) if sym else ()), count)

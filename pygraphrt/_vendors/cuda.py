@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, EdgeData, ExternalSemaphoreType, GraphMemAttr,
+from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, ExternalSemaphoreType, GraphMemAttr,
                      InstantiateFlags, NodeType, UpdateResult)
+
+if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
+    from ..enums import EdgeData
 from .base import KERNEL_ATTRIBUTES, KernelParams, Vendor
 
 # Driver results (CUresult names) -> pygraphrt.errors class names, for the few
@@ -242,6 +245,8 @@ class CudaVendor(Vendor):
         if edata is not None and edata[0] != ffi.NULL:
             edges = self._edges_from(edata[0], count)
         else:
+            from ..enums import EdgeData
+
             edges = [EdgeData()] * count
         return st, ident[0], graph[0], list(zip(handles, edges))
 

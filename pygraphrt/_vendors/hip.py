@@ -30,10 +30,13 @@ and is refused up front (``HIP_BINDINGS``).  ``hipLaunchAttributeValue`` is 32 b
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from ..enums import CaptureStatus, EdgeData, NodeType, UpdateResult
+from ..enums import CaptureStatus, NodeType, UpdateResult
+
+if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
+    from ..enums import EdgeData
 from .base import KERNEL_ATTRIBUTES, Vendor
 from .cuda import CudaVendor
 
@@ -133,6 +136,8 @@ class HipVendor(Vendor):
         st = self.capture_status_of[status[0]]
         if st is not CaptureStatus.ACTIVE:
             return st, ident[0], None, []
+        from ..enums import EdgeData
+
         return st, ident[0], graph[0], [(deps[0][i], EdgeData()) for i in range(n[0])]
 
     def update_capture_dependencies(self, stream: Any, deps: list[Any],

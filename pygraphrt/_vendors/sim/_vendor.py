@@ -183,3 +183,4 @@ class SimBackend(Backend):
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_pools: dict[int, Any] = {}
         self._info = None
+        self.load_ms: dict[str, float] = {}  # nothing found or dlopened: no loading stages
