@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import errors
 from ..enums import CaptureStatus, EdgeData, NodeType, UpdateResult
-from .base import KERNEL_ATTRIBUTES, Vendor
+from .base import KERNEL_ATTRIBUTES, LaunchEntry, Vendor
 from .cuda import CudaVendor
 
 
@@ -198,6 +198,14 @@ class HipVendor(Vendor):
         self.call("ModuleOccupancyMaxActiveBlocksPerMultiprocessor", out, self._hfunc(func),
                   block_size, dynamic_smem)
         return int(out[0])
+
+    def launch_entry(self, func: Any, form: str) -> LaunchEntry:
+        """``hipModuleLaunchKernel`` (the shape of ``cuLaunchKernel``) on the module function."""
+        from .._fast import function_address
+
+        return LaunchEntry(self.lib.hipModuleLaunchKernel,
+                           function_address(self.ffi, self.lib, "hipModuleLaunchKernel"), func,
+                           lambda rc: self.error(rc, "hipModuleLaunchKernel"))
 
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain-launch hot path for one kernel: ``hipModuleLaunchKernel`` with one check."""
