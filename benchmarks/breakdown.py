@@ -8,11 +8,14 @@ For each call path (``abi``: cffi ABI mode through libffi, ``PYGRAPHRT_FAST=0``;
 the compiled fast path, ``PYGRAPHRT_FAST=1``) a fresh interpreter times, per call:
 exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset,
 graph.add_nodes (bulk, per node), each next to the raw ``lib.<symbol>`` call of the same
-mode with prepared arguments; "layer" is the difference.  Cold start: import, backend
+mode with prepared arguments, and stream.launch of a tiny typed kernel next to the driver's
+``cuLaunchKernel`` with prepared arguments (through libffi in ABI mode, through the compiled
+``_pgr_launch_packed`` in API mode); "layer" is the difference.  Cold start: import, backend
 selection (the runtime's modules, then ``Backend.load_ms``: library search, dlopen and
 runtime version, binding, driver version, vendor tables), the first device call -- each in
 fresh interpreters, byte-compiled first as pip installs it -- and, apart, the library
-search a user without ``PYGRAPHRT_CUDART`` gets (whether cuda-pathfinder was imported).  With the stub (``benchmarks/stub_cudart.c``, built against the pinned
+search a user without ``PYGRAPHRT_CUDART`` gets (whether cuda-pathfinder was imported).
+With the stub (``benchmarks/stub_cudart.c``, built against the pinned
 headers) the raw call costs only the call mechanism, so the figures isolate Python
 overhead; on a GPU they are the whole thing.  ``--profile`` adds cProfile's top entries.
 """
@@ -172,6 +175,9 @@ def child(quick: bool, profile: bool) -> dict:
             if bulk == bulk:  # not NaN
                 res[f"graph.add_nodes [{kind}] ({shape})"] = {"raw": res[op]["raw"], "py": bulk}
 
+    res["stream.launch (tiny kernel)"], py_fns["stream.launch (tiny kernel)"] = \
+        _launch_row(rt, b, s, n, trials)
+
     if profile:
         import cProfile
         import io
@@ -197,6 +203,61 @@ def child(quick: bool, profile: bool) -> dict:
     g.close()
     s.close()
     return {"mode": b.ffi_mode, "library": b.path, "ops": res}
+
+
+def _launch_row(rt, b, s, n: int, trials: int):
+    """pygraphrt's checked, typed ``stream.launch(k, 1, 32, buf)`` of a library kernel (as
+    ``rt.Program(...).kernel("tiny", signature="float *x")`` gives) against the raw driver call:
+    ``cuLaunchKernel`` on the kernel's CUfunction with prepared arguments, called the cheapest way
+    the mode has: through libffi (ABI mode), or by the compiled ``_pgr_launch_packed`` with a
+    prepared buffer (API mode).  On the stub the kernel is a fake ``cudaKernel_t``
+    wrapped with its signature; on a GPU it is compiled with NVRTC."""
+    ffi = b.ffi
+    if os.environ.get("PYGRAPHRT_BREAKDOWN_STUB") == "1":
+        k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    else:
+        k = rt.Program('extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
+                       ).kernel("tiny", signature="float *x")
+    buf = rt.malloc(4)
+    launch = s.launch
+    launch(k, 1, 32, buf)  # resolves the kernel's function and checks the signature once
+    ops = b.ops
+    c_launch = ops._driver_fn("cuLaunchKernel", "int (*)(void *, unsigned int, unsigned int, unsigned int, "
+                              "unsigned int, unsigned int, unsigned int, unsigned int, void *, "
+                              "void **, void **)")
+    out = ffi.new("void **")
+    rc = ops._driver_fn("cuKernelGetFunction", "int (*)(void **, void *)")(out, k.handle)
+    if rc:
+        raise RuntimeError(f"cuKernelGetFunction: {rc}")
+    func, sh, null = out[0], s.handle, ffi.NULL
+    cell = ffi.new("void *[1]", [ffi.cast("void *", buf.ptr)])
+    argv = ffi.new("void *[1]", [cell])
+    try:  # the compiled mode's one-call launch (bindgen.fast), on the same function
+        packed_launch = b.lib._pgr_launch_packed
+    except (AttributeError, ffi.error):
+        packed_launch = None
+    if packed_launch is not None:
+        import struct
+
+        state = ffi.new("uintptr_t[]", [int(ffi.cast("uintptr_t", c_launch)), int(ffi.cast("uintptr_t", func)),
+                                        1, 0])
+        packed = struct.pack("<7I4xQ", 1, 1, 1, 32, 1, 1, 0, buf.ptr)
+
+        def raw(m):
+            for _ in range(m):
+                packed_launch(state, sh, packed)
+    else:
+        def raw(m):
+            for _ in range(m):
+                c_launch(func, 1, 1, 1, 32, 1, 1, 0, sh, argv, null)
+
+    def py(m):
+        for _ in range(m):
+            launch(k, 1, 32, buf)
+
+    row = {"raw": _median_us(raw, n, trials), "py": _median_us(py, n, trials)}
+    s.synchronize()
+    return row, py
 
 
 COLD = ("import time; t0 = time.perf_counter(); import pygraphrt; t1 = time.perf_counter(); "

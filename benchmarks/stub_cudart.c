@@ -4,7 +4,12 @@
  * benchmarks/breakdown.py.  Each function checks its pointers and returns at once; handles are
  * distinct fake addresses (never dereferenced), so graphs of any size cost no memory.  Only
  * what the breakdown calls is defined: anything else is "not exported" and pygraphrt says so.
+ * The few driver functions a kernel launch uses (cuCtxGetCurrent, cuKernelGetFunction,
+ * cuLaunchKernel) are handed out by cudaGetDriverEntryPointByVersion, as the real runtime
+ * does, with their prototypes from the pinned cuda.h; the stub's one "kernel" takes one
+ * pointer parameter (cudaFuncGetParamInfo says so), like the benchmark's tiny kernel.
  */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <string.h>
@@ -43,3 +48,50 @@ cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, uns
   (void)flags; if (!e || !g) return cudaErrorInvalidValue; *e = NEW(cudaGraphExec_t); return cudaSuccess; }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) { return e ? cudaSuccess : cudaErrorInvalidValue; }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) { (void)s; return e ? cudaSuccess : cudaErrorInvalidValue; }
+
+/* ---- device memory: fake addresses, nothing allocated ---- */
+cudaError_t cudaMalloc(void **p, size_t size) {
+  (void)size; if (!p) return cudaErrorInvalidValue; *p = NEW(void *); return cudaSuccess; }
+cudaError_t cudaFree(void *p) { (void)p; return cudaSuccess; }
+
+/* ---- kernel launch: the runtime's parameter query and the driver entry points ---- */
+cudaError_t cudaFuncGetParamInfo(const void *func, size_t i, size_t *offset, size_t *size) {
+  if (!func || !offset || !size || i >= 1) return cudaErrorInvalidValue;
+  *offset = 0; *size = sizeof(void *); return cudaSuccess; }
+
+/* What the tests look at (tests/test_launch_hot.py): launches made, the first parameter's
+ * 8 bytes and the grid's x of the last one; the current context (NULL: none, as on a thread that
+ * has made no runtime call -- a launch on the NULL stream then fails as the driver's does). */
+int stub_launches, stub_runtime_launches;
+unsigned long long stub_last_arg0;
+unsigned int stub_last_grid_x;
+void *stub_context = (void *)0x7000;
+static CUresult stub_cuCtxGetCurrent(CUcontext *ctx) {
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE; *ctx = (CUcontext)stub_context; return CUDA_SUCCESS; }
+static CUresult stub_cuKernelGetFunction(CUfunction *f, CUkernel k) {
+  if (!f || !k) return CUDA_ERROR_INVALID_VALUE; *f = (CUfunction)((uintptr_t)k + 8); return CUDA_SUCCESS; }
+static CUresult stub_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                    unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                                    CUstream s, void **params, void **extra) {
+  (void)extra;
+  if (!f || !gx || !gy || !gz || !bx || !by || !bz || !params || !params[0] || smem > 49152)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!s && !stub_context) return CUDA_ERROR_INVALID_CONTEXT;
+  stub_launches++; memcpy(&stub_last_arg0, params[0], 8); stub_last_grid_x = gx;
+  return CUDA_SUCCESS; }
+cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **params, size_t smem, cudaStream_t s) {
+  (void)block; (void)smem; (void)s;
+  if (!f || !params || !params[0]) return cudaErrorInvalidValue;
+  stub_context = (void *)0x7000;  /* the runtime makes the primary context current */
+  stub_runtime_launches++; memcpy(&stub_last_arg0, params[0], 8); stub_last_grid_x = grid.x;
+  return cudaSuccess; }
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+                                             unsigned long long flags, enum cudaDriverEntryPointQueryResult *st) {
+  (void)version; (void)flags;
+  if (!symbol || !fn) return cudaErrorInvalidValue;
+  *fn = !strcmp(symbol, "cuCtxGetCurrent") ? (void *)stub_cuCtxGetCurrent
+      : !strcmp(symbol, "cuKernelGetFunction") ? (void *)stub_cuKernelGetFunction
+      : !strcmp(symbol, "cuLaunchKernel") ? (void *)stub_cuLaunchKernel : NULL;
+  if (st) *st = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess; }

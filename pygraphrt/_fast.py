@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 from . import errors
 
 MODES = ("0", "1", "auto")
+# The compiled launch (``_pgr_launch_packed``, see bindgen.fast): bytes before the parameters
+# in its buffer (grid, block, shared memory: seven unsigned ints, then padding) and the most
+# parameters it takes.  bindgen.fast emits the C with the same numbers (a test checks).
+LAUNCH_HEADER = 32
+LAUNCH_MAX_PARAMS = 64
 BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
 
 
@@ -75,6 +80,15 @@ class FastLib:
 
     def __repr__(self) -> str:
         return f"<pygraphrt fast lib {self._pgr_path!r}>"
+
+
+def function_address(ffi: Any, lib: Any, name: str) -> int:
+    """The address of the C function ``name`` of a binding's ``lib`` (ABI or compiled)."""
+    inner = lib
+    if isinstance(lib, FastLib):
+        getattr(lib, name)  # a function the library does not export: ffi.error, as in ABI mode
+        inner = lib.__dict__["_pgr_lib"]
+    return int(ffi.cast("uintptr_t", ffi.addressof(inner, name)))
 
 
 def extension_path(binding: str) -> Path | None:

@@ -141,6 +141,7 @@ class DeviceMemory:
     """
 
     size: int
+    _address: int  # int(self), set once by the subclass; meaningful while ``_handle`` is not None
 
     @property
     def ptr(self) -> int:

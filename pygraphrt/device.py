@@ -267,6 +267,9 @@ class Stream(Owned):
 
         Same as :meth:`pygraphrt.kernels.Kernel.launch`; captured, it becomes a kernel node.
         """
+        hot = getattr(kernel, "_hot", None)  # the kernel's specialised plain launch (kernels._hot)
+        if hot and not attributes:
+            return hot(kernel, self, grid, block, args, shared_mem)
         launch = getattr(kernel, "launch", None)
         if launch is None:
             raise errors.InvalidValue("Stream.launch", detail=f"{kernel!r} is not a pygraphrt Kernel")
@@ -421,6 +424,7 @@ class DeviceBuffer(DeviceMemory, Owned):
         _checked(backend, "malloc", "Malloc", out, size)
         super().__init__(backend, out[0], True)
         self.size = size
+        self._address = int(backend.ffi.cast("uintptr_t", out[0]))  # while _handle is not None
 
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:
         """Copy a bytes-like object into the buffer (synchronously when no stream)."""

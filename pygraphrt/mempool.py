@@ -159,6 +159,7 @@ class AsyncBuffer(DeviceMemory, Owned):
     def __init__(self, backend: Any, handle: Any, size: int, pool: MemPool | None, captured: bool) -> None:
         super().__init__(backend, handle, not captured, keep=pool)
         self.size = size
+        self._address = int(backend.ffi.cast("uintptr_t", handle))  # while _handle is not None
         self.pool = pool
         self.captured = captured
 

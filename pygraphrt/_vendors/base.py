@@ -39,6 +39,28 @@ class KernelParams:
         self.argv = argv  # address of the node's kernelParams array (0: none)
 
 
+class LaunchEntry:
+    """The launch function the hot path of ``Kernel.launch`` calls for one kernel.
+
+    ``call(handle, gx, gy, gz, bx, by, bz, smem, stream, argv, NULL)`` is the
+    vendor's launch in the shape of ``cuLaunchKernel`` (``hipModuleLaunchKernel``
+    has the same), callable from Python; ``address`` is the same function as an
+    int, for the compiled path (``_pgr_launch_packed``).  ``error(rc)`` is the
+    exception for a failed launch; a launch failing with ``retry`` is made again
+    through :meth:`Vendor.kernel_launcher` (which knows the way around it).
+    """
+
+    __slots__ = ("call", "address", "handle", "error", "retry")
+
+    def __init__(self, call: Callable[..., int], address: int, handle: Any,
+                 error: Callable[[int], errors.GraphRTError], retry: int | None = None) -> None:
+        self.call = call
+        self.address = address
+        self.handle = handle
+        self.error = error
+        self.retry = retry
+
+
 # Kernel attributes: neutral name -> (field of the runtime's FuncAttributes struct,
 # suffix of the driver's / HIP's function-attribute enum member).  Same on both vendors.
 KERNEL_ATTRIBUTES: dict[str, tuple[str, str]] = {
@@ -493,6 +515,11 @@ class Vendor:
         """``launch(grid, block, smem, stream, argv)`` of one kernel without attributes:
         the hot path of :meth:`Kernel.launch`."""
         raise NotImplementedError
+
+    def launch_entry(self, func: Any, form: str) -> LaunchEntry | None:
+        """The launch function of one kernel for :mod:`pygraphrt.kernels._hot` (None: the
+        vendor has none; launches then go through :meth:`kernel_launcher`)."""
+        return None
 
     def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
                       block: tuple[int, int, int], smem: int, stream: Any, argv: Any,

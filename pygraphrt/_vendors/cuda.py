@@ -18,7 +18,7 @@ from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, ExternalSemaphor
 
 if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
     from ..enums import EdgeData
-from .base import KERNEL_ATTRIBUTES, KernelParams, Vendor
+from .base import KERNEL_ATTRIBUTES, KernelParams, LaunchEntry, Vendor
 
 # Driver results (CUresult names) -> pygraphrt.errors class names, for the few
 # driver calls made (kernel nodes the runtime API cannot describe).
@@ -35,6 +35,10 @@ DRIVER_ERROR_CLASSES = {
 DRIVER_ABI_VERSION = 12000
 # Driver entry points newer than DRIVER_ABI_VERSION, asked for at the version that added them.
 DRIVER_API_VERSIONS = {"cuFuncGetParamInfo": 12040}
+
+# cuLaunchKernel, typed in the runtime binding (runtime handles pass as they are).
+_LAUNCH_CDECL = ("int (*)(void *, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, "
+                 "unsigned int, unsigned int, void *, void **, void **)")
 
 _EDGE_ROLES_13 = {
     "add_dependencies": "cudaGraphAddDependencies",
@@ -511,57 +515,48 @@ class CudaVendor(Vendor):
             return None
         return int(base[0]), int(size[0])
 
-    def kernel_launcher(self, func: Any, form: str) -> Any:
-        """The plain-launch hot path for one kernel: the driver's ``cuLaunchKernel``.
+    def launch_entry(self, func: Any, form: str) -> LaunchEntry:
+        """The driver's ``cuLaunchKernel`` on the kernel's own handle.
 
-        A library kernel (CUkernel) is resolved to its CUfunction in the current
-        context once per context (cuKernelGetFunction) -- launching the CUfunction
-        is what costs least per call.  Without a current context (a thread that has
-        made no runtime call yet) the runtime's cudaLaunchKernel is used, which sets one.
+        A foreign CUfunction launches as it is.  A library kernel (CUkernel: what
+        ``cudaLibraryGetKernel`` returns) is passed as it is too: the driver launches
+        it in the stream's context (the current context for the NULL stream), loading
+        it there on first use -- so a switch of device or context needs no check here.
+        Where no context can be found (the NULL stream on a thread that has made no
+        runtime call yet: CUDA_ERROR_INVALID_CONTEXT) the launch is retried through
+        the runtime's ``cudaLaunchKernel``, which makes the device's primary context
+        current (:meth:`kernel_launcher`).
         """
-        ffi = self.ffi
-        c_launch = self._driver_fn("cuLaunchKernel", "int (*)(void *, unsigned int, unsigned int, unsigned int, "
-                                   "unsigned int, unsigned int, unsigned int, unsigned int, void *, "
-                                   "void **, void **)")
-        null = ffi.NULL
-        if form != "kernel":
-            def launch_function(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
-                                stream: Any, argv: Any) -> None:
-                rc = c_launch(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
-                              stream, argv, null)
-                if rc:
-                    self._raise_driver(rc, "cuLaunchKernel")
+        c_launch = self._driver_fn("cuLaunchKernel", _LAUNCH_CDECL)
+        retry = self._driver_enum("CUresult", "CUDA_ERROR_INVALID_CONTEXT") if form == "kernel" else None
+        return LaunchEntry(c_launch, int(self.ffi.cast("uintptr_t", c_launch)), func,
+                           lambda rc: self._driver_error(rc, "cuLaunchKernel"), retry)
 
-            return launch_function
-        get_ctx = self._driver_fn("cuCtxGetCurrent", "int (*)(void **)")
-        get_function = self._driver_fn("cuKernelGetFunction", "int (*)(void **, void *)")
-        ctx, out = ffi.new("void **"), ffi.new("void **")
-        functions: dict[Any, Any] = {}
+    def kernel_launcher(self, func: Any, form: str) -> Any:
+        """The plain launch of one kernel (no attributes): :meth:`launch_entry`'s
+        ``cuLaunchKernel``, falling back to the runtime where the driver finds no context."""
+        entry = self.launch_entry(func, form)
+        c_launch, null, retry = entry.call, self.ffi.NULL, entry.retry
 
-        def launch_kernel(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
-                          stream: Any, argv: Any) -> None:
-            get_ctx(ctx)
-            key = ctx[0]  # cffi pointers hash and compare by address
-            f = functions.get(key)
-            if f is None:
-                if key == null:
-                    self.launch_kernel(func, form, grid, block, smem, stream, argv, {})
-                    return
-                rc = get_function(out, func)
-                if rc:
-                    self._raise_driver(rc, "cuKernelGetFunction")
-                f = functions[key] = out[0]
-            rc = c_launch(f, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
+        def launch(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                   stream: Any, argv: Any) -> None:
+            rc = c_launch(func, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem,
                           stream, argv, null)
             if rc:
-                self._raise_driver(rc, "cuLaunchKernel")
+                if rc == retry:
+                    self.launch_kernel(func, form, grid, block, smem, stream, argv, {})
+                    return
+                raise entry.error(rc)
 
-        return launch_kernel
+        return launch
 
-    def _raise_driver(self, rc: int, api: str) -> None:
+    def _driver_error(self, rc: int, api: str) -> errors.GraphRTError:
         name = self._driver_ffi().typeof("CUresult").elements.get(rc, f"CUresult{rc}")
         cls = getattr(errors, DRIVER_ERROR_CLASSES.get(name, "GraphRTError"))
-        raise cls(api, rc, name, self.name, "")
+        return cls(api, rc, name, self.name, "")
+
+    def _raise_driver(self, rc: int, api: str) -> None:
+        raise self._driver_error(rc, api)
 
     def launch_kernel(self, func: Any, form: str, grid: tuple[int, int, int],
                       block: tuple[int, int, int], smem: int, stream: Any, argv: Any,

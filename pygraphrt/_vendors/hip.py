@@ -37,7 +37,7 @@ from ..enums import CaptureStatus, NodeType, UpdateResult
 
 if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
     from ..enums import EdgeData
-from .base import KERNEL_ATTRIBUTES, Vendor
+from .base import KERNEL_ATTRIBUTES, LaunchEntry, Vendor
 from .cuda import CudaVendor
 
 
@@ -210,6 +210,14 @@ class HipVendor(Vendor):
         if self.lib.hipMemGetAddressRange(base, size, ffi.cast("hipDeviceptr_t", address)):
             return None  # not device memory
         return int(ffi.cast("uintptr_t", base[0])), int(size[0])
+
+    def launch_entry(self, func: Any, form: str) -> LaunchEntry:
+        """``hipModuleLaunchKernel`` (the shape of ``cuLaunchKernel``) on the module function."""
+        from .._fast import function_address
+
+        return LaunchEntry(self.lib.hipModuleLaunchKernel,
+                           function_address(self.ffi, self.lib, "hipModuleLaunchKernel"), func,
+                           lambda rc: self.error(rc, "hipModuleLaunchKernel"))
 
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain-launch hot path for one kernel: ``hipModuleLaunchKernel`` with one check."""

@@ -139,7 +139,7 @@ class Kernel:
     """
 
     __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
-                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "__weakref__")
+                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -154,6 +154,9 @@ class Kernel:
         self._launcher: Any = None
         self._scratch: list[tuple[Any, Any]] = []
         self._scratch_keep: list[Any] = []
+        # The specialised plain launch (kernels._hot), made after the first launch has checked
+        # the signature: None until then, False where there is none.
+        self._hot: Any = None
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
@@ -290,6 +293,14 @@ class Kernel:
         """
         if not isinstance(stream, Stream):
             raise errors.InvalidValue("Kernel.launch", detail=f"{stream!r} is not a Stream")
+        hot = self._hot
+        if hot and not attributes:
+            return hot(self, stream, grid, block, args, shared_mem)
+        self._launch(stream, grid, block, args, shared_mem, attributes)
+
+    def _launch(self, stream: Stream, grid: Any, block: Any, args: tuple[Any, ...], shared_mem: Any,
+                attributes: dict[str, Any]) -> None:
+        """The general launch path: every check, any argument kind, launch attributes."""
         backend = self._backend
         if stream._backend is not backend:
             raise errors.InvalidValue("Kernel.launch", detail="the stream belongs to another backend")
@@ -337,6 +348,10 @@ class Kernel:
             for obj in (*keep, *events, self._owner):
                 if obj is not None:
                     stream._retain(obj)
+        if self._hot is None and not attributes and self._checked:
+            from . import _hot
+
+            self._hot = _hot.build(self) or False
 
     def _new_scratch(self, sig: Signature) -> tuple[Any, Any]:
         """(writable view of a launch buffer, ``void *[]`` pointing into it)."""

@@ -79,6 +79,9 @@ class SimVendor(CudaVendor):
                                   detail="the pygraphrt simulator has no CUDA driver API: kernels come from "
                                          "rt.Program / rt.Library on the sim backend (cudaKernel_t)")
 
+    def launch_entry(self, func: Any, form: str) -> None:
+        return None  # no C launch function: launches go through kernel_launcher
+
     def kernel_launcher(self, func: Any, form: str) -> Any:
         if form != "kernel":
             return super().kernel_launcher(func, form)  # NotSupported: no driver

@@ -1,0 +1,208 @@
+"""The hot path of a plain kernel launch: one function per kernel, specialised for its signature.
+
+``stream.launch(k, grid, block, *args)`` (no launch attributes) of a kernel whose
+signature holds only ints, floats and pointers, after its first launch (which
+checks the signature against the compiled kernel), calls the function made here.
+It does what :meth:`Kernel._launch` does, in fewer steps:
+
+* one generated function per signature (``exec``, as ``dataclasses`` does), with the
+  arguments unpacked into locals and each one's check written out for its kind;
+* pygraphrt's own buffers give their address without a cffi cast (``_address``,
+  valid while the buffer's handle is);
+* the launch itself: with the compiled fast path (cffi API mode), one C call --
+  ``_pgr_launch_packed(state, stream, packed)``, where ``packed`` is one ``bytes``
+  made by ``struct`` (dims, shared memory, the argument values) and the C side
+  points the argument array into it (a fresh buffer per launch: no sharing between
+  threads); in ABI mode, ``struct.pack_into`` a reusable per-kernel buffer (one per
+  concurrent launcher) and the launch function (``cuLaunchKernel``) through libffi;
+* what may be kept (the objects pointer arguments came from, the kernel's library)
+  is handed to the capture only while the stream is capturing.
+
+Anything unusual -- a value of another type, a value out of range (``struct``
+refuses it), dims given as tuples out of range, a closed stream or buffer, an
+unloaded library, another backend, a launch the vendor asks to retry -- goes to
+:meth:`Kernel._launch`, the checked general path, which raises the error naming
+the parameter.  So the hot path never decides an error itself, except the
+launch's own result code.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from typing import TYPE_CHECKING, Any, Callable
+
+from .. import errors
+from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS
+from .._operands import device_address
+
+if TYPE_CHECKING:
+    from ._library import Kernel
+
+_KIND_POINTER, _KIND_INT, _KIND_FLOAT = 0, 1, 2  # Signature._fast's codes
+
+
+def _memory_types() -> tuple[type, ...]:
+    """pygraphrt's buffer types: they carry ``_address`` (valid while ``_handle`` is not None)."""
+    from ..device import DeviceBuffer
+    from ..mempool import AsyncBuffer
+
+    return (DeviceBuffer, AsyncBuffer)
+
+
+def build(kernel: "Kernel") -> Callable[..., None] | None:
+    """``hot(kernel, stream, grid, block, args, shared_mem)`` for ``kernel``, or None where
+    its signature or the vendor has no hot path (the general path is then used)."""
+    sig = kernel.signature
+    if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
+        return None
+    backend = kernel._backend
+    try:
+        entry = backend.ops.launch_entry(kernel.handle, kernel.form)
+    except errors.GraphRTError:
+        return None
+    if entry is None:
+        return None
+    from . import _library
+
+    kinds = sig._fast
+    n = len(kinds)
+    fmt = sig._struct.format
+    fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
+    ffi = backend.ffi
+    packed_launch = None
+    if n <= LAUNCH_MAX_PARAMS:
+        try:
+            packed_launch = getattr(backend.lib, "_pgr_launch_packed")  # compiled mode only
+        except (AttributeError, NotImplementedError, ffi.error):
+            packed_launch = None
+    library = kernel._owner if isinstance(kernel._owner, _library.Library) else None
+    names = [f"a{i}" for i in range(n)]
+    values = []
+    slow = "return kernel._launch(stream, grid, block, args, smem, NO_ATTRS)"
+    body = [
+        "def hot(kernel, stream, grid, block, args, smem):",
+        "    sh = stream._handle",
+        "    if (stream._backend is not backend or sh is None or kernel._func is None"
+        + (" or library._handle is None" if library is not None else "") + "):",
+        f"        {slow}",
+        "    if grid.__class__ is int and 0 < grid < 4294967296:",
+        "        g0 = grid; g1 = g2 = 1",
+        "    else:",
+        "        g0, g1, g2 = as_dims(grid, 'grid')",
+        "    if block.__class__ is int and 0 < block < 4294967296:",
+        "        b0 = block; b1 = b2 = 1",
+        "    else:",
+        "        b0, b1, b2 = as_dims(block, 'block')",
+        "    if smem.__class__ is not int or not 0 <= smem < 4294967296:",
+        f"        {slow}",
+        f"    if len(args) != {n}:",
+        f"        {slow}",
+    ]
+    if n:
+        body.append(f"    {', '.join(names)}, = args")
+    for i, (a, k) in enumerate(zip(names, kinds)):
+        if k == _KIND_POINTER:
+            v = f"p{i}"
+            body += [
+                f"    t = {a}.__class__",
+                f"    if t is int:",
+                f"        {v} = {a}",
+                f"    elif t in memory and {a}._handle is not None and {a}._backend is backend:",
+                f"        {v} = {a}._address",
+                f"    else:",
+                f"        try:",
+                f"            {v} = pointer_of({a})",
+                f"        except Exception:",
+                f"            {slow}",
+            ]
+            values.append(v)
+        elif k == _KIND_INT:
+            body += [f"    if {a}.__class__ is not int:", f"        {slow}"]
+            values.append(a)
+        else:
+            body += [f"    t = {a}.__class__",
+                     f"    if t is not float and t is not int:", f"        {slow}"]
+            values.append(a)
+    vals = ", ".join(values)
+    if packed_launch is not None:
+        body += [
+            "    try:",
+            f"        packed = pack(g0, g1, g2, b0, b1, b2, smem{', ' + vals if vals else ''})",
+            "    except (StructError, OverflowError):",
+            f"        {slow}",
+            "    rc = c_launch(state, sh, packed)",
+        ]
+    else:
+        body += [
+            "    scratch = pool.pop() if pool else new_scratch(sig)",
+            "    try:",
+            f"        pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+            "    except (StructError, OverflowError):",
+            "        pool.append(scratch)",
+            f"        {slow}",
+            "    rc = c_launch(func, g0, g1, g2, b0, b1, b2, smem, sh, scratch[1], null)",
+            "    pool.append(scratch)",
+        ]
+    body += [
+        "    if rc:",
+        "        return failed(rc, kernel, stream, grid, block, args, smem)",
+        "    if stream._capture is not None:",
+        "        retain(kernel, stream, args)",
+    ]
+    pointers = tuple(i for i, k in enumerate(kinds) if k == _KIND_POINTER)
+
+    def retain(kernel: "Kernel", stream: Any, args: tuple[Any, ...]) -> None:
+        # The runtime copied the values; the capture's graph keeps what they came from.
+        for i in pointers:
+            v = args[i]
+            if v is not None:
+                stream._retain(v)
+        if kernel._owner is not None:
+            stream._retain(kernel._owner)
+
+    retry = entry.retry
+
+    def failed(rc: int, kernel: "Kernel", stream: Any, grid: Any, block: Any, args: tuple[Any, ...],
+               smem: int) -> None:
+        if rc == retry or rc == -1:  # the vendor's way around it / too many parameters for C
+            return kernel._launch(stream, grid, block, args, smem, {})
+        err = entry.error(rc)
+        stream._note_failure(f"Kernel.launch {kernel.name}", err)
+        raise err
+
+    env: dict[str, Any] = {
+        "backend": backend, "library": library, "as_dims": _library.as_dims, "NO_ATTRS": {},
+        "memory": _memory_types(), "pointer_of": functools.partial(device_address, backend),
+        "StructError": struct.error,
+        "failed": failed, "retain": retain, "sig": sig,
+    }
+    if packed_launch is not None:
+        header = "<7I%dx" % (LAUNCH_HEADER - 28)
+        env["pack"] = struct.Struct(header + fmt.lstrip("<=!>@")).pack
+        state = ffi.new("uintptr_t[]", [entry.address, int(ffi.cast("uintptr_t", entry.handle)), n,
+                                        *sig.offsets])
+        env["state"] = state
+        env["c_launch"] = packed_launch
+    else:
+        keep = kernel._scratch_keep
+
+        def new_scratch(sig: Any) -> tuple[Any, Any]:
+            """(writable view of a launch buffer, ``void *[]`` pointing into it)."""
+            if not n:
+                return memoryview(bytearray(0)), ffi.NULL
+            cbuf = ffi.new("char[]", sig.size)
+            keep.append(cbuf)  # the argument array points into it
+            return ffi.buffer(cbuf), ffi.new("void *[]", [cbuf + off for off in sig.offsets])
+
+        env["pool"] = kernel._scratch
+        env["new_scratch"] = new_scratch
+        env["pack_into"] = sig._struct.pack_into
+        env["c_launch"] = entry.call
+        env["func"] = entry.handle
+        env["null"] = ffi.NULL
+    exec(compile("\n".join(body) + "\n", f"<pygraphrt launch of {kernel.name}>", "exec"), env)
+    hot = env["hot"]
+    hot.mode = "compiled" if packed_launch is not None else "ffi"  # for tests and benchmarks
+    hot.source = "\n".join(body)
+    return hot
