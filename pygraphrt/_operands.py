@@ -157,6 +157,31 @@ class DeviceMemory:
                 "version": 3, "strides": None, "stream": None}
 
 
+def known_size(backend: Any, p: Any) -> int | None:
+    """The bytes an operand object spans, where the object says (pygraphrt buffers, host
+    buffers, arrays); None for raw addresses (ints, cffi pointers) and unknown objects."""
+    if isinstance(p, (int, backend.ffi.CData)):
+        return None
+    if isinstance(p, DeviceMemory):
+        return p.size
+    n = getattr(p, "nbytes", None)  # numpy, CuPy, memoryview
+    if isinstance(n, int):
+        return n
+    try:
+        with memoryview(p) as m:  # bytes, bytearray, array.array, ...
+            return m.nbytes
+    except TypeError:
+        return None
+
+
+def check_fits(backend: Any, operand: Any, n: int, what: str, role: str) -> None:
+    """Refuse ``n`` bytes at an operand object that spans fewer (the runtime would run past it)."""
+    size = known_size(backend, operand)
+    if size is not None and n > size:
+        raise errors.InvalidValue(what, detail=f"{n} bytes do not fit the {role} ({type(operand).__name__} "
+                                               f"of {size} bytes)")
+
+
 def count(n: Any) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")

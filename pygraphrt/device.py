@@ -9,6 +9,7 @@ from . import _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
 from ._operands import DeviceMemory
 from ._operands import byte as _byte
+from ._operands import check_fits as _check_fits
 from ._operands import count as _count
 from ._operands import ptr as _ptr
 from .enums import CaptureMode, CaptureStatus, GraphMemAttr, capture_mode
@@ -171,7 +172,9 @@ class Stream(Owned):
     # -- work --------------------------------------------------------------
     def memset(self, ptr: Any, value: int, count: int) -> None:
         """Set ``count`` bytes at device pointer ``ptr`` to ``value``."""
-        self._work("MemsetAsync", _ptr(self._backend, ptr), _byte(value), _count(count), self.handle)
+        n = _count(count)
+        _check_fits(self._backend, ptr, n, f"{self._backend.ops.prefix}MemsetAsync", "destination")
+        self._work("MemsetAsync", _ptr(self._backend, ptr), _byte(value), n, self.handle)
         self._retain(ptr)
 
     def memcpy(self, dst: Any, src: Any, count: int) -> None:
@@ -180,8 +183,13 @@ class Stream(Owned):
         kind = b.ops.const("MemcpyDefault")
         d, s, n = _ptr(b, dst), _ptr(b, src), _count(count)
         if n:
-            b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n,
-                                   f"{b.ops.prefix}MemcpyAsync")
+            api = f"{b.ops.prefix}MemcpyAsync"
+            _check_fits(b, dst, n, api, "destination")
+            _check_fits(b, src, n, api, "source")
+            # Eager copies only: a captured copy is checked by the runtime (and refused
+            # without a crash), and an invalidated capture must answer as the runtime does.
+            if self.capture_status() is CaptureStatus.NONE:
+                b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
         self._retain(dst)
         self._retain(src)

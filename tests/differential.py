@@ -300,7 +300,8 @@ class Interpreter:
               room2: int | None = None) -> tuple[int, int]:
         """(offset, count in units) in buffer ``bi``."""
         size = self.buf_ranges[bi][1]
-        off = raw_off * 37 % (size + 1)
+        # "over" starts inside the buffer (see _copy_args); the others may start at its end
+        off = raw_off * 37 % (size if cmode == "over" else size + 1)
         room = (size - off) // unit
         if room2 is not None:
             room = min(room, room2)
@@ -452,6 +453,11 @@ class Interpreter:
         if d is None or s is None:
             return None
         so, _ = self._span(s, soff, "all", 0)
+        if cmode == "over":
+            # Start inside both buffers: an eager copy FROM an address in no allocation is
+            # taken for host memory by CUDA (cudaMemcpyDefault) and kills the process there
+            # (seen on an H100) -- undefined behaviour no wrapper can catch for raw addresses.
+            so = soff * 37 % self.buf_ranges[s][1]
         s_room = self.buf_ranges[s][1] - so
         do, n = self._span(d, doff, cmode, craw, room2=s_room)
         return self.buf_ranges[d][0] + do, self.buf_ranges[s][0] + so, n

@@ -499,10 +499,13 @@ class Vendor:
     def check_copy_range(self, dst: int, src: int, count: int, what: str) -> None:
         """Refuse an eager copy running past the end of a device allocation.
 
-        Seen on an H100 with the CUDA 12.9, 13.0 and 13.5 runtimes: a cudaMemcpyAsync whose
-        device range runs a few bytes past its allocation (inside the allocation's padding)
-        is not refused -- the process dies of a segmentation fault inside the runtime.  So
-        pygraphrt looks up each device operand's allocation first (one driver call each)."""
+        Seen on an H100 with the CUDA 12.9, 13.0 and 13.5 runtimes: an eager cudaMemcpyAsync
+        (cudaMemcpyDefault) from an address just past the end of a device allocation is not
+        refused -- an address in no allocation is taken for host memory and the process
+        dies of a segmentation fault inside the runtime.  A range that starts inside an
+        allocation and runs past its end can be caught here: pygraphrt looks up each
+        operand's allocation first (one driver call each).  A raw address outside every
+        allocation cannot be told from host memory; that stays the caller's to get right."""
         for role, address in (("destination", dst), ("source", src)):
             r = self.allocation_range(address)
             if r is not None and address + count > r[0] + r[1]:
