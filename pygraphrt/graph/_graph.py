@@ -11,7 +11,7 @@ from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
-from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
+from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
                     ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
@@ -19,7 +19,32 @@ from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, Ev
 if TYPE_CHECKING:
     from ._conditional import ConditionalHandle
     from ._exec import GraphExec
-    from ._node import ConditionalNode
+
+
+_new = object.__new__  # a Node without running __init__: its two slots are set by the caller
+_MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
+_ADDRESS_END = 1 << 64
+
+
+class _Calls:
+    """A backend's runtime functions as attributes (``calls.GraphAddEmptyNode``), looked up
+    once through ``ops.fn`` -- which raises NotSupported for one the runtime lacks, at the
+    call that needs it -- then plain instance attributes."""
+
+    def __init__(self, ops: Any) -> None:
+        self.__dict__["_ops"] = ops
+
+    def __getattr__(self, api: str) -> Any:
+        f = self._ops.fn(api)
+        self.__dict__[api] = f
+        return f
+
+
+def _calls(backend: Any) -> _Calls:
+    c = backend.__dict__.get("_graph_calls")
+    if c is None:
+        c = backend.__dict__["_graph_calls"] = _Calls(backend.ops)
+    return c
 
 
 def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
@@ -60,6 +85,9 @@ class Graph(Owned):
         self._out1 = ffi.new(f"{prefix}GraphNode_t *")
         self._fn = backend.ops.fn
         self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
+        self._depn: Any = None  # grown on demand for nodes with several dependencies
+        self._calls = _calls(backend)
+        self._memset: Any = None  # (params struct, a uintptr_t view of its dst), made on first use
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
 
@@ -113,6 +141,32 @@ class Graph(Owned):
         return node
 
     # -- adding nodes --------------------------------------------------------
+    def _dep_array(self, deps: Sequence[Any], n: int) -> Any:
+        """The scratch C array holding the handles of ``deps`` (each checked to be a live node
+        of this graph); reused from call to call, as the runtime copies it."""
+        arr = self._depn
+        if arr is None or len(arr) < n:
+            b = self._backend
+            arr = self._depn = b.ffi.new(f"{b.ops.prefix}GraphNode_t[]", max(n, 8))
+        for i, d in enumerate(deps):
+            if isinstance(d, Node) and d._graph is self:
+                dh = d._handle
+                if dh is None or self._handle is None:
+                    dh = d.handle  # raises InvalidResourceHandle
+            else:
+                dh = self._own(d).handle
+            arr[i] = dh
+        return arr
+
+    def _new_node(self, cls: type[Node], node_handle: Any) -> Node:
+        node = _new(cls)
+        node._graph = self
+        node._handle = node_handle
+        if cls is ConditionalNode:
+            node._cond = None  # type: ignore[attr-defined]
+        self._nodes[node_handle] = node
+        return node
+
     def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
              *args: Any, cls: type[Node] = OtherNode) -> Node:
         # A hot path (graphs of 10^4+ nodes are built node by node): checks are
@@ -129,21 +183,25 @@ class Graph(Owned):
             arr = self._backend.ffi.NULL
         elif n == 1:
             d = deps[0]
-            dh = getattr(d, "_handle", None)
-            if dh is None or d._graph is not self:
+            if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                dh = d._handle
+            else:
                 dh = self._own(d).handle
             arr = self._dep1
             arr[0] = dh
         else:
-            arr = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t[]",
-                                        [self._own(d).handle for d in deps])
+            arr = self._dep_array(deps, n)
         out = self._out1
-        rc = self._fn(api)(out, h, arr, n, *args)
+        rc = getattr(self._calls, api)(out, h, arr, n, *args)
         if rc:
             ops = self._backend.ops
             raise ops.error(rc, ops.prefix + api)
         node_handle = out[0]
-        node = cls(self, node_handle)
+        node = _new(cls)
+        node._graph = self
+        node._handle = node_handle
+        if cls is ConditionalNode:
+            node._cond = None  # type: ignore[attr-defined]
         self._nodes[node_handle] = node
         return node
 
@@ -169,16 +227,88 @@ class Graph(Owned):
     def add_empty(self, *, dependencies: Iterable[Node] | None = None,
                   edges: Sequence[EdgeData] | None = None) -> Node:
         """An empty node: a join point with no work."""
+        # The hot path of explicit building, inlined: a list/tuple of at most one live
+        # node of this graph, no edge data.  Anything else takes _add.
+        h = self._handle
+        t = type(dependencies)
+        if edges is None and h is not None and (t is list or t is tuple):
+            n = len(dependencies)  # type: ignore[arg-type]
+            if n == 1:
+                d = dependencies[0]  # type: ignore[index]
+                if isinstance(d, Node) and d._graph is self:
+                    dh = d._handle
+                    if dh is not None:
+                        arr = self._dep1
+                        arr[0] = dh
+                        out = self._out1
+                        rc = self._calls.GraphAddEmptyNode(out, h, arr, 1)
+                        if rc:
+                            ops = self._backend.ops
+                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
+                        nh = out[0]
+                        node = _new(EmptyNode)
+                        node._graph = self
+                        node._handle = nh
+                        self._nodes[nh] = node
+                        return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
                    height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
                    edges: Sequence[EdgeData] | None = None) -> Node:
         """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch)."""
-        b = self._backend
-        p = b.ffi.new(f"{b.ops.memset_params_type} *")
-        _params.memset_fields(b, p, dst, value, count, element_size, height, pitch, what="add_memset")
-        self._keep_operand(dst)
+        # The runtime copies the parameters when it makes the node: one struct per graph,
+        # refilled each time.  Plain ints and pygraphrt buffers are written directly;
+        # anything else (and every error) takes the generic validation.
+        cell = self._memset
+        if cell is None:
+            b = self._backend
+            cell = self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
+        p, pack = cell
+        limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
+        if (limit is not None and type(value) is int and 0 <= value < limit and type(count) is int
+                and 0 <= count < _ADDRESS_END and type(height) is int and 0 <= height < _ADDRESS_END
+                and type(pitch) is int and 0 <= pitch < _ADDRESS_END):
+            td = type(dst)
+            if td is int and 0 <= dst < _ADDRESS_END:
+                pack(dst, value, element_size, count, height, pitch)
+            elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
+                pack(0, value, element_size, count, height, pitch)
+                p.dst = dst._handle
+                self._keep.append(dst)  # buffers given as objects live as long as the graph
+            else:
+                _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
+                                      what="add_memset")
+                self._keep_operand(dst)
+            # Inlined as in add_empty: at most one live dependency of this graph, no edge data.
+            h = self._handle
+            t = type(dependencies)
+            if edges is None and h is not None and (t is list or t is tuple):
+                n = len(dependencies)  # type: ignore[arg-type]
+                arr = None
+                if n == 1:
+                    d = dependencies[0]  # type: ignore[index]
+                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                        arr = self._dep1
+                        arr[0] = d._handle
+                elif n == 0:
+                    arr = self._backend.ffi.NULL
+                if arr is not None:
+                    out = self._out1
+                    rc = self._calls.GraphAddMemsetNode(out, h, arr, n, p)
+                    if rc:
+                        ops = self._backend.ops
+                        raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
+                    nh = out[0]
+                    node = _new(MemsetNode)
+                    node._graph = self
+                    node._handle = nh
+                    self._nodes[nh] = node
+                    return node
+        else:
+            _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
+                                  what="add_memset")
+            self._keep_operand(dst)
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,
