@@ -46,7 +46,37 @@ int _pgr_count(void);
 const char *_pgr_name(int i);
 int _pgr_bound(int i);
 const char *_pgr_abi_hash(void);
+int _pgr_capture_status(void *stream);
 """
+
+#: What ``_pgr_capture_status`` returns when the runtime lacks ``StreamIsCapturing``.
+NO_FUNCTION = -0x7FFFFFFF
+
+
+def _helpers(functions: dict[str, Function]) -> list[str]:
+    """C helpers the layer's hot paths call instead of a runtime function plus Python work.
+
+    ``_pgr_capture_status(stream)``: ``<prefix>StreamIsCapturing`` returning the status
+    itself (>= 0), or minus the error code, or NO_FUNCTION when the library lacks it --
+    one argument and no out-cell for ``Stream.is_capturing``.  The status is written
+    through a zeroed, suitably aligned cell, so no vendor type name is needed.
+    """
+    by_api = {fn.api_name: fn for fn in functions.values()}
+    cap = by_api.get("cudaStreamIsCapturing") or by_api.get("hipStreamIsCapturing")
+    lines = ["/* -- helpers for the layer's hot paths (see bindgen/fast.py) -- */"]
+    if cap is None:
+        lines.append(f"static int _pgr_capture_status(void *stream) {{ (void)stream; return {NO_FUNCTION}; }}")
+    else:
+        lines += [
+            "static int _pgr_capture_status(void *stream) {",
+            "    long long cell = 0;",
+            f"    int rc;",
+            f"    if (_pgr_p_{cap.symbol} == NULL) return {NO_FUNCTION};",
+            f"    rc = (int){cap.symbol}(stream, (void *)&cell);",
+            "    return rc ? -rc : *(int *)&cell;",
+            "}",
+        ]
+    return lines + [""]
 
 
 def module_name(binding: str) -> str:
@@ -145,6 +175,7 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "static int _pgr_bound(int i) { return i >= 0 && i < _PGR_N && *_pgr_slots[i] != NULL; }",
         f'static const char *_pgr_abi_hash(void) {{ return "{hash_}"; }}',
         "",
+        *_helpers(functions),
     ]
     return "\n".join(lines)
 

@@ -149,3 +149,36 @@ def test_fast_lib_binds_to_the_chosen_library(monkeypatch, fake_cudart):
     with pytest.raises(ffi.error, match="cudaDeviceGraphMemTrim"):
         lib.cudaDeviceGraphMemTrim
     assert lib.cudaGraphLaunch is lib.cudaGraphLaunch  # cached after the first lookup
+
+
+IS_CAPTURING = """
+    import pygraphrt as rt
+    from pygraphrt import errors, lowlevel
+    s = rt.Stream()
+    print(s.is_capturing)
+    with s.capture():
+        print(s.is_capturing)
+    print(s.is_capturing)
+    legacy = rt.Stream(_handle=lowlevel.ffi.NULL, _owned=False)  # the fake refuses a NULL stream
+    try:
+        legacy.is_capturing
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.name)
+    s.close()
+    try:
+        s.is_capturing
+    except errors.InvalidResourceHandle as exc:
+        print(type(exc).__name__)
+    print(rt.backend().ffi_mode.split()[0], s._capture_status_fn is not None)
+"""
+
+
+@needs_fast
+def test_is_capturing_one_argument_helper(fake_cudart):
+    """The compiled ``_pgr_capture_status`` (status or minus the error) answers as ABI mode does."""
+    abi = run_mode(fake_cudart, "0", IS_CAPTURING).splitlines()
+    api = run_mode(fake_cudart, "1", IS_CAPTURING).splitlines()
+    assert abi[:-1] == api[:-1] == ["False", "True", "False",
+                                    "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported",
+                                    "InvalidResourceHandle"]
+    assert abi[-1] == "abi False" and api[-1] == "api True"
