@@ -557,11 +557,13 @@ class Graph(Owned):
         """
         made: list[Node] = []
         names = names or {}
-        self.handle  # raises once the graph is closed
+        h = self.handle  # raises once the graph is closed
+        out, dep1, table = self._out1, self._dep1, self._nodes
         helper = _add_nodes_helper(self._backend)
         batch = _Batch(self, helper, names) if helper is not None else None
         add_empty, add_memset = self.add_empty, self.add_memset
         i = -1
+        node: Node
         try:
             for i, spec in enumerate(specs):
                 n_items = len(spec)
@@ -579,7 +581,21 @@ class Graph(Owned):
                              else d if isinstance(d, Node) else self._dep_key(d, names, i)
                              for d in (deps or ())]
                 if kind == "empty" and not params:
-                    node = add_empty(dependencies=dep_nodes)
+                    d = dep_nodes[0] if len(dep_nodes) == 1 else None
+                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                        # add_empty's hot path, inlined (ABI mode: one runtime call per node)
+                        dep1[0] = d._handle
+                        rc = self._calls.GraphAddEmptyNode(out, h, dep1, 1)
+                        if rc:
+                            ops = self._backend.ops
+                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
+                        nh = out[0]
+                        node = _new(EmptyNode)
+                        node._graph = self
+                        node._handle = nh
+                        table[nh] = node
+                    else:
+                        node = add_empty(dependencies=dep_nodes)
                 elif kind == "memset" and type(params) is dict:
                     if len(params) == 3 and "dst" in params and "value" in params and "count" in params:
                         node = add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)
