@@ -50,6 +50,9 @@ const char *_pgr_name(int i);
 int _pgr_bound(int i);
 const char *_pgr_abi_hash(void);
 int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *packed);
+int _pgr_capture_status(void *stream);
+int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, const int *dep_ref,
+                   void *ext, void *params, size_t params_size, void *out, int *done);
 """
 
 #: The most kernel parameters ``_pgr_launch_packed`` takes (its argument array is on the C stack).
@@ -77,6 +80,88 @@ static int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *
                                       stream, n ? argv : NULL, NULL);
 }}
 """
+
+#: What ``_pgr_capture_status`` returns when the runtime lacks ``StreamIsCapturing``.
+NO_FUNCTION = -0x7FFFFFFF
+
+
+def _helpers(functions: dict[str, Function]) -> list[str]:
+    """C helpers the layer's hot paths call instead of a runtime function plus Python work.
+
+    ``_pgr_capture_status(stream)``: ``<prefix>StreamIsCapturing`` returning the status
+    itself (>= 0), or minus the error code, or NO_FUNCTION when the library lacks it --
+    one argument and no out-cell for ``Stream.is_capturing``.  The status is written
+    through a zeroed, suitably aligned cell, so no vendor type name is needed.
+    """
+    by_api = {fn.api_name: fn for fn in functions.values()}
+    cap = by_api.get("cudaStreamIsCapturing") or by_api.get("hipStreamIsCapturing")
+    lines = ["/* -- helpers for the layer's hot paths (see bindgen/fast.py) -- */"]
+    if cap is None:
+        lines.append(f"static int _pgr_capture_status(void *stream) {{ (void)stream; return {NO_FUNCTION}; }}")
+    else:
+        lines += [
+            "static int _pgr_capture_status(void *stream) {",
+            "    long long cell = 0;",
+            f"    int rc;",
+            f"    if (_pgr_p_{cap.symbol} == NULL) return {NO_FUNCTION};",
+            f"    rc = (int){cap.symbol}(stream, (void *)&cell);",
+            "    return rc ? -rc : *(int *)&cell;",
+            "}",
+        ]
+    lines += _add_nodes_helper(by_api)
+    return lines + [""]
+
+
+def _add_nodes_helper(by_api: dict[str, Function]) -> list[str]:
+    """``_pgr_add_nodes``: add ``n`` empty (kind 0) or memset (kind 1) nodes in one call.
+
+    Node ``i``'s dependencies are ``dep_ref[dep_start[i] .. dep_start[i+1]-1]``: ``r >= 0``
+    is node ``r`` of this call (``out[r]``), ``r < 0`` the handle ``ext[-r-1]``.  The
+    parameters of the ``m``-th memset node of the call are at ``params + m * params_size``.  Handles go to ``out``; ``*done`` is the
+    number of nodes made; the result is the first failing call's error code (0: all made),
+    or NO_FUNCTION when the library lacks the function a node needs.  Handles and
+    parameter structs travel as ``void *``: no vendor type name is needed.
+    """
+    empty = by_api.get("cudaGraphAddEmptyNode") or by_api.get("hipGraphAddEmptyNode")
+    memset = by_api.get("cudaGraphAddMemsetNode") or by_api.get("hipGraphAddMemsetNode")
+    head = ("static int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, "
+            "const int *dep_ref,\n                          void *ext, void *params, size_t params_size, "
+            "void *out, int *done) {")
+    if empty is None or memset is None:
+        return [head, f"    *done = 0; return {NO_FUNCTION};", "}"]
+    return [
+        head,
+        "    void **o = (void **)out, **e = (void **)ext, *stack[16], **deps = stack;",
+        "    int i, k, rc = 0, most = 0;",
+        "    size_t m = 0;",
+        "    for (i = 0; i < n; i++)",
+        "        if (dep_start[i + 1] - dep_start[i] > most) most = dep_start[i + 1] - dep_start[i];",
+        "    if (most > 16 && (deps = (void **)malloc(sizeof(void *) * (size_t)most)) == NULL) {",
+        "        *done = 0;",
+        "        return 2;  /* out of memory: the runtimes' MemoryAllocation code */",
+        "    }",
+        "    for (i = 0; i < n; i++) {",
+        "        int nd = dep_start[i + 1] - dep_start[i];",
+        "        for (k = 0; k < nd; k++) {",
+        "            int r = dep_ref[dep_start[i] + k];",
+        "            deps[k] = r >= 0 ? o[r] : e[-r - 1];",
+        "        }",
+        "        if (kinds[i] == 0) {",
+        f"            if (_pgr_p_{empty.symbol} == NULL) {{ rc = {NO_FUNCTION}; break; }}",
+        f"            rc = (int){empty.symbol}((void *)&o[i], graph, (void *)deps, (size_t)nd);",
+        "        } else {",
+        f"            if (_pgr_p_{memset.symbol} == NULL) {{ rc = {NO_FUNCTION}; break; }}",
+        f"            rc = (int){memset.symbol}((void *)&o[i], graph, (void *)deps, (size_t)nd,",
+        "                                 (void *)((char *)params + m * params_size));",
+        "            m++;",
+        "        }",
+        "        if (rc) break;",
+        "    }",
+        "    if (deps != stack) free(deps);",
+        "    *done = i;",
+        "    return rc;",
+        "}",
+    ]
 
 
 def module_name(binding: str) -> str:
@@ -137,6 +222,7 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         f"/* {binding}: compiled fast path generated by python -m bindgen build-fast; do not edit. */",
         "#include <stddef.h>",
         "#include <stdint.h>",
+        "#include <stdlib.h>",
         "#include <string.h>",
         "#ifdef _WIN32",
         "#include <windows.h>",
@@ -177,6 +263,7 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         f'static const char *_pgr_abi_hash(void) {{ return "{hash_}"; }}',
         "",
         LAUNCH_HELPER,
+        *_helpers(functions),
     ]
     return "\n".join(lines)
 

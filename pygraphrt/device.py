@@ -140,6 +140,8 @@ class Stream(Owned):
         self._status_cell = backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
         self._is_capturing_fn = ops.fn("StreamIsCapturing")
         self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
+        # The compiled fast path's one-argument form (status, or minus the error code).
+        self._capture_status_fn = _capture_status_helper(backend)
         self._sinks: set[ErrorSink] = set()
         self._own_sink = ErrorSink()
         # Host callables launched outside a capture, kept until they have run.
@@ -335,6 +337,17 @@ class Stream(Owned):
     @property
     def is_capturing(self) -> bool:
         """Whether a capture is active on this stream (the cheap form of ``capture_status``)."""
+        f = self._capture_status_fn
+        if f is not None:
+            try:
+                r = f(self._handle)
+            except TypeError:
+                self.handle  # closed: raises InvalidResourceHandle
+                raise
+            if r >= 0:
+                return r == self._active_status
+            if r != _NO_FUNCTION:
+                raise self._backend.ops.error(-r, self._backend.ops.prefix + "StreamIsCapturing")
         cell = self._status_cell
         try:
             rc = self._is_capturing_fn(self._handle, cell)
@@ -457,6 +470,23 @@ class DeviceBuffer(DeviceMemory, Owned):
         else:
             stream.memcpy(dst, src, n)
             stream.synchronize()
+
+
+_NO_FUNCTION = -0x7FFFFFFF  # what _pgr_capture_status returns without StreamIsCapturing (bindgen.fast)
+
+
+def _capture_status_helper(backend: Any) -> Any:
+    """``_pgr_capture_status`` of the compiled fast path, or None (ABI mode, the sim)."""
+    d = backend.__dict__
+    if "_capture_status_helper" not in d:
+        f = None
+        if backend.ffi_mode.startswith("api"):
+            try:
+                f = backend.lib._pgr_capture_status
+            except (AttributeError, NotImplementedError, backend.ffi.error):
+                f = None  # an extension built before the helper existed
+        d["_capture_status_helper"] = f
+    return d["_capture_status_helper"]
 
 
 def _note_capture_failures(backend: Any, what: str, err: errors.GraphRTError) -> None:

@@ -149,3 +149,152 @@ def test_fast_lib_binds_to_the_chosen_library(monkeypatch, fake_cudart):
     with pytest.raises(ffi.error, match="cudaDeviceGraphMemTrim"):
         lib.cudaDeviceGraphMemTrim
     assert lib.cudaGraphLaunch is lib.cudaGraphLaunch  # cached after the first lookup
+
+
+IS_CAPTURING = """
+    import pygraphrt as rt
+    from pygraphrt import errors, lowlevel
+    s = rt.Stream()
+    print(s.is_capturing)
+    with s.capture():
+        print(s.is_capturing)
+    print(s.is_capturing)
+    legacy = rt.Stream(_handle=lowlevel.ffi.NULL, _owned=False)  # the fake refuses a NULL stream
+    try:
+        legacy.is_capturing
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.name)
+    s.close()
+    try:
+        s.is_capturing
+    except errors.InvalidResourceHandle as exc:
+        print(type(exc).__name__)
+    print(rt.backend().ffi_mode.split()[0], s._capture_status_fn is not None)
+"""
+
+
+@needs_fast
+def test_is_capturing_one_argument_helper(fake_cudart):
+    """The compiled ``_pgr_capture_status`` (status or minus the error) answers as ABI mode does."""
+    abi = run_mode(fake_cudart, "0", IS_CAPTURING).splitlines()
+    api = run_mode(fake_cudart, "1", IS_CAPTURING).splitlines()
+    assert abi[:-1] == api[:-1] == ["False", "True", "False",
+                                    "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported",
+                                    "InvalidResourceHandle"]
+    assert abi[-1] == "abi False" and api[-1] == "api True"
+
+
+BULK = """
+    import pygraphrt as rt
+    from pygraphrt import errors
+    g = rt.Graph()
+    root = g.add_empty()
+    from pygraphrt import lowlevel
+    from pygraphrt._handles import Owned
+    buf = rt.DeviceBuffer.__new__(rt.DeviceBuffer)  # the fake has no cudaMalloc: a borrowed address
+    Owned.__init__(buf, lowlevel.backend_object(), lowlevel.ffi.cast("void *", a + 48), False)
+    buf.size = 16
+    made = g.add_nodes([("empty", {}, ["root"]), ("memset", {"dst": a, "value": 7, "count": 16}, [0]),
+                        ("memset", {"dst": a + 16, "value": 3, "count": 8, "element_size": 1}, [1, root]),
+                        ("empty", {}, [0, 1, 2]), ("memset", {"dst": buf, "value": 9, "count": 4}, [3]),
+                        ("empty", None, [])], names={"root": root})
+    print([n.type.name for n in made], [n.params["value"] for n in made if n.type.name == "MEMSET"])
+    print([n.params["dst"] - a for n in made[1:3]], made[4].params["dst"] == buf.ptr, buf in g._keep)
+    print(all(g._wrap(n.handle) is n for n in made), len(g.nodes()))
+    other = rt.Graph().add_empty()
+    try:
+        g.add_nodes([("empty", {}), ("empty", {}, [0]), ("empty", {}, [other])])
+    except errors.InvalidValue as exc:
+        print("another graph" in str(exc), exc.__notes__)
+    try:
+        g.add_nodes([("empty", {}), ("memset", {"dst": a, "value": 256, "count": 1})])
+    except errors.InvalidValue as exc:
+        print("does not fit" in str(exc), exc.__notes__)
+    print(len(g.nodes()))
+    try:  # the fake refuses its 65th node: in the middle of one C call on the fast path
+        g.add_nodes([("empty", {}, [i - 1] if i else []) for i in range(100)])
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.__notes__)
+    print(len(g.nodes()), len(g._nodes))
+"""
+
+
+@needs_fast
+def test_add_nodes_same_in_both_modes(fake_cudart):
+    """add_nodes: one C call per run of empty/memset specs (compiled) or one call per node (ABI)."""
+    abi = run_mode(fake_cudart, "0", BULK).splitlines()
+    api = run_mode(fake_cudart, "1", BULK).splitlines()
+    assert abi == api
+    assert api[0] == "['EMPTY', 'MEMSET', 'MEMSET', 'EMPTY', 'MEMSET', 'EMPTY'] [7, 3, 9]"
+    assert api[1:] == ["[0, 16] True True", "True 7",
+                       "True ['(Graph.add_nodes: spec 2; 2 node(s) added before it stay)']",
+                       "True ['(Graph.add_nodes: spec 1; 1 node(s) added before it stay)']", "10",
+                       "InvalidValue ['(Graph.add_nodes: spec 54; 54 node(s) added before it stay)']",
+                       "64 64"]
+
+
+RECORDER = r"""
+#include <stddef.h>
+#include <string.h>
+static int kinds[256], values[256], ndeps[256], deps[256][8], n, fail_at = -1;
+static int index_of(void *h) { return (int)(((size_t)h - 0x1000) / 16); }
+static int rec(void **out, void *const *d, size_t nd, int kind, unsigned value) {
+    if (n == fail_at) return 999;
+    kinds[n] = kind; values[n] = (int)value; ndeps[n] = (int)nd;
+    for (size_t k = 0; k < nd; k++) deps[n][k] = (size_t)d[k] >= 0x1000 ? index_of(d[k]) : -(int)(size_t)d[k];
+    *out = (void *)(size_t)(0x1000 + 16 * n++);
+    return 0;
+}
+int cudaGraphAddEmptyNode(void **out, void *g, void *const *d, size_t nd) { (void)g; return rec(out, d, nd, 0, 0); }
+int cudaGraphAddMemsetNode(void **out, void *g, void *const *d, size_t nd, const char *p) {
+    unsigned v; (void)g; memcpy(&v, p + 16, 4); return rec(out, d, nd, 1, v); }
+void set_fail(int k) { fail_at = k; n = 0; }
+int get(int i, int what) { return what == 0 ? kinds[i] : what == 1 ? values[i] : what == 2 ? ndeps[i] : deps[i][what - 3]; }
+"""
+
+
+@needs_fast
+def test_add_nodes_helper_passes_dependencies(tmp_path):
+    """The generated _pgr_add_nodes alone, bound to a library that records each call."""
+    import subprocess
+    import sys
+
+    from bindgen import fast
+
+    if fast.have_compiler() is None:
+        pytest.skip("no C compiler")
+    (tmp_path / "rec.c").write_text(RECORDER)
+    lib = tmp_path / "librec.so"
+    subprocess.run([fast.have_compiler(), "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "rec.c")], check=True)
+    code = f"""
+import ctypes, importlib
+rec = ctypes.CDLL({str(lib)!r})
+m = importlib.import_module("pygraphrt._fastlib._cuda13")
+ffi, lib = m.ffi, m.lib
+lib._pgr_bind(ffi.cast("void *", rec._handle))
+size = ffi.sizeof("struct cudaMemsetParams")
+params = bytearray(2 * size)
+for j, v in enumerate((7, 9)):
+    p = ffi.new("struct cudaMemsetParams *", {{"value": v, "width": 1}})
+    params[j * size:(j + 1) * size] = ffi.buffer(p)
+kinds = [0, 1, 0, 1, 0]
+dep_start = [0, 1, 2, 4, 4, 22]                  # node 4 has 18 dependencies (more than 16)
+refs = [-1, 0, 1, -2, 1] + [0, 1, 2, 3, -1, -2] * 3  # node 4: refs[4:22]
+ext = ffi.new("cudaGraphNode_t[]", [ffi.cast("cudaGraphNode_t", 5), ffi.cast("cudaGraphNode_t", 6)])
+for fail in (-1, 3):
+    rec.set_fail(fail)
+    out = ffi.new("cudaGraphNode_t[]", 5)
+    done = ffi.new("int *")
+    rc = lib._pgr_add_nodes(ffi.cast("void *", 1), 5, ffi.new("int[]", kinds), ffi.new("int[]", dep_start),
+                            ffi.new("int[]", refs), ext, ffi.from_buffer(params), size, out, done)
+    print(rc, done[0], [int(ffi.cast("uintptr_t", out[i])) for i in range(done[0])])
+    print([[rec.get(i, w) for w in range(3)] + [rec.get(i, 3 + k) for k in range(min(rec.get(i, 2), 8))]
+           for i in range(done[0])])
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == [
+        "0 5 [4096, 4112, 4128, 4144, 4160]",
+        "[[0, 0, 1, -5], [1, 7, 1, 0], [0, 0, 2, 1, -6], [1, 9, 0], [0, 0, 18, 1, 0, 1, 2, 3, -5, -6, 0]]",
+        "999 3 [4096, 4112, 4128]",
+        "[[0, 0, 1, -5], [1, 7, 1, 0], [0, 0, 2, 1, -6]]",
+    ]

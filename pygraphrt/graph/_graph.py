@@ -11,7 +11,7 @@ from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
-from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, EventWaitNode,
+from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
                     ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
@@ -19,7 +19,32 @@ from ._node import (NODE_CLASSES, ChildGraphNode, EmptyNode, EventRecordNode, Ev
 if TYPE_CHECKING:
     from ._conditional import ConditionalHandle
     from ._exec import GraphExec
-    from ._node import ConditionalNode
+
+
+_new = object.__new__  # a Node without running __init__: its two slots are set by the caller
+_MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
+_ADDRESS_END = 1 << 64
+
+
+class _Calls:
+    """A backend's runtime functions as attributes (``calls.GraphAddEmptyNode``), looked up
+    once through ``ops.fn`` -- which raises NotSupported for one the runtime lacks, at the
+    call that needs it -- then plain instance attributes."""
+
+    def __init__(self, ops: Any) -> None:
+        self.__dict__["_ops"] = ops
+
+    def __getattr__(self, api: str) -> Any:
+        f = self._ops.fn(api)
+        self.__dict__[api] = f
+        return f
+
+
+def _calls(backend: Any) -> _Calls:
+    c = backend.__dict__.get("_graph_calls")
+    if c is None:
+        c = backend.__dict__["_graph_calls"] = _Calls(backend.ops)
+    return c
 
 
 def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
@@ -32,6 +57,143 @@ def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list
         if not isinstance(e, EdgeData):
             raise errors.InvalidValue("edges", detail=f"{e!r} is not an EdgeData")
     return edges
+
+
+_NO_FUNCTION = -0x7FFFFFFF  # what the compiled helpers return without the runtime function
+
+
+def _add_nodes_helper(backend: Any) -> Any:
+    """``_pgr_add_nodes`` of the compiled fast path (bindgen.fast), or None (ABI mode, the sim)."""
+    d = backend.__dict__
+    if "_add_nodes_helper" not in d:
+        f = None
+        if backend.ffi_mode.startswith("api"):
+            try:
+                f = backend.lib._pgr_add_nodes
+            except (AttributeError, NotImplementedError, backend.ffi.error):
+                f = None  # an extension built before the helper existed
+        d["_add_nodes_helper"] = f
+    return d["_add_nodes_helper"]
+
+
+class _Batch:
+    """Consecutive empty and plain memset specs of ``Graph.add_nodes``, made by one C call.
+
+    ``take`` accepts a spec only when everything about it is already known to be valid
+    (dependencies: earlier specs or live nodes of this graph; memset: an int address or
+    a live buffer of this backend, a value of one byte, a count); anything else is left
+    to the one-node methods, after ``flush``, so every refusal is theirs, word for word.
+    """
+
+    def __init__(self, graph: "Graph", helper: Any, names: dict[Any, Node]) -> None:
+        b = graph._backend
+        self.graph, self.helper, self.names = graph, helper, names
+        self.ffi, self.prefix = b.ffi, b.ops.prefix
+        if graph._memset is None:
+            graph._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
+        self.size = b.ffi.sizeof(b.ops.memset_params_type)
+        self.pack_at = graph._memset[2]
+        self.zero = bytes(self.size)
+        self.failed_at: int | None = None
+        self.usable = [False, False]  # GraphAddEmptyNode, GraphAddMemsetNode: found in the runtime
+        self._reset(0)
+
+    def _reset(self, start: int) -> None:
+        self.start = start
+        self.kinds: list[int] = []
+        self.dep_start = [0]
+        self.refs: list[int] = []
+        self.ext: list[Any] = []
+        self.params = bytearray()
+
+    def take(self, i: int, kind: Any, params: Any, deps: Any, made: list[Node]) -> bool:
+        if not self.kinds:
+            self.start = i
+        if kind == "empty" and not params:
+            code = 0
+        elif kind == "memset" and type(params) is dict and len(params) == 3:
+            code = 1
+        else:
+            return False
+        graph, refs, ext, start = self.graph, self.refs, self.ext, self.start
+        n_refs, n_ext = len(refs), len(ext)
+        for d in deps or ():
+            if type(d) is int and 0 <= d < i:
+                if d >= start:
+                    refs.append(d - start)
+                    continue
+                d = made[d]
+            elif not isinstance(d, Node):
+                try:
+                    d = self.names.get(d)
+                except TypeError:
+                    d = None
+            if isinstance(d, Node) and d._graph is graph and d._handle is not None:
+                ext.append(d._handle)
+                refs.append(-len(ext))
+            else:  # the one-node path says what is wrong
+                del refs[n_refs:], ext[n_ext:]
+                return False
+        if code:
+            dst, value, count = params.get("dst"), params.get("value"), params.get("count")
+            if not (type(value) is int and 0 <= value < 256 and type(count) is int and 0 <= count < _ADDRESS_END):
+                del refs[n_refs:], ext[n_ext:]
+                return False
+            td = type(dst)
+            if td is DeviceBuffer and dst._handle is not None and dst._backend is graph._backend:
+                graph._keep.append(dst)
+                dst = int(self.ffi.cast("uintptr_t", dst._handle))
+            elif not (td is int and 0 <= dst < _ADDRESS_END):
+                del refs[n_refs:], ext[n_ext:]
+                return False
+        if not self.usable[code]:
+            try:
+                getattr(graph._calls, _BULK_APIS[code])
+            except errors.GraphRTError:  # NotSupported where the runtime lacks it: the one-node path says so
+                del refs[n_refs:], ext[n_ext:]
+                return False
+            self.usable[code] = True
+        if code:
+            at = len(self.params)
+            self.params += self.zero
+            self.pack_at(self.params, at, dst, value, 1, count, 1, 0)
+        self.kinds.append(code)
+        self.dep_start.append(len(refs))
+        return True
+
+    def flush(self, made: list[Node]) -> None:
+        n = len(self.kinds)
+        if not n:
+            return
+        ffi, graph = self.ffi, self.graph
+        node_t = f"{self.prefix}GraphNode_t[]"
+        out = ffi.new(node_t, n)
+        done = ffi.new("int *")
+        rc = self.helper(graph.handle, n, ffi.new("int[]", self.kinds), ffi.new("int[]", self.dep_start),
+                         ffi.new("int[]", self.refs or 1), ffi.new(node_t, self.ext or 1),
+                         ffi.from_buffer(self.params) if self.params else ffi.NULL, self.size, out, done)
+        k = done[0]
+        table, kinds = graph._nodes, self.kinds
+        classes = (EmptyNode, MemsetNode)
+        append = made.append
+        for j, nh in enumerate(ffi.unpack(out, k)):
+            node = _new(classes[kinds[j]])
+            node._graph = graph
+            node._handle = nh
+            table[nh] = node
+            append(node)
+        start = self.start
+        self._reset(start + n)
+        if rc:
+            self.failed_at = start + k
+            api = graph._backend.ops.prefix + _BULK_APIS[kinds[k]]
+            if rc == _NO_FUNCTION:
+                raise errors.NotSupported(api, vendor=graph._backend.ops.name,
+                                          detail="not exported by this runtime")
+            raise graph._backend.ops.error(rc, api)
+
+
+_BULK_APIS = ("GraphAddEmptyNode", "GraphAddMemsetNode")
 
 
 class Graph(Owned):
@@ -60,6 +222,9 @@ class Graph(Owned):
         self._out1 = ffi.new(f"{prefix}GraphNode_t *")
         self._fn = backend.ops.fn
         self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
+        self._depn: Any = None  # grown on demand for nodes with several dependencies
+        self._calls = _calls(backend)
+        self._memset: Any = None  # (params struct, a uintptr_t view of its dst), made on first use
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
 
@@ -113,6 +278,32 @@ class Graph(Owned):
         return node
 
     # -- adding nodes --------------------------------------------------------
+    def _dep_array(self, deps: Sequence[Any], n: int) -> Any:
+        """The scratch C array holding the handles of ``deps`` (each checked to be a live node
+        of this graph); reused from call to call, as the runtime copies it."""
+        arr = self._depn
+        if arr is None or len(arr) < n:
+            b = self._backend
+            arr = self._depn = b.ffi.new(f"{b.ops.prefix}GraphNode_t[]", max(n, 8))
+        for i, d in enumerate(deps):
+            if isinstance(d, Node) and d._graph is self:
+                dh = d._handle
+                if dh is None or self._handle is None:
+                    dh = d.handle  # raises InvalidResourceHandle
+            else:
+                dh = self._own(d).handle
+            arr[i] = dh
+        return arr
+
+    def _new_node(self, cls: type[Node], node_handle: Any) -> Node:
+        node = _new(cls)
+        node._graph = self
+        node._handle = node_handle
+        if cls is ConditionalNode:
+            node._cond = None  # type: ignore[attr-defined]
+        self._nodes[node_handle] = node
+        return node
+
     def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
              *args: Any, cls: type[Node] = OtherNode) -> Node:
         # A hot path (graphs of 10^4+ nodes are built node by node): checks are
@@ -129,21 +320,25 @@ class Graph(Owned):
             arr = self._backend.ffi.NULL
         elif n == 1:
             d = deps[0]
-            dh = getattr(d, "_handle", None)
-            if dh is None or d._graph is not self:
+            if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                dh = d._handle
+            else:
                 dh = self._own(d).handle
             arr = self._dep1
             arr[0] = dh
         else:
-            arr = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t[]",
-                                        [self._own(d).handle for d in deps])
+            arr = self._dep_array(deps, n)
         out = self._out1
-        rc = self._fn(api)(out, h, arr, n, *args)
+        rc = getattr(self._calls, api)(out, h, arr, n, *args)
         if rc:
             ops = self._backend.ops
             raise ops.error(rc, ops.prefix + api)
         node_handle = out[0]
-        node = cls(self, node_handle)
+        node = _new(cls)
+        node._graph = self
+        node._handle = node_handle
+        if cls is ConditionalNode:
+            node._cond = None  # type: ignore[attr-defined]
         self._nodes[node_handle] = node
         return node
 
@@ -169,16 +364,88 @@ class Graph(Owned):
     def add_empty(self, *, dependencies: Iterable[Node] | None = None,
                   edges: Sequence[EdgeData] | None = None) -> Node:
         """An empty node: a join point with no work."""
+        # The hot path of explicit building, inlined: a list/tuple of at most one live
+        # node of this graph, no edge data.  Anything else takes _add.
+        h = self._handle
+        t = type(dependencies)
+        if edges is None and h is not None and (t is list or t is tuple):
+            n = len(dependencies)  # type: ignore[arg-type]
+            if n == 1:
+                d = dependencies[0]  # type: ignore[index]
+                if isinstance(d, Node) and d._graph is self:
+                    dh = d._handle
+                    if dh is not None:
+                        arr = self._dep1
+                        arr[0] = dh
+                        out = self._out1
+                        rc = self._calls.GraphAddEmptyNode(out, h, arr, 1)
+                        if rc:
+                            ops = self._backend.ops
+                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
+                        nh = out[0]
+                        node = _new(EmptyNode)
+                        node._graph = self
+                        node._handle = nh
+                        self._nodes[nh] = node
+                        return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
                    height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
                    edges: Sequence[EdgeData] | None = None) -> Node:
         """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch)."""
-        b = self._backend
-        p = b.ffi.new(f"{b.ops.memset_params_type} *")
-        _params.memset_fields(b, p, dst, value, count, element_size, height, pitch, what="add_memset")
-        self._keep_operand(dst)
+        # The runtime copies the parameters when it makes the node: one struct per graph,
+        # refilled each time.  Plain ints and pygraphrt buffers are written directly;
+        # anything else (and every error) takes the generic validation.
+        cell = self._memset
+        if cell is None:
+            b = self._backend
+            cell = self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
+        p, pack, _ = cell
+        limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
+        if (limit is not None and type(value) is int and 0 <= value < limit and type(count) is int
+                and 0 <= count < _ADDRESS_END and type(height) is int and 0 <= height < _ADDRESS_END
+                and type(pitch) is int and 0 <= pitch < _ADDRESS_END):
+            td = type(dst)
+            if td is int and 0 <= dst < _ADDRESS_END:
+                pack(dst, value, element_size, count, height, pitch)
+            elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
+                pack(0, value, element_size, count, height, pitch)
+                p.dst = dst._handle
+                self._keep.append(dst)  # buffers given as objects live as long as the graph
+            else:
+                _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
+                                      what="add_memset")
+                self._keep_operand(dst)
+            # Inlined as in add_empty: at most one live dependency of this graph, no edge data.
+            h = self._handle
+            t = type(dependencies)
+            if edges is None and h is not None and (t is list or t is tuple):
+                n = len(dependencies)  # type: ignore[arg-type]
+                arr = None
+                if n == 1:
+                    d = dependencies[0]  # type: ignore[index]
+                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                        arr = self._dep1
+                        arr[0] = d._handle
+                elif n == 0:
+                    arr = self._backend.ffi.NULL
+                if arr is not None:
+                    out = self._out1
+                    rc = self._calls.GraphAddMemsetNode(out, h, arr, n, p)
+                    if rc:
+                        ops = self._backend.ops
+                        raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
+                    nh = out[0]
+                    node = _new(MemsetNode)
+                    node._graph = self
+                    node._handle = nh
+                    self._nodes[nh] = node
+                    return node
+        else:
+            _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
+                                  what="add_memset")
+            self._keep_operand(dst)
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,
@@ -282,18 +549,23 @@ class Graph(Owned):
         none), ``deps`` the node's dependencies: an int is the index of an earlier spec
         of this call, a :class:`Node` a node of this graph, anything else a key of
         ``names``.  Edges carry default edge data.  The same checks as the single-node
-        methods apply; empty nodes take a bulk path with one C call per node and no
-        per-node Python call.  If a spec fails, the nodes made before it stay in the
-        graph and the exception says which spec failed.
+        methods apply.  With the compiled fast path, each run of consecutive empty and
+        plain memset specs (``dst``, ``value``, ``count`` only) is made by one C call
+        (``_pgr_add_nodes``, generated by bindgen); other specs, and everything in ABI
+        mode, go through the one-node methods.  If a spec fails, the nodes made before
+        it stay in the graph and the exception says which spec failed.
         """
         made: list[Node] = []
         names = names or {}
-        h = self.handle
-        ffi, prefix = self._backend.ffi, self._backend.ops.prefix
-        add_empty = None
-        out, dep1, nodes_table = self._out1, self._dep1, self._nodes
-        for i, spec in enumerate(specs):
-            try:
+        h = self.handle  # raises once the graph is closed
+        out, dep1, table = self._out1, self._dep1, self._nodes
+        helper = _add_nodes_helper(self._backend)
+        batch = _Batch(self, helper, names) if helper is not None else None
+        add_empty, add_memset = self.add_empty, self.add_memset
+        i = -1
+        node: Node
+        try:
+            for i, spec in enumerate(specs):
                 n_items = len(spec)
                 if n_items == 3:
                     kind, params, deps = spec
@@ -301,39 +573,48 @@ class Graph(Owned):
                     (kind, params), deps = spec, ()
                 else:
                     raise errors.InvalidValue("Graph.add_nodes", detail=f"a spec is (kind, params[, deps]), got {spec!r}")
+                if batch is not None:
+                    if batch.take(i, kind, params, deps, made):
+                        continue
+                    batch.flush(made)  # what it holds comes first; this spec takes the one-node path
                 dep_nodes = [made[d] if type(d) is int and 0 <= d < i
                              else d if isinstance(d, Node) else self._dep_key(d, names, i)
                              for d in (deps or ())]
                 if kind == "empty" and not params:
-                    if add_empty is None:
-                        add_empty = self._fn("GraphAddEmptyNode")
-                    n = len(dep_nodes)
-                    if n == 1:
-                        d = dep_nodes[0]
-                        if d._graph is not self or d._handle is None:
-                            self._own(d).handle
-                        arr = dep1
-                        arr[0] = d._handle
-                    elif n == 0:
-                        arr = ffi.NULL
+                    d = dep_nodes[0] if len(dep_nodes) == 1 else None
+                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                        # add_empty's hot path, inlined (ABI mode: one runtime call per node)
+                        dep1[0] = d._handle
+                        rc = self._calls.GraphAddEmptyNode(out, h, dep1, 1)
+                        if rc:
+                            ops = self._backend.ops
+                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
+                        nh = out[0]
+                        node = _new(EmptyNode)
+                        node._graph = self
+                        node._handle = nh
+                        table[nh] = node
                     else:
-                        arr = ffi.new(f"{prefix}GraphNode_t[]", [self._own(d).handle for d in dep_nodes])
-                    rc = add_empty(out, h, arr, n)
-                    if rc:
-                        raise self._backend.ops.error(rc, prefix + "GraphAddEmptyNode")
-                    nh = out[0]
-                    node = EmptyNode(self, nh)
-                    nodes_table[nh] = node
+                        node = add_empty(dependencies=dep_nodes)
+                elif kind == "memset" and type(params) is dict:
+                    if len(params) == 3 and "dst" in params and "value" in params and "count" in params:
+                        node = add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)
+                    else:
+                        node = add_memset(**params, dependencies=dep_nodes)
                 else:
                     method = getattr(self, "add_" + kind, None) if isinstance(kind, str) else None
                     if method is None or kind in ("nodes", "dependencies"):
                         raise errors.InvalidValue("Graph.add_nodes", detail=f"unknown node kind {kind!r}")
                     node = method(**(params or {}), dependencies=dep_nodes)
-            except errors.GraphRTError as exc:
-                exc.add_note(f"(Graph.add_nodes: spec {i}; {len(made)} node(s) added before it stay)") \
-                    if hasattr(exc, "add_note") else None
-                raise
-            made.append(node)
+                made.append(node)
+            if batch is not None:
+                batch.flush(made)
+        except errors.GraphRTError as exc:
+            if batch is not None and batch.failed_at is not None:
+                i = batch.failed_at
+            exc.add_note(f"(Graph.add_nodes: spec {i}; {len(made)} node(s) added before it stay)") \
+                if hasattr(exc, "add_note") else None
+            raise
         return made
 
     @staticmethod

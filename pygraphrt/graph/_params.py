@@ -34,6 +34,54 @@ def memset_fields(backend: Any, target: Any, dst: Any, value: int, count: int,
     target.pitch = _count(pitch)
 
 
+_MEMSET_FIELDS = ("dst", "value", "elementSize", "width", "height", "pitch")
+
+
+def memset_packer(ffi: Any, ctype: str) -> tuple[Any, Callable[..., None], Callable[..., None]]:
+    """A zeroed memset-params struct of ``ctype``, ``pack(dst, value, element_size, width,
+    height, pitch)`` writing already validated values into it (``dst`` an int address) in
+    one ``struct.pack_into`` laid out by the binding's field offsets, and ``pack_at(buf,
+    offset, dst, ...)`` writing one such struct into a buffer (``Graph.add_nodes``).
+
+    For the hot path of ``Graph.add_memset``: one struct per graph, refilled per node
+    (the runtime copies the parameters when it makes the node).
+    """
+    import struct
+
+    p = ffi.new(f"{ctype} *")
+    fields = dict(ffi.typeof(ctype).fields)
+    codes = {4: "I", 8: "Q"}
+    layout = sorted((fields[n].offset, ffi.sizeof(fields[n].type), n) for n in _MEMSET_FIELDS)
+    fmt, at = "=", 0
+    for offset, size, _ in layout:
+        if offset < at or size not in codes:
+            break
+        fmt += "x" * (offset - at) + codes[size]
+        at = offset + size
+    else:
+        pack_into = struct.Struct(fmt).pack_into
+        buf = ffi.buffer(p)
+        args = ", ".join(n for _, _, n in layout)
+        # The struct's fields in offset order (they differ between CUDA and HIP).
+        pack = eval(f"lambda dst, value, elementSize, width, height, pitch: _pack(_buf, 0, {args})",
+                    {"_pack": pack_into, "_buf": buf})
+        pack_at = eval(f"lambda buf, at, dst, value, elementSize, width, height, pitch: "
+                       f"_pack(buf, at, {args})", {"_pack": pack_into})
+        return p, pack, pack_at
+    bits = ffi.cast("uintptr_t *", ffi.addressof(p, "dst"))
+    size = ffi.sizeof(ctype)
+
+    def pack_fields(dst: int, value: int, element_size: int, width: int, height: int, pitch: int) -> None:
+        bits[0] = dst
+        p.value, p.elementSize, p.width, p.height, p.pitch = value, element_size, width, height, pitch
+
+    def pack_fields_at(buf: Any, at: int, *values: int) -> None:
+        pack_fields(*values)
+        buf[at:at + size] = ffi.buffer(p)
+
+    return p, pack_fields, pack_fields_at
+
+
 def host_fields(backend: Any, target: Any, fn: Callable[[], Any], sink: Any) -> HostPayload:
     """Point a host-node struct at the trampoline with ``fn``; return the payload to keep alive."""
     payload = HostPayload(backend, fn, sink)
