@@ -1479,7 +1479,17 @@ class SimRuntime:
     def cudaGraphRemoveDependencies(self, graph: Any, frm: Any, to: Any, edata: Any, n: int) -> None:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphRemoveDependencies")
         self._check_mutable(g, "cudaGraphRemoveDependencies")
-        for x, y, e in zip(a, b, read_edges(edata, n)):
+        edges = read_edges(edata, n)
+        # check everything first: CUDA 13.0 removes all of the edges or none (a call naming an
+        # existing edge and a missing one leaves the existing one: differential test,
+        # regression gpu-remove-dependencies-all-or-none)
+        pairs = set()
+        for x, y in zip(a, b):
+            if (id(x), id(y)) in pairs or not any(o is y for o, _ in x.outs):
+                raise SimError("InvalidValue", f"cudaGraphRemoveDependencies: there is no edge {x.handle:#x} -> "
+                                               f"{y.handle:#x} (or it is named twice)")
+            pairs.add((id(x), id(y)))
+        for x, y, e in zip(a, b, edges):
             g.remove_edge(x, y, e)
 
     def _fill(self, items: list[tuple[Any, ...]], arrays: list[Any], edata: Any, count: Any, what: str,
