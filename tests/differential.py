@@ -1118,4 +1118,18 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("empty", 0, (0,)),
         ("dep", 0, ((0, 1), (0, 0)), True, 0), ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-wait-on-event-of-ended-capture", (  # CUDA 13.0: InvalidValue, the capture is invalidated
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("record", 0, 0))),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("wait", 0, 0))),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-query-event-of-ended-capture-first", (  # CUDA 12.9: InvalidValue before the capture rules
+        ("buf", 2), ("graph",),
+        ("capture", 1, "thread_local", None, (("memcpy", 0, 7, 112, 4, 230, "fit", 137), ("host", 0),
+                                              ("record", 1, 1))),
+        ("capture", 0, "thread_local", None, (("launch", 1, 4), ("record", 0, 0), ("devsync",), ("query", 1),
+                                              ("query", 1), ("host", 0), ("launch", 0, 4))),
+        ("launch", 5, 1),
+    )),
 ]

@@ -22,7 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def run_py(code: str, **env: str) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PYTHONPATH=str(REPO), **env)
+    # this checkout first, then what the environment had (the GPU machine's wheels, e.g. cffi,
+    # come through PYTHONPATH)
+    path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    e = dict(os.environ, PYTHONPATH=path, **env)
     for k in ("PYGRAPHRT_CUDART", "PYGRAPHRT_BACKEND"):
         if k not in env:
             e.pop(k, None)

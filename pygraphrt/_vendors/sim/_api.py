@@ -622,6 +622,12 @@ class SimRuntime:
         cap, ecap = st.capture, ev.captured()
         if cap is not None and cap.status != STATUS_ACTIVE:
             raise SimError("StreamCaptureInvalidated", f"{cap.describe()} was invalidated ({cap.reason})")
+        if cap is not None and ev.capture is not None and ev.capture.ended and flags != EVENT_EXTERNAL:
+            # last recorded in a capture that has ended: CUDA 13.0 refuses (InvalidValue) and the
+            # capture is invalidated (differential test, regression gpu-wait-on-event-of-ended-capture)
+            cap.invalidate("cudaStreamWaitEvent on an event recorded in an ended capture")
+            raise SimError("InvalidValue", f"the event was last recorded in {ev.capture.describe()}, which "
+                                           "has ended; the capture is invalidated")
         if cap is not None and flags == EVENT_EXTERNAL:  # an event-wait node
             self._submit(st, "cudaStreamWaitEvent", lambda: (WAIT_EVENT, EventP(ev.handle)), lambda: None)
             return
@@ -869,6 +875,11 @@ class SimRuntime:
 
     def cudaEventQuery(self, event: Any) -> None:
         ev = self._event(event)
+        if ev.capture is not None and ev.capture.ended:
+            # answered before the capture rules (CUDA 12.9 during an invalidated capture:
+            # differential test, regression gpu-query-event-of-ended-capture-first)
+            raise SimError("InvalidValue", f"cudaEventQuery: the event was last recorded in "
+                                           f"{ev.capture.describe()}, which has ended")
         self._event_check(ev, "cudaEventQuery")
         if ev.capture is not None:
             # last recorded in a capture that has ended: CUDA 13.0/13.5 answer InvalidValue
