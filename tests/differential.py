@@ -1132,4 +1132,13 @@ REGRESSIONS: list[tuple[str, tuple]] = [
                                               ("query", 1), ("host", 0), ("launch", 0, 4))),
         ("launch", 5, 1),
     )),
+    ("gpu-eager-wait-on-event-of-ended-capture", (  # CUDA 12.9: InvalidValue outside a capture too
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("record", 0, 1))),
+        ("capture", 0, "global", None, (("wait", 1, 1),)), ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-add-dependencies-repeat", (  # CUDA 13.0: the edge before the repeat is added, then InvalidValue
+        ("buf", 0), ("graph",), ("event_node", 0, (), False, 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("dep", 0, ((1, 0), (1, 0)), False, 0), ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]

@@ -622,12 +622,14 @@ class SimRuntime:
         cap, ecap = st.capture, ev.captured()
         if cap is not None and cap.status != STATUS_ACTIVE:
             raise SimError("StreamCaptureInvalidated", f"{cap.describe()} was invalidated ({cap.reason})")
-        if cap is not None and ev.capture is not None and ev.capture.ended and flags != EVENT_EXTERNAL:
-            # last recorded in a capture that has ended: CUDA 13.0 refuses (InvalidValue) and the
-            # capture is invalidated (differential test, regression gpu-wait-on-event-of-ended-capture)
-            cap.invalidate("cudaStreamWaitEvent on an event recorded in an ended capture")
+        if ev.capture is not None and ev.capture.ended and flags != EVENT_EXTERNAL:
+            # last recorded in a capture that has ended: CUDA refuses (InvalidValue) -- in a
+            # capture (13.0, which invalidates it) and outside one (12.9): differential test,
+            # regressions gpu-wait-on-event-of-ended-capture, gpu-eager-wait-on-event-of-ended-capture
+            if cap is not None:
+                cap.invalidate("cudaStreamWaitEvent on an event recorded in an ended capture")
             raise SimError("InvalidValue", f"the event was last recorded in {ev.capture.describe()}, which "
-                                           "has ended; the capture is invalidated")
+                                           "has ended" + ("; the capture is invalidated" if cap is not None else ""))
         if cap is not None and flags == EVENT_EXTERNAL:  # an event-wait node
             self._submit(st, "cudaStreamWaitEvent", lambda: (WAIT_EVENT, EventP(ev.handle)), lambda: None)
             return
@@ -1473,12 +1475,18 @@ class SimRuntime:
     def cudaGraphAddDependencies(self, graph: Any, frm: Any, to: Any, edata: Any, n: int) -> None:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphAddDependencies")
         edges = read_edges(edata, n)
-        pairs = set()
-        for x, y in zip(a, b):
+        # An edge named twice in one call: CUDA 13.0 adds the edges before the repeat, then
+        # refuses (InvalidValue) -- differential test, regression gpu-add-dependencies-repeat
+        pairs: set[tuple[int, int]] = set()
+        repeat = None
+        for i, (x, y) in enumerate(zip(a, b)):
             if (id(x), id(y)) in pairs:
-                raise SimError("InvalidValue", "cudaGraphAddDependencies: the same edge is given twice")
+                repeat = i
+                break
             pairs.add((id(x), id(y)))
-        # check everything first: the runtime adds all of the edges or none
+        if repeat is not None:
+            a, b, edges = a[:repeat], b[:repeat], edges[:repeat]
+        # otherwise, everything is checked first: the runtime adds all of the edges or none
         for x, y, e in zip(a, b, edges):
             if x is y or any(o is y for o, _ in x.outs):
                 raise SimError("InvalidValue", f"cudaGraphAddDependencies: edge {x.handle:#x} -> {y.handle:#x} "
@@ -1486,6 +1494,9 @@ class SimRuntime:
             check_edge(x.type, y.type, e)
         for x, y, e in zip(a, b, edges):
             g.add_edge(x, y, e)
+        if repeat is not None:
+            raise SimError("InvalidValue", "cudaGraphAddDependencies: the same edge is given twice (the edges "
+                                           "before the repeat were added)")
 
     def cudaGraphRemoveDependencies(self, graph: Any, frm: Any, to: Any, edata: Any, n: int) -> None:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphRemoveDependencies")
