@@ -32,6 +32,9 @@ MODES = ("0", "1", "auto")
 # parameters it takes.  bindgen.fast emits the C with the same numbers (a test checks).
 LAUNCH_HEADER = 32
 LAUNCH_MAX_PARAMS = 64
+# What the compiled helpers return when the runtime lacks the function they call
+# (bindgen.fast.NO_FUNCTION; a test checks they agree).
+NO_FUNCTION = -0x7FFFFFFF
 BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
 
 
@@ -80,6 +83,22 @@ class FastLib:
 
     def __repr__(self) -> str:
         return f"<pygraphrt fast lib {self._pgr_path!r}>"
+
+
+def compiled_helper(backend: Any, name: str) -> Any:
+    """The compiled fast path's helper ``name`` (``_pgr_capture_status``, ``_pgr_add_nodes``,
+    ``_pgr_launch_packed``: see bindgen.fast), or None -- ABI mode, the sim, or an extension
+    built before the helper existed.  Looked up once per backend."""
+    cache = backend.__dict__.setdefault("_compiled_helpers", {})
+    if name not in cache:
+        f = None
+        if backend.ffi_mode.startswith("api"):
+            try:
+                f = getattr(backend.lib, name)
+            except (AttributeError, NotImplementedError, backend.ffi.error):
+                f = None
+        cache[name] = f
+    return cache[name]
 
 
 def function_address(ffi: Any, lib: Any, name: str) -> int:

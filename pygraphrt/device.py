@@ -5,7 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from . import _runtime, errors
+from . import _fast, _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
 from ._operands import DeviceMemory
 from ._operands import byte as _byte
@@ -141,7 +141,7 @@ class Stream(Owned):
         self._is_capturing_fn = ops.fn("StreamIsCapturing")
         self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
         # The compiled fast path's one-argument form (status, or minus the error code).
-        self._capture_status_fn = _capture_status_helper(backend)
+        self._capture_status_fn = _fast.compiled_helper(backend, "_pgr_capture_status")
         self._sinks: set[ErrorSink] = set()
         self._own_sink = ErrorSink()
         # Host callables launched outside a capture, kept until they have run.
@@ -346,7 +346,7 @@ class Stream(Owned):
                 raise
             if r >= 0:
                 return r == self._active_status
-            if r != _NO_FUNCTION:
+            if r != _fast.NO_FUNCTION:
                 raise self._backend.ops.error(-r, self._backend.ops.prefix + "StreamIsCapturing")
         cell = self._status_cell
         try:
@@ -470,23 +470,6 @@ class DeviceBuffer(DeviceMemory, Owned):
         else:
             stream.memcpy(dst, src, n)
             stream.synchronize()
-
-
-_NO_FUNCTION = -0x7FFFFFFF  # what _pgr_capture_status returns without StreamIsCapturing (bindgen.fast)
-
-
-def _capture_status_helper(backend: Any) -> Any:
-    """``_pgr_capture_status`` of the compiled fast path, or None (ABI mode, the sim)."""
-    d = backend.__dict__
-    if "_capture_status_helper" not in d:
-        f = None
-        if backend.ffi_mode.startswith("api"):
-            try:
-                f = backend.lib._pgr_capture_status
-            except (AttributeError, NotImplementedError, backend.ffi.error):
-                f = None  # an extension built before the helper existed
-        d["_capture_status_helper"] = f
-    return d["_capture_status_helper"]
 
 
 def _note_capture_failures(backend: Any, what: str, err: errors.GraphRTError) -> None:

@@ -33,7 +33,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Callable
 
 from .. import errors
-from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS
+from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS, compiled_helper
 from .._operands import device_address
 
 if TYPE_CHECKING:
@@ -70,12 +70,7 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     fmt = sig._struct.format
     fmt = fmt.decode() if isinstance(fmt, bytes) else fmt
     ffi = backend.ffi
-    packed_launch = None
-    if n <= LAUNCH_MAX_PARAMS:
-        try:
-            packed_launch = getattr(backend.lib, "_pgr_launch_packed")  # compiled mode only
-        except (AttributeError, NotImplementedError, ffi.error):
-            packed_launch = None
+    packed_launch = compiled_helper(backend, "_pgr_launch_packed") if n <= LAUNCH_MAX_PARAMS else None
     library = kernel._owner if isinstance(kernel._owner, _library.Library) else None
     names = [f"a{i}" for i in range(n)]
     values = []
