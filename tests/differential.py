@@ -452,12 +452,10 @@ class Interpreter:
         d, s = self._buf(db), self._buf(sb)
         if d is None or s is None:
             return None
-        so, _ = self._span(s, soff, "all", 0)
-        if cmode == "over":
-            # Start inside both buffers: an eager copy FROM an address in no allocation is
-            # taken for host memory by CUDA (cudaMemcpyDefault) and kills the process there
-            # (seen on an H100) -- undefined behaviour no wrapper can catch for raw addresses.
-            so = soff * 37 % self.buf_ranges[s][1]
+        # "over" starts inside both buffers: an eager copy FROM an address in no allocation is
+        # taken for host memory by CUDA (cudaMemcpyDefault) and kills the process there (seen
+        # on an H100) -- undefined behaviour no wrapper can catch for raw addresses.
+        so, _ = self._span(s, soff, "over" if cmode == "over" else "all", 0)
         s_room = self.buf_ranges[s][1] - so
         do, n = self._span(d, doff, cmode, craw, room2=s_room)
         return self.buf_ranges[d][0] + do, self.buf_ranges[s][0] + so, n

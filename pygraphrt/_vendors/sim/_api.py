@@ -259,15 +259,22 @@ class SimRuntime:
                 p.release_to_threshold()
 
     # -- work on a stream ----------------------------------------------------------------------
+    def _refuse_if_invalidated(self, st: Stream, what: str) -> None:
+        """Work on a stream whose capture is invalidated is refused before its arguments are
+        checked (CUDA 13.0/13.5: a memcpy past the end there is StreamCaptureInvalidated, not
+        InvalidValue -- differential test, regression gpu-invalidated-capture-refuses-first)."""
+        cap = st.capture
+        if cap is not None and cap.status != STATUS_ACTIVE:
+            raise SimError("StreamCaptureInvalidated", f"{what}: {cap.describe()} was invalidated "
+                                                       f"({cap.reason}); end it first")
+
     def _submit(self, st: Stream, what: str, node: Callable[[], tuple[int, Any]],
                 run: Callable[[], None], edges: Callable[[list[tuple[Node, EdgeData]]], list[EdgeData]] | None = None
                 ) -> Node | None:
         """Capture ``node()`` (type, params) on a capturing stream, else ``run()`` it now."""
         cap = st.capture
         if cap is not None:
-            if cap.status != STATUS_ACTIVE:
-                raise SimError("StreamCaptureInvalidated", f"{what}: {cap.describe()} was invalidated "
-                                                           f"({cap.reason}); end it first")
+            self._refuse_if_invalidated(st, what)
             type_, params = node()
             deps = st.deps
             data = edges(deps) if edges is not None else [e for _, e in deps]
@@ -386,15 +393,6 @@ class SimRuntime:
         self._unsafe("cudaMemcpy")
         self._copy(d, s, count, kind, "cudaMemcpy")
 
-    def _refuse_if_invalidated(self, st: Stream, what: str) -> None:
-        """Work on a stream whose capture is invalidated is refused before its arguments are
-        checked (CUDA 13.0/13.5: a memcpy past the end there is StreamCaptureInvalidated, not
-        InvalidValue -- differential test, regression gpu-invalidated-capture-refuses-first)."""
-        cap = st.capture
-        if cap is not None and cap.status != STATUS_ACTIVE:
-            raise SimError("StreamCaptureInvalidated", f"{what}: {cap.describe()} was invalidated "
-                                                       f"({cap.reason}); end it first")
-
     def cudaMemcpyAsync(self, dst: Any, src: Any, count: int, kind: int, stream: Any) -> None:
         d, s = addr(dst), addr(src)
         st = self._stream(stream)
@@ -431,9 +429,8 @@ class SimRuntime:
         row = p.width * p.element_size
         if p.height > 1 and p.pitch < row:
             raise SimError("InvalidValue", f"{what}: pitch {p.pitch} is less than a row ({row} bytes)")
-        if p.width and p.height:
-            span = (p.height - 1) * p.pitch + row
-            self.memory.check_range(p.dst, span if bounds else 1, what)
+        if p.span:
+            self.memory.check_range(p.dst, p.span if bounds else 1, what)
 
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
@@ -1640,9 +1637,9 @@ class SimRuntime:
                     continue
                 p = n.params
                 b = self.memory.find(p.dst)
-                if b is None or not p.width or not p.height:
+                if b is None or not p.span:
                     continue
-                end = p.dst + (p.height - 1) * p.pitch + p.width * p.element_size
+                end = p.dst + p.span
                 if end > b.base + b.size:
                     raise SimError("InvalidValue", f"{what}: memset node (local id {n.local_id}) runs "
                                                    f"{end - b.base - b.size} bytes past the end of the "

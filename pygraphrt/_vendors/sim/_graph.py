@@ -50,6 +50,13 @@ class MemsetP:
     width: int
     height: int
 
+    @property
+    def span(self) -> int:
+        """Bytes from ``dst`` to the end of the last row written (0 when nothing is set)."""
+        if not self.width or not self.height:
+            return 0
+        return (self.height - 1) * self.pitch + self.width * self.element_size
+
 
 @dataclass(frozen=True)
 class Pitched:

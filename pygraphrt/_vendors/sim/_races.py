@@ -248,7 +248,7 @@ def memset_ranges(p: MemsetP) -> list[tuple[int, int]]:
     if p.height == 1:
         return [(p.dst, p.dst + row)]
     if p.height > ROW_LIMIT:
-        return [(p.dst, p.dst + (p.height - 1) * p.pitch + row)]
+        return [(p.dst, p.dst + p.span)]
     return _merge((p.dst + r * p.pitch, p.dst + r * p.pitch + row) for r in range(p.height))
 
 
