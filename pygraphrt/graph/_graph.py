@@ -59,143 +59,6 @@ def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list
     return edges
 
 
-_NO_FUNCTION = -0x7FFFFFFF  # what the compiled helpers return without the runtime function
-
-
-def _add_nodes_helper(backend: Any) -> Any:
-    """``_pgr_add_nodes`` of the compiled fast path (bindgen.fast), or None (ABI mode, the sim)."""
-    d = backend.__dict__
-    if "_add_nodes_helper" not in d:
-        f = None
-        if backend.ffi_mode.startswith("api"):
-            try:
-                f = backend.lib._pgr_add_nodes
-            except (AttributeError, NotImplementedError, backend.ffi.error):
-                f = None  # an extension built before the helper existed
-        d["_add_nodes_helper"] = f
-    return d["_add_nodes_helper"]
-
-
-class _Batch:
-    """Consecutive empty and plain memset specs of ``Graph.add_nodes``, made by one C call.
-
-    ``take`` accepts a spec only when everything about it is already known to be valid
-    (dependencies: earlier specs or live nodes of this graph; memset: an int address or
-    a live buffer of this backend, a value of one byte, a count); anything else is left
-    to the one-node methods, after ``flush``, so every refusal is theirs, word for word.
-    """
-
-    def __init__(self, graph: "Graph", helper: Any, names: dict[Any, Node]) -> None:
-        b = graph._backend
-        self.graph, self.helper, self.names = graph, helper, names
-        self.ffi, self.prefix = b.ffi, b.ops.prefix
-        if graph._memset is None:
-            graph._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
-        self.size = b.ffi.sizeof(b.ops.memset_params_type)
-        self.pack_at = graph._memset[2]
-        self.zero = bytes(self.size)
-        self.failed_at: int | None = None
-        self.usable = [False, False]  # GraphAddEmptyNode, GraphAddMemsetNode: found in the runtime
-        self._reset(0)
-
-    def _reset(self, start: int) -> None:
-        self.start = start
-        self.kinds: list[int] = []
-        self.dep_start = [0]
-        self.refs: list[int] = []
-        self.ext: list[Any] = []
-        self.params = bytearray()
-
-    def take(self, i: int, kind: Any, params: Any, deps: Any, made: list[Node]) -> bool:
-        if not self.kinds:
-            self.start = i
-        if kind == "empty" and not params:
-            code = 0
-        elif kind == "memset" and type(params) is dict and len(params) == 3:
-            code = 1
-        else:
-            return False
-        graph, refs, ext, start = self.graph, self.refs, self.ext, self.start
-        n_refs, n_ext = len(refs), len(ext)
-        for d in deps or ():
-            if type(d) is int and 0 <= d < i:
-                if d >= start:
-                    refs.append(d - start)
-                    continue
-                d = made[d]
-            elif not isinstance(d, Node):
-                try:
-                    d = self.names.get(d)
-                except TypeError:
-                    d = None
-            if isinstance(d, Node) and d._graph is graph and d._handle is not None:
-                ext.append(d._handle)
-                refs.append(-len(ext))
-            else:  # the one-node path says what is wrong
-                del refs[n_refs:], ext[n_ext:]
-                return False
-        if code:
-            dst, value, count = params.get("dst"), params.get("value"), params.get("count")
-            if not (type(value) is int and 0 <= value < 256 and type(count) is int and 0 <= count < _ADDRESS_END):
-                del refs[n_refs:], ext[n_ext:]
-                return False
-            td = type(dst)
-            if td is DeviceBuffer and dst._handle is not None and dst._backend is graph._backend:
-                graph._keep.append(dst)
-                dst = int(self.ffi.cast("uintptr_t", dst._handle))
-            elif not (td is int and 0 <= dst < _ADDRESS_END):
-                del refs[n_refs:], ext[n_ext:]
-                return False
-        if not self.usable[code]:
-            try:
-                getattr(graph._calls, _BULK_APIS[code])
-            except errors.GraphRTError:  # NotSupported where the runtime lacks it: the one-node path says so
-                del refs[n_refs:], ext[n_ext:]
-                return False
-            self.usable[code] = True
-        if code:
-            at = len(self.params)
-            self.params += self.zero
-            self.pack_at(self.params, at, dst, value, 1, count, 1, 0)
-        self.kinds.append(code)
-        self.dep_start.append(len(refs))
-        return True
-
-    def flush(self, made: list[Node]) -> None:
-        n = len(self.kinds)
-        if not n:
-            return
-        ffi, graph = self.ffi, self.graph
-        node_t = f"{self.prefix}GraphNode_t[]"
-        out = ffi.new(node_t, n)
-        done = ffi.new("int *")
-        rc = self.helper(graph.handle, n, ffi.new("int[]", self.kinds), ffi.new("int[]", self.dep_start),
-                         ffi.new("int[]", self.refs or 1), ffi.new(node_t, self.ext or 1),
-                         ffi.from_buffer(self.params) if self.params else ffi.NULL, self.size, out, done)
-        k = done[0]
-        table, kinds = graph._nodes, self.kinds
-        classes = (EmptyNode, MemsetNode)
-        append = made.append
-        for j, nh in enumerate(ffi.unpack(out, k)):
-            node = _new(classes[kinds[j]])
-            node._graph = graph
-            node._handle = nh
-            table[nh] = node
-            append(node)
-        start = self.start
-        self._reset(start + n)
-        if rc:
-            self.failed_at = start + k
-            api = graph._backend.ops.prefix + _BULK_APIS[kinds[k]]
-            if rc == _NO_FUNCTION:
-                raise errors.NotSupported(api, vendor=graph._backend.ops.name,
-                                          detail="not exported by this runtime")
-            raise graph._backend.ops.error(rc, api)
-
-
-_BULK_APIS = ("GraphAddEmptyNode", "GraphAddMemsetNode")
-
-
 class Graph(Owned):
     """A CUDA/HIP graph built explicitly or by stream capture.
 
@@ -555,76 +418,9 @@ class Graph(Owned):
         mode, go through the one-node methods.  If a spec fails, the nodes made before
         it stay in the graph and the exception says which spec failed.
         """
-        made: list[Node] = []
-        names = names or {}
-        h = self.handle  # raises once the graph is closed
-        out, dep1, table = self._out1, self._dep1, self._nodes
-        helper = _add_nodes_helper(self._backend)
-        batch = _Batch(self, helper, names) if helper is not None else None
-        add_empty, add_memset = self.add_empty, self.add_memset
-        i = -1
-        node: Node
-        try:
-            for i, spec in enumerate(specs):
-                n_items = len(spec)
-                if n_items == 3:
-                    kind, params, deps = spec
-                elif n_items == 2:
-                    (kind, params), deps = spec, ()
-                else:
-                    raise errors.InvalidValue("Graph.add_nodes", detail=f"a spec is (kind, params[, deps]), got {spec!r}")
-                if batch is not None:
-                    if batch.take(i, kind, params, deps, made):
-                        continue
-                    batch.flush(made)  # what it holds comes first; this spec takes the one-node path
-                dep_nodes = [made[d] if type(d) is int and 0 <= d < i
-                             else d if isinstance(d, Node) else self._dep_key(d, names, i)
-                             for d in (deps or ())]
-                if kind == "empty" and not params:
-                    d = dep_nodes[0] if len(dep_nodes) == 1 else None
-                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
-                        # add_empty's hot path, inlined (ABI mode: one runtime call per node)
-                        dep1[0] = d._handle
-                        rc = self._calls.GraphAddEmptyNode(out, h, dep1, 1)
-                        if rc:
-                            ops = self._backend.ops
-                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
-                        nh = out[0]
-                        node = _new(EmptyNode)
-                        node._graph = self
-                        node._handle = nh
-                        table[nh] = node
-                    else:
-                        node = add_empty(dependencies=dep_nodes)
-                elif kind == "memset" and type(params) is dict:
-                    if len(params) == 3 and "dst" in params and "value" in params and "count" in params:
-                        node = add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)
-                    else:
-                        node = add_memset(**params, dependencies=dep_nodes)
-                else:
-                    method = getattr(self, "add_" + kind, None) if isinstance(kind, str) else None
-                    if method is None or kind in ("nodes", "dependencies"):
-                        raise errors.InvalidValue("Graph.add_nodes", detail=f"unknown node kind {kind!r}")
-                    node = method(**(params or {}), dependencies=dep_nodes)
-                made.append(node)
-            if batch is not None:
-                batch.flush(made)
-        except errors.GraphRTError as exc:
-            if batch is not None and batch.failed_at is not None:
-                i = batch.failed_at
-            exc.add_note(f"(Graph.add_nodes: spec {i}; {len(made)} node(s) added before it stay)") \
-                if hasattr(exc, "add_note") else None
-            raise
-        return made
+        from . import _bulk
 
-    @staticmethod
-    def _dep_key(key: Any, names: dict[Any, Node], i: int) -> Node:
-        try:
-            return names[key]
-        except (KeyError, TypeError):
-            what = (f"index {key} is not an earlier spec (spec {i})" if type(key) is int
-                    else f"{key!r} is neither a Node nor a key of names")
-            raise errors.InvalidValue("Graph.add_nodes", detail=what) from None
+        return _bulk.add_nodes(self, specs, names)
 
     def add_networkx(self, dag: Any, *, kind: str = "kind", params: str = "params") -> dict[Any, Node]:
         """Add a networkx DAG's nodes and edges in one call (:meth:`add_nodes`).
@@ -633,14 +429,9 @@ class Graph(Owned):
         give its ``add_<kind>`` call; every DAG edge becomes a dependency.  Returns
         DAG node -> graph node.
         """
-        import networkx as nx
+        from . import _bulk
 
-        order = list(nx.topological_sort(dag))  # NetworkXUnfeasible on a cycle
-        index = {v: i for i, v in enumerate(order)}
-        attrs = dag.nodes
-        specs = [(attrs[v].get(kind, "empty"), attrs[v].get(params) or {},
-                  [index[u] for u in dag.predecessors(v)]) for v in order]
-        return dict(zip(order, self.add_nodes(specs)))
+        return _bulk.add_networkx(self, dag, kind, params)
 
     def add_node(self, node_type: NodeType, *, dependencies: Iterable[Node] | None = None,
                  edges: Sequence[EdgeData] | None = None, **params: Any) -> Node:
