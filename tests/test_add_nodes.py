@@ -7,19 +7,13 @@ import pytest
 import pygraphrt as rt
 from pygraphrt.enums import NodeType
 
+from .backends import selected
+
 
 @pytest.fixture(scope="module", autouse=True)
 def sim_backend():
-    from pygraphrt import _runtime
-
-    with _runtime._state.lock:
-        saved = _runtime._state.active
-        _runtime._state.active = _runtime.load("sim")
-    try:
+    with selected("sim"):
         yield
-    finally:
-        with _runtime._state.lock:
-            _runtime._state.active = saved
 
 
 def test_specs_indices_names_and_kinds():
