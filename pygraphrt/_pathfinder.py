@@ -28,7 +28,11 @@ import sys
 # (major, minor) of cuda-pathfinder releases whose cudart search this module reproduces
 # (``_load_lib_no_cache``: site-packages, then conda, before the already-loaded check wins;
 # ``find_sub_dirs_all_sitepackages``: site.getsitepackages() with the user site inserted).
-VERIFIED = frozenset({(1, 9)})
+# 1.8.0, 1.8.1 and 1.9.0 were compared: their cudart descriptor, site-packages step and
+# search order are the same (1.9 changed the NVRTC builtins preload and the anchor-root
+# path normalisation, neither on cudart's site-packages path).  tests/test_cold_start.py
+# checks the installed one (1.9 in CI, 1.8.1 on the GPU machine).
+VERIFIED = frozenset({(1, 8), (1, 9)})
 # cuda-pathfinder's descriptor of cudart on Linux (descriptor_catalog.py).
 SONAMES = ("libcudart.so.13", "libcudart.so.12")
 SITE_DIRS = (("nvidia", "cu13", "lib"), ("nvidia", "cuda_runtime", "lib"))
