@@ -160,8 +160,10 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
 
     # build throughput and instantiate
     nodes = 1000 if q else 10000
+    mbuf = rt.malloc(1 << 12)  # what the memset nodes set (they are never launched)
     for shape in ("chain", "fanout"):
         build_py, inst_py, build_raw, build_cb, build_bulk = [], [], [], [], []
+        build_mem: dict[str, list[float]] = {}
         for _ in range(3 if q else 5):
             gg = rt.Graph()
             root = gg.add_empty()
@@ -210,6 +212,11 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
                     cprev = nn
                 build_cb.append((_now() - t0) / nodes)
                 cbr.cudaGraphDestroy(cg)
+            mem = _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape, nodes)
+            for name, v in mem.items():
+                build_mem.setdefault(name, []).append(v)
+        for name, vals in build_mem.items():
+            add(name, "build per node", vals)
         add(f"pygraphrt add_empty ({shape})", "build per node", build_py)
         add(f"pygraphrt add_nodes, bulk ({shape})", "build per node", build_bulk)
         add(f"raw cffi cudaGraphAddEmptyNode ({shape})", "build per node", build_raw)
@@ -217,6 +224,54 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
             add(f"cuda.bindings cudaGraphAddEmptyNode ({shape})", "build per node", build_cb)
         add(f"pygraphrt instantiate ({shape})", "instantiate per node", inst_py)
     s.close()
+
+
+def _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict[str, float]:
+    """Per-node time of adding ``nodes`` memset nodes (256 bytes of ``mbuf``) as a chain or a
+    fan-out: pygraphrt's ``add_memset`` (arguments as values, checked per call), the raw cffi
+    call and cuda.bindings' ``cudaGraphAddMemsetNode``, both given one parameter struct made
+    once (the cheapest way to call them)."""
+    out: dict[str, float] = {}
+    gg = rt.Graph()
+    root = prev = gg.add_empty()
+    t0 = _now()
+    for _ in range(nodes):
+        prev = gg.add_memset(mbuf, 0, 256, dependencies=[root if shape == "fanout" else prev])
+    out[f"pygraphrt add_memset ({shape})"] = (_now() - t0) / nodes
+    gg.close()
+
+    graph = ffi.new("cudaGraph_t *")
+    lib.cudaGraphCreate(graph, 0)
+    gh, node = graph[0], ffi.new("cudaGraphNode_t *")
+    lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
+    deps = ffi.new("cudaGraphNode_t[1]", [node[0]])
+    p = ffi.new("struct cudaMemsetParams *")
+    p.dst, p.value, p.elementSize, p.width, p.height, p.pitch = ffi.cast("void *", mbuf.ptr), 0, 1, 256, 1, 0
+    add_memset = lib.cudaGraphAddMemsetNode
+    t0 = _now()
+    for _ in range(nodes):
+        if add_memset(node, gh, deps, 1, p):
+            raise RuntimeError("cudaGraphAddMemsetNode failed")
+        if shape == "chain":
+            deps[0] = node[0]
+    out[f"raw cffi cudaGraphAddMemsetNode ({shape})"] = (_now() - t0) / nodes
+    lib.cudaGraphDestroy(gh)
+
+    if cbr is not None:
+        mp = cbr.cudaMemsetParams()
+        mp.dst, mp.value, mp.elementSize, mp.width, mp.height, mp.pitch = mbuf.ptr, 0, 1, 256, 1, 0
+        err, cg = cbr.cudaGraphCreate(0)
+        err, croot = cbr.cudaGraphAddEmptyNode(cg, None, 0)
+        cprev = croot
+        cb_add = cbr.cudaGraphAddMemsetNode
+        t0 = _now()
+        for _ in range(nodes):
+            err, cprev = cb_add(cg, [croot if shape == "fanout" else cprev], 1, mp)
+        out[f"cuda.bindings cudaGraphAddMemsetNode ({shape})"] = (_now() - t0) / nodes
+        if err != cbr.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"cuda.bindings cudaGraphAddMemsetNode: {err}")
+        cbr.cudaGraphDestroy(cg)
+    return out
 
 
 TINY_SOURCE = 'extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
@@ -336,6 +391,8 @@ def bench_import(figs: dict[str, Figure], runs: int, modes: list[str]) -> None:
             figs[name] = Figure("import and first call", name, imports, unit="ms")
             name = f"{label}: backend + first device call{tag}"
             figs[name] = Figure("import and first call", name, firsts, unit="ms")
+            name = f"{label}: import + backend + first device call{tag}"  # issue #14's cold start
+            figs[name] = Figure("import and first call", name, [a + b for a, b in zip(imports, firsts)], unit="ms")
 
 
 MODES = {"abi": "0", "api": "1"}  # call mode -> PYGRAPHRT_FAST
@@ -377,8 +434,18 @@ def target_ratios(figs: dict[str, Figure]) -> list:
               ratio(figs, f"{m}:B", f"pygraphrt add_nodes, bulk (chain){t}", f"{cbb} (chain){t}", f"<= {add}", limit=add),
               ratio(figs, f"{m}:Bc", f"pygraphrt add_nodes, bulk (chain){t}", "C cudaGraphAddEmptyNode (chain)",
                     "report", limit=None),
+              ratio(figs, f"{m}:M", f"pygraphrt add_memset (chain){t}", f"cuda.bindings cudaGraphAddMemsetNode (chain){t}",
+                    f"<= {add}", limit=add),
+              ratio(figs, f"{m}:Mf", f"pygraphrt add_memset (fanout){t}",
+                    f"cuda.bindings cudaGraphAddMemsetNode (fanout){t}", f"<= {add}", limit=add),
               ratio(figs, f"{m}:C", f"pygraphrt stream.is_capturing{t}", f"cuda.bindings cudaStreamIsCapturing{t}",
-                    f"<= {cap}" if cap else "report", limit=cap)]
+                    f"<= {cap}" if cap else "report", limit=cap),
+              ratio(figs, f"{m}:I", f"pygraphrt instantiate (chain){t}", "C instantiate (chain)", "<= 1.1", limit=1.1),
+              ratio(figs, f"{m}:S", f"pygraphrt: import + backend + first device call{t}",
+                    "cuda.bindings: import + backend + first device call", "<= 0.7", limit=0.7)]
+        if m == "api":
+            R.append(ratio(figs, "api:Lc", "pygraphrt launch (empty) [api]", "C cudaGraphLaunch (empty)", "<= 2.0",
+                           limit=2.0))
     for m in MODES:  # the earlier targets (README, Benchmarks), per mode
         t = f" [{m}]"
         R += [ratio(figs, f"{m}:P1c", f"pygraphrt launch (empty){t}", "C cudaGraphLaunch (empty)", "<= 2.5", limit=2.5),
