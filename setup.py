@@ -9,7 +9,7 @@ skip it (run ``python -m bindgen build-fast`` in the checkout instead).
 
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Distribution, setup
 from setuptools.command.build_py import build_py
 
 
@@ -38,4 +38,28 @@ def _build_fast(out_dir):
         fast.compile_source(fast_source_of(HEADER_SETS[name]), out_dir)
 
 
-setup(cmdclass={"build_py": build_py_with_fast_path})
+def _can_build_fast():
+    """Whether the compiled fast path can be built here: a C compiler, cffi and pycparser."""
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    try:
+        from bindgen import fast
+    except Exception:
+        return False
+    return (fast.have_compiler() is not None and importlib.util.find_spec("cffi") is not None
+            and importlib.util.find_spec("pycparser") is not None)
+
+
+class MaybeBinaryDistribution(Distribution):
+    """A wheel that carries the compiled extensions is a platform wheel (``cp3XX-cp3XX-<platform>``),
+    not ``py3-none-any``: the extensions are built for one interpreter and platform.  Where they
+    cannot be built the wheel stays pure Python (ABI mode everywhere).  bdist_wheel asks before
+    building, so this answers from what the build will find."""
+
+    def has_ext_modules(self):
+        return super().has_ext_modules() or _can_build_fast()
+
+
+setup(cmdclass={"build_py": build_py_with_fast_path}, distclass=MaybeBinaryDistribution)
