@@ -320,6 +320,55 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
     if got != expected:
         raise RuntimeError(f"tiny kernel ran {got} times, expected {expected}")
     s.close()
+    nodes = 1000 if q else 10000
+    for name, vals in _bench_kernel_nodes(rt, k, buf, nodes, 3 if q else 5).items():
+        figs[name] = Figure("build per node", name, vals)
+
+
+def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[float]]:
+    """Per-node time of adding ``nodes`` kernel nodes as a chain: pygraphrt's ``add_kernel``
+    (arguments as values, checked and packed per node) against cuda.bindings' driver
+    ``cuGraphAddKernelNode`` given one parameter struct made once (its cheapest use)."""
+    out: dict[str, list[float]] = {"pygraphrt add_kernel (chain)": []}
+    for _ in range(trials):
+        g = rt.Graph()
+        prev = g.add_empty()
+        t0 = _now()
+        for _ in range(nodes):
+            prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
+        out["pygraphrt add_kernel (chain)"].append((_now() - t0) / nodes)
+        g.close()
+    try:
+        import ctypes
+
+        from cuda.bindings import driver as cbd
+
+        err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
+        if err != cbd.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuKernelGetFunction: {err}")
+        cell = ctypes.c_void_p(buf.ptr)
+        argv = (ctypes.c_void_p * 1)(ctypes.addressof(cell))
+        p = cbd.CUDA_KERNEL_NODE_PARAMS()
+        p.func = func
+        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ = 1, 1, 1, 32, 1, 1
+        p.sharedMemBytes = 0
+        p.kernelParams = ctypes.addressof(argv)
+        add = cbd.cuGraphAddKernelNode
+        vals = []
+        for _ in range(trials):
+            err, cg = cbd.cuGraphCreate(0)
+            err, cprev = cbd.cuGraphAddEmptyNode(cg, None, 0)
+            t0 = _now()
+            for _ in range(nodes):
+                err, cprev = add(cg, [cprev], 1, p)
+            vals.append((_now() - t0) / nodes)
+            if err != cbd.CUresult.CUDA_SUCCESS:
+                raise RuntimeError(f"cuGraphAddKernelNode: {err}")
+            cbd.cuGraphDestroy(cg)
+        out["cuda.bindings cuGraphAddKernelNode (chain)"] = vals
+    except (ImportError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
+        print(f"cuda.bindings kernel node add skipped: {exc!r}")
+    return out
 
 
 def _now() -> float:
@@ -438,6 +487,8 @@ def target_ratios(figs: dict[str, Figure]) -> list:
                     f"<= {add}", limit=add),
               ratio(figs, f"{m}:Mf", f"pygraphrt add_memset (fanout){t}",
                     f"cuda.bindings cudaGraphAddMemsetNode (fanout){t}", f"<= {add}", limit=add),
+              ratio(figs, f"{m}:K", f"pygraphrt add_kernel (chain){t}", f"cuda.bindings cuGraphAddKernelNode (chain){t}",
+                    f"<= {add}", limit=add),
               ratio(figs, f"{m}:C", f"pygraphrt stream.is_capturing{t}", f"cuda.bindings cudaStreamIsCapturing{t}",
                     f"<= {cap}" if cap else "report", limit=cap),
               ratio(figs, f"{m}:I", f"pygraphrt instantiate (chain){t}", "C instantiate (chain)", "<= 1.1", limit=1.1),
