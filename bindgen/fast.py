@@ -16,7 +16,14 @@ module whose calls are plain C calls:
   lookup, hence NotSupported naming the API) instead of calling NULL;
 * ``_pgr_launch_packed(state, stream, packed)``: a kernel launch in one C call (the
   launch function is a pointer the layer hands over, so it serves the driver's
-  ``cuLaunchKernel``, which is no export of the runtime, and ``hipModuleLaunchKernel``).
+  ``cuLaunchKernel``, which is no export of the runtime, and ``hipModuleLaunchKernel``);
+* a second Python module in the same shared library, ``<extension>_hot``: the layer's
+  hottest methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``) as
+  CPython method descriptors (:data:`HOT_METHODS_C`, ``hot_methods.c``, after the runtime
+  calls :func:`_hot_calls` generates from the IR), which handle the common valid call in C
+  and hand everything else to the Python method they replace (see
+  :mod:`pygraphrt.graph._hot`).  Being in the same file, they call through the same
+  pointers and use cffi's conversions through the same export table.
 
 No vendor header or toolkit is needed to compile: the declarations come from the
 generated cdef.  Its source is committed beside each binding (``fast_source.json``,
@@ -36,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import emit
-from .ir import FuncPtr, Function, Module, Pointer, declare
+from .ir import FuncPtr, Function, Module, Named, Pointer, declare
 
 FASTLIB_DIR = Path(__file__).resolve().parent.parent / "pygraphrt" / "_fastlib"
 # The runtime bindings the layer calls on its hot paths (the driver and NVRTC
@@ -83,6 +90,15 @@ static int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *
 
 #: What ``_pgr_capture_status`` returns when the runtime lacks ``StreamIsCapturing``.
 NO_FUNCTION = -0x7FFFFFFF
+
+#: The C of the hot methods' module (CPython API; binding-independent: it calls the
+#: ``_pgr_hot_*`` functions :func:`_hot_calls` generates before it).
+HOT_METHODS_C = Path(__file__).resolve().parent / "hot_methods.c"
+#: The runtime function each hot method calls, by API name for CUDA and HIP, in the order of
+#: hot_methods.c's method table.
+HOT_APIS = (("launch", ("cudaGraphLaunch", "hipGraphLaunch")),
+            ("add_empty", ("cudaGraphAddEmptyNode", "hipGraphAddEmptyNode")),
+            ("add_memset", ("cudaGraphAddMemsetNode", "hipGraphAddMemsetNode")))
 
 
 def _helpers(functions: dict[str, Function]) -> list[str]:
@@ -164,6 +180,92 @@ def _add_nodes_helper(by_api: dict[str, Function]) -> list[str]:
     ]
 
 
+def _call_args(fn: Function, c_args: list[str]) -> str:
+    """``c_args`` (untyped ``void *`` / size values) cast to the parameters of ``fn``."""
+    return ", ".join(f"({declare(p.type)}){a}" for p, a in zip(fn.params, c_args))
+
+
+def _memset_struct(fn: Function, module: Module) -> Named | None:
+    """The (non-const) parameter struct ``GraphAddMemsetNode`` takes by pointer, if its layout is
+    in the binding (not opaque): C fills it field by field, as the layer does by name."""
+    last = fn.params[-1].type if fn.params else None
+    if not isinstance(last, Pointer) or not isinstance(last.target, Named):
+        return None
+    name = last.target.name
+    target: object = Named(name)
+    seen = 0
+    while isinstance(target, Named) and target.name in module.typedefs and seen < 8:
+        target, seen = module.typedefs[target.name].type, seen + 1
+    rec = module.records.get(target.name) if isinstance(target, Named) else None
+    if rec is None or rec.fields is None or emit.record_cdef(rec)[1] is not None:
+        return None
+    return Named(name)
+
+
+def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> list[str]:
+    """The C before :data:`HOT_METHODS_C`: its module's name and init function, and the runtime
+    calls of the hot methods with untyped arguments -- ``_pgr_hot_launch(exec, stream)``,
+    ``_pgr_hot_add_empty(out, graph, deps, n)``, ``_pgr_hot_add_memset(out, graph, deps, n,
+    dst, value, element_size, width, height, pitch)`` -- each cast to the IR's prototype and
+    made through the pointer ``_pgr_bind`` filled; ``_pgr_hot_bound(m)`` says whether the
+    library exports method ``m``'s function (never called through NULL)."""
+    by_api = {fn.api_name: fn for fn in functions.values()}
+    found: list[Function | None] = [next((by_api[a] for a in apis if a in by_api), None) for _, apis in HOT_APIS]
+    launch, empty, memset = found
+    params = _memset_struct(memset, module) if memset is not None else None
+    if memset is not None and params is None:
+        found[2] = memset = None  # its struct is opaque here: add_memset stays Python
+    short = module_name(binding).rsplit(".", 1)[-1] + "_hot"
+    lines = [
+        "/* -- the hot methods' runtime calls (see bindgen/fast.py, _hot_calls) -- */",
+        f'#define _PGR_HOT_NAME "{module_name(binding)}_hot"',
+        f"#define _PGR_HOT_INIT PyInit_{short}",
+        "static const char *const _pgr_hot_symbols[3] = {"
+        + ", ".join(f'"{fn.symbol}"' if fn else "NULL" for fn in found) + "};",
+        "static int _pgr_hot_bound(int m) {",
+        "    switch (m) {",
+    ]
+    lines += [f"    case {i}: return _pgr_p_{fn.symbol} != NULL;" for i, fn in enumerate(found) if fn]
+    lines += ["    default: return 0;", "    }", "}"]
+    lines.append("static int _pgr_hot_launch(void *exec, void *stream) {")
+    lines.append(f"    return (int){launch.symbol}({_call_args(launch, ['exec', 'stream'])});" if launch
+                 else "    (void)exec; (void)stream; return -1;")
+    lines += ["}", "static int _pgr_hot_add_empty(void **out, void *graph, void **deps, size_t n) {"]
+    lines.append(f"    return (int){empty.symbol}({_call_args(empty, ['out', 'graph', 'deps', 'n'])});" if empty
+                 else "    (void)out; (void)graph; (void)deps; (void)n; return -1;")
+    lines += ["}",
+              "static int _pgr_hot_add_memset(void **out, void *graph, void **deps, size_t n, void *dst,",
+              "                               unsigned int value, unsigned int element_size, size_t width,",
+              "                               size_t height, size_t pitch) {"]
+    if memset is not None and params is not None:
+        lines += [
+            f"    {declare(params, 'params')};",
+            "    memset(&params, 0, sizeof params);",
+            "    params.dst = dst;",
+            "    params.value = value;",
+            "    params.elementSize = element_size;",
+            "    params.width = width;",
+            "    params.height = height;",
+            "    params.pitch = pitch;",
+            f"    return (int){memset.symbol}({_call_args(memset, ['out', 'graph', 'deps', 'n', '&params'])});",
+        ]
+    else:
+        lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)dst; (void)value;",
+                  "    (void)element_size; (void)width; (void)height; (void)pitch;",
+                  "    return -1;"]
+    lines.append("}")
+    return lines
+
+
+def hot_section(binding: str, functions: dict[str, Function], module: Module) -> list[str]:
+    """The hot methods' module (:func:`_hot_calls` and :data:`HOT_METHODS_C`), or nothing for a
+    binding without any of their functions (the golden sample)."""
+    by_api = {fn.api_name for fn in functions.values()}
+    if not any(a in by_api for _, apis in HOT_APIS for a in apis):
+        return []
+    return ["", *_hot_calls(binding, functions, module), "", HOT_METHODS_C.read_text().rstrip("\n")]
+
+
 def module_name(binding: str) -> str:
     return f"pygraphrt._fastlib._{binding}"
 
@@ -215,8 +317,9 @@ def _pointer_decl(fn: Function) -> str:
 
 
 def c_source(binding: str, types: list[str], packed: str, functions: dict[str, Function],
-             hash_: str) -> str:
-    """The C text cffi compiles (``ffi.set_source(name, <this>)``)."""
+             hash_: str, module: Module | None = None) -> str:
+    """The C text cffi compiles (``ffi.set_source(name, <this>)``); with the binding's ``module``,
+    the hot methods' module too (:func:`hot_section`)."""
     fns = _symbols(functions)
     lines = [
         f"/* {binding}: compiled fast path generated by python -m bindgen build-fast; do not edit. */",
@@ -264,6 +367,7 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "",
         LAUNCH_HELPER,
         *_helpers(functions),
+        *(hot_section(binding, functions, module) if module is not None else []),
     ]
     return "\n".join(lines)
 
@@ -272,7 +376,7 @@ def fast_source(binding: str, module: Module, functions: dict[str, Function], ha
     """Everything cffi needs to compile the extension of one binding, from its IR."""
     types, decls, packed, _omitted = emit.build_cdef_parts(module, functions)
     cdef = "\n".join(types + decls) + "\n" + HELPERS_CDEF
-    return FastSource(module_name(binding), cdef, packed, c_source(binding, types, packed, functions, hash_))
+    return FastSource(module_name(binding), cdef, packed, c_source(binding, types, packed, functions, hash_, module))
 
 
 def make_api_ffi(src: FastSource):
@@ -282,7 +386,11 @@ def make_api_ffi(src: FastSource):
     ffi.cdef(src.cdef)
     if src.cdef_packed:
         ffi.cdef(src.cdef_packed, packed=True)
+    # The full C API, not cffi's default limited one: the hot methods' module (hot_methods.c)
+    # uses CPython's vectorcall and member descriptors; the extension is built per
+    # interpreter anyway (its file name carries the version tag).
     ffi.set_source(src.name, src.c_source, extra_compile_args=["-O2", "-w"],
+                   define_macros=[("_CFFI_NO_LIMITED_API", None)],
                    libraries=[] if sys.platform == "win32" else ["dl"])
     return ffi
 

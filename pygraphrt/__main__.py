@@ -39,6 +39,10 @@ def info(out=sys.stdout) -> int:
     p(f"    library: {bi.library_path}")
     p(f"    runtime version: {bi.runtime_version_str} ({bi.runtime_version})")
     p(f"    call path: {bi.ffi_mode} [PYGRAPHRT_FAST={os.environ.get('PYGRAPHRT_FAST', 'auto') or 'auto'}]")
+    if bi.vendor != "sim":
+        from .graph import _hot
+
+        p(f"    hot methods: {_hot.status(active)}")
     p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))
     if bi.device_error:

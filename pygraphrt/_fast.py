@@ -12,6 +12,11 @@ functions call through pointers resolved with ``dlsym`` on the library pygraphrt
 chose; :class:`FastLib` makes a function the library does not export fail the
 lookup with ``ffi.error``, exactly like ``ffi.dlopen``'s lib, so the layer
 raises NotSupported naming the API instead of calling a NULL pointer.
+
+The extension's file also holds a second module, ``<extension>_hot``: the layer's
+hottest methods in C (see bindgen/hot_methods.c).  :func:`open_fast` loads it beside
+the extension (:func:`hot_module` hands it out); :mod:`pygraphrt.graph._hot` installs
+its methods when the backend's first graph is made.
 """
 
 from __future__ import annotations
@@ -60,11 +65,12 @@ class FastLib:
     functions the library does not export raise ``ffi.error``, as ABI mode's lib does.
     """
 
-    def __init__(self, ext_lib: Any, path: str, missing: frozenset[str]) -> None:
+    def __init__(self, ext_lib: Any, path: str, missing: frozenset[str], hot: Any = None) -> None:
         d = self.__dict__
         d["_pgr_lib"] = ext_lib
         d["_pgr_path"] = path
         d["_pgr_missing"] = missing
+        d["_pgr_hot"] = hot  # the hot methods' module of the same extension, or None
 
     def __getattr__(self, name: str) -> Any:
         if name in self._pgr_missing:  # what ffi.dlopen's lib raises, word for word
@@ -99,6 +105,31 @@ def compiled_helper(backend: Any, name: str) -> Any:
                 f = None
         cache[name] = f
     return cache[name]
+
+
+def hot_module(backend: Any) -> Any:
+    """The hot methods' module of ``backend``'s compiled extension (bindgen/hot_methods.c), or
+    None: ABI mode, the simulator, or an extension built without it."""
+    lib = getattr(backend, "lib", None)
+    return lib.__dict__["_pgr_hot"] if isinstance(lib, FastLib) else None
+
+
+def _open_hot(mod: Any) -> tuple[Any, str]:
+    """(the hot methods' module in the file of the imported extension ``mod``, or None; how
+    the call path describes it).  It is a second module of the same shared library
+    (``PyInit_<name>_hot``), so it shares the extension's bound pointers and cffi's table."""
+    import importlib.machinery
+    import importlib.util
+
+    name = f"{mod.__name__}_hot"
+    try:
+        loader = importlib.machinery.ExtensionFileLoader(name, mod.__file__)
+        spec = importlib.util.spec_from_loader(name, loader)
+        hot = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        loader.exec_module(hot)
+    except ImportError as exc:  # built before the hot methods existed
+        return None, f"hot methods in Python: {exc}; {BUILD_HINT}"
+    return hot, "hot methods in C"
 
 
 def function_address(ffi: Any, lib: Any, name: str) -> int:
@@ -159,7 +190,9 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     ext._pgr_bind(ffi.cast("void *", handle))
     missing = frozenset(ffi.string(ext._pgr_name(i)).decode()
                         for i in range(ext._pgr_count()) if not ext._pgr_bound(i))
-    return ffi, FastLib(ext, path, missing), f"api (compiled: {os.path.basename(mod.__file__ or '?')})"
+    hot, hot_says = _open_hot(mod)
+    return (ffi, FastLib(ext, path, missing, hot),
+            f"api (compiled: {os.path.basename(mod.__file__ or '?')}; {hot_says})")
 
 
 def open_binding(binding: str, path: str) -> tuple[Any, Any, str]:

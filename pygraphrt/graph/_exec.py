@@ -24,6 +24,9 @@ class GraphExec(Owned):
 
     _destroy_api = "GraphExecDestroy"
     _kind = "executable graph"
+    # The attributes the compiled launch (graph/_hot.py) reads and writes at fixed offsets.  (A
+    # slot has no class default: ``_handle`` exists once Owned.__init__ has run.)
+    __slots__ = ("_backend", "_handle", "_host_sinks", "_last_stream")
 
     def __init__(self, graph: "Graph", handle: Any) -> None:
         super().__init__(graph._backend, handle, True, keep=graph._keep)

@@ -44,6 +44,11 @@ def _calls(backend: Any) -> _Calls:
     c = backend.__dict__.get("_graph_calls")
     if c is None:
         c = backend.__dict__["_graph_calls"] = _Calls(backend.ops)
+        # The backend's first graph: where its compiled extension has them, the C versions of
+        # the hot methods take over (graph/_hot.py; nothing happens in ABI mode or on the sim).
+        from . import _hot
+
+        _hot.install(backend)
     return c
 
 
@@ -69,6 +74,9 @@ class Graph(Owned):
 
     _destroy_api = "GraphDestroy"
     _kind = "graph"
+    # The attributes the compiled hot methods (graph/_hot.py) read at fixed offsets.  (A slot
+    # has no class default: ``_handle`` exists once Owned.__init__ has run.)
+    __slots__ = ("_backend", "_handle", "_nodes")
 
     def __init__(self, *, _handle: Any = None, _owned: bool = True, _owner: Any = None) -> None:
         backend = _runtime.active()

@@ -188,3 +188,43 @@ def test_committed_fast_sources_build_without_headers(tmp_path, monkeypatch):
                            text=True, timeout=600, env={**os.environ, "PYGRAPHRT_HEADER_CACHE": str(tmp_path / "none")})
         assert r.returncode == 0 and "skipped" not in r.stderr, r.stdout + r.stderr
         assert "cuda13: " in r.stdout and ("up to date" in r.stdout or "built" in r.stdout), r.stdout
+
+
+def test_hot_methods_module_where_the_binding_has_their_functions():
+    """The runtime bindings' sources carry the hot methods' module (bindgen/hot_methods.c, after
+    the calls generated from the IR, each cast to the function's prototype); the sample, which
+    has none of their functions, does not."""
+    from bindgen.generate import fast_source_of
+    from bindgen.headersets import HEADER_SETS
+
+    assert "_PGR_HOT_INIT" not in _source().c_source
+    body = fast.HOT_METHODS_C.read_text().rstrip("\n")
+    for name, prefix, memset_struct in (("cuda13", "cuda", "struct cudaMemsetParams"),
+                                        ("hip7", "hip", "hipMemsetParams")):
+        c = fast_source_of(HEADER_SETS[name]).c_source
+        assert f"#define _PGR_HOT_INIT PyInit__{name}_hot" in c and c.endswith(body)
+        assert f"return (int){prefix}GraphLaunch(({prefix}GraphExec_t)exec, ({prefix}Stream_t)stream);" in c
+        assert f"    {memset_struct} params;\n" in c
+        assert (f'static const char *const _pgr_hot_symbols[3] = {{"{prefix}GraphLaunch", '
+                f'"{prefix}GraphAddEmptyNode", "{prefix}GraphAddMemsetNode"}};') in c
+
+
+def test_hot_calls_leave_out_what_the_binding_lacks():
+    """A method whose function the binding lacks, or whose parameter struct is opaque there, gets
+    no symbol (pygraphrt then keeps its Python method) and a call that is never made."""
+    from bindgen.ir import Function, Module, Named, Param, Pointer, Record
+
+    def fn(api, *types):
+        return Function(api, api, Named("int"), tuple(Param(f"p{i}", t) for i, t in enumerate(types)))
+
+    node, graph = Named("cudaGraphNode_t"), Named("cudaGraph_t")
+    functions = {
+        "cudaGraphLaunch": fn("cudaGraphLaunch", Named("cudaGraphExec_t"), Named("cudaStream_t")),
+        "cudaGraphAddMemsetNode": fn("cudaGraphAddMemsetNode", Pointer(node), graph, Pointer(node, const=False),
+                                     Named("size_t"), Pointer(Named("struct cudaMemsetParams", const=True))),
+    }
+    module = Module(records={"struct cudaMemsetParams": Record("struct cudaMemsetParams", "struct", None)})
+    c = "\n".join(fast._hot_calls("cuda13", functions, module))
+    assert 'static const char *const _pgr_hot_symbols[3] = {"cudaGraphLaunch", NULL, NULL};' in c
+    assert "case 0: return _pgr_p_cudaGraphLaunch != NULL;" in c and "case 1" not in c and "case 2" not in c
+    assert c.count("return -1;") == 2 and "params" not in c

@@ -8,8 +8,9 @@
  * recapture into an existing graph as cuda_runtime_api.h documents it (nodes again in the
  * same order; a topology mismatch fails the recapture; other parameter changes go to the
  * callback with cudaGraphRecaptureEligibleForUpdate, and a non-success answer fails it).
- * Memsets write host memory; host nodes call their function at launch.  Written for
- * pygraphrt's tests; it implements only what they call.
+ * Memsets write host memory; host nodes call their function at launch; each node keeps its
+ * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Written for pygraphrt's
+ * tests; it implements only what they call.
  */
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #define FAKE_DRIVER_VERSION CUDART_VERSION
 #endif
 #define MAXN 64
+#define MAXDEPS 32
 
 struct CUgraphNode_st {
   struct CUgraph_st *graph;
@@ -27,6 +29,8 @@ struct CUgraphNode_st {
   unsigned local_id;
   struct cudaMemsetParamsV2 memset;
   struct cudaHostNodeParamsV2 host;
+  struct CUgraphNode_st *deps[MAXDEPS];
+  size_t ndeps;
 };
 struct CUgraph_st { unsigned id; struct CUgraphNode_st nodes[MAXN]; int n; };
 struct CUgraphExec_st { unsigned id; struct CUgraph_st *graph; struct CUgraphNode_st nodes[MAXN]; int n; };
@@ -60,17 +64,21 @@ cudaError_t cudaGraphCreate(cudaGraph_t *g, unsigned int flags) {
   return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t g) { if (!g) return fail(cudaErrorInvalidValue); free(g); return cudaSuccess; }
-static cudaError_t add(cudaGraphNode_t *out, cudaGraph_t g, enum cudaGraphNodeType type) {
-  if (!out || !g || g->n == MAXN) return fail(cudaErrorInvalidValue);
+static cudaError_t add(cudaGraphNode_t *out, cudaGraph_t g, enum cudaGraphNodeType type,
+                       const cudaGraphNode_t *deps, size_t n) {
+  if (!out || !g || g->n == MAXN || n > MAXDEPS || (n && !deps)) return fail(cudaErrorInvalidValue);
+  for (size_t i = 0; i < n; i++)
+    if (!deps[i] || deps[i]->graph != g) return fail(cudaErrorInvalidValue);
   cudaGraphNode_t node = &g->nodes[g->n];
   memset(node, 0, sizeof *node);
   node->graph = g; node->type = type; node->local_id = (unsigned)g->n++;
+  for (size_t i = 0; i < n; i++) node->deps[i] = deps[i];
+  node->ndeps = n;
   *out = node;
   return cudaSuccess;
 }
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n) {
-  (void)deps; (void)n;
-  return add(out, g, cudaGraphNodeTypeEmpty);
+  return add(out, g, cudaGraphNodeTypeEmpty, deps, n);
 }
 static void memset_v2(struct cudaMemsetParamsV2 *to, void *dst, unsigned value, unsigned elem, size_t width,
                       size_t height, size_t pitch) {
@@ -79,9 +87,8 @@ static void memset_v2(struct cudaMemsetParamsV2 *to, void *dst, unsigned value, 
 }
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
                                    const struct cudaMemsetParams *p) {
-  (void)deps; (void)n;
   if (!p) return fail(cudaErrorInvalidValue);
-  cudaError_t e = add(out, g, cudaGraphNodeTypeMemset);
+  cudaError_t e = add(out, g, cudaGraphNodeTypeMemset, deps, n);
   if (!e) memset_v2(&(*out)->memset, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
   return e;
 }
@@ -93,15 +100,27 @@ cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemset
 }
 cudaError_t cudaGraphAddNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps,
                              const cudaGraphEdgeData *edges, size_t n, struct cudaGraphNodeParams *p) {
-  (void)deps; (void)edges; (void)n;
+  (void)edges;
   if (!p || (p->type != cudaGraphNodeTypeHost && p->type != cudaGraphNodeTypeEmpty)) return fail(cudaErrorInvalidValue);
-  cudaError_t e = add(out, g, p->type);
+  cudaError_t e = add(out, g, p->type, deps, n);
   if (!e && p->type == cudaGraphNodeTypeHost) (*out)->host = p->host;
   return e;
 }
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *t) {
   if (!node || !t) return fail(cudaErrorInvalidValue);
   *t = node->type;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *deps, cudaGraphEdgeData *edges,
+                                         size_t *n) {
+  if (!node || !n) return fail(cudaErrorInvalidValue);
+  if (!deps) { *n = node->ndeps; return cudaSuccess; }
+  size_t k = *n < node->ndeps ? *n : node->ndeps;
+  for (size_t i = 0; i < k; i++) {
+    deps[i] = node->deps[i];
+    if (edges) memset(&edges[i], 0, sizeof edges[i]);
+  }
+  *n = k;
   return cudaSuccess;
 }
 cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n) {
@@ -226,7 +245,7 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t *g) {
 static cudaError_t capture(cudaStream_t s, struct CUgraphNode_st *item) {
   if (!s->recapture) {
     cudaGraphNode_t node;
-    cudaError_t e = add(&node, s->graph, item->type);
+    cudaError_t e = add(&node, s->graph, item->type, NULL, 0);
     if (!e) { node->memset = item->memset; node->host = item->host; }
     return e;
   }

@@ -1,0 +1,480 @@
+/* -- the layer's hot methods in C: a second Python module in this shared library --
+ *
+ * GraphExec.launch, Graph.add_empty and Graph.add_memset as CPython method descriptors
+ * (bindgen/fast.py inlines this file after the runtime calls it generates from the IR:
+ * _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_bound, _pgr_hot_symbols,
+ * _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
+ * file once the cffi module is imported; pygraphrt.graph._hot installs the methods.
+ *
+ * Each method does only the common, valid call in C: the argument checks the Python method
+ * makes, the runtime call through the pointer _pgr_bind filled (the GIL released, as cffi's
+ * wrappers do), the node object and its entry in the graph's node table.  Anything else --
+ * another backend's objects (the simulator's), closed handles, an unusual argument, edge
+ * data, a function the runtime lacks -- goes, untouched, to the Python method this one
+ * replaced (its fallback), so messages and semantics stay the Python code's.  A runtime
+ * error code is turned into the exception by the backend's ops.error, as in Python.
+ *
+ * cdata are read and made with the conversions cffi's generated wrappers use (the
+ * _cffi_exports table of cffi's extension ABI): no cffi object layout is assumed.  The
+ * attributes the methods read and write on Graph, GraphExec and Node are __slots__ of those
+ * classes, at the offsets their member descriptors give (checked when a backend is bound);
+ * they are used on objects of exactly those classes (subclasses take the Python method).
+ * Node objects are made as object.__new__ does (tp_alloc).
+ */
+#ifdef Py_LIMITED_API
+#error "the hot methods need CPython's full C API: compile with _CFFI_NO_LIMITED_API (bindgen.fast.make_api_ffi)"
+#endif
+#include <structmember.h>
+
+enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_METHODS };
+#define _PGR_MAX_DEPS 16 /* dependencies passed on the C stack; more take the Python method */
+
+static struct {
+    PyObject *backend;  /* the Backend whose objects take the C path (NULL: none bound yet) */
+    PyObject *error;    /* its ops.error(code, api) -> exception */
+    PyObject *api[_PGR_METHODS];  /* the API names errors carry ("cudaGraphLaunch"); None: method off */
+    PyObject *ct_exec, *ct_stream, *ct_graph, *ct_node, *ct_void_p;  /* cffi ctypes of the handles */
+    PyTypeObject *graph_cls, *exec_cls, *stream_cls, *node_cls, *empty_cls, *memset_cls, *buffer_cls;
+    /* __slots__ offsets: Graph's _backend, _handle, _nodes; GraphExec's _backend, _handle,
+       _host_sinks, _last_stream; Node's _graph, _handle */
+    Py_ssize_t g_backend, g_handle, g_nodes, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph, n_handle;
+    PyObject *fallback[_PGR_METHODS];  /* the Python methods replaced */
+    PyObject *descr[_PGR_METHODS];     /* the method descriptors made (once each) */
+    PyObject *doc[_PGR_METHODS];       /* the UTF-8 text ml_doc points into */
+} _pgr_hot;
+
+static PyObject *_pgr_s_handle, *_pgr_s_backend, *_pgr_s_keep, *_pgr_s_stream, *_pgr_s_dependencies,
+    *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
+    *_pgr_s_pitch;
+
+/* ---- small helpers ---- */
+
+/* obj.name as a new reference, or NULL without an exception set: the Python method will
+ * meet the same attribute and report whatever is wrong with it. */
+static PyObject *_pgr_attr(PyObject *obj, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL) PyErr_Clear();
+    return v;
+}
+
+/* The pointer cffi would pass for `obj` as an argument of pointer type `ct` (1), or 0, with
+ * no exception set, where cffi would refuse it (None, another binding's cdata, ...). */
+static int _pgr_ptr(PyObject *obj, PyObject *ct, void **out) {
+    char *p = _cffi_to_c_pointer(obj, (struct _cffi_ctypedescr *)ct);
+    if (p == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = p;
+    return 1;
+}
+
+/* A __slots__ member of an object (borrowed; NULL when unset). */
+#define _PGR_SLOT(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Method `m` runs in C for the bound backend: on for it, and the library exports its function. */
+static int _pgr_on(int m) {
+    return _pgr_hot.api[m] != Py_None && _pgr_hot_bound(m);
+}
+
+/* An unsigned 64-bit value of a plain int (not bool, not a subclass), or 0. */
+static int _pgr_u64(PyObject *obj, unsigned long long *out) {
+    if (obj == NULL || !PyLong_CheckExact(obj)) return 0;
+    *out = PyLong_AsUnsignedLongLong(obj);
+    if (*out == (unsigned long long)-1 && PyErr_Occurred()) {  /* negative, or 2**64 and more */
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+static int _pgr_size(PyObject *obj, size_t *out) {
+    unsigned long long v;
+    if (!_pgr_u64(obj, &v) || v > (unsigned long long)SIZE_MAX) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+/* The Python method this one replaced, called with the same arguments. */
+static PyObject *_pgr_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    PyObject *stack[16], **argv = stack, *res;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, total = 1 + nargs + nkw, i;
+    if (total > 16 && (argv = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)total)) == NULL)
+        return PyErr_NoMemory();
+    argv[0] = self;
+    for (i = 0; i < nargs + nkw; i++) argv[1 + i] = args[i];
+    res = PyObject_Vectorcall(_pgr_hot.fallback[m], argv, (size_t)(1 + nargs), kwnames);
+    if (argv != stack) PyMem_Free(argv);
+    return res;
+}
+
+/* Raise what the Python method raises for a failed runtime call: ops.error(rc, api). */
+static PyObject *_pgr_raise(int m, int rc) {
+    PyObject *exc = PyObject_CallFunction(_pgr_hot.error, "iO", rc, _pgr_hot.api[m]);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* ---- GraphExec.launch(stream) ---- */
+
+static PyObject *_pgr_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *stream, *h, *sh = NULL, *sinks, *res = NULL;
+    void *exec_p, *stream_p;
+    int rc;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs == 1 && nkw == 0)
+        stream = args[0];
+    else if (nargs == 0 && nkw == 1 && PyTuple_GET_ITEM(kwnames, 0) == _pgr_s_stream)
+        stream = args[0];
+    else
+        goto fallback;
+    if (!_pgr_on(_PGR_LAUNCH) || !Py_IS_TYPE(self, _pgr_hot.exec_cls) ||
+        _PGR_SLOT(self, _pgr_hot.e_backend) != _pgr_hot.backend || !PyObject_TypeCheck(stream, _pgr_hot.stream_cls))
+        goto fallback;
+    h = _PGR_SLOT(self, _pgr_hot.e_handle);
+    if (h == NULL || h == Py_None || !_pgr_ptr(h, _pgr_hot.ct_exec, &exec_p)) goto fallback;
+    /* graphs with Python host callables route their errors to the stream: the Python method */
+    sinks = _PGR_SLOT(self, _pgr_hot.e_host_sinks);
+    if (sinks == NULL || !PyTuple_CheckExact(sinks) || PyTuple_GET_SIZE(sinks) != 0) goto fallback;
+    sh = _pgr_attr(stream, _pgr_s_handle);
+    if (sh == NULL || sh == Py_None || !_pgr_ptr(sh, _pgr_hot.ct_stream, &stream_p)) goto fallback;
+    Py_BEGIN_ALLOW_THREADS
+    rc = _pgr_hot_launch(exec_p, stream_p);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        _pgr_raise(_PGR_LAUNCH, rc);
+    } else {
+        PyObject *last = _PGR_SLOT(self, _pgr_hot.e_last_stream);
+        _PGR_SLOT(self, _pgr_hot.e_last_stream) = Py_NewRef(stream);
+        Py_XDECREF(last);
+        res = Py_NewRef(Py_None);
+    }
+    Py_DECREF(sh);
+    return res;
+fallback:
+    Py_XDECREF(sh);
+    return _pgr_fallback(_PGR_LAUNCH, self, args, nargs, kwnames);
+}
+
+/* ---- adding nodes ---- */
+
+typedef struct {
+    PyObject *nodes;  /* the graph's node table (borrowed: the graph holds it) */
+    void *graph;
+    void *deps[_PGR_MAX_DEPS];
+    size_t n;
+} _pgr_add_args;
+
+/* The common case of the graph and its dependencies: a Graph of the bound backend, open;
+ * `deps` None, or a list or tuple of at most _PGR_MAX_DEPS live nodes of this graph.  1: `a`
+ * is filled; 0: anything else, for the Python method. */
+static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
+    PyObject *h;
+    a->n = 0;
+    if (!Py_IS_TYPE(self, _pgr_hot.graph_cls) || _PGR_SLOT(self, _pgr_hot.g_backend) != _pgr_hot.backend) return 0;
+    h = _PGR_SLOT(self, _pgr_hot.g_handle);
+    if (h == NULL || h == Py_None || !_pgr_ptr(h, _pgr_hot.ct_graph, &a->graph)) return 0;
+    a->nodes = _PGR_SLOT(self, _pgr_hot.g_nodes);
+    if (a->nodes == NULL || !PyDict_CheckExact(a->nodes)) return 0;
+    if (deps != Py_None) {
+        Py_ssize_t i, n;
+        if (!PyList_CheckExact(deps) && !PyTuple_CheckExact(deps)) return 0;
+        n = PySequence_Fast_GET_SIZE(deps);
+        if (n > _PGR_MAX_DEPS) return 0;
+        for (i = 0; i < n; i++) {
+            PyObject *d = PySequence_Fast_GET_ITEM(deps, i), *dh;
+            if (!PyObject_TypeCheck(d, _pgr_hot.node_cls) || _PGR_SLOT(d, _pgr_hot.n_graph) != self) return 0;
+            dh = _PGR_SLOT(d, _pgr_hot.n_handle);
+            if (dh == NULL || dh == Py_None || !_pgr_ptr(dh, _pgr_hot.ct_node, &a->deps[i])) return 0;
+        }
+        a->n = (size_t)n;
+    }
+    return 1;
+}
+
+/* The node the runtime made (handle `out`): a `cls` object of graph `self`, in its node table
+ * (held across the call: the GIL was released while the runtime ran). */
+static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
+    PyObject *handle, *node;
+    handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
+    if (handle == NULL) return NULL;
+    node = cls->tp_alloc(cls, 0);
+    if (node == NULL) {
+        Py_DECREF(handle);
+        return NULL;
+    }
+    _PGR_SLOT(node, _pgr_hot.n_graph) = Py_NewRef(self);
+    _PGR_SLOT(node, _pgr_hot.n_handle) = handle;  /* the node's reference */
+    if (PyDict_SetItem(nodes, handle, node) < 0) Py_CLEAR(node);
+    return node;
+}
+
+/* Graph.add_empty(*, dependencies=None, edges=None) */
+static PyObject *_pgr_add_empty(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *deps = Py_None, *res;
+    _pgr_add_args a;
+    void *out = NULL;
+    int rc;
+    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs != 0) goto fallback;
+    for (i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i), *v = args[i];
+        if (name == _pgr_s_dependencies) deps = v;
+        else if (name != _pgr_s_edges || v != Py_None) goto fallback;
+    }
+    if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_prepare(self, deps, &a)) goto fallback;
+    Py_INCREF(a.nodes);
+    Py_BEGIN_ALLOW_THREADS
+    rc = _pgr_hot_add_empty(&out, a.graph, a.n ? a.deps : NULL, a.n);
+    Py_END_ALLOW_THREADS
+    res = rc ? _pgr_raise(_PGR_ADD_EMPTY, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.empty_cls, out);
+    Py_DECREF(a.nodes);
+    return res;
+fallback:
+    return _pgr_fallback(_PGR_ADD_EMPTY, self, args, nargs, kwnames);
+}
+
+/* Graph.add_memset(dst, value, count, *, element_size=1, height=1, pitch=0, dependencies=None,
+ * edges=None), dst a plain int address or an open DeviceBuffer of the same backend. */
+static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *v[5 + 3] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
+    enum { DST, VALUE, COUNT, ESIZE, HEIGHT, PITCH, DEPS, EDGES };
+    PyObject *const names[8] = {_pgr_s_dst, _pgr_s_value, _pgr_s_count, _pgr_s_element_size, _pgr_s_height,
+                                _pgr_s_pitch, _pgr_s_dependencies, _pgr_s_edges};
+    PyObject *bh = NULL, *bb = NULL, *keep = NULL, *res = NULL;
+    unsigned long long value, esize = 1, dst = 0;
+    size_t count, height = 1, pitch = 0;
+    void *dst_p = NULL, *out = NULL;
+    _pgr_add_args a;
+    int rc, k;
+    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > 3) goto fallback;
+    for (i = 0; i < nargs; i++) v[i] = args[i];
+    for (i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        for (k = 0; k < 8 && names[k] != name; k++) {}
+        if (k == 8 || k < nargs) goto fallback;  /* unknown, or given twice: Python's TypeError */
+        v[k] = args[nargs + i];
+    }
+    if (v[EDGES] != Py_None || !_pgr_on(_PGR_ADD_MEMSET)) goto fallback;
+    if (v[ESIZE] != NULL && (!_pgr_u64(v[ESIZE], &esize) || (esize != 1 && esize != 2 && esize != 4))) goto fallback;
+    if (!_pgr_u64(v[VALUE], &value) || value >> (8 * esize) != 0 || !_pgr_size(v[COUNT], &count)) goto fallback;
+    if ((v[HEIGHT] != NULL && !_pgr_size(v[HEIGHT], &height)) || (v[PITCH] != NULL && !_pgr_size(v[PITCH], &pitch)))
+        goto fallback;
+    if (v[DST] == NULL) goto fallback;
+    if (Py_IS_TYPE(v[DST], _pgr_hot.buffer_cls)) {
+        /* a DeviceBuffer: open, of this backend; kept alive by the graph */
+        bh = _pgr_attr(v[DST], _pgr_s_handle);
+        bb = _pgr_attr(v[DST], _pgr_s_backend);
+        if (bh == NULL || bh == Py_None || bb != _pgr_hot.backend || !_pgr_ptr(bh, _pgr_hot.ct_void_p, &dst_p))
+            goto fallback;
+        keep = _pgr_attr(self, _pgr_s_keep);
+        if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
+    } else if (_pgr_u64(v[DST], &dst)) {
+        dst_p = (void *)(uintptr_t)dst;
+        if ((unsigned long long)(uintptr_t)dst_p != dst) goto fallback;
+    } else {
+        goto fallback;
+    }
+    if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
+    if (keep != NULL && PyList_Append(keep, v[DST]) < 0) goto done;
+    Py_INCREF(a.nodes);
+    Py_BEGIN_ALLOW_THREADS
+    rc = _pgr_hot_add_memset(&out, a.graph, a.n ? a.deps : NULL, a.n, dst_p, (unsigned int)value,
+                             (unsigned int)esize, count, height, pitch);
+    Py_END_ALLOW_THREADS
+    res = rc ? _pgr_raise(_PGR_ADD_MEMSET, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.memset_cls, out);
+    Py_DECREF(a.nodes);
+    goto done;
+fallback:
+    res = _pgr_fallback(_PGR_ADD_MEMSET, self, args, nargs, kwnames);
+done:
+    Py_XDECREF(bh);
+    Py_XDECREF(bb);
+    Py_XDECREF(keep);
+    return res;
+}
+
+static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
+    {"launch", (PyCFunction)(void (*)(void))_pgr_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"add_memset", (PyCFunction)(void (*)(void))_pgr_add_memset, METH_FASTCALL | METH_KEYWORDS, NULL},
+};
+
+/* ---- the module's functions (pygraphrt.graph._hot calls them) ---- */
+
+/* The offset of __slots__ member `name` defined by `cls` itself, or -1 with an exception. */
+static Py_ssize_t _pgr_slot_offset(PyTypeObject *cls, const char *name) {
+    PyObject *d = PyDict_GetItemString(cls->tp_dict, name);  /* borrowed */
+    PyMemberDef *m;
+    if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a __slots__ member of the class", cls->tp_name, name);
+        return -1;
+    }
+    m = ((PyMemberDescrObject *)d)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & READONLY) || m->offset < (Py_ssize_t)sizeof(PyObject) ||
+        m->offset + (Py_ssize_t)sizeof(PyObject *) > cls->tp_basicsize) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a plain object slot", cls->tp_name, name);
+        return -1;
+    }
+    return m->offset;
+}
+
+PyDoc_STRVAR(_pgr_bind_doc,
+"bind(backend, error, api, ctypes, classes)\n--\n\n"
+"Make ``backend``'s objects take the C path: ``error`` is its ops.error, ``api`` the API names\n"
+"errors of launch, add_empty and add_memset carry (None: that method stays Python), ``ctypes``\n"
+"the cffi types (exec, stream, graph, node, void *), ``classes`` (Graph, GraphExec, Stream, Node,\n"
+"EmptyNode, MemsetNode, DeviceBuffer).  A later call replaces the backend.");
+
+static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
+    PyObject *backend, *error, *api, *ctypes, *classes;
+    PyTypeObject *cls[7];
+    Py_ssize_t off[9];
+    static const char *const slots[9] = {"_backend", "_handle", "_nodes", "_backend", "_handle", "_host_sinks",
+                                         "_last_stream", "_graph", "_handle"};
+    static const int slot_cls[9] = {0, 0, 0, 1, 1, 1, 1, 3, 3};  /* Graph, GraphExec, Node */
+    int i;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!", &backend, &error, &PyTuple_Type, &api, &PyTuple_Type, &ctypes,
+                          &PyTuple_Type, &classes))
+        return NULL;
+    if (PyTuple_GET_SIZE(api) != _PGR_METHODS || PyTuple_GET_SIZE(ctypes) != 5 || PyTuple_GET_SIZE(classes) != 7) {
+        PyErr_SetString(PyExc_TypeError, "bind: api takes 3 names, ctypes 5 types, classes 7 classes");
+        return NULL;
+    }
+    for (i = 0; i < 7; i++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) {
+            PyErr_SetString(PyExc_TypeError, "bind: classes must be classes");
+            return NULL;
+        }
+        cls[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
+    }
+    for (i = 0; i < 9; i++)
+        if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
+    for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode: made by tp_alloc, as object.__new__ does */
+        if (!PyType_IsSubtype(cls[i], cls[3]) || (cls[i]->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
+            cls[i]->tp_alloc == NULL) {
+            PyErr_SetString(PyExc_TypeError, "bind: EmptyNode and MemsetNode must be concrete Node classes");
+            return NULL;
+        }
+    _pgr_hot.g_backend = off[0];
+    _pgr_hot.g_handle = off[1];
+    _pgr_hot.g_nodes = off[2];
+    _pgr_hot.e_backend = off[3];
+    _pgr_hot.e_handle = off[4];
+    _pgr_hot.e_host_sinks = off[5];
+    _pgr_hot.e_last_stream = off[6];
+    _pgr_hot.n_graph = off[7];
+    _pgr_hot.n_handle = off[8];
+    Py_XSETREF(_pgr_hot.backend, Py_NewRef(backend));
+    Py_XSETREF(_pgr_hot.error, Py_NewRef(error));
+    for (i = 0; i < _PGR_METHODS; i++) Py_XSETREF(_pgr_hot.api[i], Py_NewRef(PyTuple_GET_ITEM(api, i)));
+    Py_XSETREF(_pgr_hot.ct_exec, Py_NewRef(PyTuple_GET_ITEM(ctypes, 0)));
+    Py_XSETREF(_pgr_hot.ct_stream, Py_NewRef(PyTuple_GET_ITEM(ctypes, 1)));
+    Py_XSETREF(_pgr_hot.ct_graph, Py_NewRef(PyTuple_GET_ITEM(ctypes, 2)));
+    Py_XSETREF(_pgr_hot.ct_node, Py_NewRef(PyTuple_GET_ITEM(ctypes, 3)));
+    Py_XSETREF(_pgr_hot.ct_void_p, Py_NewRef(PyTuple_GET_ITEM(ctypes, 4)));
+    Py_XSETREF(_pgr_hot.graph_cls, (PyTypeObject *)Py_NewRef(cls[0]));
+    Py_XSETREF(_pgr_hot.exec_cls, (PyTypeObject *)Py_NewRef(cls[1]));
+    Py_XSETREF(_pgr_hot.stream_cls, (PyTypeObject *)Py_NewRef(cls[2]));
+    Py_XSETREF(_pgr_hot.node_cls, (PyTypeObject *)Py_NewRef(cls[3]));
+    Py_XSETREF(_pgr_hot.empty_cls, (PyTypeObject *)Py_NewRef(cls[4]));
+    Py_XSETREF(_pgr_hot.memset_cls, (PyTypeObject *)Py_NewRef(cls[5]));
+    Py_XSETREF(_pgr_hot.buffer_cls, (PyTypeObject *)Py_NewRef(cls[6]));
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(_pgr_method_doc,
+"method(name, cls, fallback, doc)\n--\n\n"
+"The method descriptor of hot method ``name`` (\"launch\", \"add_empty\", \"add_memset\") for\n"
+"class ``cls``, handing what it does not do itself to ``fallback`` (called as fallback(self, ...)),\n"
+"with ``doc`` as its __doc__ (a text signature first).  Made once: a second call returns the same.");
+
+static PyObject *_pgr_method(PyObject *mod, PyObject *args) {
+    const char *name;
+    PyObject *cls, *fallback, *doc;
+    int m;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "sO!OU", &name, &PyType_Type, &cls, &fallback, &doc)) return NULL;
+    for (m = 0; m < _PGR_METHODS && strcmp(_pgr_hot_defs[m].ml_name, name) != 0; m++) {}
+    if (m == _PGR_METHODS) return PyErr_Format(PyExc_ValueError, "no hot method %R", PyTuple_GET_ITEM(args, 0));
+    if (_pgr_hot.descr[m] != NULL) return Py_NewRef(_pgr_hot.descr[m]);
+    if (_pgr_hot.backend == NULL) return PyErr_Format(PyExc_RuntimeError, "bind() a backend first");
+    if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
+    if ((_pgr_hot_defs[m].ml_doc = PyUnicode_AsUTF8(doc)) == NULL) return NULL;
+    _pgr_hot.doc[m] = Py_NewRef(doc);
+    _pgr_hot.fallback[m] = Py_NewRef(fallback);
+    _pgr_hot.descr[m] = PyDescr_NewMethod((PyTypeObject *)cls, &_pgr_hot_defs[m]);
+    return Py_XNewRef(_pgr_hot.descr[m]);
+}
+
+PyDoc_STRVAR(_pgr_symbols_doc,
+"symbols()\n--\n\n"
+"{method name: the runtime function it calls}, for the methods this build can run (the\n"
+"library exports the function).");
+
+static PyObject *_pgr_symbols(PyObject *mod, PyObject *unused) {
+    PyObject *d = PyDict_New(), *s;
+    int m;
+    (void)mod;
+    (void)unused;
+    for (m = 0; d != NULL && m < _PGR_METHODS; m++) {
+        if (_pgr_hot_symbols[m] == NULL || !_pgr_hot_bound(m)) continue;
+        if ((s = PyUnicode_FromString(_pgr_hot_symbols[m])) == NULL ||
+            PyDict_SetItemString(d, _pgr_hot_defs[m].ml_name, s) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(s);
+    }
+    return d;
+}
+
+PyDoc_STRVAR(_pgr_roundtrip_doc,
+"roundtrip(cdata, ctype)\n--\n\n"
+"A new cdata of ``ctype`` made in C from the pointer C reads from ``cdata``: what the hot\n"
+"methods do with handles (a load-time check of cffi's conversion functions).");
+
+static PyObject *_pgr_roundtrip(PyObject *mod, PyObject *args) {
+    PyObject *obj, *ct;
+    char *p;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO", &obj, &ct)) return NULL;
+    p = _cffi_to_c_pointer(obj, (struct _cffi_ctypedescr *)ct);
+    if (p == NULL && PyErr_Occurred()) return NULL;
+    return _cffi_from_c_pointer(p, (struct _cffi_ctypedescr *)ct);
+}
+
+static PyMethodDef _pgr_hot_module_defs[] = {
+    {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
+    {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
+    {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},
+    {"roundtrip", _pgr_roundtrip, METH_VARARGS, _pgr_roundtrip_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef _pgr_hot_module = {
+    PyModuleDef_HEAD_INIT, _PGR_HOT_NAME,
+    "The layer's hot methods in C (see bindgen/hot_methods.c); loaded by pygraphrt._fast.", -1,
+    _pgr_hot_module_defs, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC _PGR_HOT_INIT(void) {
+    static const char *const names[] = {"_handle", "_backend", "_keep", "stream", "dependencies", "edges", "dst",
+                                        "value", "count", "element_size", "height", "pitch"};
+    PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_backend, &_pgr_s_keep, &_pgr_s_stream,
+                                &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
+                                &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch};
+    size_t i;
+    /* cffi fills its export table when this file's cffi module is imported */
+    if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {
+        PyErr_SetString(PyExc_ImportError, _PGR_HOT_NAME ": import the cffi module of this file first");
+        return NULL;
+    }
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (*cells[i] == NULL && (*cells[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    return PyModule_Create(&_pgr_hot_module);
+}

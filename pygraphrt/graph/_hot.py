@@ -1,0 +1,119 @@
+"""The compiled hot methods of graphs: ``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset`` in C.
+
+In compiled mode (``PYGRAPHRT_FAST``, cffi API mode) the binding's extension holds a second
+module with these methods as CPython method descriptors (``bindgen/hot_methods.c``,
+generated into the extension by ``bindgen.fast``; ``pygraphrt._fast`` loads it).  When a
+backend's first graph is made, :func:`install` puts them on the classes in place of the
+Python methods, which stay their fallback: the C does only the common valid call -- plain
+arguments, live handles of that backend, at most 16 dependencies, no edge data -- and hands
+every other call, untouched, to the Python method, so errors and semantics are the Python
+code's.  Objects of another backend (the simulator's) take the Python method too.
+
+Nothing is installed in ABI mode, on the simulator, or for a method whose runtime function
+the layer would not call through the same symbol (``ops.fn``).  :func:`status` says what is
+active (``pygraphrt info``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+from .. import _fast, errors
+
+# (class name, method, the runtime API it calls): the C module's method table, in its order
+HOT_METHODS = (("GraphExec", "launch", "GraphLaunch"),
+               ("Graph", "add_empty", "GraphAddEmptyNode"),
+               ("Graph", "add_memset", "GraphAddMemsetNode"))
+_lock = threading.Lock()
+
+
+def _classes() -> dict[str, type]:
+    from ._exec import GraphExec
+    from ._graph import Graph
+
+    return {"Graph": Graph, "GraphExec": GraphExec}
+
+
+def _c_doc(fn: Any) -> str:
+    """``fn``'s docstring behind a text signature (annotations dropped), so ``help()`` and
+    ``inspect.signature`` of the C method say what the Python one says."""
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    return f"{fn.__name__}{text.replace('(self', '($self', 1)}\n--\n\n{inspect.getdoc(fn) or ''}"
+
+
+def _check(backend: Any, hot: Any) -> tuple[tuple[str | None, ...], str | None]:
+    """(per hot method: the API name its errors carry, or None where it stays Python; why
+    none can run, or None).  A method runs in C where the library exports its function and
+    ``ops.fn`` hands out that very function (not a per-thread variant, not refused)."""
+    ops, lib, ffi = backend.ops, backend.lib, backend.ffi
+    offered = hot.symbols()
+    api: list[str | None] = []
+    for _cls, method, name in HOT_METHODS:
+        symbol = offered.get(method)
+        try:
+            same = symbol is not None and ops.fn(name) is getattr(lib, symbol)
+        except (errors.GraphRTError, AttributeError, ffi.error):
+            same = False
+        api.append(ops.prefix + name if same else None)
+    if not any(api):
+        return tuple(api), "the runtime exports none of their functions"
+    # cffi's conversions as the C uses them: a handle read and made again is the same cdata
+    node_t = ffi.typeof(f"{ops.prefix}GraphNode_t")
+    probe = ffi.cast(node_t, 0x5A5A0)
+    back = hot.roundtrip(probe, node_t)
+    if back != probe or ffi.typeof(back) is not node_t or hash(back) != hash(probe):
+        return tuple(api), "cffi's pointer conversion did not round-trip"
+    return tuple(api), None
+
+
+def install(backend: Any) -> None:
+    """Make ``backend``'s graphs use the C hot methods, where it has them (once per backend;
+    a no-op in ABI mode and on the simulator).  What happened is kept for :func:`status`."""
+    hot = _fast.hot_module(backend)
+    if hot is None or "_hot_methods" in backend.__dict__:
+        return
+    from ..device import DeviceBuffer, Stream
+    from ._node import EmptyNode, MemsetNode, Node
+
+    with _lock:
+        if "_hot_methods" in backend.__dict__:
+            return
+        api, why = _check(backend, hot)
+        done: list[str] = []
+        try:
+            if why is None:
+                ffi, prefix = backend.ffi, backend.ops.prefix
+                ctypes = tuple(ffi.typeof(t) for t in (f"{prefix}GraphExec_t", f"{prefix}Stream_t",
+                                                       f"{prefix}Graph_t", f"{prefix}GraphNode_t", "void *"))
+                classes = _classes()
+                hot.bind(backend, backend.ops.error, api, ctypes,
+                         (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer))
+                for (cls_name, method, _name), on in zip(HOT_METHODS, api):
+                    cls = classes[cls_name]
+                    current = cls.__dict__[method]
+                    # Made once per binding; the method already there (Python, or another binding's
+                    # C method) is the fallback, so one binding's C method hands the others' objects on.
+                    descr = hot.method(method, cls, current, _c_doc(current))
+                    if current is not descr:
+                        setattr(cls, method, descr)
+                    if on:
+                        done.append(f"{cls_name}.{method}")
+        except (TypeError, ValueError, RuntimeError) as exc:  # the classes changed under the C: stay Python
+            why = f"{type(exc).__name__}: {exc}"
+        backend.__dict__["_hot_methods"] = done if why is None else why
+
+
+def status(backend: Any) -> str:
+    """What runs the hot methods for ``backend``: ``"C (GraphExec.launch, ...)"`` or
+    ``"Python (why)"`` (installing them first, as the first graph would)."""
+    if _fast.hot_module(backend) is None:
+        why = ("compiled mode only" if not backend.ffi_mode.startswith("api")
+               else f"the extension was built without them; {_fast.BUILD_HINT}")
+        return f"Python ({why})"
+    install(backend)
+    done = backend.__dict__["_hot_methods"]
+    return f"C ({', '.join(done)})" if isinstance(done, list) else f"Python ({done})"
