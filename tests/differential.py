@@ -815,7 +815,11 @@ class Interpreter:
         if kind == "devsync":
             return (kind, self._outcome(rt.Device(0).synchronize))
         if kind == "query":
-            return (kind, self._outcome(self.events[op[1] % N_EVENTS].query))
+            # Whether the event has completed is timing, not semantics: the simulator finishes
+            # eager work at once, the GPU later (a host function waits for the GIL this thread
+            # holds).  So a query is compared by whether it succeeds, or how it fails.
+            out = self._outcome(self.events[op[1] % N_EVENTS].query)
+            return (kind, ("ok", "answered") if out[0] == "ok" else out)
         if kind == "info":
             def info() -> tuple:
                 i = cap.info()
@@ -1134,6 +1138,12 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
         ("capture", 0, "global", None, (("memset", 0, 0, 0, "fit", 0, 0), ("record", 0, 1))),
         ("capture", 0, "global", None, (("wait", 1, 1),)), ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-query-after-eager-host-work", (  # CUDA 12.9: not ready yet (sim: done); compared as answered
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (), 0, 0, "fit", 0, 98, 1),
+        ("capture", 1, "relaxed", None, (("memset", 0, 0, 0, "fit", 0, 0), ("host", 0), ("record", 0, 1),
+                                         ("query", 1))),
+        ("instantiate", 0), ("launch", 0, 0),
     )),
     ("gpu-add-dependencies-repeat", (  # CUDA 13.0: the edge before the repeat is added, then InvalidValue
         ("buf", 0), ("graph",), ("event_node", 0, (), False, 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
