@@ -290,13 +290,18 @@ class GraphExec(Owned):
         self._retain(kept, self._sinks[0], False)
 
 def _has_host(keep: Any) -> bool:
-    """Whether a graph's retained operands (nested for child graphs) hold a host callable."""
-    stack = [keep]
+    """Whether a graph's retained operands (nested for child graphs) hold a host callable.
+
+    The nesting is a graph of lists, not a tree: a graph added as its own child (legal: the
+    runtime copies the child) holds its own list, and a child added twice is there twice.
+    So each list is walked once."""
+    stack, seen = [keep], set()
     while stack:
         item = stack.pop()
         if isinstance(item, HostPayload):
             return True
-        if isinstance(item, list):
+        if isinstance(item, list) and id(item) not in seen:
+            seen.add(id(item))
             stack.extend(item)
     return False
 
