@@ -26,6 +26,17 @@ _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it
 _ADDRESS_END = 1 << 64
 
 
+_kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
+
+
+def _load_kernel_nodes() -> Any:
+    global _kernel_nodes
+    from . import _kernel
+
+    _kernel_nodes = _kernel
+    return _kernel
+
+
 class _Calls:
     """A backend's runtime functions as attributes (``calls.GraphAddEmptyNode``), looked up
     once through ``ops.fn`` -- which raises NotSupported for one the runtime lacks, at the
@@ -479,9 +490,8 @@ class Graph(Owned):
             Kernel-node attributes by name (``priority``, ``cluster_dim``, ...),
             set once the node exists.
         """
-        from . import _kernel
-
-        return _kernel.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
+        kernel_nodes = _kernel_nodes or _load_kernel_nodes()
+        return kernel_nodes.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
 
     # -- conditional nodes (see _conditional) ---------------------------------
     def conditional_handle(self, default: int = 0, *, reset_each_launch: bool = True) -> "ConditionalHandle":

@@ -15,10 +15,13 @@ from .. import errors
 from .._operands import count
 from ..enums import EdgeData
 from ..kernels._library import Dims, Kernel, as_dims, lookup
+# At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
+# this module lazily, from add_kernel, so both are there by then.
+from ._graph import _check_edges
+from ._node import Dim3, KernelNode
 
 if TYPE_CHECKING:
     from ._graph import Graph
-    from ._node import KernelNode
 
 
 def _kernel(graph: "Graph", kernel: Any, what: str) -> Kernel:
@@ -41,9 +44,6 @@ def _packed(kernel: Kernel, args: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
 def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
         attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
         edges: Sequence[EdgeData] | None) -> "KernelNode":
-    from ._graph import _check_edges
-    from ._node import KernelNode
-
     k = _kernel(graph, kernel, "Graph.add_kernel")
     g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), count(shared_mem)
     argv, keep = _packed(k, args)
@@ -75,8 +75,6 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
 
 def read(node: "KernelNode") -> dict[str, Any]:
     """The node's launch parameters, its Kernel (if pygraphrt knows it) and decoded arguments."""
-    from ._node import Dim3
-
     backend = node._graph._backend
     k = backend.ops.kernel_params(node.handle)
     kernel = lookup(backend, k.kernel_id) or lookup(backend, k.func)

@@ -33,6 +33,8 @@ def lookup(backend: Any, handle: int) -> "Kernel | None":
 
 def as_dims(v: Any, what: str) -> Dims:
     """Launch dimensions from an int or 1-3 positive ints (or an object with x, y, z)."""
+    if type(v) is int and 0 < v < 1 << 32:  # the common case first: one plain int
+        return (v, 1, 1)
     if hasattr(v, "x") and hasattr(v, "y") and hasattr(v, "z"):
         v = (v.x, v.y, v.z)
     t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
