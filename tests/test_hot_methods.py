@@ -113,6 +113,9 @@ ADD = PROBE + """
     closed = borrowed_buffer(a, 8)
     closed.close()
     case("memset closed buffer", lambda: g.add_memset(closed, 1, 1))
+    case("bulk specs", lambda: [node(n) for n in g.add_nodes([("empty", None, []), ("empty", None, [0]),
+                                                              ("memset", {"dst": a, "value": 3, "count": 4}, ["r"]),
+                                                              ("empty", None, [1, 2])], names={"r": r})])
     print("nodes", len(g.nodes()), len(g._nodes))
     case("full graph", lambda: [g.add_empty(dependencies=[r]) for _ in range(64)])
     case("full graph, memset", lambda: g.add_memset(a, 1, 1))
@@ -190,7 +193,7 @@ def test_adding_nodes_same_results_c_for_the_common_calls(fake_cudart):  # noqa:
     paths = _same_results_and_paths(fake_cudart, ADD)
     c = {"no dependencies", "empty list", "None", "one", "tuple of two", "sixteen", "builder", "unbound call",
          "memset int", "memset keywords", "memset 4-byte max", "memset buffer", "memset, buffer kept once",
-         "full graph", "full graph, memset"}
+         "bulk specs", "full graph", "full graph, memset"}  # bulk specs: add_nodes calls the C methods
     assert {label for label, path in paths.items() if path == "c"} == c
     unknown = {"positional", "unknown keyword", "memset dst twice", "memset too few"}
     assert {label for label, path in paths.items() if path == "?"} == unknown
@@ -220,6 +223,9 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
     assert rows["full graph"].startswith("InvalidValue: cudaGraphAddEmptyNode failed")
     assert rows["full graph, memset"].startswith("InvalidValue: cudaGraphAddMemsetNode failed")
     assert rows["closed graph"].startswith("InvalidResourceHandle")
+    bulk = rows["bulk specs"]
+    assert bulk.startswith("['EmptyNode ") and "deps=[] True" in bulk and "MemsetNode" in bulk, bulk
+    assert bulk.count(" True") == 4 and "deps=['r'] True" in bulk, bulk
 
 
 @needs_fast

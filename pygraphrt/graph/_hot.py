@@ -107,6 +107,15 @@ def install(backend: Any) -> None:
         backend.__dict__["_hot_methods"] = done if why is None else why
 
 
+def in_c(backend: Any) -> bool:
+    """Whether ``backend``'s graphs add empty and memset nodes in C (installing first)."""
+    if _fast.hot_module(backend) is None:
+        return False
+    install(backend)
+    done = backend.__dict__["_hot_methods"]
+    return isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
+
+
 def status(backend: Any) -> str:
     """What runs the hot methods for ``backend``: ``"C (GraphExec.launch, ...)"`` or
     ``"Python (why)"`` (installing them first, as the first graph would)."""
