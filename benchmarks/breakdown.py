@@ -6,7 +6,7 @@
 
 For each call path (``abi``: cffi ABI mode through libffi, ``PYGRAPHRT_FAST=0``; ``api``:
 the compiled fast path, ``PYGRAPHRT_FAST=1``) a fresh interpreter times, per call:
-exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset,
+exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset, graph.add_kernel,
 graph.add_nodes (bulk, per node), each next to the raw ``lib.<symbol>`` call of the same
 mode with prepared arguments, and stream.launch of a tiny typed kernel next to the driver's
 ``cuLaunchKernel`` with prepared arguments (through libffi in ABI mode, through the compiled
@@ -175,6 +175,7 @@ def child(quick: bool, profile: bool) -> dict:
             if bulk == bulk:  # not NaN
                 res[f"graph.add_nodes [{kind}] ({shape})"] = {"raw": res[op]["raw"], "py": bulk}
 
+    res["graph.add_kernel (chain)"] = _kernel_node_row(rt, b, dst, nodes, 3 if quick else 5)
     res["stream.launch (tiny kernel)"], py_fns["stream.launch (tiny kernel)"] = \
         _launch_row(rt, b, s, n, trials)
 
@@ -205,6 +206,47 @@ def child(quick: bool, profile: bool) -> dict:
     return {"mode": b.ffi_mode, "library": b.path, "ops": res}
 
 
+def _tiny_kernel(rt):
+    """The benchmarks' tiny kernel: on the stub a fake ``cudaKernel_t`` wrapped with its
+    signature, on a GPU compiled with NVRTC."""
+    if os.environ.get("PYGRAPHRT_BREAKDOWN_STUB") == "1":
+        return rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    return rt.Program('extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
+                      ).kernel("tiny", signature="float *x")
+
+
+def _kernel_node_row(rt, b, dst: int, nodes: int, trials: int) -> dict:
+    """A chain of kernel nodes: ``graph.add_kernel(k, 1, 32, (dst,))`` against the raw
+    ``GraphAddKernelNode`` given one parameter struct made once."""
+    import time
+
+    ffi, P, ops = b.ffi, b.ops.prefix, b.ops
+    k = _tiny_kernel(rt)
+    cell = ffi.new("void *[1]", [ffi.cast("void *", dst)])
+    argv = ffi.new("void *[1]", [cell])
+    params = ops.kernel_node_struct(k.handle, (1, 1, 1), (32, 1, 1), 0, argv)
+    add = getattr(b.lib, f"{P}GraphAddKernelNode")
+    raw, py = [], []
+    for _ in range(trials):
+        gg = rt.Graph()
+        prev = root = gg.add_empty()
+        out = ffi.new(f"{P}GraphNode_t *")
+        deps = ffi.new(f"{P}GraphNode_t[1]", [root.handle])
+        gh = gg.handle
+        t0 = time.perf_counter_ns()
+        for _ in range(nodes):
+            if add(out, gh, deps, 1, params):
+                raise RuntimeError("GraphAddKernelNode failed")
+            deps[0] = out[0]
+        raw.append((time.perf_counter_ns() - t0) / 1e3 / nodes)
+        t0 = time.perf_counter_ns()
+        for _ in range(nodes):
+            prev = gg.add_kernel(k, 1, 32, (dst,), dependencies=[prev])
+        py.append((time.perf_counter_ns() - t0) / 1e3 / nodes)
+        gg.close()
+    return {"raw": statistics.median(raw), "py": statistics.median(py)}
+
+
 def _launch_row(rt, b, s, n: int, trials: int):
     """pygraphrt's checked, typed ``stream.launch(k, 1, 32, buf)`` of a library kernel (as
     ``rt.Program(...).kernel("tiny", signature="float *x")`` gives) against the raw driver call:
@@ -213,11 +255,7 @@ def _launch_row(rt, b, s, n: int, trials: int):
     prepared buffer (API mode).  On the stub the kernel is a fake ``cudaKernel_t``
     wrapped with its signature; on a GPU it is compiled with NVRTC."""
     ffi = b.ffi
-    if os.environ.get("PYGRAPHRT_BREAKDOWN_STUB") == "1":
-        k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
-    else:
-        k = rt.Program('extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
-                       ).kernel("tiny", signature="float *x")
+    k = _tiny_kernel(rt)
     buf = rt.malloc(4)
     launch = s.launch
     launch(k, 1, 32, buf)  # resolves the kernel's function and checks the signature once

@@ -39,6 +39,10 @@ cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t g, const cud
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
                                    const struct cudaMemsetParams *p) {
   if (!out || !g || !p || (n && !deps)) return cudaErrorInvalidValue; *out = NEW(cudaGraphNode_t); return cudaSuccess; }
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                   const struct cudaKernelNodeParams *p) {
+  if (!out || !g || !p || !p->func || (n && !deps)) return cudaErrorInvalidValue;
+  *out = NEW(cudaGraphNode_t); return cudaSuccess; }
 cudaError_t cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
                                      const cudaGraphEdgeData *edges, size_t n) {
   (void)edges; if (!g || (n && (!from || !to))) return cudaErrorInvalidValue; return cudaSuccess; }
