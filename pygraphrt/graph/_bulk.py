@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .. import _fast, errors
 from ..device import DeviceBuffer
 from . import _hot, _params
-from ._graph import _ADDRESS_END, _new
+from ._graph import _ADDRESS_END
 from ._node import EmptyNode, MemsetNode, Node
 
 if TYPE_CHECKING:
@@ -118,15 +118,9 @@ class _Batch:
                          ffi.new("int[]", self.refs or 1), ffi.new(node_t, self.ext or 1),
                          ffi.from_buffer(self.params) if self.params else ffi.NULL, self.size, out, done)
         k = done[0]
-        table, kinds = graph._nodes, self.kinds
+        kinds, new_node = self.kinds, graph._new_node
         classes = (EmptyNode, MemsetNode)
-        append = made.append
-        for j, nh in enumerate(ffi.unpack(out, k)):
-            node = _new(classes[kinds[j]])
-            node._graph = graph
-            node._handle = nh
-            table[nh] = node
-            append(node)
+        made.extend(new_node(classes[kinds[j]], nh) for j, nh in enumerate(ffi.unpack(out, k)))
         start = self.start
         self._reset(start + n)
         if rc:
@@ -145,11 +139,10 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
     """See :meth:`Graph.add_nodes`."""
     made: list[Node] = []
     names = names or {}
-    h = graph.handle  # raises once the graph is closed
-    out, dep1, table = graph._out1, graph._dep1, graph._nodes
+    graph.handle  # raises once the graph is closed
     add_empty, add_memset = graph.add_empty, graph.add_memset
     # Where add_empty/add_memset run in C (graph/_hot.py), one C call per spec costs less than
-    # batching (whose node objects are made in Python), and the inlined Python path is no use.
+    # batching (whose node objects are made in Python).
     in_c = _hot.in_c(graph._backend)
     helper = None if in_c else _fast.compiled_helper(graph._backend, "_pgr_add_nodes")
     batch = _Batch(graph, helper, names) if helper is not None else None
@@ -177,21 +170,7 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
                              else d if isinstance(d, Node) else _dep_key(d, names, i)
                              for d in (deps or ())]
             if kind == "empty" and not params:
-                d = dep_nodes[0] if len(dep_nodes) == 1 and not in_c else None
-                if isinstance(d, Node) and d._graph is graph and d._handle is not None:
-                    # add_empty's hot path, inlined (ABI mode: one runtime call per node)
-                    dep1[0] = d._handle
-                    rc = graph._calls.GraphAddEmptyNode(out, h, dep1, 1)
-                    if rc:
-                        ops = graph._backend.ops
-                        raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
-                    nh = out[0]
-                    node = _new(EmptyNode)
-                    node._graph = graph
-                    node._handle = nh
-                    table[nh] = node
-                else:
-                    node = add_empty(dependencies=dep_nodes)
+                node = add_empty(dependencies=dep_nodes)
             elif kind == "memset" and type(params) is dict:
                 if len(params) == 3 and "dst" in params and "value" in params and "count" in params:
                     node = add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)

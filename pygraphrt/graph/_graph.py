@@ -178,6 +178,8 @@ class Graph(Owned):
         return arr
 
     def _new_node(self, cls: type[Node], node_handle: Any) -> Node:
+        """The node object of a handle the runtime just made, entered in the node table (made
+        without ``__init__``: its slots are set here)."""
         node = _new(cls)
         node._graph = self
         node._handle = node_handle
@@ -215,14 +217,7 @@ class Graph(Owned):
         if rc:
             ops = self._backend.ops
             raise ops.error(rc, ops.prefix + api)
-        node_handle = out[0]
-        node = _new(cls)
-        node._graph = self
-        node._handle = node_handle
-        if cls is ConditionalNode:
-            node._cond = None  # type: ignore[attr-defined]
-        self._nodes[node_handle] = node
-        return node
+        return self._new_node(cls, out[0])
 
     def _add_with_edge_data(self, api: str, deps: list[Node], edges: list[EdgeData],
                             args: tuple[Any, ...], cls: type[Node] | None) -> Node:
@@ -264,12 +259,7 @@ class Graph(Owned):
                         if rc:
                             ops = self._backend.ops
                             raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
-                        nh = out[0]
-                        node = _new(EmptyNode)
-                        node._graph = self
-                        node._handle = nh
-                        self._nodes[nh] = node
-                        return node
+                        return self._new_node(EmptyNode, out[0])
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
@@ -318,12 +308,7 @@ class Graph(Owned):
                     if rc:
                         ops = self._backend.ops
                         raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
-                    nh = out[0]
-                    node = _new(MemsetNode)
-                    node._graph = self
-                    node._handle = nh
-                    self._nodes[nh] = node
-                    return node
+                    return self._new_node(MemsetNode, out[0])
         else:
             _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                   what="add_memset")
