@@ -98,7 +98,8 @@ HOT_METHODS_C = Path(__file__).resolve().parent / "hot_methods.c"
 #: hot_methods.c's method table.
 HOT_APIS = (("launch", ("cudaGraphLaunch", "hipGraphLaunch")),
             ("add_empty", ("cudaGraphAddEmptyNode", "hipGraphAddEmptyNode")),
-            ("add_memset", ("cudaGraphAddMemsetNode", "hipGraphAddMemsetNode")))
+            ("add_memset", ("cudaGraphAddMemsetNode", "hipGraphAddMemsetNode")),
+            ("add_kernel", ("cudaGraphAddKernelNode", "hipGraphAddKernelNode")))
 
 
 def _helpers(functions: dict[str, Function]) -> list[str]:
@@ -185,9 +186,10 @@ def _call_args(fn: Function, c_args: list[str]) -> str:
     return ", ".join(f"({declare(p.type)}){a}" for p, a in zip(fn.params, c_args))
 
 
-def _memset_struct(fn: Function, module: Module) -> Named | None:
-    """The (non-const) parameter struct ``GraphAddMemsetNode`` takes by pointer, if its layout is
-    in the binding (not opaque): C fills it field by field, as the layer does by name."""
+def _param_struct(fn: Function, module: Module) -> Named | None:
+    """The parameter struct a ``GraphAdd*Node`` function takes by pointer (its last parameter),
+    if its layout is in the binding (not opaque): C fills it field by field, as the layer does
+    by name."""
     last = fn.params[-1].type if fn.params else None
     if not isinstance(last, Pointer) or not isinstance(last.target, Named):
         return None
@@ -211,16 +213,19 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     library exports method ``m``'s function (never called through NULL)."""
     by_api = {fn.api_name: fn for fn in functions.values()}
     found: list[Function | None] = [next((by_api[a] for a in apis if a in by_api), None) for _, apis in HOT_APIS]
-    launch, empty, memset = found
-    params = _memset_struct(memset, module) if memset is not None else None
+    launch, empty, memset, kernel = found
+    params = _param_struct(memset, module) if memset is not None else None
     if memset is not None and params is None:
         found[2] = memset = None  # its struct is opaque here: add_memset stays Python
+    kparams = _param_struct(kernel, module) if kernel is not None else None
+    if kernel is not None and kparams is None:
+        found[3] = kernel = None
     short = module_name(binding).rsplit(".", 1)[-1] + "_hot"
     lines = [
         "/* -- the hot methods' runtime calls (see bindgen/fast.py, _hot_calls) -- */",
         f'#define _PGR_HOT_NAME "{module_name(binding)}_hot"',
         f"#define _PGR_HOT_INIT PyInit_{short}",
-        "static const char *const _pgr_hot_symbols[3] = {"
+        f"static const char *const _pgr_hot_symbols[{len(HOT_APIS)}] = {{"
         + ", ".join(f'"{fn.symbol}"' if fn else "NULL" for fn in found) + "};",
         "static int _pgr_hot_bound(int m) {",
         "    switch (m) {",
@@ -252,6 +257,29 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     else:
         lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)dst; (void)value;",
                   "    (void)element_size; (void)width; (void)height; (void)pitch;",
+                  "    return -1;"]
+    lines += ["}",
+              "/* dims: grid x, y, z, block x, y, z, dynamic shared memory bytes */",
+              "static int _pgr_hot_add_kernel(void **out, void *graph, void **deps, size_t n, void *func,",
+              "                               const unsigned int *dims, void **argv) {"]
+    if kernel is not None and kparams is not None:
+        lines += [
+            f"    {declare(kparams, 'params')};",
+            "    memset(&params, 0, sizeof params);",
+            "    params.func = func;",
+            "    params.gridDim.x = dims[0];",
+            "    params.gridDim.y = dims[1];",
+            "    params.gridDim.z = dims[2];",
+            "    params.blockDim.x = dims[3];",
+            "    params.blockDim.y = dims[4];",
+            "    params.blockDim.z = dims[5];",
+            "    params.sharedMemBytes = dims[6];",
+            "    params.kernelParams = argv;",
+            "    params.extra = NULL;",
+            f"    return (int){kernel.symbol}({_call_args(kernel, ['out', 'graph', 'deps', 'n', '&params'])});",
+        ]
+    else:
+        lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)dims; (void)argv;",
                   "    return -1;"]
     lines.append("}")
     return lines

@@ -1,9 +1,9 @@
 /* -- the layer's hot methods in C: a second Python module in this shared library --
  *
- * GraphExec.launch, Graph.add_empty and Graph.add_memset as CPython method descriptors
- * (bindgen/fast.py inlines this file after the runtime calls it generates from the IR:
- * _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_bound, _pgr_hot_symbols,
- * _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
+ * GraphExec.launch, Graph.add_empty, Graph.add_memset and Graph.add_kernel as CPython method
+ * descriptors (bindgen/fast.py inlines this file after the runtime calls it generates from the
+ * IR: _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_add_kernel,
+ * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
  * file once the cffi module is imported; pygraphrt.graph._hot installs the methods.
  *
  * Each method does only the common, valid call in C: the argument checks the Python method
@@ -24,10 +24,16 @@
 #ifdef Py_LIMITED_API
 #error "the hot methods need CPython's full C API: compile with _CFFI_NO_LIMITED_API (bindgen.fast.make_api_ffi)"
 #endif
+#include <limits.h>
+#include <math.h>
 #include <structmember.h>
 
-enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_METHODS };
+enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_ADD_KERNEL, _PGR_METHODS };
 #define _PGR_MAX_DEPS 16 /* dependencies passed on the C stack; more take the Python method */
+/* A kernel's packed parameters on the C stack (pygraphrt.graph._hot.KERNEL_MAX_*: larger
+ * signatures keep no layout, so they take the Python method) */
+#define _PGR_KERNEL_MAX_PARAMS 64
+#define _PGR_KERNEL_MAX_BYTES 4096
 
 static struct {
     PyObject *backend;  /* the Backend whose objects take the C path (NULL: none bound yet) */
@@ -38,6 +44,11 @@ static struct {
     /* __slots__ offsets: Graph's _backend, _handle, _nodes; GraphExec's _backend, _handle,
        _host_sinks, _last_stream; Node's _graph, _handle */
     Py_ssize_t g_backend, g_handle, g_nodes, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph, n_handle;
+    /* bind_kernels(): Kernel, Library, KernelNode, AsyncBuffer; Kernel's _backend, _func, _owner,
+       signature, _node_layout slots (kernels_bound: 0 until then, add_kernel stays Python) */
+    int kernels_bound;
+    PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
+    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout;
     PyObject *fallback[_PGR_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_METHODS];       /* the UTF-8 text ml_doc points into */
@@ -45,7 +56,8 @@ static struct {
 
 static PyObject *_pgr_s_handle, *_pgr_s_backend, *_pgr_s_keep, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
-    *_pgr_s_pitch;
+    *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
+    *_pgr_s_attributes, *_pgr_s_address;
 
 /* ---- small helpers ---- */
 
@@ -299,10 +311,219 @@ done:
     return res;
 }
 
+/* ---- Graph.add_kernel(kernel, grid, block, args=(), *, shared_mem=0, attributes=None,
+ *                       dependencies=None, edges=None) ---- */
+
+/* Launch dimensions as the Python's as_dims takes them in the common forms: a plain int, or a
+ * tuple or list of 1-3 plain ints, each in 1 .. 2**32-1 (d: 3 values, missing ones 1). */
+static int _pgr_dims(PyObject *v, unsigned int *d) {
+    unsigned long long x;
+    Py_ssize_t i, n;
+    d[0] = d[1] = d[2] = 1;
+    if (PyLong_CheckExact(v)) {
+        if (!_pgr_u64(v, &x) || x == 0 || x > 0xFFFFFFFFull) return 0;
+        d[0] = (unsigned int)x;
+        return 1;
+    }
+    if (!PyTuple_CheckExact(v) && !PyList_CheckExact(v)) return 0;
+    n = PySequence_Fast_GET_SIZE(v);
+    if (n < 1 || n > 3) return 0;
+    for (i = 0; i < n; i++) {
+        if (!_pgr_u64(PySequence_Fast_GET_ITEM(v, i), &x) || x == 0 || x > 0xFFFFFFFFull) return 0;
+        d[i] = (unsigned int)x;
+    }
+    return 1;
+}
+
+/* The bytes struct code `code` packs (0: not one the C packs). */
+static unsigned int _pgr_code_size(char code) {
+    switch (code) {
+    case 'b': case 'B': return 1;
+    case 'h': case 'H': return 2;
+    case 'i': case 'I': case 'f': return 4;
+    case 'q': case 'Q': case 'd': case 'P': return 8;
+    default: return 0;
+    }
+}
+
+/* A signed integer of a plain int, or 0 (no exception) where it is not one or out of range. */
+static int _pgr_i64(PyObject *obj, long long lo, long long hi, long long *out) {
+    int overflow = 0;
+    if (!PyLong_CheckExact(obj)) return 0;
+    *out = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (*out == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return !overflow && *out >= lo && *out <= hi;
+}
+
+/* Write argument `v` as struct code `code` would pack it ('b' 'B' 'h' 'H' 'i' 'I' 'q' 'Q'
+ * integers: plain ints in range; 'f' 'd': floats or plain ints, a float finite and in range;
+ * 'P': a pointer, from a plain int or an open DeviceBuffer/AsyncBuffer of the bound backend,
+ * whose address is kept by the graph with the arguments).  0, with no exception, for anything
+ * else: the Python method packs it (or explains why it cannot). */
+static int _pgr_pack_arg(PyObject *v, char code, char *dst) {
+    long long s;
+    unsigned long long u;
+    double f;
+    switch (code) {
+    case 'b': { signed char c; if (!_pgr_i64(v, -128, 127, &s)) return 0; c = (signed char)s; memcpy(dst, &c, 1); return 1; }
+    case 'B': { unsigned char c; if (!_pgr_i64(v, 0, 255, &s)) return 0; c = (unsigned char)s; memcpy(dst, &c, 1); return 1; }
+    case 'h': { short c; if (!_pgr_i64(v, -32768, 32767, &s)) return 0; c = (short)s; memcpy(dst, &c, 2); return 1; }
+    case 'H': { unsigned short c; if (!_pgr_i64(v, 0, 65535, &s)) return 0; c = (unsigned short)s; memcpy(dst, &c, 2); return 1; }
+    case 'i': { int c; if (!_pgr_i64(v, -2147483647LL - 1, 2147483647LL, &s)) return 0; c = (int)s; memcpy(dst, &c, 4); return 1; }
+    case 'I': { unsigned int c; if (!_pgr_i64(v, 0, 4294967295LL, &s)) return 0; c = (unsigned int)s; memcpy(dst, &c, 4); return 1; }
+    case 'q': if (!_pgr_i64(v, LLONG_MIN, LLONG_MAX, &s)) return 0; memcpy(dst, &s, 8); return 1;
+    case 'Q': if (!_pgr_u64(v, &u)) return 0; memcpy(dst, &u, 8); return 1;
+    case 'f':
+    case 'd':
+        if (PyFloat_CheckExact(v)) {
+            f = PyFloat_AS_DOUBLE(v);
+        } else if (PyLong_CheckExact(v)) {
+            f = PyLong_AsDouble(v);
+            if (f == -1.0 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 0;
+            }
+        } else {
+            return 0;
+        }
+        if (code == 'd') {
+            memcpy(dst, &f, 8);
+        } else {
+            float g = (float)f;
+            if (isinf(g) && !isinf(f)) return 0;  /* struct's OverflowError: the Python explains */
+            memcpy(dst, &g, 4);
+        }
+        return 1;
+    case 'P':
+        if (PyLong_CheckExact(v)) {
+            if (!_pgr_u64(v, &u)) return 0;
+        } else if (Py_IS_TYPE(v, _pgr_hot.buffer_cls) || Py_IS_TYPE(v, _pgr_hot.async_buffer_cls)) {
+            /* pygraphrt's buffers: the address they keep while their handle is open */
+            PyObject *h = _pgr_attr(v, _pgr_s_handle), *b = _pgr_attr(v, _pgr_s_backend),
+                     *a = _pgr_attr(v, _pgr_s_address);
+            int ok = h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_u64(a, &u);
+            Py_XDECREF(h);
+            Py_XDECREF(b);
+            Py_XDECREF(a);
+            if (!ok) return 0;
+        } else {
+            return 0;
+        }
+        if ((unsigned long long)(uintptr_t)u != u) return 0;
+        memcpy(dst, &u, 8);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *v[8] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
+    enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
+    PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
+                                _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
+    PyObject *kernel, *layout, *spec, *func, *owner, *oh = NULL, *keep = NULL, *held = NULL, *values = NULL,
+             *res = NULL;
+    union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
+    void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *out = NULL;
+    unsigned int dims[7];
+    unsigned long long smem = 0;
+    unsigned int n, size, i32, w, word[2];
+    const char *desc;
+    _pgr_add_args a;
+    int rc, k;
+    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > 4) goto fallback;
+    for (i = 0; i < nargs; i++) v[i] = args[i];
+    for (i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        for (k = 0; k < 8 && names[k] != name; k++) {}
+        if (k == 8 || k < nargs) goto fallback;  /* unknown, or given twice: Python's TypeError */
+        v[k] = args[nargs + i];
+    }
+    if (v[KERNEL] == NULL || v[GRID] == NULL || v[BLOCK] == NULL || v[EDGES] != Py_None ||
+        (v[ATTRS] != NULL && v[ATTRS] != Py_None) || !_pgr_hot.kernels_bound || !_pgr_on(_PGR_ADD_KERNEL))
+        goto fallback;
+    /* the kernel: exactly a Kernel of this backend whose layout the Python method recorded for
+       its current signature (after the first node had its signature checked against it) */
+    kernel = v[KERNEL];
+    if (!Py_IS_TYPE(kernel, _pgr_hot.kernel_cls) || _PGR_SLOT(kernel, _pgr_hot.k_backend) != _pgr_hot.backend)
+        goto fallback;
+    layout = _PGR_SLOT(kernel, _pgr_hot.k_layout);
+    if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 2 ||
+        PyTuple_GET_ITEM(layout, 0) != _PGR_SLOT(kernel, _pgr_hot.k_signature))
+        goto fallback;
+    spec = PyTuple_GET_ITEM(layout, 1);
+    if (!PyBytes_CheckExact(spec) || PyBytes_GET_SIZE(spec) < 8) goto fallback;
+    desc = PyBytes_AS_STRING(spec);
+    memcpy(&n, desc, 4);
+    memcpy(&size, desc + 4, 4);
+    if (n > _PGR_KERNEL_MAX_PARAMS || size > _PGR_KERNEL_MAX_BYTES ||
+        PyBytes_GET_SIZE(spec) != 8 + 8 * (Py_ssize_t)n)
+        goto fallback;
+    func = _PGR_SLOT(kernel, _pgr_hot.k_func);
+    if (func == NULL || func == Py_None || !_pgr_ptr(func, _pgr_hot.ct_void_p, &func_p)) goto fallback;
+    owner = _PGR_SLOT(kernel, _pgr_hot.k_owner);
+    if (owner == NULL) goto fallback;
+    if (Py_IS_TYPE(owner, _pgr_hot.library_cls)) {  /* a kernel of an unloaded library is invalid */
+        oh = _pgr_attr(owner, _pgr_s_handle);
+        if (oh == NULL || oh == Py_None) goto fallback;
+    }
+    if (!_pgr_dims(v[GRID], dims) || !_pgr_dims(v[BLOCK], dims + 3)) goto fallback;
+    if (v[SMEM] != NULL && (!_pgr_u64(v[SMEM], &smem) || smem > 0xFFFFFFFFull)) goto fallback;
+    dims[6] = (unsigned int)smem;
+    /* the arguments, packed at the signature's offsets */
+    if (v[ARGS] == NULL) {
+        if (n != 0) goto fallback;
+        values = PyTuple_New(0);
+    } else if (PyTuple_CheckExact(v[ARGS])) {
+        values = Py_NewRef(v[ARGS]);
+    } else if (PyList_CheckExact(v[ARGS])) {
+        values = PyList_AsTuple(v[ARGS]);  /* what the graph keeps: not the caller's list */
+    } else {
+        goto fallback;
+    }
+    if (values == NULL) goto done;
+    if (PyTuple_GET_SIZE(values) != (Py_ssize_t)n) goto fallback;
+    for (i32 = 0; i32 < n; i32++) {
+        memcpy(word, desc + 8 + 8 * i32, 8);  /* offset, struct code */
+        w = _pgr_code_size((char)word[1]);
+        if (w == 0 || word[0] > size || size - word[0] < w) goto fallback;  /* a layout not ours */
+        if (!_pgr_pack_arg(PyTuple_GET_ITEM(values, i32), (char)word[1], buf.bytes + word[0])) goto fallback;
+        argv[i32] = buf.bytes + word[0];
+    }
+    if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
+    keep = _pgr_attr(self, _pgr_s_keep);
+    if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
+    /* the runtime copies the values; the graph keeps what pointers came from, and the kernel
+       (whose library must stay loaded), once the node is made (a failed call keeps nothing) */
+    if ((held = PyTuple_Pack(3, kernel, owner, values)) == NULL) goto done;
+    Py_INCREF(a.nodes);
+    Py_BEGIN_ALLOW_THREADS
+    rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, dims, n ? argv : NULL);
+    Py_END_ALLOW_THREADS
+    res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
+    if (res != NULL && PyList_Append(keep, held) < 0) Py_CLEAR(res);
+    Py_DECREF(a.nodes);
+    goto done;
+fallback:
+    res = _pgr_fallback(_PGR_ADD_KERNEL, self, args, nargs, kwnames);
+done:
+    Py_XDECREF(oh);
+    Py_XDECREF(keep);
+    Py_XDECREF(held);
+    Py_XDECREF(values);
+    return res;
+}
+
 static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
     {"launch", (PyCFunction)(void (*)(void))_pgr_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_memset", (PyCFunction)(void (*)(void))_pgr_add_memset, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"add_kernel", (PyCFunction)(void (*)(void))_pgr_add_kernel, METH_FASTCALL | METH_KEYWORDS, NULL},
 };
 
 /* ---- the module's functions (pygraphrt.graph._hot calls them) ---- */
@@ -327,7 +548,7 @@ static Py_ssize_t _pgr_slot_offset(PyTypeObject *cls, const char *name) {
 PyDoc_STRVAR(_pgr_bind_doc,
 "bind(backend, error, api, ctypes, classes)\n--\n\n"
 "Make ``backend``'s objects take the C path: ``error`` is its ops.error, ``api`` the API names\n"
-"errors of launch, add_empty and add_memset carry (None: that method stays Python), ``ctypes``\n"
+"errors of launch, add_empty, add_memset and add_kernel carry (None: that method stays Python), ``ctypes``\n"
 "the cffi types (exec, stream, graph, node, void *), ``classes`` (Graph, GraphExec, Stream, Node,\n"
 "EmptyNode, MemsetNode, DeviceBuffer).  A later call replaces the backend.");
 
@@ -344,7 +565,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
                           &PyTuple_Type, &classes))
         return NULL;
     if (PyTuple_GET_SIZE(api) != _PGR_METHODS || PyTuple_GET_SIZE(ctypes) != 5 || PyTuple_GET_SIZE(classes) != 7) {
-        PyErr_SetString(PyExc_TypeError, "bind: api takes 3 names, ctypes 5 types, classes 7 classes");
+        PyErr_SetString(PyExc_TypeError, "bind: api takes 4 names, ctypes 5 types, classes 7 classes");
         return NULL;
     }
     for (i = 0; i < 7; i++) {
@@ -389,9 +610,59 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(_pgr_bind_kernels_doc,
+"bind_kernels(classes)\n--\n\n"
+"Let add_kernel run in C: ``classes`` are (Kernel, Library, KernelNode, AsyncBuffer); Kernel's\n"
+"``_backend``, ``_func``, ``_owner``, ``signature`` and ``_node_layout`` slots are read.  Until\n"
+"this is called (pygraphrt binds it with the first kernel node), add_kernel stays Python.");
+
+static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
+    PyObject *classes;
+    PyTypeObject *cls[4];
+    Py_ssize_t off[5];
+    static const char *const slots[5] = {"_backend", "_func", "_owner", "signature", "_node_layout"};
+    int i;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
+    if (PyTuple_GET_SIZE(classes) != 4) {
+        PyErr_SetString(PyExc_TypeError, "bind_kernels: classes takes 4 classes");
+        return NULL;
+    }
+    if (_pgr_hot.node_cls == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "bind() a backend first");
+        return NULL;
+    }
+    for (i = 0; i < 4; i++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) {
+            PyErr_SetString(PyExc_TypeError, "bind_kernels: classes must be classes");
+            return NULL;
+        }
+        cls[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
+    }
+    for (i = 0; i < 5; i++)
+        if ((off[i] = _pgr_slot_offset(cls[0], slots[i])) < 0) return NULL;
+    if (!PyType_IsSubtype(cls[2], _pgr_hot.node_cls) || (cls[2]->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
+        cls[2]->tp_alloc == NULL || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
+        PyErr_SetString(PyExc_TypeError, "bind_kernels: KernelNode must be a concrete Node class without slots of its own");
+        return NULL;
+    }
+    _pgr_hot.k_backend = off[0];
+    _pgr_hot.k_func = off[1];
+    _pgr_hot.k_owner = off[2];
+    _pgr_hot.k_signature = off[3];
+    _pgr_hot.k_layout = off[4];
+    Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(cls[0]));
+    Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(cls[1]));
+    Py_XSETREF(_pgr_hot.kernel_node_cls, (PyTypeObject *)Py_NewRef(cls[2]));
+    Py_XSETREF(_pgr_hot.async_buffer_cls, (PyTypeObject *)Py_NewRef(cls[3]));
+    _pgr_hot.kernels_bound = 1;
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(_pgr_method_doc,
 "method(name, cls, fallback, doc)\n--\n\n"
-"The method descriptor of hot method ``name`` (\"launch\", \"add_empty\", \"add_memset\") for\n"
+"The method descriptor of hot method ``name`` (\"launch\", \"add_empty\", \"add_memset\",\n"
+"\"add_kernel\") for\n"
 "class ``cls``, handing what it does not do itself to ``fallback`` (called as fallback(self, ...)),\n"
 "with ``doc`` as its __doc__ (a text signature first).  Made once: a second call returns the same.");
 
@@ -450,6 +721,7 @@ static PyObject *_pgr_roundtrip(PyObject *mod, PyObject *args) {
 
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
+    {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},
     {"roundtrip", _pgr_roundtrip, METH_VARARGS, _pgr_roundtrip_doc},
@@ -464,10 +736,13 @@ static struct PyModuleDef _pgr_hot_module = {
 
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "_backend", "_keep", "stream", "dependencies", "edges", "dst",
-                                        "value", "count", "element_size", "height", "pitch"};
+                                        "value", "count", "element_size", "height", "pitch", "kernel", "grid",
+                                        "block", "args", "shared_mem", "attributes", "_address"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_backend, &_pgr_s_keep, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
-                                &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch};
+                                &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
+                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
+                                &_pgr_s_address};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

@@ -1,5 +1,5 @@
-"""The compiled hot methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset`` in C:
-bindgen/hot_methods.c, installed by pygraphrt.graph._hot) without a GPU.
+"""The compiled hot methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
+``Graph.add_kernel`` in C: bindgen/hot_methods.c, installed by pygraphrt.graph._hot) without a GPU.
 
 Against the fake libcudart, the same script runs in ABI mode (the Python methods) and in
 compiled mode: every call must give the same result or the same error, and in compiled mode
@@ -32,7 +32,7 @@ PROBE = """
     from pygraphrt.enums import DEFAULT_EDGE, NodeType
     from pygraphrt.graph import Graph, GraphExec
     from pygraphrt._handles import Owned
-    PY_METHODS = {"add_empty", "add_memset", "launch"}
+    PY_METHODS = {"add_empty", "add_memset", "launch", "add_kernel"}
 
     def case(label, fn):
         seen = []
@@ -122,6 +122,82 @@ ADD = PROBE + """
     g.close()
     case("closed graph", lambda: g.add_empty())
     case("closed graph, memset", lambda: g.add_memset(a, 1, 1))
+"""
+
+# Kernel nodes: the fake's kernels all take FAKE_KERNEL_PARAMS's eight parameters and it keeps
+# copies of the values, so each node is read back (node.params decodes them by the signature).
+KERNEL = PROBE + """
+    import ctypes
+    from pygraphrt.kernels import Kernel
+    SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
+    k = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="fake")
+    g = rt.Graph()
+    r = g.add_empty()
+    many = [g.add_empty() for _ in range(17)]
+    names = {r: "r", **{m: f"m{i}" for i, m in enumerate(many)}}
+    buf = borrowed_buffer(a + 16, 32)
+    ARGS = (a, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
+    def args(*changes):
+        v = list(ARGS)
+        for i, x in changes:
+            v[i] = x
+        return tuple(v)
+    def node(n):
+        p = n.params
+        values = list(p["args"])
+        if a <= values[0] < a + 64:  # the probe's own buffer: where in it (addresses differ per run)
+            values[0] -= a
+        names.setdefault(n, f"n{len(names)}")
+        ok = g._wrap(n.handle) is n and n.handle in g._nodes and p["kernel"] is k
+        return (type(n).__name__, names[n], tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], values,
+                [names.get(d, "?") for d, _ in n.dependencies], ok)
+    case("first node", lambda: node(g.add_kernel(k, 1, 32, ARGS)))
+    case("positional", lambda: node(g.add_kernel(k, 4, 64, ARGS, dependencies=[r])))
+    case("list args", lambda: (node(g.add_kernel(k, 1, 1, list(ARGS))), type(g._keep[-1][-1]).__name__ != "list"))
+    case("keywords", lambda: node(g.add_kernel(kernel=k, grid=(2, 3), block=[32, 2, 1], args=ARGS, shared_mem=128,
+                                               dependencies=(r, many[0]), edges=None, attributes=None)))
+    case("three dims", lambda: node(g.add_kernel(k, (1, 2, 3), (4, 5, 6), ARGS, shared_mem=2**32 - 1)))
+    before = sys.getrefcount(buf)
+    case("buffer pointer", lambda: (node(g.add_kernel(k, 1, 32, args((0, buf)))), sys.getrefcount(buf) - before))
+    case("ints for floats", lambda: node(g.add_kernel(k, 1, 32, args((2, 2), (5, -1)))))
+    case("extremes", lambda: node(g.add_kernel(k, 1, 32, args((0, 2**64 - 1), (1, -2**31), (3, 0), (4, 2**15 - 1),
+                                                               (5, float("inf")), (6, 2**63 - 1), (7, 0)))))
+    case("sixteen", lambda: node(g.add_kernel(k, 1, 32, ARGS, dependencies=many[:16])))
+    case("builder", lambda: node(r.kernel(k, 1, 32, ARGS)))
+    case("unbound call", lambda: node(Graph.add_kernel(g, k, 1, 32, ARGS)))
+    case("seventeen", lambda: node(g.add_kernel(k, 1, 32, ARGS, dependencies=many)))
+    case("edge data", lambda: node(g.add_kernel(k, 1, 32, ARGS, dependencies=[r], edges=[DEFAULT_EDGE])))
+    case("attributes", lambda: node(g.add_kernel(k, 1, 32, ARGS, attributes={})))
+    case("bool for int", lambda: node(g.add_kernel(k, 1, 32, args((1, True)))))
+    case("ctypes int", lambda: node(g.add_kernel(k, 1, 32, args((1, ctypes.c_int(5))))))
+    case("int too big", lambda: g.add_kernel(k, 1, 32, args((1, 2**31))))
+    case("unsigned negative", lambda: g.add_kernel(k, 1, 32, args((3, -1))))
+    case("float too big", lambda: g.add_kernel(k, 1, 32, args((5, 1e39))))
+    case("float for int", lambda: g.add_kernel(k, 1, 32, args((1, 1.0))))
+    case("pointer None", lambda: g.add_kernel(k, 1, 32, args((0, None))))
+    case("pointer negative", lambda: g.add_kernel(k, 1, 32, args((0, -8))))
+    closed = borrowed_buffer(a, 8)
+    closed.close()
+    case("closed buffer", lambda: g.add_kernel(k, 1, 32, args((0, closed))))
+    case("too few args", lambda: g.add_kernel(k, 1, 32, ARGS[:-1]))
+    case("args a string", lambda: g.add_kernel(k, 1, 32, "abcdefgh"))
+    case("no args", lambda: g.add_kernel(k, 1, 32))
+    case("grid 0", lambda: g.add_kernel(k, 0, 32, ARGS))
+    case("grid 2**32", lambda: g.add_kernel(k, 2**32, 32, ARGS))
+    case("four dims", lambda: g.add_kernel(k, (1, 1, 1, 1), 32, ARGS))
+    case("Dim3 grid", lambda: node(g.add_kernel(k, r.kernel(k, 2, 32, ARGS).params["grid"], 32, ARGS)))
+    case("negative shared memory", lambda: g.add_kernel(k, 1, 32, ARGS, shared_mem=-1))
+    case("not a kernel", lambda: g.add_kernel(42, 1, 32, ARGS))
+    other = rt.Graph().add_empty()
+    case("another graph's node", lambda: g.add_kernel(k, 1, 32, ARGS, dependencies=[other]))
+    case("unknown keyword", lambda: g.add_kernel(k, 1, 32, ARGS, smem=0))
+    case("args twice", lambda: g.add_kernel(k, 1, 32, ARGS, args=ARGS))
+    copy = k.with_signature(SIG)
+    case("a new kernel's first node", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
+    case("its second", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
+    case("full graph", lambda: [g.add_kernel(k, 1, 32, ARGS) for _ in range(64)])
+    g.close()
+    case("closed graph", lambda: g.add_kernel(k, 1, 32, ARGS))
 """
 
 LAUNCH = PROBE + """
@@ -229,6 +305,46 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
 
 
 @needs_fast
+def test_kernel_nodes_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
+    paths = _same_results_and_paths(fake_cudart, KERNEL)
+    assert {label for label, path in paths.items() if path == "c"} == {
+        "positional", "list args", "keywords", "three dims", "buffer pointer", "ints for floats", "extremes",
+        "sixteen", "builder", "unbound call", "its second", "full graph"}
+    assert {label for label, path in paths.items() if path == "?"} == {"unknown keyword", "args twice"}
+    assert len(paths) == KERNEL.count("case(\"")
+
+
+def test_kernel_nodes_results(fake_cudart):  # noqa: F811
+    """What the KERNEL script prints (ABI mode): the cases mean what their labels say."""
+    rows = {label: result for label, result, _ in _rows(run_mode(fake_cudart, "0", KERNEL))}
+    values = "[0, 7, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295]"
+    assert rows["first node"] == f"('KernelNode', 'n18', (1, 1, 1), (32, 1, 1), 0, {values}, [], True)"
+    assert rows["positional"] == f"('KernelNode', 'n19', (4, 1, 1), (64, 1, 1), 0, {values}, ['r'], True)"
+    assert rows["list args"].endswith(", True)")
+    assert rows["keywords"] == f"('KernelNode', 'n21', (2, 3, 1), (32, 2, 1), 128, {values}, ['r', 'm0'], True)"
+    assert rows["three dims"].startswith("('KernelNode', 'n22', (1, 2, 3), (4, 5, 6), 4294967295, ")
+    assert rows["buffer pointer"].startswith("(('KernelNode', 'n23', (1, 1, 1), (32, 1, 1), 0, [16, ")
+    assert rows["buffer pointer"].endswith(", 1)")  # the graph holds the buffer
+    assert ", [0, 7, 2.0, 255, -3, -1.0, " in rows["ints for floats"]
+    assert ", [18446744073709551615, -2147483648, 2.5, 0, 32767, inf, 9223372036854775807, 0], " in \
+        rows["extremes"]
+    assert rows["sixteen"].endswith(str([f"m{i}" for i in range(16)]) + ", True)")
+    assert rows["seventeen"].endswith(str([f"m{i}" for i in range(17)]) + ", True)")
+    assert rows["builder"].endswith(f"{values}, ['r'], True)")
+    assert rows["a new kernel's first node"] == rows["its second"] == "ok"
+    assert rows["edge data"].endswith(", ['r'], True)") and rows["attributes"].endswith(", [], True)")
+    for label in ("int too big", "unsigned negative", "float too big", "float for int", "pointer negative",
+                  "too few args", "args a string", "no args", "grid 0", "grid 2**32", "four dims",
+                  "negative shared memory", "not a kernel", "another graph's node"):
+        assert rows[label].startswith("InvalidValue"), (label, rows[label])
+    assert rows["closed buffer"].startswith("InvalidResourceHandle")
+    assert rows["Dim3 grid"].startswith("('KernelNode', 'n")
+    assert rows["unknown keyword"].startswith("TypeError") and rows["args twice"].startswith("TypeError")
+    assert rows["full graph"].startswith("InvalidValue: cudaGraphAddKernelNode failed")
+    assert rows["closed graph"].startswith("InvalidResourceHandle")
+
+
+@needs_fast
 def test_launch_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
     paths = _same_results_and_paths(fake_cudart, LAUNCH)
     assert {label for label, path in paths.items() if path == "c"} == {"launch", "launch, keyword",
@@ -275,7 +391,7 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
     assert abi[:3] == ["function False", "function function function",
                        "hot methods: Python (compiled mode only)"]
     assert api[:3] == ["function True", "method_descriptor method_descriptor method_descriptor",
-                       "hot methods: C (GraphExec.launch, Graph.add_empty, Graph.add_memset)"]
+                       "hot methods: C (GraphExec.launch, Graph.add_empty, Graph.add_memset, Graph.add_kernel)"]
     assert api[3] == "(self, /, *, dependencies=None, edges=None) An empty node: a join point with no work."
     assert abi[3].startswith("(self, *, dependencies: 'Iterable[Node] | None' = None")
 
@@ -295,14 +411,28 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
         classes = [Graph, GraphExec, rt.Stream, Node, EmptyNode, Plain, rt.DeviceBuffer]
         for bad in ((Plain,) + tuple(classes[1:]), tuple(classes)):
             try:
-                hot.bind(b, b.ops.error, (None, None, None), (None,) * 5, bad)
+                hot.bind(b, b.ops.error, (None,) * 4, (None,) * 5, bad)
+            except TypeError as exc:
+                print(exc)
+        from pygraphrt.graph import KernelNode
+        from pygraphrt.kernels import Kernel, Library
+        from pygraphrt.mempool import AsyncBuffer
+        class WithSlot(KernelNode):
+            __slots__ = ("extra",)
+        for bad in ((Plain, Library, KernelNode, AsyncBuffer), (Kernel, Library, WithSlot, AsyncBuffer),
+                    (Kernel, Library, KernelNode)):
+            try:
+                hot.bind_kernels(bad)
             except TypeError as exc:
                 print(exc)
         g = rt.Graph()  # still bound as before
         print(type(g.add_empty(dependencies=[g.add_empty()])).__name__)
     """).splitlines()
     assert out == ["Plain._backend is not a __slots__ member of the class",
-                   "bind: EmptyNode and MemsetNode must be concrete Node classes", "EmptyNode"]
+                   "bind: EmptyNode and MemsetNode must be concrete Node classes",
+                   "Plain._backend is not a __slots__ member of the class",
+                   "bind_kernels: KernelNode must be a concrete Node class without slots of its own",
+                   "bind_kernels: classes takes 4 classes", "EmptyNode"]
 
 
 LEAKS = """
@@ -320,9 +450,12 @@ LEAKS = """
     closed.close()
     deps = [r]
     N = 20000
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")  # the stub's kernel
+    g.add_kernel(k, 1, 32, (0x1000,))  # its first node checks the signature: C from now on
+    kargs = (0x1000,)
 
     def refs():
-        return [sys.getrefcount(o) for o in (s, g, r, exe, deps, EmptyNode, null_graph, closed)]
+        return [sys.getrefcount(o) for o in (s, g, r, exe, deps, EmptyNode, null_graph, closed, k, kargs)]
 
     def failing(fn):
         for _ in range(N):
@@ -338,6 +471,8 @@ LEAKS = """
         "add_empty fallback": lambda: failing(lambda: closed.add_empty(dependencies=deps)),
         "add_memset error": lambda: failing(lambda: null_graph.add_memset(0x1000, 1, 1)),
         "add_memset fallback": lambda: failing(lambda: g.add_memset(0x1000, 256, 1)),
+        "add_kernel error": lambda: failing(lambda: null_graph.add_kernel(k, 1, 32, kargs)),
+        "add_kernel fallback": lambda: failing(lambda: g.add_kernel(k, 0, 32, kargs)),
     }
     tracemalloc.start()
     for name, loop in loops.items():
@@ -349,11 +484,18 @@ LEAKS = """
         print(name, [b - a for a, b in zip(before, refs())], tracemalloc.get_traced_memory()[0] - mem < 50_000)
     before = refs()
     made = [g.add_empty(dependencies=deps) for _ in range(N)]
-    print("add_empty", [b - a for a, b in zip(before, refs())], len(g._nodes) - 1 == N)
+    print("add_empty", [b - a for a, b in zip(before, refs())], len(g._nodes) - 2 == N)
+    del made
+    kept = len(g._keep)
+    made = [g.add_kernel(k, 1, 32, kargs, dependencies=deps) for _ in range(N)]
+    print("add_kernel", [b - a for a, b in zip(before, refs())], len(g._nodes) - 2 == 2 * N,
+          len(g._keep) - kept == N)
     del made
     g.close()
     gc.collect()
     print("after close", [b - a for a, b in zip(before, refs())])
+    g._keep.clear()  # what the graph object keeps for its executables until it is gone
+    print("without the graph's keep", [b - a for a, b in zip(before, refs())])
 """
 
 
@@ -364,9 +506,15 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     which closing the graph gives back."""
     out = run_py(LEAKS, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
                  PYGRAPHRT_FAST="1").splitlines()
-    zero = [0] * 8
-    assert out[:6] == [f"{name} {zero} True" for name in ("launch", "launch fallback", "add_empty error",
+    zero = [0] * 10
+    assert out[:8] == [f"{name} {zero} True" for name in ("launch", "launch fallback", "add_empty error",
                                                           "add_empty fallback", "add_memset error",
-                                                          "add_memset fallback")]
-    assert out[6] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0] True"
-    assert out[7] == "after close [0, 0, -1, 0, 0, 0, 0, 0]"  # r left the closed graph's node table
+                                                          "add_memset fallback", "add_kernel error",
+                                                          "add_kernel fallback")]
+    assert out[8] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0] True"
+    # a kernel node: the graph, its class, and the kept kernel and argument tuple
+    assert out[9] == "add_kernel [0, 40000, 0, 0, 0, 20000, 0, 0, 20000, 20000] True True"
+    # r and the first kernel node left the closed graph's node table
+    assert out[10] == "after close [0, -1, -1, 0, 0, 0, 0, 0, 20000, 20000]"
+    # (k: less the first node's keep too, made before the counts were taken)
+    assert out[11] == "without the graph's keep [0, -1, -1, 0, 0, 0, 0, 0, -1, 0]"

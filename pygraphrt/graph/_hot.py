@@ -1,4 +1,5 @@
-"""The compiled hot methods of graphs: ``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset`` in C.
+"""The compiled hot methods of graphs: ``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``
+and ``Graph.add_kernel`` in C.
 
 In compiled mode (``PYGRAPHRT_FAST``, cffi API mode) the binding's extension holds a second
 module with these methods as CPython method descriptors (``bindgen/hot_methods.c``,
@@ -9,6 +10,13 @@ arguments, live handles of that backend, at most 16 dependencies, no edge data -
 every other call, untouched, to the Python method, so errors and semantics are the Python
 code's.  Objects of another backend (the simulator's) take the Python method too.
 
+``Graph.add_kernel`` joins them with a backend's first kernel node (so that a program without
+kernels never imports ``pygraphrt.kernels``): :func:`install_kernel_nodes`.  A kernel's first
+node is always made by the Python method, which checks the signature against the compiled
+kernel and then records the kernel's packed layout (:func:`kernel_layout`, in the kernel's
+``_node_layout``); later nodes of that kernel are packed and added in C when every argument is
+a plain int, float or pointer (an int, or an open pygraphrt buffer) in range.
+
 Nothing is installed in ABI mode, on the simulator, or for a method whose runtime function
 the layer would not call through the same symbol (``ops.fn``).  :func:`status` says what is
 active (``pygraphrt info``).
@@ -17,6 +25,7 @@ active (``pygraphrt info``).
 from __future__ import annotations
 
 import inspect
+import struct
 import threading
 from typing import Any
 
@@ -25,7 +34,14 @@ from .. import _fast, errors
 # (class name, method, the runtime API it calls): the C module's method table, in its order
 HOT_METHODS = (("GraphExec", "launch", "GraphLaunch"),
                ("Graph", "add_empty", "GraphAddEmptyNode"),
-               ("Graph", "add_memset", "GraphAddMemsetNode"))
+               ("Graph", "add_memset", "GraphAddMemsetNode"),
+               ("Graph", "add_kernel", "GraphAddKernelNode"))
+#: How many of HOT_METHODS install with the backend's first graph (the rest: install_kernel_nodes).
+_FIRST = 3
+#: The largest kernel signature the C add_kernel packs (hot_methods.c's stack buffers).
+KERNEL_MAX_PARAMS, KERNEL_MAX_BYTES = 64, 4096
+#: struct codes the C packs; a pointer is 'P' in the layout (its own checks), 'Q' in the signature.
+_C_CODES = frozenset("bBhHiIqQfd")
 _lock = threading.Lock()
 
 
@@ -92,7 +108,7 @@ def install(backend: Any) -> None:
                 classes = _classes()
                 hot.bind(backend, backend.ops.error, api, ctypes,
                          (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer))
-                for (cls_name, method, _name), on in zip(HOT_METHODS, api):
+                for (cls_name, method, _name), on in zip(HOT_METHODS[:_FIRST], api):
                     cls = classes[cls_name]
                     current = cls.__dict__[method]
                     # Made once per binding; the method already there (Python, or another binding's
@@ -107,6 +123,60 @@ def install(backend: Any) -> None:
         backend.__dict__["_hot_methods"] = done if why is None else why
 
 
+def install_kernel_nodes(backend: Any) -> bool:
+    """Make ``backend``'s graphs add kernel nodes in C too (after :func:`install`; once per
+    backend).  True when ``Graph.add_kernel`` runs in C for it."""
+    hot = _fast.hot_module(backend)
+    if hot is None:
+        return False
+    install(backend)
+    done = backend.__dict__["_hot_methods"]
+    if not isinstance(done, list):
+        return False
+    if "Graph.add_kernel" in done or backend.__dict__.get("_hot_kernels") is not None:
+        return "Graph.add_kernel" in done
+    from ..kernels._library import Kernel, Library
+    from ..mempool import AsyncBuffer
+    from ._node import KernelNode
+
+    with _lock:
+        if backend.__dict__.get("_hot_kernels") is None:
+            api, why = _check(backend, hot)
+            if why is None and api[_FIRST] is not None:
+                try:
+                    hot.bind_kernels((Kernel, Library, KernelNode, AsyncBuffer))
+                    cls = _classes()["Graph"]
+                    current = cls.__dict__["add_kernel"]
+                    descr = hot.method("add_kernel", cls, current, _c_doc(current))
+                    if current is not descr:
+                        setattr(cls, "add_kernel", descr)
+                    done.append("Graph.add_kernel")
+                    why = None
+                except (TypeError, ValueError, RuntimeError) as exc:
+                    why = f"{type(exc).__name__}: {exc}"
+            backend.__dict__["_hot_kernels"] = why or ("" if "Graph.add_kernel" in done
+                                                       else "the runtime does not export its function")
+    return "Graph.add_kernel" in done
+
+
+def kernel_layout(kernel: Any) -> tuple[Any, bytes] | bool:
+    """(signature, layout) for the C ``add_kernel``, or False where the C cannot pack this kernel's
+    arguments (no signature, a parameter other than an int, float or pointer, too large).  The
+    layout: parameter count and size, then per parameter its offset and struct code (uint32s)."""
+    sig = kernel.signature
+    if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
+        return False
+    if len(sig.params) > KERNEL_MAX_PARAMS or sig.size > KERNEL_MAX_BYTES:
+        return False
+    words = [len(sig.params), sig.size]
+    for p, off in zip(sig.params, sig.offsets):
+        code = "P" if p.kind == "pointer" else p.code
+        if p.kind != "pointer" and code not in _C_CODES:
+            return False
+        words += [off, ord(code)]
+    return sig, struct.pack(f"<{len(words)}I", *words)
+
+
 def in_c(backend: Any) -> bool:
     """Whether ``backend``'s graphs add empty and memset nodes in C (installing first)."""
     if _fast.hot_module(backend) is None:
@@ -118,11 +188,12 @@ def in_c(backend: Any) -> bool:
 
 def status(backend: Any) -> str:
     """What runs the hot methods for ``backend``: ``"C (GraphExec.launch, ...)"`` or
-    ``"Python (why)"`` (installing them first, as the first graph would)."""
+    ``"Python (why)"`` (installing them first, as the first graph and kernel node would)."""
     if _fast.hot_module(backend) is None:
         why = ("compiled mode only" if not backend.ffi_mode.startswith("api")
                else f"the extension was built without them; {_fast.BUILD_HINT}")
         return f"Python ({why})"
     install(backend)
+    install_kernel_nodes(backend)  # as the first kernel node would
     done = backend.__dict__["_hot_methods"]
     return f"C ({', '.join(done)})" if isinstance(done, list) else f"Python ({done})"

@@ -17,6 +17,7 @@ from ..enums import EdgeData
 from ..kernels._library import Dims, Kernel, as_dims, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
+from . import _hot
 from ._graph import _check_edges
 from ._node import Dim3, KernelNode
 
@@ -70,6 +71,9 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
     except BaseException:
         node.destroy()
         raise
+    if k._node_layout is None and k._checked and not (k.form == "function" and graph._backend.vendor == "cuda"):
+        # The signature is checked against the kernel now: later nodes of it may be added in C.
+        k._node_layout = _hot.kernel_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
     return node  # type: ignore[return-value]
 
 

@@ -141,7 +141,8 @@ class Kernel:
     """
 
     __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
-                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "__weakref__")
+                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_node_layout",
+                 "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -159,6 +160,9 @@ class Kernel:
         # The specialised plain launch (kernels._hot), made after the first launch has checked
         # the signature: None until then, False where there is none.
         self._hot: Any = None
+        # (signature, packed layout) for the C Graph.add_kernel (pygraphrt.graph._hot), made after
+        # the first kernel node has checked the signature: None until then, False where there is none.
+        self._node_layout: Any = None
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self

@@ -199,14 +199,16 @@ def test_hot_methods_module_where_the_binding_has_their_functions():
 
     assert "_PGR_HOT_INIT" not in _source().c_source
     body = fast.HOT_METHODS_C.read_text().rstrip("\n")
-    for name, prefix, memset_struct in (("cuda13", "cuda", "struct cudaMemsetParams"),
-                                        ("hip7", "hip", "hipMemsetParams")):
+    for name, prefix, memset_struct, kernel_struct in (
+            ("cuda13", "cuda", "struct cudaMemsetParams", "struct cudaKernelNodeParams"),
+            ("hip7", "hip", "hipMemsetParams", "hipKernelNodeParams")):
         c = fast_source_of(HEADER_SETS[name]).c_source
         assert f"#define _PGR_HOT_INIT PyInit__{name}_hot" in c and c.endswith(body)
         assert f"return (int){prefix}GraphLaunch(({prefix}GraphExec_t)exec, ({prefix}Stream_t)stream);" in c
-        assert f"    {memset_struct} params;\n" in c
-        assert (f'static const char *const _pgr_hot_symbols[3] = {{"{prefix}GraphLaunch", '
-                f'"{prefix}GraphAddEmptyNode", "{prefix}GraphAddMemsetNode"}};') in c
+        assert f"    {memset_struct} params;\n" in c and f"    {kernel_struct} params;\n" in c
+        assert "    params.kernelParams = argv;\n" in c and "    params.blockDim.z = dims[5];\n" in c
+        assert (f'static const char *const _pgr_hot_symbols[4] = {{"{prefix}GraphLaunch", '
+                f'"{prefix}GraphAddEmptyNode", "{prefix}GraphAddMemsetNode", "{prefix}GraphAddKernelNode"}};') in c
 
 
 def test_hot_calls_leave_out_what_the_binding_lacks():
@@ -223,8 +225,13 @@ def test_hot_calls_leave_out_what_the_binding_lacks():
         "cudaGraphAddMemsetNode": fn("cudaGraphAddMemsetNode", Pointer(node), graph, Pointer(node, const=False),
                                      Named("size_t"), Pointer(Named("struct cudaMemsetParams", const=True))),
     }
-    module = Module(records={"struct cudaMemsetParams": Record("struct cudaMemsetParams", "struct", None)})
+    functions["cudaGraphAddKernelNode"] = fn("cudaGraphAddKernelNode", Pointer(node), graph,
+                                             Pointer(node, const=False), Named("size_t"),
+                                             Pointer(Named("struct cudaKernelNodeParams", const=True)))
+    module = Module(records={"struct cudaMemsetParams": Record("struct cudaMemsetParams", "struct", None),
+                             "struct cudaKernelNodeParams": Record("struct cudaKernelNodeParams", "struct", None)})
     c = "\n".join(fast._hot_calls("cuda13", functions, module))
-    assert 'static const char *const _pgr_hot_symbols[3] = {"cudaGraphLaunch", NULL, NULL};' in c
+    assert 'static const char *const _pgr_hot_symbols[4] = {"cudaGraphLaunch", NULL, NULL, NULL};' in c
     assert "case 0: return _pgr_p_cudaGraphLaunch != NULL;" in c and "case 1" not in c and "case 2" not in c
-    assert c.count("return -1;") == 2 and "params" not in c
+    assert "case 3" not in c
+    assert c.count("return -1;") == 3 and "params" not in c

@@ -9,7 +9,10 @@
  * same order; a topology mismatch fails the recapture; other parameter changes go to the
  * callback with cudaGraphRecaptureEligibleForUpdate, and a non-success answer fails it).
  * Memsets write host memory; host nodes call their function at launch; each node keeps its
- * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Written for pygraphrt's
+ * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Kernel nodes keep their
+ * launch parameters and copies of their argument values, read back by
+ * cudaGraphKernelNodeGetParams; every kernel has the parameters FAKE_KERNEL_PARAMS lays out
+ * (cudaFuncGetParamInfo says so).  Written for pygraphrt's
  * tests; it implements only what they call.
  */
 #include <cuda_runtime_api.h>
@@ -29,6 +32,9 @@ struct CUgraphNode_st {
   unsigned local_id;
   struct cudaMemsetParamsV2 memset;
   struct cudaHostNodeParamsV2 host;
+  struct cudaKernelNodeParams kernel;  /* kernelParams: argv, into args */
+  unsigned char args[64];
+  void *argv[16];
   struct CUgraphNode_st *deps[MAXDEPS];
   size_t ndeps;
 };
@@ -91,6 +97,36 @@ cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *out, cudaGraph_t g, const cu
   cudaError_t e = add(out, g, cudaGraphNodeTypeMemset, deps, n);
   if (!e) memset_v2(&(*out)->memset, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
   return e;
+}
+/* Every fake kernel's parameters, (offset, size) each: the layout of
+ * (float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u). */
+static const size_t FAKE_KERNEL_PARAMS[][2] = {{0, 8}, {8, 4}, {16, 8}, {24, 1}, {26, 2}, {28, 4}, {32, 8}, {40, 4}};
+#define FAKE_KERNEL_NPARAMS (sizeof FAKE_KERNEL_PARAMS / sizeof FAKE_KERNEL_PARAMS[0])
+cudaError_t cudaFuncGetParamInfo(const void *func, size_t i, size_t *offset, size_t *size) {
+  if (!func || !offset || !size || i >= FAKE_KERNEL_NPARAMS) return fail(cudaErrorInvalidValue);
+  *offset = FAKE_KERNEL_PARAMS[i][0];
+  *size = FAKE_KERNEL_PARAMS[i][1];
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                   const struct cudaKernelNodeParams *p) {
+  if (!p || !p->func || p->extra || !p->kernelParams || !p->gridDim.x || !p->blockDim.x)
+    return fail(cudaErrorInvalidValue);
+  cudaError_t e = add(out, g, cudaGraphNodeTypeKernel, deps, n);
+  if (e) return e;
+  cudaGraphNode_t node = *out;
+  node->kernel = *p;
+  for (size_t i = 0; i < FAKE_KERNEL_NPARAMS; i++) {  /* the values are copied, as the runtime does */
+    memcpy(node->args + FAKE_KERNEL_PARAMS[i][0], p->kernelParams[i], FAKE_KERNEL_PARAMS[i][1]);
+    node->argv[i] = node->args + FAKE_KERNEL_PARAMS[i][0];
+  }
+  node->kernel.kernelParams = node->argv;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
+  if (!node || !p || node->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
+  *p = node->kernel;
+  return cudaSuccess;
 }
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {
   if (!node || !p || node->type != cudaGraphNodeTypeMemset) return fail(cudaErrorInvalidValue);
