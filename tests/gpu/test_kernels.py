@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pygraphrt as rt
-from pygraphrt import errors
+from pygraphrt import errors, lowlevel
 from pygraphrt.enums import CaptureStatus, DependencyType, EdgeData, NodeType, UpdateResult
 from pygraphrt.enums import PORT_PROGRAMMATIC
 
@@ -554,3 +554,38 @@ def test_random_signatures_round_trip_through_kernel_node(case):
             assert b == v
     g.instantiate().launch(rt.Stream.legacy_default())  # a node with these arguments runs
     rt.current_device().synchronize()
+
+
+def test_many_nodes_of_one_kernel_values_reach_each_node(prog, stream):
+    """After a kernel's first node, compiled mode adds its nodes in C (graph._hot): a chain of
+    nodes of one kernel, each with its own scalar, pointers (buffers and ints), dims given
+    as ints, tuples and lists, computes what the same launches on a stream compute."""
+    n = 1000
+    saxpy = prog.kernel("saxpy", "float a, const float *x, float *y, int n")
+    x = upload(np.linspace(-1, 1, n, dtype=np.float32))
+    y_graph, y_stream = upload(np.arange(n, dtype=np.float32)), upload(np.arange(n, dtype=np.float32))
+    g = rt.Graph()
+    prev = None
+    scalars = [0.5 + (i % 5) * 0.25 for i in range(60)]
+    for i, a in enumerate(scalars):
+        xp = x if i % 2 else x.ptr  # a buffer, or its address as an int
+        yp = y_graph.ptr if i % 4 == 1 else y_graph
+        grid = [blocks(n, 128)] if i % 3 == 0 else (blocks(n, 128), 1) if i % 3 == 1 else blocks(n, 128)
+        prev = g.add_kernel(saxpy, grid, (128,), (a, xp, yp, n), dependencies=[prev] if prev else None)
+        saxpy.launch(stream, blocks(n, 128), 128, a, x, y_stream, n)
+    assert len(g.nodes()) == len(scalars)
+    assert prev.args == [scalars[-1], x.ptr, y_graph.ptr, n]
+    assert tuple(prev.params["grid"]) == (blocks(n, 128), 1, 1)
+    backend = lowlevel.backend_object()
+    if backend.ffi_mode.startswith("api") and "Graph.add_kernel" in backend.__dict__.get("_hot_methods", ()):
+        assert saxpy._node_layout, "the kernel's later nodes were not added in C"
+    exe = g.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    assert np.array_equal(download(y_graph, n), download(y_stream, n))
+    # the values were copied when each node was made: a second launch applies the same steps again
+    exe.launch(stream)
+    for a in scalars:
+        saxpy.launch(stream, blocks(n, 128), 128, a, x, y_stream, n)
+    stream.synchronize()
+    assert np.array_equal(download(y_graph, n), download(y_stream, n))
