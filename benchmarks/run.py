@@ -327,10 +327,38 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
 
 def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[float]]:
     """Per-node time of adding ``nodes`` kernel nodes as a chain: pygraphrt's ``add_kernel``
-    (arguments as values, checked and packed per node) against cuda.bindings' driver
-    ``cuGraphAddKernelNode`` given one parameter struct made once (its cheapest use)."""
-    out: dict[str, list[float]] = {"pygraphrt add_kernel (chain)": []}
-    for _ in range(trials):
+    (arguments as values, checked and packed per node) against the runtime's
+    ``cudaGraphAddKernelNode`` -- the call pygraphrt makes -- raw through cffi and through
+    cuda.bindings, and cuda.bindings' driver ``cuGraphAddKernelNode`` (a CUfunction of the
+    current context), each given one parameter struct made once (their cheapest use)."""
+    from pygraphrt import lowlevel
+
+    ffi, lib = lowlevel.ffi, lowlevel.lib
+    out: dict[str, list[float]] = {"pygraphrt add_kernel (chain)": [], "raw cffi cudaGraphAddKernelNode (chain)": []}
+    cell = ffi.new("void **", ffi.cast("void *", buf.ptr))
+    argv = ffi.new("void *[1]", [cell])
+    kp = ffi.new("struct cudaKernelNodeParams *")
+    kp.func = ffi.cast("void *", int(k))
+    kp.gridDim.x, kp.gridDim.y, kp.gridDim.z, kp.blockDim.x, kp.blockDim.y, kp.blockDim.z = 1, 1, 1, 32, 1, 1
+    kp.kernelParams = argv
+    add_raw = lib.cudaGraphAddKernelNode
+    try:
+        from cuda.bindings import runtime as cbr
+    except ImportError:
+        cbr = None
+    if cbr is not None:
+        import ctypes
+
+        out["cuda.bindings cudaGraphAddKernelNode (chain)"] = []
+        rcell = ctypes.c_void_p(buf.ptr)
+        rargv = (ctypes.c_void_p * 1)(ctypes.addressof(rcell))
+        rp = cbr.cudaKernelNodeParams()
+        rp.func = int(k)
+        rp.gridDim.x, rp.gridDim.y, rp.gridDim.z = 1, 1, 1
+        rp.blockDim.x, rp.blockDim.y, rp.blockDim.z = 32, 1, 1
+        rp.sharedMemBytes = 0
+        rp.kernelParams = ctypes.addressof(rargv)
+    for _ in range(trials):  # the contenders interleaved trial by trial
         g = rt.Graph()
         prev = g.add_empty()
         t0 = _now()
@@ -338,6 +366,31 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
             prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
         out["pygraphrt add_kernel (chain)"].append((_now() - t0) / nodes)
         g.close()
+
+        graph = ffi.new("cudaGraph_t *")
+        lib.cudaGraphCreate(graph, 0)
+        gh, node = graph[0], ffi.new("cudaGraphNode_t *")
+        lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
+        deps = ffi.new("cudaGraphNode_t[1]", [node[0]])
+        t0 = _now()
+        for _ in range(nodes):
+            if add_raw(node, gh, deps, 1, kp):
+                raise RuntimeError("cudaGraphAddKernelNode failed")
+            deps[0] = node[0]
+        out["raw cffi cudaGraphAddKernelNode (chain)"].append((_now() - t0) / nodes)
+        lib.cudaGraphDestroy(gh)
+
+        if cbr is not None:
+            err, cg = cbr.cudaGraphCreate(0)
+            err, cprev = cbr.cudaGraphAddEmptyNode(cg, None, 0)
+            cb_add = cbr.cudaGraphAddKernelNode
+            t0 = _now()
+            for _ in range(nodes):
+                err, cprev = cb_add(cg, [cprev], 1, rp)
+            out["cuda.bindings cudaGraphAddKernelNode (chain)"].append((_now() - t0) / nodes)
+            if err != cbr.cudaError_t.cudaSuccess:
+                raise RuntimeError(f"cuda.bindings cudaGraphAddKernelNode: {err}")
+            cbr.cudaGraphDestroy(cg)
     try:
         import ctypes
 
@@ -487,8 +540,12 @@ def target_ratios(figs: dict[str, Figure]) -> list:
                     f"<= {add}", limit=add),
               ratio(figs, f"{m}:Mf", f"pygraphrt add_memset (fanout){t}",
                     f"cuda.bindings cudaGraphAddMemsetNode (fanout){t}", f"<= {add}", limit=add),
-              ratio(figs, f"{m}:K", f"pygraphrt add_kernel (chain){t}", f"cuda.bindings cuGraphAddKernelNode (chain){t}",
-                    f"<= {add}", limit=add),
+              ratio(figs, f"{m}:K", f"pygraphrt add_kernel (chain){t}",
+                    f"cuda.bindings cudaGraphAddKernelNode (chain){t}", f"<= {add}", limit=add),
+              ratio(figs, f"{m}:Kd", f"pygraphrt add_kernel (chain){t}", f"cuda.bindings cuGraphAddKernelNode (chain){t}",
+                    "report", limit=None),
+              ratio(figs, f"{m}:Kr", f"pygraphrt add_kernel (chain){t}", f"raw cffi cudaGraphAddKernelNode (chain){t}",
+                    "report", limit=None),
               ratio(figs, f"{m}:C", f"pygraphrt stream.is_capturing{t}", f"cuda.bindings cudaStreamIsCapturing{t}",
                     f"<= {cap}" if cap else "report", limit=cap),
               ratio(figs, f"{m}:I", f"pygraphrt instantiate (chain){t}", "C instantiate (chain)", "<= 1.1", limit=1.1),
