@@ -519,6 +519,149 @@ done:
     return res;
 }
 
+/* ---- Graph.add_nodes: the run of plain specs, in one C loop ---- */
+
+/* Dependency `d` of spec `i` as add_nodes resolves it -- an int index of an earlier spec
+ * (`made[d]`), a Node, or a key of `names` -- when it is a live node of graph `self`: its
+ * handle in *out (1); 0 (no exception) for anything else, which the Python loop reports. */
+static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *made, PyObject *names,
+                         void **out) {
+    PyObject *dh;
+    if (PyLong_CheckExact(d)) {
+        Py_ssize_t k = PyLong_AsSsize_t(d);
+        if (k == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        if (k < 0 || k >= i) return 0;
+        d = PyList_GET_ITEM(made, k);
+    } else if (!PyObject_TypeCheck(d, _pgr_hot.node_cls)) {
+        if (names == Py_None || !PyDict_CheckExact(names)) return 0;
+        d = PyDict_GetItemWithError(names, d);  /* borrowed */
+        if (d == NULL) {
+            PyErr_Clear();  /* missing or unhashable: the Python loop says which */
+            return 0;
+        }
+    }
+    if (!PyObject_TypeCheck(d, _pgr_hot.node_cls) || _PGR_SLOT(d, _pgr_hot.n_graph) != self) return 0;
+    dh = _PGR_SLOT(d, _pgr_hot.n_handle);
+    return dh != NULL && dh != Py_None && _pgr_ptr(dh, _pgr_hot.ct_node, out);
+}
+
+PyDoc_STRVAR(_pgr_bulk_doc,
+"add_nodes(graph, specs, made, names)\n--\n\n"
+"Make the nodes of ``specs`` (a list or tuple) from index ``len(made)`` on, appending each to\n"
+"``made``, while a spec is an empty or plain memset spec (``(\"empty\", None|{}, deps)``,\n"
+"``(\"memset\", {\"dst\", \"value\", \"count\"}, deps)``) whose every part the one-node methods\n"
+"would accept -- what Graph.add_nodes would do with it, in C.  Returns the index of the\n"
+"first spec it left (``len(specs)`` when none), for the Python loop; a runtime error is\n"
+"raised as ops.error raises it, ``made`` holding the nodes made before it.");
+
+static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
+    PyObject *self, *specs, *made, *names, *keep = NULL, *nodes;
+    void *graph_p, *deps[_PGR_MAX_DEPS];
+    Py_ssize_t i, n;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OOO!O", &self, &specs, &PyList_Type, &made, &names)) return NULL;
+    i = PyList_GET_SIZE(made);
+    if (!PyList_CheckExact(specs) && !PyTuple_CheckExact(specs)) return PyLong_FromSsize_t(i);
+    n = PySequence_Fast_GET_SIZE(specs);
+    if (!_pgr_on(_PGR_ADD_EMPTY) || !Py_IS_TYPE(self, _pgr_hot.graph_cls) ||
+        _PGR_SLOT(self, _pgr_hot.g_backend) != _pgr_hot.backend)
+        return PyLong_FromSsize_t(i);
+    {
+        PyObject *h = _PGR_SLOT(self, _pgr_hot.g_handle);
+        nodes = _PGR_SLOT(self, _pgr_hot.g_nodes);
+        if (h == NULL || h == Py_None || !_pgr_ptr(h, _pgr_hot.ct_graph, &graph_p) || nodes == NULL ||
+            !PyDict_CheckExact(nodes))
+            return PyLong_FromSsize_t(i);
+    }
+    Py_INCREF(nodes);  /* held across the calls: the GIL is released while the runtime runs */
+    for (; i < n; i++) {
+        PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *kind, *params, *dep_list = Py_None, *node;
+        PyObject *buffer = NULL;
+        Py_ssize_t len, nd = 0, k;
+        unsigned long long value = 0, dst = 0;
+        size_t count = 0;
+        void *dst_p = NULL, *out = NULL;
+        int rc, memset_spec;
+        if (!PyTuple_CheckExact(spec) && !PyList_CheckExact(spec)) break;
+        len = PySequence_Fast_GET_SIZE(spec);
+        if (len != 2 && len != 3) break;
+        kind = PySequence_Fast_GET_ITEM(spec, 0);
+        params = PySequence_Fast_GET_ITEM(spec, 1);
+        if (len == 3) dep_list = PySequence_Fast_GET_ITEM(spec, 2);
+        if (!PyUnicode_CheckExact(kind)) break;
+        if (PyUnicode_CompareWithASCIIString(kind, "empty") == 0) {
+            memset_spec = 0;
+            if (params != Py_None && !(PyDict_CheckExact(params) && PyDict_GET_SIZE(params) == 0)) break;
+        } else if (PyUnicode_CompareWithASCIIString(kind, "memset") == 0) {
+            PyObject *vd, *vv, *vc;
+            memset_spec = 1;
+            if (!_pgr_on(_PGR_ADD_MEMSET) || !PyDict_CheckExact(params) || PyDict_GET_SIZE(params) != 3) break;
+            vd = PyDict_GetItemWithError(params, _pgr_s_dst);
+            vv = PyDict_GetItemWithError(params, _pgr_s_value);
+            vc = PyDict_GetItemWithError(params, _pgr_s_count);
+            if (vd == NULL || vv == NULL || vc == NULL) {
+                PyErr_Clear();
+                break;
+            }
+            if (!_pgr_u64(vv, &value) || value > 255 || !_pgr_size(vc, &count)) break;
+            if (Py_IS_TYPE(vd, _pgr_hot.buffer_cls)) {  /* open, of this backend; kept by the graph */
+                PyObject *bh = _pgr_attr(vd, _pgr_s_handle), *bb = _pgr_attr(vd, _pgr_s_backend);
+                int ok = bh != NULL && bh != Py_None && bb == _pgr_hot.backend && _pgr_ptr(bh, _pgr_hot.ct_void_p, &dst_p);
+                Py_XDECREF(bh);
+                Py_XDECREF(bb);
+                if (!ok) break;
+                if (keep == NULL) {
+                    keep = _pgr_attr(self, _pgr_s_keep);
+                    if (keep != NULL && !PyList_CheckExact(keep)) Py_CLEAR(keep);
+                    if (keep == NULL) break;
+                }
+                buffer = vd;
+            } else if (_pgr_u64(vd, &dst) && (unsigned long long)(uintptr_t)dst == dst) {
+                dst_p = (void *)(uintptr_t)dst;
+            } else {
+                break;
+            }
+        } else {
+            break;
+        }
+        if (dep_list != Py_None) {
+            if (!PyList_CheckExact(dep_list) && !PyTuple_CheckExact(dep_list)) break;
+            nd = PySequence_Fast_GET_SIZE(dep_list);
+            if (nd > _PGR_MAX_DEPS) break;
+            for (k = 0; k < nd; k++)
+                if (!_pgr_bulk_dep(self, PySequence_Fast_GET_ITEM(dep_list, k), i, made, names, &deps[k])) break;
+            if (k < nd) break;
+        }
+        if (buffer != NULL && PyList_Append(keep, buffer) < 0) goto error;
+        Py_BEGIN_ALLOW_THREADS
+        if (memset_spec)
+            rc = _pgr_hot_add_memset(&out, graph_p, nd ? deps : NULL, (size_t)nd, dst_p, (unsigned int)value, 1,
+                                     count, 1, 0);
+        else
+            rc = _pgr_hot_add_empty(&out, graph_p, nd ? deps : NULL, (size_t)nd);
+        Py_END_ALLOW_THREADS
+        if (rc) {
+            _pgr_raise(memset_spec ? _PGR_ADD_MEMSET : _PGR_ADD_EMPTY, rc);
+            goto error;
+        }
+        node = _pgr_add_made(self, nodes, memset_spec ? _pgr_hot.memset_cls : _pgr_hot.empty_cls, out);
+        if (node == NULL) goto error;
+        rc = PyList_Append(made, node);
+        Py_DECREF(node);
+        if (rc < 0) goto error;
+    }
+    Py_DECREF(nodes);
+    Py_XDECREF(keep);
+    return PyLong_FromSsize_t(i);
+error:
+    Py_DECREF(nodes);
+    Py_XDECREF(keep);
+    return NULL;
+}
+
 static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
     {"launch", (PyCFunction)(void (*)(void))_pgr_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
@@ -722,6 +865,7 @@ static PyObject *_pgr_roundtrip(PyObject *mod, PyObject *args) {
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
+    {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},
     {"roundtrip", _pgr_roundtrip, METH_VARARGS, _pgr_roundtrip_doc},

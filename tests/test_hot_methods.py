@@ -200,6 +200,52 @@ KERNEL = PROBE + """
     case("closed graph", lambda: g.add_kernel(k, 1, 32, ARGS))
 """
 
+# Graph.add_nodes: the C loop makes the plain specs and leaves the others to the one-node methods
+# (a profile hook lists which of those ran), then goes on.
+BULK = PROBE + """
+    g = rt.Graph()
+    r = g.add_empty()
+    many = [g.add_empty() for _ in range(17)]
+    buf = borrowed_buffer(a, 32)
+    seen = []
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in ("add_empty", "add_memset"):
+            seen.append(frame.f_code.co_name)
+    specs = [("empty", None, ["r"]), ("empty", {}, [0]),
+             ("memset", {"dst": buf, "value": 3, "count": 4}, [0, 1]),
+             ("memset", {"dst": a, "value": 1, "count": 2, "element_size": 2}, [2]),  # one-node: a fourth key
+             ("empty", (), [3]),  # one-node: empty params, but not None or {}
+             ["empty", None, (r, 4)],
+             ("memset", {"dst": a + 8, "value": 255, "count": 8}),
+             ("empty", None, many),  # one-node: seventeen dependencies
+             ("empty", None, [many[0], "r", 7, 6]),
+             ("memset", {"dst": a, "value": 256, "count": 1}, [8])]  # refused: the one-node method says why
+    sys.setprofile(hook)
+    try:
+        g.add_nodes(specs, names={"r": r})
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.__notes__)
+    sys.setprofile(None)
+    print("one-node calls", seen)
+    made = g.nodes()[18:]
+    names = {r: "r", **{m: f"m{i}" for i, m in enumerate(many)}, **{n: f"s{i}" for i, n in enumerate(made)}}
+    for n in made:
+        p = n.params if type(n).__name__ == "MemsetNode" else {}
+        print(type(n).__name__, sorted(names[d] for d, _ in n.dependencies), {k: v - a if k == "dst" else v
+                                                                                for k, v in p.items()},
+              g._wrap(n.handle) is n)
+    print("buffer kept", g._keep.count(buf))
+    try:
+        g.add_nodes([("empty", None, [r])] * 80)  # the fake's graphs hold 64 nodes
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.__notes__, len(g.nodes()))
+    g.close()
+    try:
+        g.add_nodes([("empty", None)])
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__)
+"""
+
 LAUNCH = PROBE + """
     from tests.backends import selected
     s = rt.Stream()
@@ -345,6 +391,30 @@ def test_kernel_nodes_results(fake_cudart):  # noqa: F811
 
 
 @needs_fast
+def test_bulk_c_loop_same_results_and_leaves_the_unusual_specs(fake_cudart):  # noqa: F811
+    abi, api = run_mode(fake_cudart, "0", BULK).splitlines(), run_mode(fake_cudart, "1", BULK).splitlines()
+    # specs 3 and 4 go to the C add_memset / add_empty (no Python frame); 7 and 9 on to the Python ones
+    calls = [line for line in api if line.startswith("one-node calls")]
+    assert calls == ["one-node calls ['add_empty', 'add_memset']"]
+    assert [line for line in abi if not line.startswith("one-node calls")] == \
+        [line for line in api if not line.startswith("one-node calls")]
+    assert api[0] == "InvalidValue ['(Graph.add_nodes: spec 9; 9 node(s) added before it stay)']"
+    rows = api[2:11]
+    assert rows[0] == "EmptyNode ['r'] {} True" and rows[1] == "EmptyNode ['s0'] {} True"
+    assert rows[2] == ("MemsetNode ['s0', 's1'] {'dst': 0, 'value': 3, 'element_size': 1, 'width': 4, 'height': 1, "
+                       "'pitch': 0} True")
+    assert rows[3].startswith("MemsetNode ['s2'] {'dst': 0, 'value': 1, 'element_size': 2, 'width': 2,")
+    assert rows[5] == "EmptyNode ['r', 's4'] {} True"
+    assert rows[6] == ("MemsetNode [] {'dst': 8, 'value': 255, 'element_size': 1, 'width': 8, 'height': 1, "
+                       "'pitch': 0} True")
+    assert rows[7] == "EmptyNode " + str(sorted(f"m{i}" for i in range(17))) + " {} True"
+    assert rows[8] == "EmptyNode ['m0', 'r', 's6', 's7'] {} True"
+    assert api[11] == "buffer kept 1"
+    assert api[12] == "InvalidValue ['(Graph.add_nodes: spec 37; 37 node(s) added before it stay)'] 64"
+    assert api[13] == "InvalidResourceHandle"
+
+
+@needs_fast
 def test_launch_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
     paths = _same_results_and_paths(fake_cudart, LAUNCH)
     assert {label for label, path in paths.items() if path == "c"} == {"launch", "launch, keyword",
@@ -473,6 +543,7 @@ LEAKS = """
         "add_memset fallback": lambda: failing(lambda: g.add_memset(0x1000, 256, 1)),
         "add_kernel error": lambda: failing(lambda: null_graph.add_kernel(k, 1, 32, kargs)),
         "add_kernel fallback": lambda: failing(lambda: g.add_kernel(k, 0, 32, kargs)),
+        "add_nodes error": lambda: failing(lambda: null_graph.add_nodes([("empty", None, deps)] * 2)),
     }
     tracemalloc.start()
     for name, loop in loops.items():
@@ -507,14 +578,14 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     out = run_py(LEAKS, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
                  PYGRAPHRT_FAST="1").splitlines()
     zero = [0] * 10
-    assert out[:8] == [f"{name} {zero} True" for name in ("launch", "launch fallback", "add_empty error",
+    assert out[:9] == [f"{name} {zero} True" for name in ("launch", "launch fallback", "add_empty error",
                                                           "add_empty fallback", "add_memset error",
                                                           "add_memset fallback", "add_kernel error",
-                                                          "add_kernel fallback")]
-    assert out[8] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0] True"
+                                                          "add_kernel fallback", "add_nodes error")]
+    assert out[9] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0] True"
     # a kernel node: the graph, its class, and the kept kernel and argument tuple
-    assert out[9] == "add_kernel [0, 40000, 0, 0, 0, 20000, 0, 0, 20000, 20000] True True"
+    assert out[10] == "add_kernel [0, 40000, 0, 0, 0, 20000, 0, 0, 20000, 20000] True True"
     # r and the first kernel node left the closed graph's node table
-    assert out[10] == "after close [0, -1, -1, 0, 0, 0, 0, 0, 20000, 20000]"
+    assert out[11] == "after close [0, -1, -1, 0, 0, 0, 0, 0, 20000, 20000]"
     # (k: less the first node's keep too, made before the counts were taken)
-    assert out[11] == "without the graph's keep [0, -1, -1, 0, 0, 0, 0, 0, -1, 0]"
+    assert out[12] == "without the graph's keep [0, -1, -1, 0, 0, 0, 0, 0, -1, 0]"

@@ -177,6 +177,12 @@ def kernel_layout(kernel: Any) -> tuple[Any, bytes] | bool:
     return sig, struct.pack(f"<{len(words)}I", *words)
 
 
+def bulk_adder(backend: Any) -> Any:
+    """The C loop of ``Graph.add_nodes`` (the hot module's ``add_nodes``) where ``backend``'s
+    empty and memset nodes are added in C, else None."""
+    return _fast.hot_module(backend).add_nodes if in_c(backend) else None
+
+
 def in_c(backend: Any) -> bool:
     """Whether ``backend``'s graphs add empty and memset nodes in C (installing first)."""
     if _fast.hot_module(backend) is None:
