@@ -425,8 +425,7 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
     PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
                                 _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
-    PyObject *kernel, *layout, *spec, *func, *owner, *oh = NULL, *keep = NULL, *held = NULL, *values = NULL,
-             *res = NULL;
+    PyObject *kernel, *layout, *spec, *func, *owner, *oh = NULL, *keep = NULL, *values = NULL, *res = NULL;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *out = NULL;
     unsigned int dims[7];
@@ -498,15 +497,15 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
     keep = _pgr_attr(self, _pgr_s_keep);
     if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
-    /* the runtime copies the values; the graph keeps what pointers came from, and the kernel
-       (whose library must stay loaded), once the node is made (a failed call keeps nothing) */
-    if ((held = PyTuple_Pack(3, kernel, owner, values)) == NULL) goto done;
+    /* the runtime copies the values; once the node is made (a failed call keeps nothing) the
+       graph keeps what pointers came from and the kernel (whose _owner, the library, must stay
+       loaded): two list entries, no new object (a tracked object per node costs the collector) */
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, dims, n ? argv : NULL);
     Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
-    if (res != NULL && PyList_Append(keep, held) < 0) Py_CLEAR(res);
+    if (res != NULL && (PyList_Append(keep, values) < 0 || PyList_Append(keep, kernel) < 0)) Py_CLEAR(res);
     Py_DECREF(a.nodes);
     goto done;
 fallback:
@@ -514,7 +513,6 @@ fallback:
 done:
     Py_XDECREF(oh);
     Py_XDECREF(keep);
-    Py_XDECREF(held);
     Py_XDECREF(values);
     return res;
 }
@@ -557,10 +555,15 @@ PyDoc_STRVAR(_pgr_bulk_doc,
 "first spec it left (``len(specs)`` when none), for the Python loop; a runtime error is\n"
 "raised as ops.error raises it, ``made`` holding the nodes made before it.");
 
+/* Specs made between two points where other threads may run (the GIL is held, and the cyclic
+ * collector paused, in between: see _pgr_bulk_add). */
+#define _PGR_BULK_CHUNK 1024
+
 static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
     PyObject *self, *specs, *made, *names, *keep = NULL, *nodes;
     void *graph_p, *deps[_PGR_MAX_DEPS];
     Py_ssize_t i, n;
+    int gc_was;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OOO!O", &self, &specs, &PyList_Type, &made, &names)) return NULL;
     i = PyList_GET_SIZE(made);
@@ -576,7 +579,14 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             !PyDict_CheckExact(nodes))
             return PyLong_FromSsize_t(i);
     }
-    Py_INCREF(nodes);  /* held across the calls: the GIL is released while the runtime runs */
+    Py_INCREF(nodes);
+    /* Every object made here stays reachable (in `made` and the node table), so a collection in
+     * between would find nothing to free, yet node objects are tracked: the collector would
+     * run every few hundred nodes, each time over more of them.  So it is paused for a chunk
+     * of specs -- with the GIL held throughout (the runtime's add calls do not wait for the
+     * device), so no other thread can see the pause -- and restored, the GIL let go, between
+     * chunks and at the end; the objects counted meanwhile are collected as usual afterwards. */
+    gc_was = PyGC_Disable();
     for (; i < n; i++) {
         PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *kind, *params, *dep_list = Py_None, *node;
         PyObject *buffer = NULL;
@@ -636,13 +646,11 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             if (k < nd) break;
         }
         if (buffer != NULL && PyList_Append(keep, buffer) < 0) goto error;
-        Py_BEGIN_ALLOW_THREADS
         if (memset_spec)
             rc = _pgr_hot_add_memset(&out, graph_p, nd ? deps : NULL, (size_t)nd, dst_p, (unsigned int)value, 1,
                                      count, 1, 0);
         else
             rc = _pgr_hot_add_empty(&out, graph_p, nd ? deps : NULL, (size_t)nd);
-        Py_END_ALLOW_THREADS
         if (rc) {
             _pgr_raise(memset_spec ? _PGR_ADD_MEMSET : _PGR_ADD_EMPTY, rc);
             goto error;
@@ -652,11 +660,19 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
         rc = PyList_Append(made, node);
         Py_DECREF(node);
         if (rc < 0) goto error;
+        if (i % _PGR_BULK_CHUNK == _PGR_BULK_CHUNK - 1) {  /* let other threads run */
+            if (gc_was) PyGC_Enable();
+            Py_BEGIN_ALLOW_THREADS
+            Py_END_ALLOW_THREADS
+            gc_was = PyGC_Disable();
+        }
     }
+    if (gc_was) PyGC_Enable();
     Py_DECREF(nodes);
     Py_XDECREF(keep);
     return PyLong_FromSsize_t(i);
 error:
+    if (gc_was) PyGC_Enable();
     Py_DECREF(nodes);
     Py_XDECREF(keep);
     return NULL;
