@@ -18,8 +18,8 @@ module whose calls are plain C calls:
   launch function is a pointer the layer hands over, so it serves the driver's
   ``cuLaunchKernel``, which is no export of the runtime, and ``hipModuleLaunchKernel``);
 * a second Python module in the same shared library, ``<extension>_hot``: the layer's
-  hottest methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``) as
-  CPython method descriptors (:data:`HOT_METHODS_C`, ``hot_methods.c``, after the runtime
+  hottest methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
+  ``Graph.add_kernel``, and the spec loop of ``Graph.add_nodes``) as CPython method descriptors (:data:`HOT_METHODS_C`, ``hot_methods.c``, after the runtime
   calls :func:`_hot_calls` generates from the IR), which handle the common valid call in C
   and hand everything else to the Python method they replace (see
   :mod:`pygraphrt.graph._hot`).  Being in the same file, they call through the same
@@ -208,7 +208,9 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     """The C before :data:`HOT_METHODS_C`: its module's name and init function, and the runtime
     calls of the hot methods with untyped arguments -- ``_pgr_hot_launch(exec, stream)``,
     ``_pgr_hot_add_empty(out, graph, deps, n)``, ``_pgr_hot_add_memset(out, graph, deps, n,
-    dst, value, element_size, width, height, pitch)`` -- each cast to the IR's prototype and
+    dst, value, element_size, width, height, pitch)``, ``_pgr_hot_add_kernel(out, graph, deps,
+    n, func, dims, argv)`` (its parameter struct filled by field name, as the layer does) --
+    each cast to the IR's prototype and
     made through the pointer ``_pgr_bind`` filled; ``_pgr_hot_bound(m)`` says whether the
     library exports method ``m``'s function (never called through NULL)."""
     by_api = {fn.api_name: fn for fn in functions.values()}
