@@ -57,7 +57,7 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_backend, *_pgr_s_keep, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_address;
+    *_pgr_s_attributes;
 
 /* ---- small helpers ---- */
 
@@ -104,6 +104,56 @@ static int _pgr_size(PyObject *obj, size_t *out) {
     unsigned long long v;
     if (!_pgr_u64(obj, &v) || v > (unsigned long long)SIZE_MAX) return 0;
     *out = (size_t)v;
+    return 1;
+}
+
+/* The device address of `obj`, one of pygraphrt's buffers (DeviceBuffer, AsyncBuffer), when it
+ * is open and of the bound backend (1), or 0 with no exception: the Python method reports it. */
+static int _pgr_buffer(PyObject *obj, void **out) {
+    PyObject *h = _pgr_attr(obj, _pgr_s_handle), *b = _pgr_attr(obj, _pgr_s_backend);
+    int ok = h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_ptr(h, _pgr_hot.ct_void_p, out);
+    Py_XDECREF(h);
+    Py_XDECREF(b);
+    return ok;
+}
+
+/* The classes in tuple `classes` (exactly `n` of them) into `out`, or -1 with a TypeError
+ * naming `what`. */
+static int _pgr_classes(PyObject *classes, Py_ssize_t n, const char *what, PyTypeObject **out) {
+    Py_ssize_t i;
+    if (PyTuple_GET_SIZE(classes) != n) {
+        PyErr_Format(PyExc_TypeError, "%s: classes takes %zd classes", what, n);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) {
+            PyErr_Format(PyExc_TypeError, "%s: classes must be classes", what);
+            return -1;
+        }
+        out[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
+    }
+    return 0;
+}
+
+/* Bind a vectorcall's arguments to `v` by the parameter `names` (n of them, the first `npos`
+ * positional-or-keyword, the rest keyword-only; the first `nreq` required; `v` holds the
+ * defaults, NULL where a parameter was not given).  1, or 0 where Python would raise TypeError
+ * (too many positionals, an unknown keyword, one given twice, a required one missing): the
+ * Python method then raises it. */
+static int _pgr_bind_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject *const *names,
+                          int n, int npos, int nreq, PyObject **v) {
+    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    int k;
+    if (nargs > npos) return 0;
+    for (i = 0; i < nargs; i++) v[i] = args[i];
+    for (i = 0; i < nkw; i++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+        for (k = 0; k < n && names[k] != name; k++) {}
+        if (k == n || k < nargs) return 0;
+        v[k] = args[nargs + i];
+    }
+    for (k = 0; k < nreq; k++)
+        if (v[k] == NULL) return 0;
     return 1;
 }
 
@@ -257,33 +307,21 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     enum { DST, VALUE, COUNT, ESIZE, HEIGHT, PITCH, DEPS, EDGES };
     PyObject *const names[8] = {_pgr_s_dst, _pgr_s_value, _pgr_s_count, _pgr_s_element_size, _pgr_s_height,
                                 _pgr_s_pitch, _pgr_s_dependencies, _pgr_s_edges};
-    PyObject *bh = NULL, *bb = NULL, *keep = NULL, *res = NULL;
+    PyObject *keep = NULL, *res = NULL;
     unsigned long long value, esize = 1, dst = 0;
     size_t count, height = 1, pitch = 0;
     void *dst_p = NULL, *out = NULL;
     _pgr_add_args a;
-    int rc, k;
-    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs > 3) goto fallback;
-    for (i = 0; i < nargs; i++) v[i] = args[i];
-    for (i = 0; i < nkw; i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        for (k = 0; k < 8 && names[k] != name; k++) {}
-        if (k == 8 || k < nargs) goto fallback;  /* unknown, or given twice: Python's TypeError */
-        v[k] = args[nargs + i];
-    }
+    int rc;
+    if (!_pgr_bind_args(args, nargs, kwnames, names, 8, 3, 3, v)) goto fallback;
     if (v[EDGES] != Py_None || !_pgr_on(_PGR_ADD_MEMSET)) goto fallback;
     if (v[ESIZE] != NULL && (!_pgr_u64(v[ESIZE], &esize) || (esize != 1 && esize != 2 && esize != 4))) goto fallback;
     if (!_pgr_u64(v[VALUE], &value) || value >> (8 * esize) != 0 || !_pgr_size(v[COUNT], &count)) goto fallback;
     if ((v[HEIGHT] != NULL && !_pgr_size(v[HEIGHT], &height)) || (v[PITCH] != NULL && !_pgr_size(v[PITCH], &pitch)))
         goto fallback;
-    if (v[DST] == NULL) goto fallback;
     if (Py_IS_TYPE(v[DST], _pgr_hot.buffer_cls)) {
         /* a DeviceBuffer: open, of this backend; kept alive by the graph */
-        bh = _pgr_attr(v[DST], _pgr_s_handle);
-        bb = _pgr_attr(v[DST], _pgr_s_backend);
-        if (bh == NULL || bh == Py_None || bb != _pgr_hot.backend || !_pgr_ptr(bh, _pgr_hot.ct_void_p, &dst_p))
-            goto fallback;
+        if (!_pgr_buffer(v[DST], &dst_p)) goto fallback;
         keep = _pgr_attr(self, _pgr_s_keep);
         if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
     } else if (_pgr_u64(v[DST], &dst)) {
@@ -305,8 +343,6 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
 fallback:
     res = _pgr_fallback(_PGR_ADD_MEMSET, self, args, nargs, kwnames);
 done:
-    Py_XDECREF(bh);
-    Py_XDECREF(bb);
     Py_XDECREF(keep);
     return res;
 }
@@ -401,14 +437,9 @@ static int _pgr_pack_arg(PyObject *v, char code, char *dst) {
         if (PyLong_CheckExact(v)) {
             if (!_pgr_u64(v, &u)) return 0;
         } else if (Py_IS_TYPE(v, _pgr_hot.buffer_cls) || Py_IS_TYPE(v, _pgr_hot.async_buffer_cls)) {
-            /* pygraphrt's buffers: the address they keep while their handle is open */
-            PyObject *h = _pgr_attr(v, _pgr_s_handle), *b = _pgr_attr(v, _pgr_s_backend),
-                     *a = _pgr_attr(v, _pgr_s_address);
-            int ok = h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_u64(a, &u);
-            Py_XDECREF(h);
-            Py_XDECREF(b);
-            Py_XDECREF(a);
-            if (!ok) return 0;
+            void *p;
+            if (!_pgr_buffer(v, &p)) return 0;
+            u = (unsigned long long)(uintptr_t)p;
         } else {
             return 0;
         }
@@ -433,17 +464,9 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     unsigned int n, size, i32, w, word[2];
     const char *desc;
     _pgr_add_args a;
-    int rc, k;
-    Py_ssize_t i, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    if (nargs > 4) goto fallback;
-    for (i = 0; i < nargs; i++) v[i] = args[i];
-    for (i = 0; i < nkw; i++) {
-        PyObject *name = PyTuple_GET_ITEM(kwnames, i);
-        for (k = 0; k < 8 && names[k] != name; k++) {}
-        if (k == 8 || k < nargs) goto fallback;  /* unknown, or given twice: Python's TypeError */
-        v[k] = args[nargs + i];
-    }
-    if (v[KERNEL] == NULL || v[GRID] == NULL || v[BLOCK] == NULL || v[EDGES] != Py_None ||
+    int rc;
+    if (!_pgr_bind_args(args, nargs, kwnames, names, 8, 4, 3, v)) goto fallback;
+    if (v[EDGES] != Py_None ||
         (v[ATTRS] != NULL && v[ATTRS] != Py_None) || !_pgr_hot.kernels_bound || !_pgr_on(_PGR_ADD_KERNEL))
         goto fallback;
     /* the kernel: exactly a Kernel of this backend whose layout the Python method recorded for
@@ -618,11 +641,7 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             }
             if (!_pgr_u64(vv, &value) || value > 255 || !_pgr_size(vc, &count)) break;
             if (Py_IS_TYPE(vd, _pgr_hot.buffer_cls)) {  /* open, of this backend; kept by the graph */
-                PyObject *bh = _pgr_attr(vd, _pgr_s_handle), *bb = _pgr_attr(vd, _pgr_s_backend);
-                int ok = bh != NULL && bh != Py_None && bb == _pgr_hot.backend && _pgr_ptr(bh, _pgr_hot.ct_void_p, &dst_p);
-                Py_XDECREF(bh);
-                Py_XDECREF(bb);
-                if (!ok) break;
+                if (!_pgr_buffer(vd, &dst_p)) break;
                 if (keep == NULL) {
                     keep = _pgr_attr(self, _pgr_s_keep);
                     if (keep != NULL && !PyList_CheckExact(keep)) Py_CLEAR(keep);
@@ -723,17 +742,11 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOO!O!O!", &backend, &error, &PyTuple_Type, &api, &PyTuple_Type, &ctypes,
                           &PyTuple_Type, &classes))
         return NULL;
-    if (PyTuple_GET_SIZE(api) != _PGR_METHODS || PyTuple_GET_SIZE(ctypes) != 5 || PyTuple_GET_SIZE(classes) != 7) {
-        PyErr_SetString(PyExc_TypeError, "bind: api takes 4 names, ctypes 5 types, classes 7 classes");
+    if (PyTuple_GET_SIZE(api) != _PGR_METHODS || PyTuple_GET_SIZE(ctypes) != 5) {
+        PyErr_SetString(PyExc_TypeError, "bind: api takes 4 names, ctypes 5 types");
         return NULL;
     }
-    for (i = 0; i < 7; i++) {
-        if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) {
-            PyErr_SetString(PyExc_TypeError, "bind: classes must be classes");
-            return NULL;
-        }
-        cls[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
-    }
+    if (_pgr_classes(classes, 7, "bind", cls) < 0) return NULL;
     for (i = 0; i < 9; i++)
         if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
     for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode: made by tp_alloc, as object.__new__ does */
@@ -783,21 +796,11 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
-    if (PyTuple_GET_SIZE(classes) != 4) {
-        PyErr_SetString(PyExc_TypeError, "bind_kernels: classes takes 4 classes");
-        return NULL;
-    }
     if (_pgr_hot.node_cls == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "bind() a backend first");
         return NULL;
     }
-    for (i = 0; i < 4; i++) {
-        if (!PyType_Check(PyTuple_GET_ITEM(classes, i))) {
-            PyErr_SetString(PyExc_TypeError, "bind_kernels: classes must be classes");
-            return NULL;
-        }
-        cls[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
-    }
+    if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;
     for (i = 0; i < 5; i++)
         if ((off[i] = _pgr_slot_offset(cls[0], slots[i])) < 0) return NULL;
     if (!PyType_IsSubtype(cls[2], _pgr_hot.node_cls) || (cls[2]->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
@@ -897,12 +900,11 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "_backend", "_keep", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes", "_address"};
+                                        "block", "args", "shared_mem", "attributes"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_backend, &_pgr_s_keep, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
-                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_address};
+                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {
