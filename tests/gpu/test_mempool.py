@@ -179,3 +179,28 @@ def test_failed_malloc_async_in_capture_leaves_no_capture(stream):
         with stream.capture():
             stream.malloc_async(1 << 60)  # far beyond the device
     assert stream.capture_status() is CaptureStatus.NONE
+
+
+def test_kernel_nodes_on_stream_ordered_memory(stream, fill):
+    """Kernel nodes take AsyncBuffers as pointer arguments (a kernel's later nodes are added in
+    C in compiled mode); one freed in stream order is refused before any node is made."""
+    n = 1000
+    buf = stream.malloc_async(4 * n)
+    g = rt.Graph()
+    first = g.add_kernel(fill, 4, 256, (buf, 1, n))
+    nodes = [first]
+    for v in range(2, 6):
+        nodes.append(g.add_kernel(fill, 4, 256, (buf, v, n), dependencies=[nodes[-1]]))
+    assert [nd.args for nd in nodes] == [[buf.ptr, v, n] for v in range(1, 6)]
+    exe = g.instantiate()
+    exe.launch(stream)
+    host = bytearray(4 * n)
+    stream.memcpy(host, buf, 4 * n)
+    stream.synchronize()
+    assert (np.frombuffer(host, np.int32) == 5).all()
+    stream.free_async(buf)
+    stream.synchronize()
+    before = len(g.nodes())
+    with pytest.raises(errors.InvalidResourceHandle):
+        g.add_kernel(fill, 4, 256, (buf, 7, n), dependencies=[nodes[-1]])
+    assert len(g.nodes()) == before
