@@ -196,6 +196,9 @@ KERNEL = PROBE + """
     copy = k.with_signature(SIG)
     case("a new kernel's first node", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
     case("its second", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
+    # argument buffers are reused from node to node (Python path) or on the C stack: each node
+    # must still hold its own values, read back now that every node is made
+    print("values at the end", [p["args"][1:] for p in (n.params for n in g.nodes()) if p.get("args") is not None])
     case("full graph", lambda: [g.add_kernel(k, 1, 32, ARGS) for _ in range(64)])
     g.close()
     case("closed graph", lambda: g.add_kernel(k, 1, 32, ARGS))
@@ -392,6 +395,9 @@ def test_kernel_nodes_results(fake_cudart):  # noqa: F811
     assert rows["closed buffer"].startswith("InvalidResourceHandle")
     assert rows["Dim3 grid"].startswith("('KernelNode', 'n")
     assert rows["unknown keyword"].startswith("TypeError") and rows["args twice"].startswith("TypeError")
+    at_end = next(label for label in rows if label.startswith("values at the end"))
+    assert at_end.startswith("values at the end [[7, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295], ") and \
+        "[-2147483648, 2.5, 0, 32767, inf, 9223372036854775807, 0]" in at_end and "[7, 2.0, 255, -3, -1.0, " in at_end
     assert rows["full graph"].startswith("InvalidValue: cudaGraphAddKernelNode failed")
     assert rows["closed graph"].startswith("InvalidResourceHandle")
 

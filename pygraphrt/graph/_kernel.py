@@ -9,6 +9,7 @@ explicit node's pointers must stay valid.
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import errors
@@ -47,9 +48,15 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
         edges: Sequence[EdgeData] | None) -> "KernelNode":
     k = _kernel(graph, kernel, "Graph.add_kernel")
     g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), count(shared_mem)
-    argv, keep = _packed(k, args)
     ops = graph._backend.ops
-    if k.form == "function" and graph._backend.vendor == "cuda":
+    foreign = k.form == "function" and graph._backend.vendor == "cuda"
+    if not foreign and not attributes:
+        made = _add_reusing_scratch(graph, k, g, b, smem, args, dependencies, edges)
+        if made is not None:
+            _note_layout(graph, k)
+            return made
+    argv, keep = _packed(k, args)
+    if foreign:
         # A foreign CUfunction: created through the driver, then linked.
         deps = [graph._own(d) for d in (dependencies or ())]
         checked = _check_edges(deps, edges)
@@ -71,10 +78,63 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
     except BaseException:
         node.destroy()
         raise
-    if k._node_layout is None and k._checked and not (k.form == "function" and graph._backend.vendor == "cuda"):
-        # The signature is checked against the kernel now: later nodes of it may be added in C.
-        k._node_layout = _hot.kernel_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
+    if not foreign:
+        _note_layout(graph, k)
     return node  # type: ignore[return-value]
+
+
+def _note_layout(graph: "Graph", k: Kernel) -> None:
+    """Once ``k``'s signature is checked against the kernel, let its later nodes be added in C
+    (compiled mode: graph._hot)."""
+    if k._node_layout is None and k._checked:
+        k._node_layout = _hot.kernel_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
+
+
+def _add_reusing_scratch(graph: "Graph", k: Kernel, g: Dims, b: Dims, smem: int, args: Any,
+                         dependencies: Iterable[Any] | None, edges: Sequence[EdgeData] | None) -> KernelNode | None:
+    """The node made from a reusable parameter struct and argument buffer of ``k`` (the
+    runtimes, and the simulator, copy the values when the node is made), when its signature
+    is checked and every argument is a plain int, float or pointer that packs; else None,
+    and the caller packs afresh (and explains what does not fit)."""
+    sig = k.signature
+    if (not k._checked or sig is None or sig._struct is None or sig._fast is None
+            or (type(args) is not tuple and type(args) is not list)):
+        return None
+    fast = sig.fast_values(args, k._pointer_of)
+    if fast is None:
+        return None
+    values, pointers = fast
+    pool = k._node_scratch
+    scratch = pool.pop() if pool else _new_node_scratch(graph, k)
+    try:
+        try:
+            sig._struct.pack_into(scratch[0], 0, *values)
+        except (struct.error, OverflowError):
+            return None
+        p = scratch[1]
+        p.func = k.handle  # raises once the kernel's library is unloaded
+        p.gridDim.x, p.gridDim.y, p.gridDim.z = g
+        p.blockDim.x, p.blockDim.y, p.blockDim.z = b
+        p.sharedMemBytes = smem
+        node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
+    finally:
+        pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
+    # the runtime copied the values: the graph keeps the kernel and what pointers came from
+    graph._keep.append((k, k._owner, pointers))
+    return node  # type: ignore[return-value]
+
+
+def _new_node_scratch(graph: "Graph", k: Kernel) -> tuple[Any, Any, Any, Any]:
+    """(writable view of an argument buffer, kernel-node parameter struct whose argument array
+    points into it, the buffer, the array) for :func:`_add_reusing_scratch`."""
+    ffi, ops, sig = graph._backend.ffi, graph._backend.ops, k.signature
+    p = ffi.new(f"{ops.kernel_params_type} *")
+    if not sig.params:  # type: ignore[union-attr]
+        return memoryview(bytearray(0)), p, None, ffi.NULL
+    cbuf = ffi.new("char[]", sig.size)  # type: ignore[union-attr]
+    argv = ffi.new("void *[]", [cbuf + off for off in sig.offsets])  # type: ignore[union-attr]
+    p.kernelParams = argv
+    return ffi.buffer(cbuf), p, cbuf, argv
 
 
 def read(node: "KernelNode") -> dict[str, Any]:

@@ -142,7 +142,7 @@ class Kernel:
 
     __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
                  "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_node_layout",
-                 "__weakref__")
+                 "_node_scratch", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -163,6 +163,8 @@ class Kernel:
         # (signature, packed layout) for the C Graph.add_kernel (pygraphrt.graph._hot), made after
         # the first kernel node has checked the signature: None until then, False where there is none.
         self._node_layout: Any = None
+        # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
+        self._node_scratch: list[tuple[Any, Any, Any, Any]] = []
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
