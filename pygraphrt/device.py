@@ -455,6 +455,13 @@ class DeviceBuffer(DeviceMemory, Owned):
             raise errors.InvalidValue("DeviceBuffer.copy_from",
                                       detail=f"{len(buf)} bytes do not fit in {self.size}")
         self._copy(self.handle, buf, len(buf), stream)
+        if stream is None:
+            # cudaMemcpy/hipMemcpy from pageable host memory returns once the data is staged, not
+            # once it reached the device ("the DMA to final destination may not have completed"),
+            # and non-blocking streams do not wait for the legacy stream: without this, work a
+            # non-blocking stream runs next could race the copy (seen on an H100: a conformance
+            # case's memset graph most likely ran before the zeroing copy_from landed).
+            b.ops.call("StreamSynchronize", b.ffi.NULL)
 
     def to_bytes(self, count: int | None = None, stream: Stream | None = None) -> bytes:
         n = self.size if count is None else _count(count)
