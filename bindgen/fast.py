@@ -204,6 +204,15 @@ def _param_struct(fn: Function, module: Module) -> Named | None:
     return Named(name)
 
 
+def _add_with_struct(fn: Function, params: Named, fields: list[tuple[str, str]]) -> list[str]:
+    """The body of a hot ``GraphAdd*Node`` call: its parameter struct on the stack, zeroed,
+    ``fields`` (field, C value) set by name, then ``fn(out, graph, deps, n, &params)``."""
+    return [f"    {declare(params, 'params')};",
+            "    memset(&params, 0, sizeof params);",
+            *(f"    params.{field} = {value};" for field, value in fields),
+            f"    return (int){fn.symbol}({_call_args(fn, ['out', 'graph', 'deps', 'n', '&params'])});"]
+
+
 def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> list[str]:
     """The C before :data:`HOT_METHODS_C`: its module's name and init function, and the runtime
     calls of the hot methods with untyped arguments -- ``_pgr_hot_launch(exec, stream)``,
@@ -245,17 +254,8 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
               "                               unsigned int value, unsigned int element_size, size_t width,",
               "                               size_t height, size_t pitch) {"]
     if memset is not None and params is not None:
-        lines += [
-            f"    {declare(params, 'params')};",
-            "    memset(&params, 0, sizeof params);",
-            "    params.dst = dst;",
-            "    params.value = value;",
-            "    params.elementSize = element_size;",
-            "    params.width = width;",
-            "    params.height = height;",
-            "    params.pitch = pitch;",
-            f"    return (int){memset.symbol}({_call_args(memset, ['out', 'graph', 'deps', 'n', '&params'])});",
-        ]
+        lines += _add_with_struct(memset, params, [("dst", "dst"), ("value", "value"), ("elementSize", "element_size"),
+                                                   ("width", "width"), ("height", "height"), ("pitch", "pitch")])
     else:
         lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)dst; (void)value;",
                   "    (void)element_size; (void)width; (void)height; (void)pitch;",
@@ -265,21 +265,10 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
               "static int _pgr_hot_add_kernel(void **out, void *graph, void **deps, size_t n, void *func,",
               "                               const unsigned int *dims, void **argv) {"]
     if kernel is not None and kparams is not None:
-        lines += [
-            f"    {declare(kparams, 'params')};",
-            "    memset(&params, 0, sizeof params);",
-            "    params.func = func;",
-            "    params.gridDim.x = dims[0];",
-            "    params.gridDim.y = dims[1];",
-            "    params.gridDim.z = dims[2];",
-            "    params.blockDim.x = dims[3];",
-            "    params.blockDim.y = dims[4];",
-            "    params.blockDim.z = dims[5];",
-            "    params.sharedMemBytes = dims[6];",
-            "    params.kernelParams = argv;",
-            "    params.extra = NULL;",
-            f"    return (int){kernel.symbol}({_call_args(kernel, ['out', 'graph', 'deps', 'n', '&params'])});",
-        ]
+        lines += _add_with_struct(kernel, kparams, [
+            ("func", "func"), ("gridDim.x", "dims[0]"), ("gridDim.y", "dims[1]"), ("gridDim.z", "dims[2]"),
+            ("blockDim.x", "dims[3]"), ("blockDim.y", "dims[4]"), ("blockDim.z", "dims[5]"),
+            ("sharedMemBytes", "dims[6]"), ("kernelParams", "argv"), ("extra", "NULL")])
     else:
         lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)dims; (void)argv;",
                   "    return -1;"]

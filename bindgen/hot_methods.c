@@ -231,28 +231,37 @@ typedef struct {
     size_t n;
 } _pgr_add_args;
 
-/* The common case of the graph and its dependencies: a Graph of the bound backend, open;
- * `deps` None, or a list or tuple of at most _PGR_MAX_DEPS live nodes of this graph.  1: `a`
- * is filled; 0: anything else, for the Python method. */
-static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
+/* The common case of the graph and its dependencies: a Graph of the bound backend, open
+ * (_pgr_add_graph: `a` without dependencies); `deps` None, or a list or tuple of at most
+ * _PGR_MAX_DEPS live nodes of this graph (_pgr_add_prepare).  1: `a` is filled; 0: anything
+ * else, for the Python method. */
+static int _pgr_add_graph(PyObject *self, _pgr_add_args *a) {
     PyObject *h;
     a->n = 0;
     if (!Py_IS_TYPE(self, _pgr_hot.graph_cls) || _PGR_SLOT(self, _pgr_hot.g_backend) != _pgr_hot.backend) return 0;
     h = _PGR_SLOT(self, _pgr_hot.g_handle);
     if (h == NULL || h == Py_None || !_pgr_ptr(h, _pgr_hot.ct_graph, &a->graph)) return 0;
     a->nodes = _PGR_SLOT(self, _pgr_hot.g_nodes);
-    if (a->nodes == NULL || !PyDict_CheckExact(a->nodes)) return 0;
+    return a->nodes != NULL && PyDict_CheckExact(a->nodes);
+}
+
+/* The handle of `d` when it is a live node of graph `self` (1), else 0. */
+static int _pgr_node_of(PyObject *self, PyObject *d, void **out) {
+    PyObject *dh;
+    if (!PyObject_TypeCheck(d, _pgr_hot.node_cls) || _PGR_SLOT(d, _pgr_hot.n_graph) != self) return 0;
+    dh = _PGR_SLOT(d, _pgr_hot.n_handle);
+    return dh != NULL && dh != Py_None && _pgr_ptr(dh, _pgr_hot.ct_node, out);
+}
+
+static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
+    if (!_pgr_add_graph(self, a)) return 0;
     if (deps != Py_None) {
         Py_ssize_t i, n;
         if (!PyList_CheckExact(deps) && !PyTuple_CheckExact(deps)) return 0;
         n = PySequence_Fast_GET_SIZE(deps);
         if (n > _PGR_MAX_DEPS) return 0;
-        for (i = 0; i < n; i++) {
-            PyObject *d = PySequence_Fast_GET_ITEM(deps, i), *dh;
-            if (!PyObject_TypeCheck(d, _pgr_hot.node_cls) || _PGR_SLOT(d, _pgr_hot.n_graph) != self) return 0;
-            dh = _PGR_SLOT(d, _pgr_hot.n_handle);
-            if (dh == NULL || dh == Py_None || !_pgr_ptr(dh, _pgr_hot.ct_node, &a->deps[i])) return 0;
-        }
+        for (i = 0; i < n; i++)
+            if (!_pgr_node_of(self, PySequence_Fast_GET_ITEM(deps, i), &a->deps[i])) return 0;
         a->n = (size_t)n;
     }
     return 1;
@@ -547,7 +556,6 @@ done:
  * handle in *out (1); 0 (no exception) for anything else, which the Python loop reports. */
 static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *made, PyObject *names,
                          void **out) {
-    PyObject *dh;
     if (PyLong_CheckExact(d)) {
         Py_ssize_t k = PyLong_AsSsize_t(d);
         if (k == -1 && PyErr_Occurred()) {
@@ -564,9 +572,7 @@ static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *ma
             return 0;
         }
     }
-    if (!PyObject_TypeCheck(d, _pgr_hot.node_cls) || _PGR_SLOT(d, _pgr_hot.n_graph) != self) return 0;
-    dh = _PGR_SLOT(d, _pgr_hot.n_handle);
-    return dh != NULL && dh != Py_None && _pgr_ptr(dh, _pgr_hot.ct_node, out);
+    return _pgr_node_of(self, d, out);
 }
 
 PyDoc_STRVAR(_pgr_bulk_doc,
@@ -584,7 +590,8 @@ PyDoc_STRVAR(_pgr_bulk_doc,
 
 static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
     PyObject *self, *specs, *made, *names, *keep = NULL, *nodes;
-    void *graph_p, *deps[_PGR_MAX_DEPS];
+    _pgr_add_args a;
+    void *graph_p, **deps = a.deps;
     Py_ssize_t i, n;
     int gc_was;
     (void)mod;
@@ -592,17 +599,9 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
     i = PyList_GET_SIZE(made);
     if (!PyList_CheckExact(specs) && !PyTuple_CheckExact(specs)) return PyLong_FromSsize_t(i);
     n = PySequence_Fast_GET_SIZE(specs);
-    if (!_pgr_on(_PGR_ADD_EMPTY) || !Py_IS_TYPE(self, _pgr_hot.graph_cls) ||
-        _PGR_SLOT(self, _pgr_hot.g_backend) != _pgr_hot.backend)
-        return PyLong_FromSsize_t(i);
-    {
-        PyObject *h = _PGR_SLOT(self, _pgr_hot.g_handle);
-        nodes = _PGR_SLOT(self, _pgr_hot.g_nodes);
-        if (h == NULL || h == Py_None || !_pgr_ptr(h, _pgr_hot.ct_graph, &graph_p) || nodes == NULL ||
-            !PyDict_CheckExact(nodes))
-            return PyLong_FromSsize_t(i);
-    }
-    Py_INCREF(nodes);
+    if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_graph(self, &a)) return PyLong_FromSsize_t(i);
+    graph_p = a.graph;
+    nodes = Py_NewRef(a.nodes);
     /* Every object made here stays reachable (in `made` and the node table), so a collection in
      * between would find nothing to free, yet node objects are tracked: the collector would
      * run every few hundred nodes, each time over more of them.  So it is paused for a chunk
