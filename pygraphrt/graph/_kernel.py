@@ -124,17 +124,14 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, g: Dims, b: Dims, smem: int,
     return node  # type: ignore[return-value]
 
 
-def _new_node_scratch(graph: "Graph", k: Kernel) -> tuple[Any, Any, Any, Any]:
+def _new_node_scratch(graph: "Graph", k: Kernel) -> tuple[Any, Any, Any]:
     """(writable view of an argument buffer, kernel-node parameter struct whose argument array
-    points into it, the buffer, the array) for :func:`_add_reusing_scratch`."""
-    ffi, ops, sig = graph._backend.ffi, graph._backend.ops, k.signature
-    p = ffi.new(f"{ops.kernel_params_type} *")
-    if not sig.params:  # type: ignore[union-attr]
-        return memoryview(bytearray(0)), p, None, ffi.NULL
-    cbuf = ffi.new("char[]", sig.size)  # type: ignore[union-attr]
-    argv = ffi.new("void *[]", [cbuf + off for off in sig.offsets])  # type: ignore[union-attr]
+    points into it, the array) for :func:`_add_reusing_scratch`: the launch's buffer and
+    array (``Kernel._new_scratch``, which keeps the buffer) with a parameter struct."""
+    view, argv = k._new_scratch(k.signature)  # type: ignore[arg-type]
+    p = graph._backend.ffi.new(f"{graph._backend.ops.kernel_params_type} *")
     p.kernelParams = argv
-    return ffi.buffer(cbuf), p, cbuf, argv
+    return view, p, argv
 
 
 def read(node: "KernelNode") -> dict[str, Any]:

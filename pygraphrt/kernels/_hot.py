@@ -180,18 +180,8 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
         env["state"] = state
         env["c_launch"] = packed_launch
     else:
-        keep = kernel._scratch_keep
-
-        def new_scratch(sig: Any) -> tuple[Any, Any]:
-            """(writable view of a launch buffer, ``void *[]`` pointing into it)."""
-            if not n:
-                return memoryview(bytearray(0)), ffi.NULL
-            cbuf = ffi.new("char[]", sig.size)
-            keep.append(cbuf)  # the argument array points into it
-            return ffi.buffer(cbuf), ffi.new("void *[]", [cbuf + off for off in sig.offsets])
-
         env["pool"] = kernel._scratch
-        env["new_scratch"] = new_scratch
+        env["new_scratch"] = kernel._new_scratch  # the general path's buffers: one pool for both
         env["pack_into"] = sig._struct.pack_into
         env["c_launch"] = entry.call
         env["func"] = entry.handle

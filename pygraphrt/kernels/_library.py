@@ -164,7 +164,7 @@ class Kernel:
         # the first kernel node has checked the signature: None until then, False where there is none.
         self._node_layout: Any = None
         # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
-        self._node_scratch: list[tuple[Any, Any, Any, Any]] = []
+        self._node_scratch: list[tuple[Any, Any, Any]] = []
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
