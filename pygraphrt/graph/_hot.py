@@ -133,16 +133,18 @@ def install_kernel_nodes(backend: Any) -> bool:
     done = backend.__dict__["_hot_methods"]
     if not isinstance(done, list):
         return False
-    if "Graph.add_kernel" in done or backend.__dict__.get("_hot_kernels") is not None:
+    if "_hot_kernels" in backend.__dict__:  # tried once already
         return "Graph.add_kernel" in done
     from ..kernels._library import Kernel, Library
     from ..mempool import AsyncBuffer
     from ._node import KernelNode
 
     with _lock:
-        if backend.__dict__.get("_hot_kernels") is None:
+        if "_hot_kernels" not in backend.__dict__:
             api, why = _check(backend, hot)
-            if why is None and api[_FIRST] is not None:
+            if why is None and api[_FIRST] is None:
+                why = "the runtime does not export its function"
+            if why is None:
                 try:
                     hot.bind_kernels((Kernel, Library, KernelNode, AsyncBuffer))
                     cls = _classes()["Graph"]
@@ -151,11 +153,9 @@ def install_kernel_nodes(backend: Any) -> bool:
                     if current is not descr:
                         setattr(cls, "add_kernel", descr)
                     done.append("Graph.add_kernel")
-                    why = None
                 except (TypeError, ValueError, RuntimeError) as exc:
                     why = f"{type(exc).__name__}: {exc}"
-            backend.__dict__["_hot_kernels"] = why or ("" if "Graph.add_kernel" in done
-                                                       else "the runtime does not export its function")
+            backend.__dict__["_hot_kernels"] = why or "installed"  # why it stays Python, if it does
     return "Graph.add_kernel" in done
 
 
