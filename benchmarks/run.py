@@ -186,32 +186,9 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
             build_bulk.append((_now() - t0) / nodes)
             gg.close()
 
-            graph = ffi.new("cudaGraph_t *")
-            lib.cudaGraphCreate(graph, 0)
-            out = ffi.new("cudaGraphNode_t *")
-            lib.cudaGraphAddEmptyNode(out, graph[0], ffi.NULL, 0)
-            deps = ffi.new("cudaGraphNode_t[1]", [out[0]])
-            add_empty = lib.cudaGraphAddEmptyNode
-            gh = graph[0]
-            t0 = _now()
-            for _ in range(nodes):
-                if add_empty(out, gh, deps, 1):
-                    raise RuntimeError("cudaGraphAddEmptyNode failed")
-                if shape == "chain":
-                    deps[0] = out[0]
-            build_raw.append((_now() - t0) / nodes)
-            lib.cudaGraphDestroy(gh)
-
+            build_raw.append(_raw_adds(ffi, lib, "cudaGraphAddEmptyNode", nodes, shape == "chain"))
             if cbr is not None:
-                err, cg = cbr.cudaGraphCreate(0)
-                err, croot = cbr.cudaGraphAddEmptyNode(cg, None, 0)
-                cprev = croot
-                t0 = _now()
-                for _ in range(nodes):
-                    err, nn = cbr.cudaGraphAddEmptyNode(cg, [croot if shape == "fanout" else cprev], 1)
-                    cprev = nn
-                build_cb.append((_now() - t0) / nodes)
-                cbr.cudaGraphDestroy(cg)
+                build_cb.append(_cuda_bindings_adds(cbr, "cudaGraphAddEmptyNode", nodes, shape == "chain"))
             mem = _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape, nodes)
             for name, v in mem.items():
                 build_mem.setdefault(name, []).append(v)
@@ -224,6 +201,52 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
             add(f"cuda.bindings cudaGraphAddEmptyNode ({shape})", "build per node", build_cb)
         add(f"pygraphrt instantiate ({shape})", "instantiate per node", inst_py)
     s.close()
+
+
+def _raw_adds(ffi, lib, api: str, nodes: int, chain: bool, params=None) -> float:
+    """Per-node time of ``nodes`` raw cffi calls ``lib.<api>(out, graph, deps, 1[, params])`` into a
+    new graph, each node depending on the one before (``chain``) or all on its first, empty node."""
+    graph = ffi.new("cudaGraph_t *")
+    lib.cudaGraphCreate(graph, 0)
+    gh, node = graph[0], ffi.new("cudaGraphNode_t *")
+    lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
+    deps = ffi.new("cudaGraphNode_t[1]", [node[0]])
+    add = getattr(lib, api)
+    t0 = _now()
+    if params is None:  # (two loops: no argument unpacking inside the timed one)
+        for _ in range(nodes):
+            if add(node, gh, deps, 1):
+                raise RuntimeError(f"{api} failed")
+            if chain:
+                deps[0] = node[0]
+    else:
+        for _ in range(nodes):
+            if add(node, gh, deps, 1, params):
+                raise RuntimeError(f"{api} failed")
+            if chain:
+                deps[0] = node[0]
+    per_node = (_now() - t0) / nodes
+    lib.cudaGraphDestroy(gh)
+    return per_node
+
+
+def _cuda_bindings_adds(cbr, api: str, nodes: int, chain: bool, params=None) -> float:
+    """:func:`_raw_adds` through cuda.bindings' runtime module ``cbr``."""
+    err, cg = cbr.cudaGraphCreate(0)
+    err, root = cbr.cudaGraphAddEmptyNode(cg, None, 0)
+    add, prev = getattr(cbr, api), root
+    t0 = _now()
+    if params is None:
+        for _ in range(nodes):
+            err, prev = add(cg, [prev if chain else root], 1)
+    else:
+        for _ in range(nodes):
+            err, prev = add(cg, [prev if chain else root], 1, params)
+    per_node = (_now() - t0) / nodes
+    if err != cbr.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"cuda.bindings {api}: {err}")
+    cbr.cudaGraphDestroy(cg)
+    return per_node
 
 
 def _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict[str, float]:
@@ -240,37 +263,15 @@ def _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict
     out[f"pygraphrt add_memset ({shape})"] = (_now() - t0) / nodes
     gg.close()
 
-    graph = ffi.new("cudaGraph_t *")
-    lib.cudaGraphCreate(graph, 0)
-    gh, node = graph[0], ffi.new("cudaGraphNode_t *")
-    lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
-    deps = ffi.new("cudaGraphNode_t[1]", [node[0]])
     p = ffi.new("struct cudaMemsetParams *")
     p.dst, p.value, p.elementSize, p.width, p.height, p.pitch = ffi.cast("void *", mbuf.ptr), 0, 1, 256, 1, 0
-    add_memset = lib.cudaGraphAddMemsetNode
-    t0 = _now()
-    for _ in range(nodes):
-        if add_memset(node, gh, deps, 1, p):
-            raise RuntimeError("cudaGraphAddMemsetNode failed")
-        if shape == "chain":
-            deps[0] = node[0]
-    out[f"raw cffi cudaGraphAddMemsetNode ({shape})"] = (_now() - t0) / nodes
-    lib.cudaGraphDestroy(gh)
-
+    out[f"raw cffi cudaGraphAddMemsetNode ({shape})"] = _raw_adds(ffi, lib, "cudaGraphAddMemsetNode", nodes,
+                                                                  shape == "chain", p)
     if cbr is not None:
         mp = cbr.cudaMemsetParams()
         mp.dst, mp.value, mp.elementSize, mp.width, mp.height, mp.pitch = mbuf.ptr, 0, 1, 256, 1, 0
-        err, cg = cbr.cudaGraphCreate(0)
-        err, croot = cbr.cudaGraphAddEmptyNode(cg, None, 0)
-        cprev = croot
-        cb_add = cbr.cudaGraphAddMemsetNode
-        t0 = _now()
-        for _ in range(nodes):
-            err, cprev = cb_add(cg, [croot if shape == "fanout" else cprev], 1, mp)
-        out[f"cuda.bindings cudaGraphAddMemsetNode ({shape})"] = (_now() - t0) / nodes
-        if err != cbr.cudaError_t.cudaSuccess:
-            raise RuntimeError(f"cuda.bindings cudaGraphAddMemsetNode: {err}")
-        cbr.cudaGraphDestroy(cg)
+        out[f"cuda.bindings cudaGraphAddMemsetNode ({shape})"] = _cuda_bindings_adds(
+            cbr, "cudaGraphAddMemsetNode", nodes, shape == "chain", mp)
     return out
 
 
@@ -341,7 +342,6 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
     kp.func = ffi.cast("void *", int(k))
     kp.gridDim.x, kp.gridDim.y, kp.gridDim.z, kp.blockDim.x, kp.blockDim.y, kp.blockDim.z = 1, 1, 1, 32, 1, 1
     kp.kernelParams = argv
-    add_raw = lib.cudaGraphAddKernelNode
     try:
         from cuda.bindings import runtime as cbr
     except ImportError:
@@ -367,30 +367,11 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
         out["pygraphrt add_kernel (chain)"].append((_now() - t0) / nodes)
         g.close()
 
-        graph = ffi.new("cudaGraph_t *")
-        lib.cudaGraphCreate(graph, 0)
-        gh, node = graph[0], ffi.new("cudaGraphNode_t *")
-        lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
-        deps = ffi.new("cudaGraphNode_t[1]", [node[0]])
-        t0 = _now()
-        for _ in range(nodes):
-            if add_raw(node, gh, deps, 1, kp):
-                raise RuntimeError("cudaGraphAddKernelNode failed")
-            deps[0] = node[0]
-        out["raw cffi cudaGraphAddKernelNode (chain)"].append((_now() - t0) / nodes)
-        lib.cudaGraphDestroy(gh)
-
+        out["raw cffi cudaGraphAddKernelNode (chain)"].append(
+            _raw_adds(ffi, lib, "cudaGraphAddKernelNode", nodes, True, kp))
         if cbr is not None:
-            err, cg = cbr.cudaGraphCreate(0)
-            err, cprev = cbr.cudaGraphAddEmptyNode(cg, None, 0)
-            cb_add = cbr.cudaGraphAddKernelNode
-            t0 = _now()
-            for _ in range(nodes):
-                err, cprev = cb_add(cg, [cprev], 1, rp)
-            out["cuda.bindings cudaGraphAddKernelNode (chain)"].append((_now() - t0) / nodes)
-            if err != cbr.cudaError_t.cudaSuccess:
-                raise RuntimeError(f"cuda.bindings cudaGraphAddKernelNode: {err}")
-            cbr.cudaGraphDestroy(cg)
+            out["cuda.bindings cudaGraphAddKernelNode (chain)"].append(
+                _cuda_bindings_adds(cbr, "cudaGraphAddKernelNode", nodes, True, rp))
     try:
         import ctypes
 
