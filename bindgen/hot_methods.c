@@ -705,6 +705,12 @@ static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
 
 /* ---- the module's functions (pygraphrt.graph._hot calls them) ---- */
 
+/* Whether node objects of `cls` can be made as object.__new__ makes them (tp_alloc): a concrete
+ * subclass of `node`. */
+static int _pgr_concrete_node(PyTypeObject *cls, PyTypeObject *node) {
+    return PyType_IsSubtype(cls, node) && !(cls->tp_flags & Py_TPFLAGS_IS_ABSTRACT) && cls->tp_alloc != NULL;
+}
+
 /* The offset of __slots__ member `name` defined by `cls` itself, or -1 with an exception. */
 static Py_ssize_t _pgr_slot_offset(PyTypeObject *cls, const char *name) {
     PyObject *d = PyDict_GetItemString(cls->tp_dict, name);  /* borrowed */
@@ -748,9 +754,8 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     if (_pgr_classes(classes, 7, "bind", cls) < 0) return NULL;
     for (i = 0; i < 9; i++)
         if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
-    for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode: made by tp_alloc, as object.__new__ does */
-        if (!PyType_IsSubtype(cls[i], cls[3]) || (cls[i]->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
-            cls[i]->tp_alloc == NULL) {
+    for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode */
+        if (!_pgr_concrete_node(cls[i], cls[3])) {
             PyErr_SetString(PyExc_TypeError, "bind: EmptyNode and MemsetNode must be concrete Node classes");
             return NULL;
         }
@@ -802,8 +807,7 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;
     for (i = 0; i < 5; i++)
         if ((off[i] = _pgr_slot_offset(cls[0], slots[i])) < 0) return NULL;
-    if (!PyType_IsSubtype(cls[2], _pgr_hot.node_cls) || (cls[2]->tp_flags & Py_TPFLAGS_IS_ABSTRACT) ||
-        cls[2]->tp_alloc == NULL || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
+    if (!_pgr_concrete_node(cls[2], _pgr_hot.node_cls) || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
         PyErr_SetString(PyExc_TypeError, "bind_kernels: KernelNode must be a concrete Node class without slots of its own");
         return NULL;
     }
