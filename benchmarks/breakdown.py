@@ -10,7 +10,9 @@ exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add
 graph.add_nodes (bulk, per node), each next to the raw ``lib.<symbol>`` call of the same
 mode with prepared arguments, and stream.launch of a tiny typed kernel next to the driver's
 ``cuLaunchKernel`` with prepared arguments (through libffi in ABI mode, through the compiled
-``_pgr_launch_packed`` in API mode); "layer" is the difference.  Cold start: import, backend
+``_pgr_launch_packed`` in API mode); "layer" is the difference.  The chain adds are timed
+once more with the cyclic collector paused: each node the layer keeps is an object the
+collector tracks, and the difference is the collector's share.  Cold start: import, backend
 selection (the runtime's modules, then ``Backend.load_ms``: library search, dlopen and
 runtime version, binding, driver version, vendor tables), the first device call -- each in
 fresh interpreters, byte-compiled first as pip installs it -- and, apart, the library
@@ -30,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -64,6 +67,8 @@ def _median_us(fn, n: int, trials: int) -> float:
 
 
 def child(quick: bool, profile: bool) -> dict:
+    import gc
+
     import pygraphrt as rt
     from pygraphrt import lowlevel
 
@@ -140,8 +145,11 @@ def child(quick: bool, profile: bool) -> dict:
                         if shape == "chain":
                             deps[0] = out[0]
                 per.append((time.perf_counter_ns() - t0) / 1e3 / nodes)
-            elif which == "py":
+            elif which in ("py", "py-nogc"):
                 prev = root
+                paused = which == "py-nogc" and gc.isenabled()
+                if paused:  # the same loop without the cyclic collector's share
+                    gc.disable()
                 t0 = time.perf_counter_ns()
                 if kind == "empty":
                     add = gg.add_empty
@@ -152,9 +160,12 @@ def child(quick: bool, profile: bool) -> dict:
                     for _ in range(nodes):
                         prev = add(dst, 0, 256, dependencies=[root if shape == "fanout" else prev])
                 per.append((time.perf_counter_ns() - t0) / 1e3 / nodes)
+                if paused:
+                    gc.enable()
             else:  # bulk
                 if not hasattr(gg, "add_nodes"):
                     return float("nan")
+                specs: list[tuple[str, dict[str, Any], list[int | str]]]
                 if kind == "empty":
                     specs = [("empty", {}, [i - 1 if shape == "chain" and i else "root"])
                              for i in range(nodes)]
@@ -171,6 +182,8 @@ def child(quick: bool, profile: bool) -> dict:
         for shape in ("chain", "fanout"):
             op = f"graph.add_{kind} ({shape})"
             res[op] = {"raw": timed_build(shape, "raw", kind), "py": timed_build(shape, "py", kind)}
+            if shape == "chain":  # every node the layer keeps is an object the collector tracks
+                res[f"{op}, collector paused"] = {"raw": res[op]["raw"], "py": timed_build(shape, "py-nogc", kind)}
             bulk = timed_build(shape, "bulk", kind)
             if bulk == bulk:  # not NaN
                 res[f"graph.add_nodes [{kind}] ({shape})"] = {"raw": res[op]["raw"], "py": bulk}
@@ -377,21 +390,21 @@ def report(results: dict, backend: str) -> str:
              "microseconds per call (median)"]
     for m in modes:
         lines.append(f"  {m}: {results[m]['mode']}")
-    head = f"{'operation':34s}" + "".join(f" {m + ' raw':>9s} {m + ' py':>9s} {m + ' layer':>9s}" for m in modes)
+    head = f"{'operation':44s}" + "".join(f" {m + ' raw':>9s} {m + ' py':>9s} {m + ' layer':>9s}" for m in modes)
     lines += ["", head, "-" * len(head)]
     ops = list(results[modes[0]]["ops"]) if modes else []
     for op in ops:
-        row = f"{op:34s}"
+        row = f"{op:44s}"
         for m in modes:
             v = results[m]["ops"].get(op)
             row += (f" {v['raw']:9.3f} {v['py']:9.3f} {v['py'] - v['raw']:9.3f}" if v else " " * 30)
         lines.append(row)
-    lines += ["", f"{'cold start (ms, median)':34s}" + "".join(f" {m:>9s}" for m in modes)]
+    lines += ["", f"{'cold start (ms, median)':44s}" + "".join(f" {m:>9s}" for m in modes)]
     keys = list(dict.fromkeys(k for m in modes for k in results[m]["cold_ms"]))
     for k in keys:
         vals = [results[m]["cold_ms"].get(k, float("nan")) for m in modes]
         if all(isinstance(v, float) for v in vals):
-            lines.append(f"{k:34s}" + "".join(f" {v:9.2f}" for v in vals))
+            lines.append(f"{k:44s}" + "".join(f" {v:9.2f}" for v in vals))
         else:
             lines.append(f"{k}: {vals[0]}")
     return "\n".join(lines)

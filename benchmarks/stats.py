@@ -6,7 +6,7 @@ import json
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Mapping
 
 
 @dataclass
@@ -48,7 +48,7 @@ def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: in
     return out
 
 
-def interleaved(fns: dict[str, Callable[[int], None]], items: int, trials: int,
+def interleaved(fns: Mapping[str, Callable[[int], None]], items: int, trials: int,
                 between: Callable[[], None] | None = None) -> dict[str, list[float]]:
     """Time several contenders trial by trial, in rotating order, under the same conditions.
 
