@@ -1,9 +1,12 @@
 // C baseline for pygraphrt's benchmarks: the same measurements as run.py, in C++.
-// Prints "name value_us" lines (per call / per node), median of trials.
+// Usage: launch_bench [NODES]  (the build/instantiate graphs' size, default 10000: the size
+// run.py builds, so the per-node figures compare graphs of one size).
+// Prints one line per measurement: its name, then every trial's time per call / per node (us);
+// run.py pools the trials of several runs.
 #include <cuda_runtime.h>
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
@@ -28,12 +31,18 @@ template <class F> static std::vector<double> trials(int n, int items, F f) {
     return out;
 }
 
-static void report(const char *name, std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    std::printf("%s %.4f %.4f %.4f\n", name, v[v.size() / 2], v.front(), v.back());
+static void report(const char *name, const std::vector<double> &v) {
+    std::printf("%s", name);
+    for (double x : v) std::printf(" %.4f", x);
+    std::printf("\n");
 }
 
-int main() {
+int main(int argc, char **argv) {
+    const int nodes = argc > 1 ? std::atoi(argv[1]) : 10000;
+    if (nodes < 1) {
+        std::fprintf(stderr, "launch_bench: NODES must be a positive integer, got '%s'\n", argv[1]);
+        return 2;
+    }
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     float *x;
@@ -54,14 +63,14 @@ int main() {
     cudaStreamCaptureStatus st;
     report("stream_launch_tiny", trials(21, 256, [&](int k) { for (int i = 0; i < k; i++) tiny<<<1, 32, 0, s>>>(x); }));
     report("is_capturing", trials(7, 100000, [&](int k) { for (int i = 0; i < k; i++) cudaStreamIsCapturing(s, &st); }));
-    // build: chain and fan-out of 10000 empty nodes; instantiate
+    // build: chain and fan-out of `nodes` empty nodes; instantiate
     for (int fan = 0; fan < 2; fan++) {
         std::vector<double> build, inst;
         for (int t = 0; t < 5; t++) {
             cudaGraph_t b; CK(cudaGraphCreate(&b, 0));
             cudaGraphNode_t root, prev; CK(cudaGraphAddEmptyNode(&root, b, nullptr, 0)); prev = root;
             double t0 = now_us();
-            for (int i = 0; i < 10000; i++) {
+            for (int i = 0; i < nodes; i++) {
                 cudaGraphNode_t nn;
                 cudaGraphAddEmptyNode(&nn, b, fan ? &root : &prev, 1);
                 prev = nn;
@@ -69,7 +78,7 @@ int main() {
             double t1 = now_us();
             cudaGraphExec_t be; CK(cudaGraphInstantiateWithFlags(&be, b, 0));
             double t2 = now_us();
-            build.push_back((t1 - t0) / 10000); inst.push_back((t2 - t1) / 10000);
+            build.push_back((t1 - t0) / nodes); inst.push_back((t2 - t1) / nodes);
             cudaGraphExecDestroy(be); cudaGraphDestroy(b);
         }
         report(fan ? "build_fanout" : "build_chain", build);

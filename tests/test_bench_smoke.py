@@ -30,3 +30,102 @@ def test_run_module_imports_without_gpu():
     import benchmarks.run as run
 
     assert "pygraphrt" in run.IMPORT_PROG
+
+
+def test_c_baseline_runs_pool_their_trials(tmp_path):
+    """run_c_baseline passes the graph size to the C program and pools each measurement's
+    trials over runs; c_figures names them; a failing or unknown output is reported."""
+    import pytest
+
+    import benchmarks.run as run
+
+    exe = tmp_path / "launch_bench"
+    exe.write_text('#!/bin/sh\necho "$1" >> "$0.args"\n'
+                   'echo "build_chain 0.30 0.40 0.50"\necho "launch_empty 1.0 3.0"\n')
+    exe.chmod(0o755)
+    pooled: dict[str, list[float]] = {}
+    assert run.run_c_baseline(exe, 1000, pooled)
+    assert run.run_c_baseline(exe, 1000, pooled)
+    assert (tmp_path / "launch_bench.args").read_text().split() == ["1000", "1000"]
+    assert pooled == {"build_chain": [0.3, 0.4, 0.5] * 2, "launch_empty": [1.0, 3.0] * 2}
+    figs = run.c_figures(pooled, 2)
+    chain = figs["C cudaGraphAddEmptyNode (chain)"]
+    assert (chain.group, chain.median, chain.min, chain.max) == ("build per node", 0.4, 0.3, 0.5)
+    assert figs["C cudaGraphLaunch (empty)"].median == 2.0
+    assert "2 C runs" in chain.note
+    assert run.build_nodes(True) == 1000 and run.build_nodes(False) == 10000
+
+    exe.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    assert not run.run_c_baseline(exe, 10, pooled)
+    exe.write_text('#!/bin/sh\necho "mystery 1.0"\n')
+    with pytest.raises(ValueError, match="unknown line"):
+        run.run_c_baseline(exe, 10, pooled)
+
+
+def test_c_loops_call_the_given_function_as_the_runtime_would(tmp_path):
+    """benchmarks/c_loops.c, with ctypes callbacks standing in for the runtime: each loop
+    calls its function the given number of times with the given handles, threads a chain's
+    dependency from node to node, and stops at (and reports) the first error."""
+    import ctypes
+
+    import pytest
+
+    from benchmarks import c_loops
+
+    so = c_loops.build(tmp_path)
+    if so is None:
+        pytest.skip("no C compiler")
+    seen: dict[str, list] = {k: [] for k in c_loops.ENTRY_POINTS}
+    fail_at = {"n": -1}
+
+    def status(kind):  # after the call is recorded: 7 for the fail_at-th call
+        return 7 if len(seen[kind]) == fail_at["n"] else 0
+
+    vp, i32p = ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)
+    launch = ctypes.CFUNCTYPE(ctypes.c_int, vp, vp)(
+        lambda e, s: (seen["launch"].append((e, s)), status("launch"))[1])
+
+    def is_cap(s, st):
+        st[0] = 0
+        seen["is_capturing"].append(s)
+        return status("is_capturing")
+
+    is_capturing = ctypes.CFUNCTYPE(ctypes.c_int, vp, i32p)(is_cap)
+
+    def add(out, g, deps, n):
+        seen["add_empty"].append((g, deps[0], n))
+        out[0] = 0x100 + len(seen["add_empty"])
+        return status("add_empty")
+
+    add_empty = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(vp), vp, ctypes.POINTER(vp), ctypes.c_size_t)(add)
+
+    def inst(out, g, flags):
+        seen["instantiate"].append((g, flags))
+        out[0] = 0xE0
+        return 0
+
+    instantiate = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(vp), vp, ctypes.c_ulonglong)(inst)
+    exec_destroy = ctypes.CFUNCTYPE(ctypes.c_int, vp)(lambda e: (seen["exec_destroy"].append(e), 0)[1])
+    fns = {k: ctypes.cast(f, ctypes.c_void_p).value for k, f in
+           (("launch", launch), ("is_capturing", is_capturing), ("add_empty", add_empty),
+            ("instantiate", instantiate), ("exec_destroy", exec_destroy))}
+    cl = c_loops.CLoops(so, fns)
+
+    cl.launch(0xA0, 0x50, 4)
+    assert seen["launch"] == [(0xA0, 0x50)] * 4
+    cl.is_capturing(0x50, 3)
+    assert seen["is_capturing"] == [0x50] * 3
+    cl.add_empty(0x60, 0x10, 3, chain=True)
+    assert seen["add_empty"] == [(0x60, 0x10, 1), (0x60, 0x101, 1), (0x60, 0x102, 1)]
+    cl.add_empty(0x60, 0x10, 2, chain=False)
+    assert seen["add_empty"][3:] == [(0x60, 0x10, 1), (0x60, 0x10, 1)]
+    cl.instantiate_and_destroy(0x60)
+    assert seen["instantiate"] == [(0x60, 0)] and seen["exec_destroy"] == [0xE0]
+
+    seen["launch"].clear()
+    fail_at["n"] = 3  # the third call fails: the loop stops there and says which call
+    with pytest.raises(RuntimeError, match="cudaGraphLaunch: the runtime returned 7"):
+        cl.launch(0xA0, 0x50, 10)
+    assert len(seen["launch"]) == 3
+    with pytest.raises(ValueError, match="no address"):
+        c_loops.CLoops(so, {"launch": fns["launch"]})
