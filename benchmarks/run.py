@@ -26,7 +26,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import c_loops
-from .stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
+from .stats import Figure, chart, interleaved, ratio, rotated, table, time_per_item, to_json
 
 HERE = Path(__file__).resolve().parent
 
@@ -178,63 +178,25 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
     for name, vals in interleaved(triv, n_triv, trials).items():
         add(name, "trivial call", vals)
 
-    # build throughput and instantiate
+    # build throughput and instantiate: one graph per contender and trial, the order rotating
     nodes = build_nodes(q)
     mbuf = rt.malloc(1 << 12)  # what the memset nodes set (they are never launched)
     for shape in ("chain", "fanout"):
-        build_py, inst_py, build_raw, build_cb, build_bulk, build_c, inst_c = [], [], [], [], [], [], []
-        build_mem: dict[str, list[float]] = {}
-        for _ in range(3 if q else 5):
-            gg = rt.Graph()
-            root = gg.add_empty()
-            prev = root
-            t0 = _now()
-            for _ in range(nodes):
-                prev = gg.add_empty(dependencies=[root if shape == "fanout" else prev])
-            t1 = _now()
-            ge = gg.instantiate()
-            t2 = _now()
-            build_py.append((t1 - t0) / nodes)
-            inst_py.append((t2 - t1) / nodes)
-            ge.close(), gg.close()
-
-            gg = rt.Graph()  # the same graph in one call (Graph.add_nodes)
-            root = gg.add_empty()
-            specs = [("empty", None, [i - 1 if shape == "chain" and i else "root"]) for i in range(nodes)]
-            t0 = _now()
-            gg.add_nodes(specs, names={"root": root})
-            build_bulk.append((_now() - t0) / nodes)
-            gg.close()
-
-            if cl is not None:  # the same graph from C, then instantiated from C
-                gg = rt.Graph()
-                root = gg.add_empty()
-                t0 = _now()
-                cl.add_empty(int(gg), int(root), nodes, shape == "chain")
-                t1 = _now()
-                cl.instantiate_and_destroy(int(gg))
-                t2 = _now()
-                build_c.append((t1 - t0) / nodes)
-                inst_c.append((t2 - t1) / nodes)
-                gg.close()
-
-            build_raw.append(_raw_adds(ffi, lib, "cudaGraphAddEmptyNode", nodes, shape == "chain"))
-            if cbr is not None:
-                build_cb.append(_cuda_bindings_adds(cbr, "cudaGraphAddEmptyNode", nodes, shape == "chain"))
-            mem = _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape, nodes)
-            for name, v in mem.items():
-                build_mem.setdefault(name, []).append(v)
-        for name, vals in build_mem.items():
-            add(name, "build per node", vals)
-        add(f"pygraphrt add_empty ({shape})", "build per node", build_py)
-        add(f"pygraphrt add_nodes, bulk ({shape})", "build per node", build_bulk)
-        add(f"raw cffi cudaGraphAddEmptyNode ({shape})", "build per node", build_raw)
-        if build_cb:
-            add(f"cuda.bindings cudaGraphAddEmptyNode ({shape})", "build per node", build_cb)
-        add(f"pygraphrt instantiate ({shape})", "instantiate per node", inst_py)
-        if build_c:
-            add(f"{C_IN} cudaGraphAddEmptyNode ({shape})", "build per node", build_c)
-            add(f"{C_IN} instantiate ({shape})", "instantiate per node", inst_c)
+        chain = shape == "chain"
+        contenders = {f"pygraphrt add_empty ({shape})": lambda: _py_adds(rt, shape, nodes),
+                      f"pygraphrt add_nodes, bulk ({shape})": lambda: _py_bulk(rt, shape, nodes),
+                      f"raw cffi cudaGraphAddEmptyNode ({shape})": lambda: {
+                          f"raw cffi cudaGraphAddEmptyNode ({shape})":
+                              _raw_adds(ffi, lib, "cudaGraphAddEmptyNode", nodes, chain)}}
+        if cbr is not None:
+            contenders[f"cuda.bindings cudaGraphAddEmptyNode ({shape})"] = lambda: {
+                f"cuda.bindings cudaGraphAddEmptyNode ({shape})":
+                    _cuda_bindings_adds(cbr, "cudaGraphAddEmptyNode", nodes, chain)}
+        if cl is not None:
+            contenders[f"{C_IN} cudaGraphAddEmptyNode ({shape})"] = lambda: _c_adds(rt, cl, shape, nodes)
+        contenders.update(_memset_contenders(rt, ffi, lib, cbr, mbuf, shape, nodes))
+        for name, vals in rotated(contenders, 3 if q else 5).items():
+            add(name, "instantiate per node" if " instantiate " in name else "build per node", vals)
     s.close()
 
 
@@ -289,29 +251,74 @@ def _cuda_bindings_adds(cbr, api: str, nodes: int, chain: bool, params=None) -> 
     return per_node
 
 
-def _bench_memset_nodes(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict[str, float]:
-    """Per-node time of adding ``nodes`` memset nodes (256 bytes of ``mbuf``) as a chain or a
-    fan-out: pygraphrt's ``add_memset`` (arguments as values, checked per call), the raw cffi
-    call and cuda.bindings' ``cudaGraphAddMemsetNode``, both given one parameter struct made
-    once (the cheapest way to call them)."""
-    out: dict[str, float] = {}
+def _py_adds(rt, shape: str, nodes: int) -> dict[str, float]:
+    """One graph of ``nodes`` empty nodes from pygraphrt's ``add_empty`` (a chain, or all
+    depending on the first node), then instantiated: per-node times of both."""
     gg = rt.Graph()
     root = prev = gg.add_empty()
     t0 = _now()
     for _ in range(nodes):
-        prev = gg.add_memset(mbuf, 0, 256, dependencies=[root if shape == "fanout" else prev])
-    out[f"pygraphrt add_memset ({shape})"] = (_now() - t0) / nodes
+        prev = gg.add_empty(dependencies=[root if shape == "fanout" else prev])
+    t1 = _now()
+    ge = gg.instantiate()
+    t2 = _now()
+    ge.close(), gg.close()
+    return {f"pygraphrt add_empty ({shape})": (t1 - t0) / nodes, f"pygraphrt instantiate ({shape})": (t2 - t1) / nodes}
+
+
+def _py_bulk(rt, shape: str, nodes: int) -> dict[str, float]:
+    """The graph of :func:`_py_adds` in one call (``Graph.add_nodes``)."""
+    gg = rt.Graph()
+    root = gg.add_empty()
+    specs = [("empty", None, [i - 1 if shape == "chain" and i else "root"]) for i in range(nodes)]
+    t0 = _now()
+    gg.add_nodes(specs, names={"root": root})
+    per_node = (_now() - t0) / nodes
     gg.close()
+    return {f"pygraphrt add_nodes, bulk ({shape})": per_node}
+
+
+def _c_adds(rt, cl, shape: str, nodes: int) -> dict[str, float]:
+    """The graph of :func:`_py_adds` from the in-process C loops, then instantiated from C."""
+    gg = rt.Graph()
+    root = gg.add_empty()
+    t0 = _now()
+    cl.add_empty(int(gg), int(root), nodes, shape == "chain")
+    t1 = _now()
+    cl.instantiate_and_destroy(int(gg))
+    t2 = _now()
+    gg.close()
+    return {f"{C_IN} cudaGraphAddEmptyNode ({shape})": (t1 - t0) / nodes,
+            f"{C_IN} instantiate ({shape})": (t2 - t1) / nodes}
+
+
+def _memset_contenders(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict:
+    """One graph of ``nodes`` memset nodes (256 bytes of ``mbuf``) as a chain or a fan-out, per
+    contender: pygraphrt's ``add_memset`` (arguments as values, checked per call), the raw cffi
+    call and cuda.bindings' ``cudaGraphAddMemsetNode``, both given one parameter struct made
+    once (the cheapest way to call them)."""
+    chain = shape == "chain"
+
+    def py() -> dict[str, float]:
+        gg = rt.Graph()
+        root = prev = gg.add_empty()
+        t0 = _now()
+        for _ in range(nodes):
+            prev = gg.add_memset(mbuf, 0, 256, dependencies=[root if shape == "fanout" else prev])
+        per_node = (_now() - t0) / nodes
+        gg.close()
+        return {f"pygraphrt add_memset ({shape})": per_node}
 
     p = ffi.new("struct cudaMemsetParams *")
     p.dst, p.value, p.elementSize, p.width, p.height, p.pitch = ffi.cast("void *", mbuf.ptr), 0, 1, 256, 1, 0
-    out[f"raw cffi cudaGraphAddMemsetNode ({shape})"] = _raw_adds(ffi, lib, "cudaGraphAddMemsetNode", nodes,
-                                                                  shape == "chain", p)
+    raw_name = f"raw cffi cudaGraphAddMemsetNode ({shape})"
+    out = {f"pygraphrt add_memset ({shape})": py,
+           raw_name: lambda: {raw_name: _raw_adds(ffi, lib, "cudaGraphAddMemsetNode", nodes, chain, p)}}
     if cbr is not None:
         mp = cbr.cudaMemsetParams()
         mp.dst, mp.value, mp.elementSize, mp.width, mp.height, mp.pitch = mbuf.ptr, 0, 1, 256, 1, 0
-        out[f"cuda.bindings cudaGraphAddMemsetNode ({shape})"] = _cuda_bindings_adds(
-            cbr, "cudaGraphAddMemsetNode", nodes, shape == "chain", mp)
+        cb_name = f"cuda.bindings cudaGraphAddMemsetNode ({shape})"
+        out[cb_name] = lambda: {cb_name: _cuda_bindings_adds(cbr, "cudaGraphAddMemsetNode", nodes, chain, mp)}
     return out
 
 
@@ -375,7 +382,6 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
     from pygraphrt import lowlevel
 
     ffi, lib = lowlevel.ffi, lowlevel.lib
-    out: dict[str, list[float]] = {"pygraphrt add_kernel (chain)": [], "raw cffi cudaGraphAddKernelNode (chain)": []}
     cell = ffi.new("void **", ffi.cast("void *", buf.ptr))
     argv = ffi.new("void *[1]", [cell])
     kp = ffi.new("struct cudaKernelNodeParams *")
@@ -389,7 +395,6 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
     if cbr is not None:
         import ctypes
 
-        out["cuda.bindings cudaGraphAddKernelNode (chain)"] = []
         rcell = ctypes.c_void_p(buf.ptr)
         rargv = (ctypes.c_void_p * 1)(ctypes.addressof(rcell))
         rp = cbr.cudaKernelNodeParams()
@@ -398,51 +403,66 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
         rp.blockDim.x, rp.blockDim.y, rp.blockDim.z = 32, 1, 1
         rp.sharedMemBytes = 0
         rp.kernelParams = ctypes.addressof(rargv)
-    for _ in range(trials):  # the contenders interleaved trial by trial
+
+    def py() -> dict[str, float]:
         g = rt.Graph()
         prev = g.add_empty()
         t0 = _now()
         for _ in range(nodes):
             prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
-        out["pygraphrt add_kernel (chain)"].append((_now() - t0) / nodes)
+        per_node = (_now() - t0) / nodes
         g.close()
+        return {"pygraphrt add_kernel (chain)": per_node}
 
-        out["raw cffi cudaGraphAddKernelNode (chain)"].append(
-            _raw_adds(ffi, lib, "cudaGraphAddKernelNode", nodes, True, kp))
-        if cbr is not None:
-            out["cuda.bindings cudaGraphAddKernelNode (chain)"].append(
-                _cuda_bindings_adds(cbr, "cudaGraphAddKernelNode", nodes, True, rp))
+    contenders = {"pygraphrt add_kernel (chain)": py,
+                  "raw cffi cudaGraphAddKernelNode (chain)": lambda: {
+                      "raw cffi cudaGraphAddKernelNode (chain)":
+                          _raw_adds(ffi, lib, "cudaGraphAddKernelNode", nodes, True, kp)}}
+    if cbr is not None:
+        contenders["cuda.bindings cudaGraphAddKernelNode (chain)"] = lambda: {
+            "cuda.bindings cudaGraphAddKernelNode (chain)":
+                _cuda_bindings_adds(cbr, "cudaGraphAddKernelNode", nodes, True, rp)}
     try:
-        import ctypes
-
-        from cuda.bindings import driver as cbd
-
-        err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
-        if err != cbd.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"cuKernelGetFunction: {err}")
-        cell = ctypes.c_void_p(buf.ptr)
-        argv = (ctypes.c_void_p * 1)(ctypes.addressof(cell))
-        p = cbd.CUDA_KERNEL_NODE_PARAMS()
-        p.func = func
-        p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ = 1, 1, 1, 32, 1, 1
-        p.sharedMemBytes = 0
-        p.kernelParams = ctypes.addressof(argv)
-        add = cbd.cuGraphAddKernelNode
-        vals = []
-        for _ in range(trials):
-            err, cg = cbd.cuGraphCreate(0)
-            err, cprev = cbd.cuGraphAddEmptyNode(cg, None, 0)
-            t0 = _now()
-            for _ in range(nodes):
-                err, cprev = add(cg, [cprev], 1, p)
-            vals.append((_now() - t0) / nodes)
-            if err != cbd.CUresult.CUDA_SUCCESS:
-                raise RuntimeError(f"cuGraphAddKernelNode: {err}")
-            cbd.cuGraphDestroy(cg)
-        out["cuda.bindings cuGraphAddKernelNode (chain)"] = vals
+        contenders["cuda.bindings cuGraphAddKernelNode (chain)"] = _driver_kernel_adds(k, buf, nodes)
     except (ImportError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
         print(f"cuda.bindings kernel node add skipped: {exc!r}")
-    return out
+    return rotated(contenders, trials)
+
+
+def _driver_kernel_adds(k, buf, nodes: int):
+    """A contender for :func:`rotated`: one chain of ``nodes`` kernel nodes (kernel ``k``, one
+    pointer argument ``buf``) made by cuda.bindings' driver ``cuGraphAddKernelNode`` with a
+    CUfunction of the current context and one parameter struct made once."""
+    import ctypes
+
+    from cuda.bindings import driver as cbd
+
+    err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
+    if err != cbd.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuKernelGetFunction: {err}")
+    cell = ctypes.c_void_p(buf.ptr)
+    argv = (ctypes.c_void_p * 1)(ctypes.addressof(cell))
+    p = cbd.CUDA_KERNEL_NODE_PARAMS()
+    p.func = func
+    p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ = 1, 1, 1, 32, 1, 1
+    p.sharedMemBytes = 0
+    p.kernelParams = ctypes.addressof(argv)
+    add = cbd.cuGraphAddKernelNode
+
+    def driver() -> dict[str, float]:
+        err, cg = cbd.cuGraphCreate(0)
+        err, cprev = cbd.cuGraphAddEmptyNode(cg, None, 0)
+        t0 = _now()
+        for _ in range(nodes):
+            err, cprev = add(cg, [cprev], 1, p)
+        per_node = (_now() - t0) / nodes
+        if err != cbd.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"cuGraphAddKernelNode: {err}")
+        cbd.cuGraphDestroy(cg)
+        _ = (cell, argv)  # the parameter cells live as long as the contender
+        return {"cuda.bindings cuGraphAddKernelNode (chain)": per_node}
+
+    return driver
 
 
 def _now() -> float:

@@ -48,6 +48,23 @@ def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: in
     return out
 
 
+def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials: int) -> dict[str, list[float]]:
+    """:func:`interleaved` for contenders that time themselves: each call runs one trial (e.g.
+    builds one graph) and returns its figures by name (one contender may give several, such as
+    a build and the instantiate after it).  One warm-up round is discarded; then each trial
+    calls every contender, the order rotating from trial to trial, so that no contender always
+    runs first after the others have freed their memory."""
+    names = list(contenders)
+    for name in names:  # warm-up
+        contenders[name]()
+    out: dict[str, list[float]] = {}
+    for t in range(trials):
+        for name in names[t % len(names):] + names[:t % len(names)]:
+            for fig, value in contenders[name]().items():
+                out.setdefault(fig, []).append(value)
+    return out
+
+
 def interleaved(fns: Mapping[str, Callable[[int], None]], items: int, trials: int,
                 between: Callable[[], None] | None = None) -> dict[str, list[float]]:
     """Time several contenders trial by trial, in rotating order, under the same conditions.

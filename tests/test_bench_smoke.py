@@ -129,3 +129,21 @@ def test_c_loops_call_the_given_function_as_the_runtime_would(tmp_path):
     assert len(seen["launch"]) == 3
     with pytest.raises(ValueError, match="no address"):
         c_loops.CLoops(so, {"launch": fns["launch"]})
+
+
+def test_rotated_contenders_take_turns_and_may_give_several_figures():
+    from benchmarks.stats import rotated
+
+    order = []
+
+    def contender(name, figs):
+        def run():
+            order.append(name)
+            return figs
+        return run
+
+    res = rotated({"a": contender("a", {"a": 1.0, "a inst": 2.0}), "b": contender("b", {"b": 3.0}),
+                   "c": contender("c", {"c": 4.0})}, 3)
+    assert order[:3] == ["a", "b", "c"]  # the warm-up round, discarded
+    assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert res == {"a": [1.0] * 3, "a inst": [2.0] * 3, "b": [3.0] * 3, "c": [4.0] * 3}
