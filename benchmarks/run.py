@@ -26,7 +26,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from . import c_loops
-from .stats import Figure, chart, interleaved, ratio, rotated, table, time_per_item, to_json
+from .stats import (Figure, chart, combine_ratios, interleaved, pool_figures, ratio, rotated, table,
+                    time_per_item, to_json)
 
 HERE = Path(__file__).resolve().parent
 
@@ -651,8 +652,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (for a smoke run)")
     ap.add_argument("--modes", default="abi,api",
                     help="call modes to measure, side by side: abi (PYGRAPHRT_FAST=0), api (=1)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="whole runs (every mode in fresh interpreters); ratios are taken within "
+                         "each run and reported as the median with the range")
     ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
     a.outdir.mkdir(parents=True, exist_ok=True)
     if a.child_mode:  # one mode, in this interpreter
         figs: dict[str, Figure] = {}
@@ -667,26 +673,32 @@ def main(argv: list[str] | None = None) -> int:
             {"mode": rt.backend().ffi_mode, "figures": [asdict(f) for f in figs.values()]}))
         return 0
     modes = [m for m in a.modes.split(",") if m]
-    figs = {}
+    runs: list[dict[str, Figure]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        # The C baseline runs before and after each mode and its trials are pooled: a machine
-        # whose speed drifts between processes (seen on the H100s) then weighs on the C side
-        # as it does on the Python side, instead of setting every ratio against C by one run.
+        # The C++ program runs before and after each mode and its trials are pooled (the
+        # ratios against C use the in-process C loops; this is the separate program's figure).
         exe = build_c_baseline(Path(tmp))
         pooled: dict[str, list[float]] = {}
         c_runs = 0
         if exe is not None and run_c_baseline(exe, build_nodes(a.quick), pooled):
             c_runs += 1
-        for m in modes:
-            figs.update(run_mode(a.outdir, m, a.quick))
-            if exe is not None and c_runs and run_c_baseline(exe, build_nodes(a.quick), pooled):
-                c_runs += 1
-        figs.update(c_figures(pooled, c_runs))
-    bench_import(figs, 3 if a.quick else 7, modes)
-    ratios = target_ratios(figs)
+        for r in range(a.repeat):  # whole runs: every mode in fresh interpreters, then the imports
+            if a.repeat > 1:
+                print(f"== run {r + 1} of {a.repeat}", flush=True)
+            run: dict[str, Figure] = {}
+            for m in modes:
+                run.update(run_mode(a.outdir, m, a.quick))
+                if exe is not None and c_runs and run_c_baseline(exe, build_nodes(a.quick), pooled):
+                    c_runs += 1
+            bench_import(run, 3 if a.quick else 7, modes)
+            runs.append(run)
+        c_figs = c_figures(pooled, c_runs)
+    # each run's ratios from that run's figures; the table gives their median and range
+    ratios = combine_ratios([target_ratios({**c_figs, **run}) for run in runs])
+    figs = {**pool_figures(runs), **c_figs}
     ordered = sorted(figs.values(), key=lambda f: (f.group, f.name))
     meta = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "python": platform.python_version(), "quick": a.quick, "modes": modes}
+            "python": platform.python_version(), "quick": a.quick, "modes": modes, "repeat": a.repeat}
     try:
         import pygraphrt as rt
 

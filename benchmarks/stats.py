@@ -95,12 +95,23 @@ def interleaved(fns: Mapping[str, Callable[[int], None]], items: int, trials: in
 
 @dataclass
 class Ratio:
+    """A target ratio: its value and whether it meets ``target`` (``<= limit`` or ``>= at_least``).
+    Combined over whole repeated runs (:func:`combine_ratios`), ``value`` is the median of the
+    runs' values, listed in ``runs``."""
+
     name: str
     numerator: str
     denominator: str
     value: float
     target: str
     met: bool
+    limit: float | None = None
+    at_least: float | None = None
+    runs: list[float] = field(default_factory=list)
+
+
+def _meets(v: float, limit: float | None, at_least: float | None) -> bool:
+    return (limit is None or v <= limit) and (at_least is None or v >= at_least)
 
 
 def ratio(figs: dict[str, Figure], name: str, num: str, den: str, target: str,
@@ -108,12 +119,35 @@ def ratio(figs: dict[str, Figure], name: str, num: str, den: str, target: str,
     if num not in figs or den not in figs:
         return None
     v = figs[num].median / figs[den].median
-    met = True
-    if limit is not None:
-        met = v <= limit
-    if at_least is not None:
-        met = v >= at_least
-    return Ratio(name, num, den, v, target, met)
+    return Ratio(name, num, den, v, target, _meets(v, limit, at_least), limit, at_least, [v])
+
+
+def combine_ratios(per_run: list[list[Ratio]]) -> list[Ratio]:
+    """Each target's ratio over whole repeated runs (every run's ratio taken within that run):
+    the median value, judged against the target, with the runs' values kept."""
+    by_name: dict[str, list[Ratio]] = {}
+    for run in per_run:
+        for r in run:
+            by_name.setdefault(r.name, []).append(r)
+    out = []
+    for rs in by_name.values():
+        values = [r.value for r in rs]
+        v = statistics.median(values)
+        first = rs[0]
+        out.append(Ratio(first.name, first.numerator, first.denominator, v, first.target,
+                         _meets(v, first.limit, first.at_least), first.limit, first.at_least, values))
+    return out
+
+
+def pool_figures(runs: list[dict[str, Figure]]) -> dict[str, Figure]:
+    """The figures of repeated runs, each one's trials pooled."""
+    trials: dict[str, list[float]] = {}
+    first: dict[str, Figure] = {}
+    for run in runs:
+        for name, f in run.items():
+            trials.setdefault(name, []).extend(f.trials_us)
+            first.setdefault(name, f)
+    return {name: Figure(f.group, name, trials[name], unit=f.unit, note=f.note) for name, f in first.items()}
 
 
 def table(figs: list[Figure], ratios: list[Ratio]) -> str:
@@ -123,10 +157,15 @@ def table(figs: list[Figure], ratios: list[Ratio]) -> str:
         lines.append(f"{f.group:<22} {f.name:<44} {f.median:>10.3f} {f.min:>10.3f} {f.max:>10.3f} "
                      f"{f.unit}{('  ' + f.note) if f.note else ''}")
     if ratios:
-        lines += ["", f"{'target':<6} {'ratio':<58} {'value':>8}  goal  met"]
+        runs = max(len(r.runs) for r in ratios)
+        spread = runs > 1
+        lines += ["", f"{'target':<6} {'ratio':<58} {'value':>8}"
+                  + (f" {'min-max over ' + str(runs) + ' runs':>24}" if spread else "") + "  goal  met"]
         for r in ratios:
-            lines.append(f"{r.name:<6} {r.numerator + ' / ' + r.denominator:<58} {r.value:>8.3f}  "
-                         f"{r.target}  {'yes' if r.met else 'NO'}")
+            rng = f" {min(r.runs):>11.3f}-{max(r.runs):<12.3f}" if spread and r.runs else (" " * 25 if spread else "")
+            met_in = f" (met in {sum(_meets(v, r.limit, r.at_least) for v in r.runs)}/{len(r.runs)})" if spread else ""
+            lines.append(f"{r.name:<6} {r.numerator + ' / ' + r.denominator:<58} {r.value:>8.3f}{rng}  "
+                         f"{r.target}  {'yes' if r.met else 'NO'}{met_in}")
     return "\n".join(lines)
 
 

@@ -147,3 +147,25 @@ def test_rotated_contenders_take_turns_and_may_give_several_figures():
     assert order[:3] == ["a", "b", "c"]  # the warm-up round, discarded
     assert order[3:] == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert res == {"a": [1.0] * 3, "a inst": [2.0] * 3, "b": [3.0] * 3, "c": [4.0] * 3}
+
+
+def test_repeated_runs_combine_ratio_by_ratio():
+    """--repeat: each run's ratio is taken within the run; the combined value is their
+    median, judged against the target, and the table gives the range and how many runs met it."""
+    from benchmarks.stats import Figure, combine_ratios, pool_figures, ratio, table
+
+    def run(num, den):
+        return {"p": Figure("g", "p", [num]), "c": Figure("g", "c", [den])}
+
+    runs = [run(1.0, 1.0), run(3.0, 1.0), run(1.5, 1.0)]  # ratios 1.0, 3.0, 1.5
+    per_run = [[ratio(r, "T", "p", "c", "<= 2.0", limit=2.0)] for r in runs]
+    (combined,) = combine_ratios(per_run)
+    assert combined.runs == [1.0, 3.0, 1.5] and combined.value == 1.5 and combined.met
+    text = table([], [combined])
+    assert "min-max over 3 runs" in text and "1.000-3.000" in text and "yes (met in 2/3)" in text
+    at_least = combine_ratios([[ratio(r, "U", "c", "p", ">= 0.9", at_least=0.9)] for r in runs])[0]
+    assert at_least.value == 1 / 1.5 and not at_least.met
+    pooled = pool_figures(runs)
+    assert pooled["p"].trials_us == [1.0, 3.0, 1.5] and pooled["p"].median == 1.5
+    single = table([], combine_ratios(per_run[:1]))
+    assert "runs" not in single and single.rstrip().endswith("yes")
