@@ -598,7 +598,7 @@ def target_ratios(figs: dict[str, Figure]) -> list:
               ratio(figs, f"{m}:Af", f"pygraphrt add_empty (fanout){t}", f"{cbb} (fanout){t}", f"<= {add}", limit=add),
               ratio(figs, f"{m}:B", f"pygraphrt add_nodes, bulk (chain){t}", f"{cbb} (chain){t}", f"<= {add}", limit=add),
               ratio(figs, f"{m}:Bc", f"pygraphrt add_nodes, bulk (chain){t}",
-                    c_ref(figs, "cudaGraphAddEmptyNode (chain)", t), "report", limit=None),
+                    c_ref(figs, "cudaGraphAddEmptyNode (chain)", t), *(("<= 2.0", 2.0) if m == "api" else ("report", None))),
               ratio(figs, f"{m}:M", f"pygraphrt add_memset (chain){t}", f"cuda.bindings cudaGraphAddMemsetNode (chain){t}",
                     f"<= {add}", limit=add),
               ratio(figs, f"{m}:Mf", f"pygraphrt add_memset (fanout){t}",
