@@ -267,10 +267,12 @@ static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
     return 1;
 }
 
-/* The node the runtime made (handle `out`): a `cls` object of graph `self`, in its node table
- * (held across the call: the GIL was released while the runtime ran). */
+/* The node the runtime made (handle `out`): a `cls` object of graph `self`, entered in its node
+ * table (held across the call: the GIL was released while the runtime ran) by a weak reference
+ * (Graph.__init__ says why).  That reference has no callback, so it holds nothing that could
+ * be part of a cycle, and it is untracked: the cyclic collector has nothing to walk for it. */
 static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
-    PyObject *handle, *node;
+    PyObject *handle, *node, *ref;
     handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
     if (handle == NULL) return NULL;
     node = cls->tp_alloc(cls, 0);
@@ -280,7 +282,14 @@ static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cl
     }
     _PGR_SLOT(node, _pgr_hot.n_graph) = Py_NewRef(self);
     _PGR_SLOT(node, _pgr_hot.n_handle) = handle;  /* the node's reference */
-    if (PyDict_SetItem(nodes, handle, node) < 0) Py_CLEAR(node);
+    ref = PyWeakref_NewRef(node, NULL);
+    if (ref == NULL) {
+        Py_DECREF(node);
+        return NULL;
+    }
+    PyObject_GC_UnTrack(ref);
+    if (PyDict_SetItem(nodes, handle, ref) < 0) Py_CLEAR(node);
+    Py_DECREF(ref);
     return node;
 }
 

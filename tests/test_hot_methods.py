@@ -586,8 +586,8 @@ LEAKS = """
 @needs_fast
 def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     """20000 calls of each path leave every object's reference count and the traced memory as they
-    were; adding nodes takes exactly one reference to the graph and one to the class per node,
-    which closing the graph gives back."""
+    were; a node takes exactly one reference to the graph and one to its class, which the node
+    gives back when its caller drops it (the node table keeps C-made nodes weakly)."""
     out = run_py(LEAKS, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
                  PYGRAPHRT_FAST="1").splitlines()
     zero = [0] * 10
@@ -596,9 +596,60 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
                                                           "add_memset fallback", "add_kernel error",
                                                           "add_kernel fallback", "add_nodes error")]
     assert out[9] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0] True"
-    # a kernel node: the graph, its class, and the kept kernel and argument tuple
-    assert out[10] == "add_kernel [0, 40000, 0, 0, 0, 20000, 0, 0, 20000, 20000] True True"
-    # r and the first kernel node left the closed graph's node table
-    assert out[11] == "after close [0, -1, -1, 0, 0, 0, 0, 0, 20000, 20000]"
+    # a kernel node: the graph, its class, and the kept kernel and argument tuple (the empty
+    # nodes, dropped, gave theirs back)
+    assert out[10] == "add_kernel [0, 20000, 0, 0, 0, 0, 0, 0, 20000, 20000] True True"
+    # the first kernel node (made by the Python method, kept by the table) left the closed graph's
+    # node table; r, made in C and held by this script, stays as it was
+    assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 20000, 20000]"
     # (k: less the first node's keep too, made before the counts were taken)
-    assert out[12] == "without the graph's keep [0, -1, -1, 0, 0, 0, 0, 0, -1, 0]"
+    assert out[12] == "without the graph's keep [0, -1, 0, 0, 0, 0, 0, 0, -1, 0]"
+
+
+NODE_TABLE = """
+    import gc, weakref
+    import pygraphrt as rt
+    g = rt.Graph()
+    root = g.add_empty()
+    a = g.add_memset(0x1000, 7, 16, dependencies=[root])
+    h = int(a)
+    entry = g._nodes[a._handle]
+    print("entry", type(entry).__name__, gc.is_tracked(entry))
+    print("the live object", [n is a for n in g.nodes()], g.nodes()[1].dependencies[0][0] is root)
+    w = weakref.ref(a)
+    del a
+    print("freed when dropped", w() is None)
+    b = [n for n in g.nodes() if int(n) == h][0]
+    print("made again", type(b).__name__, b.is_valid, b is g.nodes()[1], b.dependencies[0][0] is root,
+          b.params["value"])
+    g2 = rt.Graph()
+    n2 = g2.add_empty()
+    wg = weakref.ref(g2)
+    del g2
+    print("a held node keeps its graph", wg() is not None, n2.graph is wg())
+    gc.disable()
+    del n2
+    by_refcount = wg() is None
+    gc.enable()
+    gc.collect()
+    print("freed by refcount", by_refcount)
+    print("freed", wg() is None)
+"""
+
+
+@needs_fast
+def test_node_table_keeps_c_made_nodes_weakly(fake_cudart):  # noqa: F811
+    """The C add methods enter their nodes in the node table by an untracked weak reference:
+    a node its caller drops is freed at once (no object left for the cyclic collector), a
+    graph whose nodes are all dropped goes by refcount, and everything observable is as in ABI
+    mode, where the table keeps the node itself: the one live object per handle, a dropped
+    node made again (of its class, with its values) when the graph lists it."""
+    abi = run_mode(fake_cudart, "0", NODE_TABLE).splitlines()
+    api = run_mode(fake_cudart, "1", NODE_TABLE).splitlines()
+    same = ["the live object [False, True] True", "made again MemsetNode True True True 7",
+            "a held node keeps its graph True True", "freed True"]
+    assert [abi[i] for i in (1, 3, 4, 6)] == same
+    assert [api[i] for i in (1, 3, 4, 6)] == same
+    assert abi[0] == "entry MemsetNode True" and api[0] == "entry ReferenceType False"
+    assert abi[2] == "freed when dropped False" and api[2] == "freed when dropped True"
+    assert abi[5] == "freed by refcount False" and api[5] == "freed by refcount True"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from weakref import ReferenceType as _WeakRef
 
 from .. import _runtime, errors
 from .._handles import ErrorSink, Owned
@@ -75,6 +76,11 @@ def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list
     return edges
 
 
+def _live(entry: Node | _WeakRef[Node] | None) -> Node | None:
+    """The node of a node-table entry (see Graph.__init__), None when there is none (left)."""
+    return entry() if type(entry) is _WeakRef else entry  # type: ignore[return-value]
+
+
 class Graph(Owned):
     """A CUDA/HIP graph built explicitly or by stream capture.
 
@@ -96,8 +102,15 @@ class Graph(Owned):
             backend.ops.call("GraphCreate", out, 0)
             _handle = out[0]
         super().__init__(backend, _handle, _owned, keep=[])
-        # Keyed by the handle itself: cffi pointers hash and compare by address.
-        self._nodes: dict[Any, Node] = {}
+        # The node table: the one Python object of each node handle, keyed by the handle itself
+        # (cffi pointers hash and compare by address).  An entry is the node, or a weak
+        # reference to it: the compiled add methods keep nodes weakly, so that a node its
+        # caller drops dies at once instead of becoming one more object the cyclic collector
+        # must keep walking (in a process with a large heap, a full collection per few
+        # graphs of thousands of nodes).  A node a weak entry has lost is made again on demand
+        # by _wrap; nodes with state of their own (ConditionalNode) are only made by Python
+        # code, which keeps them strongly.  Read entries with _live.
+        self._nodes: dict[Any, Node | _WeakRef[Node]] = {}
         # Scratch cells reused by node creation (graphs are not thread-safe in the
         # runtime either: one graph must not be modified from two threads at once).
         ffi, prefix = backend.ffi, backend.ops.prefix
@@ -141,7 +154,7 @@ class Graph(Owned):
 
     def _wrap(self, handle: Any, cls: type[Node] | None = None) -> Node:
         """The one Python object of a node handle (``cls`` when the caller knows the type)."""
-        node = self._nodes.get(handle)
+        node = _live(self._nodes.get(handle))
         if node is None:
             if cls is None:
                 cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import errors
 from ..enums import CaptureMode
 from ._capture import Capture
-from ._graph import Graph
+from ._graph import Graph, _live
 
 if TYPE_CHECKING:
     from ..device import Stream
@@ -138,7 +138,9 @@ class Recapture(Capture):
         # Nodes the runtime made anew (if any) replace the ones that are gone.
         alive = set(_node_handles(graph))
         for h in [h for h in graph._nodes if h not in alive]:
-            graph._nodes.pop(h)._handle = None
+            node = _live(graph._nodes.pop(h))
+            if node is not None:
+                node._handle = None
         return out
 
     def abort(self) -> None:
