@@ -45,6 +45,10 @@ def _build_one(name: str, keep: Path | None) -> str:
 
     t0 = time.perf_counter()
     src = fast_source_of(HEADER_SETS[name])
+    if fast.stale_hot_methods(src):
+        raise RuntimeError(f"bindgen/hot_methods.c has changed since {name}'s fast_source.json was "
+                           "generated, so this build would be the old code: run `python -m bindgen "
+                           "generate` first")
     current = fast.up_to_date(src, fast.FASTLIB_DIR)
     if current is not None and keep is None:
         return f"{name}: up to date ({current.name})"

@@ -285,6 +285,15 @@ def hot_section(binding: str, functions: dict[str, Function], module: Module) ->
     return ["", *_hot_calls(binding, functions, module), "", HOT_METHODS_C.read_text().rstrip("\n")]
 
 
+def stale_hot_methods(src: FastSource) -> bool:
+    """True when ``src`` carries the hot methods' module and ``bindgen/hot_methods.c`` (where
+    this checkout has it) is not the text embedded there: the file was edited after ``bindgen
+    generate`` wrote the source, and a build would compile the old code."""
+    if "_PGR_HOT_INIT" not in src.c_source or not HOT_METHODS_C.exists():
+        return False
+    return HOT_METHODS_C.read_text().rstrip("\n") not in src.c_source
+
+
 def module_name(binding: str) -> str:
     return f"pygraphrt._fastlib._{binding}"
 

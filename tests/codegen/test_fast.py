@@ -235,3 +235,25 @@ def test_hot_calls_leave_out_what_the_binding_lacks():
     assert "case 0: return _pgr_p_cudaGraphLaunch != NULL;" in c and "case 1" not in c and "case 2" not in c
     assert "case 3" not in c
     assert c.count("return -1;") == 3 and "params" not in c
+
+
+def test_build_refuses_hot_methods_edited_since_generation(tmp_path, monkeypatch):
+    """``build-fast`` compiles the committed source, which embeds ``bindgen/hot_methods.c`` as
+    ``bindgen generate`` last saw it: an edit made since would silently not be built, so the
+    build refuses, naming the command that brings the source up to date."""
+    from bindgen import __main__ as cli
+    from bindgen.generate import fast_source_of
+    from bindgen.headersets import HEADER_SETS
+
+    src = fast_source_of(HEADER_SETS["cuda13"])
+    assert not fast.stale_hot_methods(src)  # the committed source embeds this checkout's file
+    edited = tmp_path / "hot_methods.c"
+    edited.write_text(fast.HOT_METHODS_C.read_text().replace("_pgr_add_made", "_pgr_add_made_v2"))
+    monkeypatch.setattr(fast, "HOT_METHODS_C", edited)
+    assert fast.stale_hot_methods(src)
+    assert not fast.stale_hot_methods(_source())  # the sample carries no hot methods
+    with pytest.raises(RuntimeError, match="hot_methods.c has changed since cuda13's fast_source.json.*"
+                                           "python -m bindgen generate"):
+        cli._build_one("cuda13", None)
+    monkeypatch.setattr(fast, "HOT_METHODS_C", tmp_path / "absent.c")  # an installed tree without bindgen's C
+    assert not fast.stale_hot_methods(src)
