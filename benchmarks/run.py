@@ -183,16 +183,9 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
     nodes = build_nodes(q)
     mbuf = rt.malloc(1 << 12)  # what the memset nodes set (they are never launched)
     for shape in ("chain", "fanout"):
-        chain = shape == "chain"
         contenders = {f"pygraphrt add_empty ({shape})": lambda: _py_adds(rt, shape, nodes),
                       f"pygraphrt add_nodes, bulk ({shape})": lambda: _py_bulk(rt, shape, nodes),
-                      f"raw cffi cudaGraphAddEmptyNode ({shape})": lambda: {
-                          f"raw cffi cudaGraphAddEmptyNode ({shape})":
-                              _raw_adds(ffi, lib, "cudaGraphAddEmptyNode", nodes, chain)}}
-        if cbr is not None:
-            contenders[f"cuda.bindings cudaGraphAddEmptyNode ({shape})"] = lambda: {
-                f"cuda.bindings cudaGraphAddEmptyNode ({shape})":
-                    _cuda_bindings_adds(cbr, "cudaGraphAddEmptyNode", nodes, chain)}
+                      **_raw_contenders(ffi, lib, cbr, "cudaGraphAddEmptyNode", shape, nodes)}
         if cl is not None:
             contenders[f"{C_IN} cudaGraphAddEmptyNode ({shape})"] = lambda: _c_adds(rt, cl, shape, nodes)
         contenders.update(_memset_contenders(rt, ffi, lib, cbr, mbuf, shape, nodes))
@@ -231,6 +224,17 @@ def _raw_adds(ffi, lib, api: str, nodes: int, chain: bool, params=None) -> float
     per_node = (_now() - t0) / nodes
     lib.cudaGraphDestroy(gh)
     return per_node
+
+
+def _raw_contenders(ffi, lib, cbr, api: str, shape: str, nodes: int, raw_params=None, cb_params=None) -> dict:
+    """Contenders for :func:`rotated`: one graph of ``nodes`` nodes by ``api`` through raw cffi
+    (:func:`_raw_adds`) and, where installed, through cuda.bindings (:func:`_cuda_bindings_adds`),
+    each given its parameter struct."""
+    raw, cb = f"raw cffi {api} ({shape})", f"cuda.bindings {api} ({shape})"
+    out = {raw: lambda: {raw: _raw_adds(ffi, lib, api, nodes, shape == "chain", raw_params)}}
+    if cbr is not None:
+        out[cb] = lambda: {cb: _cuda_bindings_adds(cbr, api, nodes, shape == "chain", cb_params)}
+    return out
 
 
 def _cuda_bindings_adds(cbr, api: str, nodes: int, chain: bool, params=None) -> float:
@@ -298,7 +302,6 @@ def _memset_contenders(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict:
     contender: pygraphrt's ``add_memset`` (arguments as values, checked per call), the raw cffi
     call and cuda.bindings' ``cudaGraphAddMemsetNode``, both given one parameter struct made
     once (the cheapest way to call them)."""
-    chain = shape == "chain"
 
     def py() -> dict[str, float]:
         gg = rt.Graph()
@@ -312,15 +315,12 @@ def _memset_contenders(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict:
 
     p = ffi.new("struct cudaMemsetParams *")
     p.dst, p.value, p.elementSize, p.width, p.height, p.pitch = ffi.cast("void *", mbuf.ptr), 0, 1, 256, 1, 0
-    raw_name = f"raw cffi cudaGraphAddMemsetNode ({shape})"
-    out = {f"pygraphrt add_memset ({shape})": py,
-           raw_name: lambda: {raw_name: _raw_adds(ffi, lib, "cudaGraphAddMemsetNode", nodes, chain, p)}}
+    mp = None
     if cbr is not None:
         mp = cbr.cudaMemsetParams()
         mp.dst, mp.value, mp.elementSize, mp.width, mp.height, mp.pitch = mbuf.ptr, 0, 1, 256, 1, 0
-        cb_name = f"cuda.bindings cudaGraphAddMemsetNode ({shape})"
-        out[cb_name] = lambda: {cb_name: _cuda_bindings_adds(cbr, "cudaGraphAddMemsetNode", nodes, chain, mp)}
-    return out
+    return {f"pygraphrt add_memset ({shape})": py,
+            **_raw_contenders(ffi, lib, cbr, "cudaGraphAddMemsetNode", shape, nodes, p, mp)}
 
 
 TINY_SOURCE = 'extern "C" __global__ void tiny(float *x) { if (threadIdx.x == 0) x[0] += 1.0f; }'
@@ -393,6 +393,7 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
         from cuda.bindings import runtime as cbr
     except ImportError:
         cbr = None
+    rp = None
     if cbr is not None:
         import ctypes
 
@@ -416,13 +417,7 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
         return {"pygraphrt add_kernel (chain)": per_node}
 
     contenders = {"pygraphrt add_kernel (chain)": py,
-                  "raw cffi cudaGraphAddKernelNode (chain)": lambda: {
-                      "raw cffi cudaGraphAddKernelNode (chain)":
-                          _raw_adds(ffi, lib, "cudaGraphAddKernelNode", nodes, True, kp)}}
-    if cbr is not None:
-        contenders["cuda.bindings cudaGraphAddKernelNode (chain)"] = lambda: {
-            "cuda.bindings cudaGraphAddKernelNode (chain)":
-                _cuda_bindings_adds(cbr, "cudaGraphAddKernelNode", nodes, True, rp)}
+                  **_raw_contenders(ffi, lib, cbr, "cudaGraphAddKernelNode", "chain", nodes, kp, rp)}
     try:
         contenders["cuda.bindings cuGraphAddKernelNode (chain)"] = _driver_kernel_adds(k, buf, nodes)
     except (ImportError, RuntimeError, TypeError, ValueError, AttributeError) as exc:

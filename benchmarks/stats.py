@@ -49,11 +49,16 @@ def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: in
 
 
 def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials: int) -> dict[str, list[float]]:
-    """:func:`interleaved` for contenders that time themselves: each call runs one trial (e.g.
-    builds one graph) and returns its figures by name (one contender may give several, such as
-    a build and the instantiate after it).  One warm-up round is discarded; then each trial
-    calls every contender, the order rotating from trial to trial, so that no contender always
-    runs first after the others have freed their memory."""
+    """Time several contenders trial by trial, in rotating order, under the same conditions.
+
+    Timing each contender in its own block lets drifting machine state (GPU queue depth,
+    clocks, a neighbour's load, memory another contender just freed) masquerade as a
+    difference between them; interleaving puts every contender into every period.  Each
+    contender times itself: a call runs one trial (e.g. builds one graph) and returns its
+    figures by name (one contender may give several, such as a build and the instantiate
+    after it).  One warm-up round is discarded; then each trial calls every contender, the
+    order rotating from trial to trial.
+    """
     names = list(contenders)
     for name in names:  # warm-up
         contenders[name]()
@@ -67,27 +72,19 @@ def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials:
 
 def interleaved(fns: Mapping[str, Callable[[int], None]], items: int, trials: int,
                 between: Callable[[], None] | None = None) -> dict[str, list[float]]:
-    """Time several contenders trial by trial, in rotating order, under the same conditions.
+    """:func:`rotated` for calls it times itself: microseconds per item of ``fn(items)`` for each
+    contender, ``between()`` (e.g. a stream synchronize) before each call and after the last."""
 
-    Timing each contender in its own block lets drifting machine state (GPU
-    queue depth, clocks, a neighbour's load) masquerade as a difference between
-    them; interleaving puts every contender into every period.
-    """
-    names = list(fns)
-    out: dict[str, list[float]] = {n: [] for n in names}
-    for name in names:  # warm-up
-        fns[name](items)
-        if between:
-            between()
-    for t in range(trials):
-        order = names[t % len(names):] + names[:t % len(names)]
-        for name in order:
+    def timed(name: str, fn: Callable[[int], None]) -> Callable[[], dict[str, float]]:
+        def trial() -> dict[str, float]:
             if between:
                 between()
             t0 = time.perf_counter_ns()
-            fns[name](items)
-            t1 = time.perf_counter_ns()
-            out[name].append((t1 - t0) / 1e3 / items)
+            fn(items)
+            return {name: (time.perf_counter_ns() - t0) / 1e3 / items}
+        return trial
+
+    out = rotated({name: timed(name, fn) for name, fn in fns.items()}, trials)
     if between:
         between()
     return out
