@@ -42,13 +42,17 @@ MODES = {"abi": "0", "api": "1"}
 def build_stub(out_dir: Path) -> Path:
     """Compile benchmarks/stub_cudart.c against the pinned CUDA 13 headers."""
     sys.path.insert(0, str(REPO))
+    from bindgen.fast import have_compiler
     from bindgen.headersets import HEADER_SETS, fetch, include_roots
 
+    cc = have_compiler()
+    if cc is None:
+        raise RuntimeError("no C compiler found (cc, gcc, clang or $CC) to build benchmarks/stub_cudart.c")
     hs = HEADER_SETS["cuda13"]
     fetch(list(hs.fetch_keys))
     incs = [a for root in include_roots(hs) for a in ("-I", str(root))]
     lib = out_dir / "libcudart.so.13"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", *incs, "-o", str(lib), str(HERE / "stub_cudart.c")],
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", *incs, "-o", str(lib), str(HERE / "stub_cudart.c")],
                    check=True)
     return lib
 

@@ -9,8 +9,6 @@ separate C++ program, is still run and reported; the targets against C use these
 from __future__ import annotations
 
 import ctypes
-import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -79,7 +77,9 @@ class CLoops:
 def build(out_dir: Path) -> Path | None:
     """``c_loops.c`` built into ``out_dir``; None (and why, printed) where no C compiler is
     found or the build fails."""
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    from bindgen.fast import have_compiler  # the project's one way to find the C compiler
+
+    cc = have_compiler()
     if cc is None:
         print("no C compiler: the in-process C baseline is skipped")
         return None
