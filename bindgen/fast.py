@@ -282,7 +282,12 @@ def hot_section(binding: str, functions: dict[str, Function], module: Module) ->
     by_api = {fn.api_name for fn in functions.values()}
     if not any(a in by_api for _, apis in HOT_APIS for a in apis):
         return []
-    return ["", *_hot_calls(binding, functions, module), "", HOT_METHODS_C.read_text().rstrip("\n")]
+    return ["", *_hot_calls(binding, functions, module), "", _hot_methods_text()]
+
+
+def _hot_methods_text() -> str:
+    """:data:`HOT_METHODS_C` as a source embeds it (and :func:`stale_hot_methods` looks for it)."""
+    return HOT_METHODS_C.read_text().rstrip("\n")
 
 
 def stale_hot_methods(src: FastSource) -> bool:
@@ -291,7 +296,7 @@ def stale_hot_methods(src: FastSource) -> bool:
     generate`` wrote the source, and a build would compile the old code."""
     if "_PGR_HOT_INIT" not in src.c_source or not HOT_METHODS_C.exists():
         return False
-    return HOT_METHODS_C.read_text().rstrip("\n") not in src.c_source
+    return _hot_methods_text() not in src.c_source
 
 
 def module_name(binding: str) -> str:
