@@ -11,7 +11,8 @@ module whose calls are plain C calls:
   through the pointer;
 * ``_pgr_bind(handle)``: fills the pointers with ``dlsym`` on the handle of the
   library pygraphrt already chose (the vendor library is still picked at run
-  time); a symbol the library lacks stays NULL and ``_pgr_bound(i)`` says so, so
+  time; ``_pgr_open(path)`` gives that handle); a symbol the library lacks stays NULL
+  and ``_pgr_bound(i)`` / ``_pgr_next_unbound(i)`` say so, so
   :mod:`pygraphrt._fast` refuses it exactly as ABI mode does (AttributeError at
   lookup, hence NotSupported naming the API) instead of calling NULL;
 * ``_pgr_launch_packed(state, stream, packed)``: a kernel launch in one C call (the
@@ -51,10 +52,12 @@ FASTLIB_DIR = Path(__file__).resolve().parent.parent / "pygraphrt" / "_fastlib"
 FAST_BINDINGS = ("cuda12", "cuda13", "hip6", "hip7")
 
 HELPERS_CDEF = """\
+void *_pgr_open(const char *path);
 int _pgr_bind(void *handle);
 int _pgr_count(void);
 const char *_pgr_name(int i);
 int _pgr_bound(int i);
+int _pgr_next_unbound(int i);
 const char *_pgr_abi_hash(void);
 int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *packed);
 int _pgr_capture_status(void *stream);
@@ -385,6 +388,15 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "};",
         f"#define _PGR_N {len(fns)}",
         "",
+        "/* The library at `path`, which pygraphrt has loaded already: the same handle, its count",
+        " * raised and never lowered, as ffi.dlopen's (here, so that the layer needs no ctypes). */",
+        "static void *_pgr_open(const char *path) {",
+        "#ifdef _WIN32",
+        "    return (void *)LoadLibraryA(path);",
+        "#else",
+        "    return dlopen(path, RTLD_NOW | RTLD_LOCAL);",
+        "#endif",
+        "}",
         "static int _pgr_bind(void *handle) {",
         "    int i, n = 0;",
         "    for (i = 0; i < _PGR_N; i++) {",
@@ -396,6 +408,13 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "static int _pgr_count(void) { return _PGR_N; }",
         "static const char *_pgr_name(int i) { return i >= 0 && i < _PGR_N ? _pgr_names[i] : NULL; }",
         "static int _pgr_bound(int i) { return i >= 0 && i < _PGR_N && *_pgr_slots[i] != NULL; }",
+        "/* The first index >= i whose function the library lacks, or -1: the layer lists the",
+        " * missing names without a call per function. */",
+        "static int _pgr_next_unbound(int i) {",
+        "    for (; i >= 0 && i < _PGR_N; i++)",
+        "        if (*_pgr_slots[i] == NULL) return i;",
+        "    return -1;",
+        "}",
         f'static const char *_pgr_abi_hash(void) {{ return "{hash_}"; }}',
         "",
         LAUNCH_HELPER,

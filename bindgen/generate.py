@@ -115,19 +115,20 @@ def generate(hs: HeaderSet, override_include: Path | None = None,
     if hs.history and override_include is None and history_version is None:
         source["history"] = {v: f"{WHEELS[k].project} {WHEELS[k].version}" for v, k in hs.history}
     data = emit.manifest(source, p.module, p.functions, p.constants, ffi, p.omitted, since)
+    from . import fast
+
+    ffi_text = emit.ffi_module_source(module_name, p.cdef, p.cdef_packed)
     files = {
-        "__init__.py": emit.package_init_source(hs.name, source),
-        "_ffi.py": emit.ffi_module_source(module_name, p.cdef, p.cdef_packed),
+        "__init__.py": emit.package_init_source(hs.name, source, fast.abi_hash(ffi_text)),
+        "_ffi.py": ffi_text,
         "enums.py": emit.enums_module_source(hs.name, p.module),
         "symbols.py": emit.symbols_module_source(hs.name, p.functions, p.constants, since),
         "manifest.json": emit.manifest_json(data),
     }
-    from . import fast
-
     if hs.name in fast.FAST_BINDINGS and history_version is None and override_include is None:
         # The compiled fast path's source, committed like the rest, so that building it
         # (python -m bindgen build-fast, pip install) needs a C compiler but no headers.
-        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(files["_ffi.py"]))
+        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(ffi_text))
         files[fast.SOURCE_FILE] = fast.source_json(src)
     return Generated(hs.name, files, data)
 

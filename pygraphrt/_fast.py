@@ -21,7 +21,6 @@ its methods when the backend's first graph is made.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import os
 from typing import TYPE_CHECKING, Any
@@ -153,25 +152,6 @@ def extension_path(binding: str) -> Path | None:
     return Path(spec.origin) if spec is not None and spec.origin else None
 
 
-def _sha256(data: bytes) -> str:
-    try:  # the interpreter's own sha256: importing hashlib (OpenSSL) costs milliseconds
-        from _sha2 import sha256  # type: ignore[import-not-found]  # Python >= 3.12
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found,no-redef]  # Python <= 3.11
-        except ImportError:
-            from hashlib import sha256  # type: ignore[no-redef]
-    return str(sha256(data).hexdigest())
-
-
-def _abi_hash(binding: str) -> str:
-    """sha256 of the committed ABI module of ``binding`` (read as a file: importing it, or
-    asking importlib for its spec, which imports its package, would load it for nothing)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bindings", binding, "_ffi.py")
-    with open(path, "rb") as f:
-        return _sha256(f.read())
-
-
 def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     """(ffi, lib, description) of the extension of ``binding`` bound to ``path``.
 
@@ -181,15 +161,27 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     mod = importlib.import_module(f"pygraphrt._fastlib._{binding}")
     ffi, ext = mod.ffi, mod.lib
     built = ffi.string(ext._pgr_abi_hash()).decode()
-    if built != _abi_hash(binding):
+    # The binding's package carries its ABI module's sha256 (generated with it), so the
+    # check neither reads nor imports the ABI module.
+    if built != importlib.import_module(f"pygraphrt._bindings.{binding}").ABI_SHA256:
         raise RuntimeError(f"{mod.__file__} was built from another version of binding {binding} "
                            f"(stale); rebuild it with `python -m bindgen build-fast`")
+    try:
+        open_library, next_unbound = ext._pgr_open, ext._pgr_next_unbound
+    except AttributeError:
+        raise RuntimeError(f"{mod.__file__} was built by an older pygraphrt (no _pgr_open) "
+                           f"(stale); rebuild it with `python -m bindgen build-fast`") from None
     # The handle of the library pygraphrt chose (already loaded: same handle, refcount + 1,
     # kept for the life of the process like ffi.dlopen's).
-    handle = ctypes.CDLL(path, mode=os.RTLD_NOW | getattr(os, "RTLD_LOCAL", 0))._handle
-    ext._pgr_bind(ffi.cast("void *", handle))
-    missing = frozenset(ffi.string(ext._pgr_name(i)).decode()
-                        for i in range(ext._pgr_count()) if not ext._pgr_bound(i))
+    handle = open_library(os.fsencode(path))
+    if handle == ffi.NULL:
+        raise OSError(f"cannot open {path} for the compiled fast path")
+    ext._pgr_bind(handle)
+    names, i = [], next_unbound(0)
+    while i >= 0:
+        names.append(ffi.string(ext._pgr_name(i)).decode())
+        i = next_unbound(i + 1)
+    missing = frozenset(names)
     hot, hot_says = _open_hot(mod)
     return (ffi, FastLib(ext, path, missing, hot),
             f"api (compiled: {os.path.basename(mod.__file__ or '?')}; {hot_says})")

@@ -130,12 +130,36 @@ def test_required_but_not_built_refuses_and_auto_falls_back(monkeypatch, fake_cu
 
 @needs_fast
 def test_a_stale_extension_is_not_used(monkeypatch, fake_cudart):
-    monkeypatch.setattr(_fast, "_abi_hash", lambda binding: "0" * 64)
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("pygraphrt._bindings.cuda13"), "ABI_SHA256", "0" * 64)
     monkeypatch.setenv("PYGRAPHRT_FAST", "auto")
     _ffi, _lib, mode = _fast.open_binding("cuda13", str(fake_cudart))
     assert mode.startswith("abi (") and "stale" in mode
     monkeypatch.setenv("PYGRAPHRT_FAST", "1")
     with pytest.raises(errors.BackendError, match="stale"):
+        _fast.open_binding("cuda13", str(fake_cudart))
+
+
+@needs_fast
+def test_an_extension_built_before_pgr_open_is_stale(monkeypatch, fake_cudart):
+    """An extension from an older pygraphrt (same ABI module, no ``_pgr_open``) is refused as
+    stale, naming the rebuild, rather than failing with an AttributeError."""
+    import importlib
+    import types
+
+    real = importlib.import_module("pygraphrt._fastlib._cuda13")
+    digest = real.ffi.new("char[]", importlib.import_module("pygraphrt._bindings.cuda13").ABI_SHA256.encode())
+    older = types.SimpleNamespace(__name__=real.__name__, __file__=real.__file__, ffi=real.ffi,
+                                  lib=types.SimpleNamespace(_pgr_abi_hash=lambda: digest))
+    import_module = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module",
+                        lambda name, *a: older if name == real.__name__ else import_module(name, *a))
+    monkeypatch.setenv("PYGRAPHRT_FAST", "auto")
+    _ffi, _lib, mode = _fast.open_binding("cuda13", str(fake_cudart))
+    assert mode.startswith("abi (") and "older pygraphrt (no _pgr_open) (stale)" in mode
+    monkeypatch.setenv("PYGRAPHRT_FAST", "1")
+    with pytest.raises(errors.BackendError, match="build-fast"):
         _fast.open_binding("cuda13", str(fake_cudart))
 
 

@@ -124,6 +124,26 @@ def test_compiled_calls_go_through_the_bound_pointers(compiled):
 
 
 @needs_cc
+def test_open_gives_the_loaded_librarys_handle_and_next_unbound_walks_the_missing(compiled):
+    """What pygraphrt._fast binds with: ``_pgr_open(path)`` is dlopen's handle of the library
+    (the one ctypes has), NULL for no library; ``_pgr_next_unbound`` lists what _pgr_bound says."""
+    _ext, path = compiled
+    out = _run(compiled, f"""
+        print(ext._pgr_open({str(path).encode()!r}) == ffi.cast("void *", handle),
+              ext._pgr_open(b"/nonexistent/lib.so") == ffi.NULL)
+        walk, i = [], ext._pgr_next_unbound(0)
+        while i >= 0:
+            walk.append(i)
+            i = ext._pgr_next_unbound(i + 1)
+        print(walk == [i for i in range(ext._pgr_count()) if not ext._pgr_bound(i)], len(walk),
+              ext._pgr_next_unbound(-1), ext._pgr_next_unbound(ext._pgr_count()))
+        ext._pgr_bind(ffi.NULL)
+        print(ext._pgr_next_unbound(0), ext._pgr_next_unbound(ext._pgr_count() - 1))
+    """)
+    assert out.splitlines() == ["True True", "True 2 -1 -1", f"0 {7 - 1}"]
+
+
+@needs_cc
 def test_a_missing_symbol_fails_the_lookup_not_the_process(compiled):
     out = _run(compiled, """
         for name in ("smpOld", "smpLaunch_ptsz"):

@@ -114,6 +114,15 @@ static void **const _pgr_slots[] = {
 };
 #define _PGR_N 7
 
+/* The library at `path`, which pygraphrt has loaded already: the same handle, its count
+ * raised and never lowered, as ffi.dlopen's (here, so that the layer needs no ctypes). */
+static void *_pgr_open(const char *path) {
+#ifdef _WIN32
+    return (void *)LoadLibraryA(path);
+#else
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+#endif
+}
 static int _pgr_bind(void *handle) {
     int i, n = 0;
     for (i = 0; i < _PGR_N; i++) {
@@ -125,6 +134,13 @@ static int _pgr_bind(void *handle) {
 static int _pgr_count(void) { return _PGR_N; }
 static const char *_pgr_name(int i) { return i >= 0 && i < _PGR_N ? _pgr_names[i] : NULL; }
 static int _pgr_bound(int i) { return i >= 0 && i < _PGR_N && *_pgr_slots[i] != NULL; }
+/* The first index >= i whose function the library lacks, or -1: the layer lists the
+ * missing names without a call per function. */
+static int _pgr_next_unbound(int i) {
+    for (; i >= 0 && i < _PGR_N; i++)
+        if (*_pgr_slots[i] == NULL) return i;
+    return -1;
+}
 static const char *_pgr_abi_hash(void) { return "ca1507397cd3f1e767b7fd9df791e60ef1d6af6798e38f7108f91e581ac17aac"; }
 
 typedef int (*_pgr_launch_fn)(void *, unsigned int, unsigned int, unsigned int, unsigned int,
