@@ -16,7 +16,7 @@ backend is refused instead of reaching its runtime.
 
 from __future__ import annotations
 
-import ctypes
+import sys
 from typing import Any
 
 from . import errors
@@ -26,19 +26,34 @@ from . import errors
 _DLPACK_GPU_DEVICES = {2, 3, 10, 11, 13}
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+def _dltensor(capsule: Any) -> Any:
+    """The DLTensor a DLPack capsule ("dltensor", not consumed) points to, as a ctypes struct.
+
+    ctypes is imported here, on the first DLPack operand, not with the module: the cold start
+    would otherwise pay for it."""
+    global _DLTensor
+    import ctypes
+
+    if _DLTensor is None:
+        class DLDevice(ctypes.Structure):
+            _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+        class DLDataType(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+        class DLTensor(ctypes.Structure):
+            # DLManagedTensor (the unversioned capsule "dltensor") begins with this.
+            _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int),
+                        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+        _DLTensor = DLTensor
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    return _DLTensor.from_address(get(capsule, b"dltensor"))
 
 
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    # DLManagedTensor (the unversioned capsule "dltensor") begins with this.
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+_DLTensor: Any = None  # the ctypes struct, made by the first _dltensor call
 
 
 def _dlpack_address(obj: Any) -> int:
@@ -47,12 +62,8 @@ def _dlpack_address(obj: Any) -> int:
     if int(device_type) not in _DLPACK_GPU_DEVICES:
         raise errors.InvalidValue("pointer", detail=f"{type(obj).__name__} lives on DLPack device "
                                                     f"type {int(device_type)}, not on a GPU")
-    capsule = obj.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    address = get(capsule, b"dltensor")
-    tensor = _DLTensor.from_address(address)
     # The capsule keeps its name, so its destructor returns the tensor to the producer.
+    tensor = _dltensor(obj.__dlpack__())
     return int(tensor.data or 0) + int(tensor.byte_offset)
 
 
@@ -116,7 +127,8 @@ def device_address(backend: Any, p: Any) -> int:
         return p
     if p is None:
         return 0
-    if isinstance(p, ctypes.c_void_p):
+    ctypes = sys.modules.get("ctypes")  # a ctypes pointer exists only where ctypes is imported
+    if ctypes is not None and isinstance(p, ctypes.c_void_p):
         return int(p.value or 0)
     ffi = backend.ffi
     if isinstance(p, ffi.CData):
@@ -265,10 +277,7 @@ def extent(obj: Any, nbytes: int | None = None) -> tuple[int, int]:
 
 def _dlpack_extent(obj: Any) -> tuple[int, int]:
     address = _dlpack_address(obj)
-    capsule = obj.__dlpack__()
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    t = _DLTensor.from_address(get(capsule, b"dltensor"))
+    t = _dltensor(obj.__dlpack__())
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     shape = [t.shape[i] for i in range(t.ndim)]
     strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None

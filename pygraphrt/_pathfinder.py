@@ -101,7 +101,17 @@ def find_in_site_packages() -> str | None:
 
 def already_loaded() -> bool:
     """Whether a libcudart (by cuda-pathfinder's sonames) is loaded in this process."""
-    import ctypes  # as cuda-pathfinder checks (check_if_already_loaded_from_elsewhere)
+    # cuda-pathfinder asks dlopen(soname, RTLD_NOLOAD) (check_if_already_loaded_from_elsewhere).
+    # That needs ctypes (cffi's dlopen crashes on RTLD_NOLOAD's error-less failure), whose import
+    # costs a couple of milliseconds of every cold start; so the process's mappings are read
+    # first, and only a process with a libcudart file mapped asks dlopen.
+    try:
+        with open("/proc/self/maps") as maps:
+            if "libcudart" not in maps.read():
+                return False
+    except OSError:
+        pass
+    import ctypes
 
     for soname in SONAMES:
         try:

@@ -8,16 +8,15 @@ rather than letting a CUDA handle reach HIP.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import os
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
-from ._vendors import VENDORS, Vendor
+from ._vendors import Vendor, vendor_class
 
 SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {6: "hip6", 7: "hip7"}}
 # Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
@@ -52,12 +51,18 @@ def _version_str(vendor: str, v: int | None) -> str:
     return f"{v // 10_000_000}.{(v // 100_000) % 100}.{v % 100_000}"
 
 
+def _binding_of(vendor: str, version: int) -> str | None:
+    """The binding that serves ``vendor``'s runtime of ``version`` (as the runtime reports it), or None."""
+    major = version // 1000 if vendor == "cuda" else version // 10_000_000
+    return SUPPORTED[vendor].get(major)
+
+
 class Backend:
     """A loaded runtime: its binding's ``ffi``/``lib`` and the vendor table."""
 
-    def __init__(self, vendor: str, path: str, version: int) -> None:
-        major = version // 1000 if vendor == "cuda" else version // 10_000_000
-        binding = SUPPORTED[vendor].get(major)
+    def __init__(self, vendor: str, path: str, version: int,
+                 driver_init: threading.Thread | None = None) -> None:
+        binding = _binding_of(vendor, version)
         if binding is None:
             supported = ", ".join(f"{vendor} {m}.x" for m in SUPPORTED[vendor])
             raise errors.BackendError(
@@ -78,6 +83,8 @@ class Backend:
         self.ffi, self.lib, self.ffi_mode = _fast.open_binding(binding, path)
         symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
         t1 = time.perf_counter()
+        if driver_init is not None:  # the runtime's driver initialisation, begun at dlopen
+            driver_init.join()
         # The driver's version decides, with the runtime's, which of the binding's
         # newer functions this runtime can run (Vendor.unavailable, found now).
         drv = self.ffi.new("int *")
@@ -87,12 +94,15 @@ class Backend:
             rc = 1
         self.driver_version = drv[0] if rc == 0 and drv[0] > 0 else None
         t2 = time.perf_counter()
-        self.ops: Vendor = VENDORS[vendor](
+        self.ops: Vendor = vendor_class(vendor)(
             self.ffi, self.lib, binding, symbols, runtime_version=version_tuple(vendor, version),
             driver_version=version_tuple(vendor, self.driver_version) if self.driver_version else None)
         self.load_ms.update({"binding (ffi, lib, symbols)": (t1 - t0) * 1e3,
-                             "driver version": (t2 - t1) * 1e3,
+                             "driver version (its initialisation's rest)": (t2 - t1) * 1e3,
                              "vendor tables": (time.perf_counter() - t2) * 1e3})
+        # The library as _runtime_version opened it (cffi's backend; load sets it): holding it
+        # keeps the library loaded whatever the binding does with its own handle.
+        self.library: Any = None
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_pools: dict[int, Any] = {}  # device -> owned MemPool set as its current pool (kept alive)
         self._info: BackendInfo | None = None
@@ -207,16 +217,60 @@ class _State:
 _state = _State()
 
 
-def _runtime_version(vendor: str, path: str, mode: int = LOCAL) -> tuple[int, str]:
-    lib = ctypes.CDLL(path, mode=mode)
-    fn = getattr(lib, "cudaRuntimeGetVersion" if vendor == "cuda" else "hipRuntimeGetVersion")
-    v = ctypes.c_int(0)
-    rc = fn(ctypes.byref(v))
+class _Library:
+    """A runtime library as ``dlopen(path, mode)`` gives it, through cffi's backend (importing
+    ctypes for it would cost a couple of milliseconds of every cold start).  The library stays
+    loaded while this object lives (dropping it is ``dlclose``)."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        import _cffi_backend
+
+        self._cb = _cffi_backend
+        self.lib = _cffi_backend.load_library(path, mode)  # OSError where it cannot be loaded
+
+    def int_query(self, name: str) -> Callable[[], tuple[int, int]] | None:
+        """``name`` as a call of the form ``int f(int *)`` giving (return code, value), or None
+        where the library does not export it."""
+        cb = self._cb
+        c_int = cb.new_primitive_type("int")
+        int_p = cb.new_pointer_type(c_int)
+        try:
+            fn = self.lib.load_function(cb.new_function_type((int_p,), c_int, 0), name)
+        except AttributeError:
+            return None
+
+        def query() -> tuple[int, int]:
+            out = cb.newp(int_p, 0)
+            return fn(out), out[0]
+
+        return query
+
+    def start_driver_init(self, vendor: str) -> threading.Thread | None:
+        """Start the runtime's initialisation of the driver (cuInit: some 100 ms on an H100) on a
+        thread, by the same driver-version query the backend makes next, so that it runs while
+        the binding and its tables load; :class:`Backend` joins it before its own query.  The
+        runtime initialises once, whichever thread asks first (cffi calls release the GIL)."""
+        query = self.int_query(f"{'cuda' if vendor == 'cuda' else 'hip'}DriverGetVersion")
+        if query is None:
+            return None
+        t = threading.Thread(target=query, name="pygraphrt-driver-init", daemon=True)
+        t.start()
+        return t
+
+
+def _runtime_version(vendor: str, path: str, mode: int = LOCAL) -> tuple[int, str, _Library]:
+    """(the runtime's version, its absolute path, the loaded library: keep it, or the library
+    is closed again before the binding opens it)."""
+    lib = _Library(path, mode)
+    query = lib.int_query("cudaRuntimeGetVersion" if vendor == "cuda" else "hipRuntimeGetVersion")
+    if query is None:  # not this vendor's runtime
+        raise OSError(f"{path} exports no {vendor} runtime version query")
+    rc, version = query()
     if rc != 0:
         raise errors.BackendError(f"{path}: runtime version query returned error {rc}")
     real = path
     if "/" in path:
-        return v.value, path
+        return version, path, lib
     try:  # the absolute path, when found through the system loader
         import re
 
@@ -229,7 +283,7 @@ def _runtime_version(vendor: str, path: str, mode: int = LOCAL) -> tuple[int, st
                     break
     except OSError:
         pass
-    return v.value, real
+    return version, real, lib
 
 
 def load(vendor: str) -> Backend:
@@ -262,13 +316,19 @@ def load(vendor: str) -> Backend:
                 continue
             try:
                 t2 = time.perf_counter()
-                version, real = _runtime_version(vendor, cand, mode)
+                version, real, library = _runtime_version(vendor, cand, mode)
                 t3 = time.perf_counter()
             except OSError as exc:
                 _state.attempts.append(Attempt(vendor, cand, how, f"cannot load: {exc}"))
                 reasons.append(f"{cand} ({how}): {exc}")
                 continue
-            backend = Backend(vendor, real, version)  # BackendError on unsupported version
+            driver_init = library.start_driver_init(vendor) if _binding_of(vendor, version) else None
+            try:
+                backend = Backend(vendor, real, version, driver_init)  # BackendError on unsupported version
+            finally:
+                if driver_init is not None:  # joined by Backend already, unless it failed first
+                    driver_init.join()
+            backend.library = library  # loaded for the life of the backend, as the binding's own
             backend.load_ms = {"library search": (t1 - t0) * 1e3, "dlopen + runtime version": (t3 - t2) * 1e3,
                                **backend.load_ms}
             _state.attempts.append(Attempt(vendor, real, how,

@@ -104,6 +104,7 @@ PROBE = """
     from pygraphrt import _runtime
     b = _runtime.load("cuda")
     print(json.dumps({"path": b.path, "pathfinder_imported": "cuda.pathfinder" in sys.modules,
+                      "ctypes_imported": "ctypes" in sys.modules,
                       "how": [a.how for a in _runtime.attempts()]}))
 """
 
@@ -127,6 +128,7 @@ def test_backend_load_finds_pathfinders_library_without_importing_it():
     out = _probe()
     assert out["path"] == theirs
     assert not out["pathfinder_imported"]
+    assert not out["ctypes_imported"]  # the search and the load go without it
     assert out["how"][-1] == _pathfinder.HOW
 
 
@@ -198,3 +200,106 @@ def test_auto_without_a_device_still_says_so_with_the_sim_hint():
     """, CUDA_VISIBLE_DEVICES="", PYGRAPHRT_HIP_LIB="/nonexistent/libamdhip64.so")
     assert "ERR" in r.stdout, r.stderr
     assert "PYGRAPHRT_BACKEND=sim" in r.stdout and "cudaStreamCreateWithPriority" in r.stdout
+
+
+# A runtime library of two functions, without vendor headers: the version queries.  The driver's
+# records which thread asked first and how often it was asked.
+TINY_RUNTIME = r"""
+#include <pthread.h>
+static pthread_t first_caller;
+static int calls;
+int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
+int cudaDriverGetVersion(int *v) {
+    if (calls++ == 0) first_caller = pthread_self();
+    *v = 13000;
+    return 0;
+}
+int tiny_calls(void) { return calls; }
+int tiny_first_caller_is_this_thread(void) { return pthread_equal(first_caller, pthread_self()); }
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_runtime(tmp_path_factory) -> Path:
+    from bindgen.fast import have_compiler
+
+    cc = have_compiler()
+    if cc is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "tiny.c").write_text(TINY_RUNTIME)
+    lib = d / "libcudart.so.13"
+    subprocess.run([cc, "-shared", "-fPIC", "-pthread", "-o", str(lib), str(d / "tiny.c")], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("mode", ["0", "auto"])
+def test_loading_starts_the_driver_on_a_thread_and_imports_nothing_it_does_not_need(tiny_runtime, mode):
+    """The runtime's driver initialisation (cudaDriverGetVersion) is begun on a thread at dlopen and
+    joined before the backend's own query; the cold path imports neither ctypes nor the HIP
+    vendor tables, nor, in compiled mode, the ABI module."""
+    r = run_py(f"""
+        import json, sys, threading, pygraphrt
+        from pygraphrt import _runtime
+        b = _runtime.load("cuda")
+        import pygraphrt.device
+        mods = [m for m in ("ctypes", "pygraphrt._vendors.hip", "pygraphrt._bindings.cuda13._ffi")
+                if m in sys.modules]
+        threads = [t.name for t in threading.enumerate() if t.name.startswith("pygraphrt")]
+        import ctypes
+        tiny = ctypes.CDLL({str(tiny_runtime)!r})
+        print(json.dumps({{"mode": b.ffi_mode.split()[0], "mods": mods, "threads": threads,
+                          "calls": tiny.tiny_calls(), "main_first": tiny.tiny_first_caller_is_this_thread(),
+                          "driver": b.driver_version, "held": b.library is not None}}))
+    """, PYGRAPHRT_CUDART=str(tiny_runtime), PYGRAPHRT_FAST=mode)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["calls"] == 2 and out["main_first"] == 0  # the thread asked first, then the backend
+    assert out["threads"] == [] and out["driver"] == 13000 and out["held"]
+    abi_module = ["pygraphrt._bindings.cuda13._ffi"] if out["mode"] == "abi" else []
+    assert out["mods"] == abi_module
+    if mode == "0":
+        assert out["mode"] == "abi"
+
+
+def test_an_unsupported_runtime_starts_no_driver_initialisation(tmp_path, tiny_runtime):
+    from bindgen.fast import have_compiler
+
+    src = TINY_RUNTIME.replace("*v = 13000; return 0; }", "*v = 11080; return 0; }", 1)
+    (tmp_path / "old.c").write_text(src)
+    lib = tmp_path / "libcudart.so.11"
+    subprocess.run([have_compiler(), "-shared", "-fPIC", "-pthread", "-o", str(lib), str(tmp_path / "old.c")],
+                   check=True)
+    r = run_py(f"""
+        import ctypes, pygraphrt
+        from pygraphrt import _runtime, errors
+        try:
+            _runtime.load("cuda")
+        except errors.BackendError as exc:
+            print("ERR", exc)
+        print("CALLS", ctypes.CDLL({str(lib)!r}).tiny_calls())
+    """, PYGRAPHRT_CUDART=str(lib))
+    assert r.returncode == 0, r.stderr
+    assert "is cuda runtime 11.8; pygraphrt supports cuda 12.x, cuda 13.x" in r.stdout
+    assert "CALLS 0" in r.stdout
+
+
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "hip6", "hip7", "cudadrv13", "nvrtc13"])
+def test_a_binding_package_carries_its_abi_modules_hash_and_imports_it_lazily(binding):
+    import hashlib
+
+    pkg_dir = REPO / "pygraphrt" / "_bindings" / binding
+    digest = hashlib.sha256((pkg_dir / "_ffi.py").read_bytes()).hexdigest()
+    r = run_py(f"""
+        import sys, pygraphrt._bindings.{binding} as pkg
+        print(pkg.ABI_SHA256, "pygraphrt._bindings.{binding}._ffi" in sys.modules)
+        ffi = pkg.ffi
+        print(type(ffi).__name__, pkg.ffi is sys.modules["pygraphrt._bindings.{binding}._ffi"].ffi)
+        try:
+            pkg.nothing
+        except AttributeError as exc:
+            print(exc)
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"{digest} False", "FFI True",
+                                     f"module 'pygraphrt._bindings.{binding}' has no attribute 'nothing'"]

@@ -183,6 +183,7 @@ class SimBackend(Backend):
         version = (SimRuntime.VERSION // 1000, SimRuntime.VERSION % 1000 // 10)
         self.ops = SimVendor(self.ffi, self.lib, self.binding, symbols, runtime_version=version,
                              driver_version=version)
+        self.library = None  # nothing dlopened
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_pools: dict[int, Any] = {}
         self._info = None
