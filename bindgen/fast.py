@@ -58,12 +58,18 @@ int _pgr_count(void);
 const char *_pgr_name(int i);
 int _pgr_bound(int i);
 int _pgr_next_unbound(int i);
+int _pgr_set_direct(int slot, void *fn);
 const char *_pgr_abi_hash(void);
 int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *packed);
 int _pgr_capture_status(void *stream);
 int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, const int *dep_ref,
                    void *ext, void *params, size_t params_size, void *out, int *done);
 """
+
+#: The runtime calls of the hot paths that may go straight to the driver (``_pgr_set_direct``'s
+#: slots, in order): the graph launch, the empty-node add, the capture-status query.
+#: pygraphrt._fast.DIRECT_SLOTS says the same (a test checks).
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status")
 
 #: The most kernel parameters ``_pgr_launch_packed`` takes (its argument array is on the C stack).
 LAUNCH_MAX_PARAMS = 64
@@ -93,6 +99,22 @@ static int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *
 
 #: What ``_pgr_capture_status`` returns when the runtime lacks ``StreamIsCapturing``.
 NO_FUNCTION = -0x7FFFFFFF
+
+# The calls straight to the driver: where the layer hands over the driver's function of the
+# same shape as a runtime call (CUDA: cuGraphLaunch for cudaGraphLaunch, ...), the call goes to
+# the driver first -- skipping the runtime's own work, some 0.1 us a call on an H100 -- and a
+# call the driver refuses is made again through the runtime, so the runtime's lazy context
+# set-up, its error codes and its last error are what the caller gets.
+DIRECT_TABLE = [
+    "/* -- calls straight to the driver (see bindgen/fast.py, DIRECT_TABLE) -- */",
+    f"#define _PGR_DIRECT_N {len(DIRECT_SLOTS)}",
+    "static void *_pgr_direct[_PGR_DIRECT_N];",
+    "static int _pgr_set_direct(int slot, void *fn) {",
+    "    if (slot < 0 || slot >= _PGR_DIRECT_N) return -1;",
+    "    _pgr_direct[slot] = fn;",
+    "    return 0;",
+    "}",
+]
 
 #: The C of the hot methods' module (CPython API; binding-independent: it calls the
 #: ``_pgr_hot_*`` functions :func:`_hot_calls` generates before it).
@@ -124,6 +146,10 @@ def _helpers(functions: dict[str, Function]) -> list[str]:
             "    long long cell = 0;",
             f"    int rc;",
             f"    if (_pgr_p_{cap.symbol} == NULL) return {NO_FUNCTION};",
+            f"    if (_pgr_direct[{DIRECT_SLOTS.index('capture_status')}] != NULL &&",
+            f"        ((int (*)(void *, void *))_pgr_direct[{DIRECT_SLOTS.index('capture_status')}])(stream, (void *)&cell) == 0)",
+            "        return *(int *)&cell;",
+            "    cell = 0;",
             f"    rc = (int){cap.symbol}(stream, (void *)&cell);",
             "    return rc ? -rc : *(int *)&cell;",
             "}",
@@ -246,12 +272,23 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     ]
     lines += [f"    case {i}: return _pgr_p_{fn.symbol} != NULL;" for i, fn in enumerate(found) if fn]
     lines += ["    default: return 0;", "    }", "}"]
+    launch_slot, empty_slot = DIRECT_SLOTS.index("launch"), DIRECT_SLOTS.index("add_empty")
     lines.append("static int _pgr_hot_launch(void *exec, void *stream) {")
-    lines.append(f"    return (int){launch.symbol}({_call_args(launch, ['exec', 'stream'])});" if launch
-                 else "    (void)exec; (void)stream; return -1;")
+    if launch:
+        lines += [f"    if (_pgr_direct[{launch_slot}] != NULL &&",
+                  f"        ((int (*)(void *, void *))_pgr_direct[{launch_slot}])(exec, stream) == 0)",
+                  "        return 0;",
+                  f"    return (int){launch.symbol}({_call_args(launch, ['exec', 'stream'])});"]
+    else:
+        lines.append("    (void)exec; (void)stream; return -1;")
     lines += ["}", "static int _pgr_hot_add_empty(void **out, void *graph, void **deps, size_t n) {"]
-    lines.append(f"    return (int){empty.symbol}({_call_args(empty, ['out', 'graph', 'deps', 'n'])});" if empty
-                 else "    (void)out; (void)graph; (void)deps; (void)n; return -1;")
+    if empty:
+        lines += [f"    if (_pgr_direct[{empty_slot}] != NULL &&",
+                  f"        ((int (*)(void **, void *, void **, size_t))_pgr_direct[{empty_slot}])(out, graph, deps, n) == 0)",
+                  "        return 0;",
+                  f"    return (int){empty.symbol}({_call_args(empty, ['out', 'graph', 'deps', 'n'])});"]
+    else:
+        lines.append("    (void)out; (void)graph; (void)deps; (void)n; return -1;")
     lines += ["}",
               "static int _pgr_hot_add_memset(void **out, void *graph, void **deps, size_t n, void *dst,",
               "                               unsigned int value, unsigned int element_size, size_t width,",
@@ -416,6 +453,8 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "    return -1;",
         "}",
         f'static const char *_pgr_abi_hash(void) {{ return "{hash_}"; }}',
+        "",
+        *DIRECT_TABLE,
         "",
         LAUNCH_HELPER,
         *_helpers(functions),

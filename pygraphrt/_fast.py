@@ -40,6 +40,9 @@ LAUNCH_MAX_PARAMS = 64
 # (bindgen.fast.NO_FUNCTION; a test checks they agree).
 NO_FUNCTION = -0x7FFFFFFF
 BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
+# The compiled runtime calls that may go straight to the driver, in the order of the extension's
+# ``_pgr_set_direct`` slots (bindgen.fast.DIRECT_SLOTS; a test checks they agree).
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status")
 
 
 def requested() -> str:
@@ -104,6 +107,35 @@ def compiled_helper(backend: Any, name: str) -> Any:
                 f = None
         cache[name] = f
     return cache[name]
+
+
+def set_direct(backend: Any) -> str:
+    """Hand ``backend``'s driver functions to its compiled extension, so that the calls of
+    :data:`DIRECT_SLOTS` go straight to the driver (see bindgen.fast.DIRECT_TABLE: a call the
+    driver refuses is made again through the runtime, whose errors the caller gets); what is
+    done, for ``pygraphrt info``.  ``PYGRAPHRT_DIRECT=0`` keeps every call in the runtime (a
+    profiler's runtime-API view then shows them).  The vendor table says which driver
+    function makes which call (``Vendor.direct_calls``; none for HIP)."""
+    lib = getattr(backend, "lib", None)
+    if not isinstance(lib, FastLib):
+        return "off (compiled mode only)"
+    ext = lib.__dict__["_pgr_lib"]
+    try:
+        set_slot = ext._pgr_set_direct
+    except AttributeError:
+        return f"off (the extension was built without it; {BUILD_HINT})"
+    if os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0":
+        for slot in range(len(DIRECT_SLOTS)):
+            set_slot(slot, backend.ffi.NULL)
+        return "off (PYGRAPHRT_DIRECT=0)"
+    entries = backend.ops.direct_entry_points()
+    done = []
+    for slot, name in enumerate(DIRECT_SLOTS):
+        api, address = entries.get(name, (None, None))
+        set_slot(slot, backend.ffi.NULL if address is None else backend.ffi.cast("void *", address))
+        if api is not None and address is not None:
+            done.append(api)
+    return ", ".join(done) if done else f"off (the {backend.ops.name} driver offers none of them)"
 
 
 def hot_module(backend: Any) -> Any:

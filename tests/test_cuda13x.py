@@ -185,13 +185,15 @@ def test_decode_host_params_recognises_only_pygraphrt_payloads(fake_graph):
 
 
 # -- end to end through a fake libcudart 13.5 (tests/fakecuda/fake_cudart.c) ------------------
-def build_fake_cudart(out: Path, driver: int | None = None) -> Path:
+def build_fake_cudart(out: Path, driver: int | None = None, driver_direct: bool = False) -> Path:
     """The fake compiled against the pinned cuda13 headers (-Wall -Werror); ``driver``: the driver
-    version it reports (default: the headers' CUDART_VERSION)."""
+    version it reports (default: the headers' CUDART_VERSION); ``driver_direct``: with the
+    driver stand-ins (FAKE_DRIVER_DIRECT)."""
     from bindgen.headersets import HEADER_SETS, include_roots
 
     incs = [a for root in include_roots(HEADER_SETS["cuda13"]) for a in ("-I", str(root))]
     defines = [f"-DFAKE_DRIVER_VERSION={driver}"] if driver else []
+    defines += ["-DFAKE_DRIVER_DIRECT"] if driver_direct else []
     subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", *defines, *incs, "-o", str(out),
                     str(REPO / "tests" / "fakecuda" / "fake_cudart.c")], check=True)
     return out

@@ -322,3 +322,69 @@ for fail in (-1, 3):
         "999 3 [4096, 4112, 4128]",
         "[[0, 0, 1, -5], [1, 7, 1, 0], [0, 0, 2, 1, -6]]",
     ]
+
+
+DIRECT = """
+    import ctypes as C
+    import pygraphrt as rt
+    from pygraphrt import errors
+    from pygraphrt.graph import _hot
+    fake = C.CDLL(rt.backend().library_path)
+    drv, rtm, refuse = (C.c_int.in_dll(fake, n) for n in ("fake_driver_calls", "fake_runtime_calls",
+                                                          "fake_driver_refuses"))
+    s = rt.Stream()
+    g = rt.Graph()
+    print(_hot.direct_status(rt.lowlevel.backend_object()))
+    def calls(what):
+        before = drv.value, rtm.value
+        what()
+        return drv.value - before[0], rtm.value - before[1]
+    e = g.add_empty()
+    m = e.memset(a, 7, 16)
+    exe = g.instantiate()
+    print("add", calls(lambda: g.add_empty(dependencies=[e])), "launch", calls(lambda: exe.launch(s)),
+          "capturing", calls(lambda: s.is_capturing), "bulk", calls(lambda: g.add_nodes([("empty", {}), ("empty", {}, [0])])))
+    print(buf.raw[:16] == b"\\x07" * 16)
+    buf.raw = bytes(64)
+    refuse.value = 1  # the driver refuses: each call is made again through the runtime
+    print("add", calls(lambda: g.add_empty()), "launch", calls(lambda: exe.launch(s)),
+          "capturing", calls(lambda: s.is_capturing), buf.raw[:16] == b"\\x07" * 16)
+    refuse.value = 0
+    try:  # refused by both: the runtime's error is raised
+        rt.Stream.legacy_default().is_capturing
+    except errors.GraphRTError as exc:
+        print(type(exc).__name__, exc.name)
+"""
+
+
+@needs_fast
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_refuses(tmp_path, monkeypatch, direct):
+    """Where the runtime hands out the driver's cuGraphLaunch, cuGraphAddEmptyNode and
+    cuStreamIsCapturing, the compiled paths call them and not the runtime; a call the driver
+    refuses is made again through the runtime, whose result (and error) the caller gets.
+    PYGRAPHRT_DIRECT=0 keeps every call in the runtime."""
+    lib = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
+    monkeypatch.setenv("PYGRAPHRT_DIRECT", direct)
+    out = run_mode(lib, "1", DIRECT).splitlines()
+    if direct == "1":
+        assert out == ["cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing",
+                       "add (1, 0) launch (1, 0) capturing (1, 0) bulk (2, 0)", "True",
+                       "add (1, 1) launch (1, 1) capturing (1, 1) True",
+                       "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
+    else:
+        assert out == ["off (PYGRAPHRT_DIRECT=0)",
+                       "add (0, 1) launch (0, 1) capturing (0, 1) bulk (0, 2)", "True",
+                       "add (0, 1) launch (0, 1) capturing (0, 1) True",
+                       "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
+
+
+def test_a_runtime_without_driver_entry_points_keeps_every_call(fake_cudart):
+    out = run_mode(fake_cudart, "auto", """
+        import pygraphrt as rt
+        from pygraphrt.graph import _hot
+        rt.Graph()
+        print(_hot.direct_status(rt.lowlevel.backend_object()))
+    """)
+    expected = "off (the cuda driver offers none of them)" if BUILT else "off (the compiled hot methods only)"
+    assert out.strip() == expected

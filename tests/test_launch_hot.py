@@ -225,6 +225,7 @@ def test_launch_constants_match_bindgen():
     assert (bindgen_fast.LAUNCH_HEADER, bindgen_fast.LAUNCH_MAX_PARAMS) == (_fast.LAUNCH_HEADER,
                                                                           _fast.LAUNCH_MAX_PARAMS)
     assert bindgen_fast.NO_FUNCTION == _fast.NO_FUNCTION
+    assert bindgen_fast.DIRECT_SLOTS == _fast.DIRECT_SLOTS
 
 
 # -- end to end through the do-nothing libcudart ---------------------------------------------------

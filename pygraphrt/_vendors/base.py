@@ -159,6 +159,11 @@ class Vendor:
     # API needs the driver of its release; minor-version compatibility covers the rest).
     gate_by_driver: bool = False
 
+    # The compiled runtime calls the driver can make directly (pygraphrt._fast.DIRECT_SLOTS:
+    # "launch", "add_empty", "capture_status") -> the driver function of the same shape.  None
+    # here: every call goes through the runtime.
+    direct_calls: dict[str, str] = {}
+
     def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType,
                  runtime_version: tuple[int, int] | None = None,
                  driver_version: tuple[int, int] | None = None) -> None:
@@ -194,6 +199,11 @@ class Vendor:
                     with_edges = len(ffi.typeof(getattr(lib, sym)).args) == 6
                 self.generic_add = (sym, with_edges)
                 break
+
+    def direct_entry_points(self) -> dict[str, tuple[str, int]]:
+        """slot -> (driver API, address) of the functions in :attr:`direct_calls` the driver
+        provides; the compiled hot paths call them before the runtime (pygraphrt._fast.set_direct)."""
+        return {}
 
     # ------------------------------------------------------------------ lookups
     def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:

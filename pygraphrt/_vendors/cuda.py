@@ -65,6 +65,11 @@ _EDGE_ROLES_12 = {
 class CudaVendor(Vendor):
     name = "cuda"
     gate_by_driver = True  # a 13.x API a 13.0 driver lacks is refused at load (Vendor.unavailable)
+    # The runtime's cudaGraphLaunch, cudaGraphAddEmptyNode and cudaStreamIsCapturing do their own
+    # work (lazy context set-up, checks: some 0.1 us a call on an H100) before calling these,
+    # which take the same arguments (runtime and driver handles are one).
+    direct_calls = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
+                    "capture_status": "cuStreamIsCapturing"}
     prefix = "cuda"
     error_enum = "cudaError_t"
     error_classes = {
@@ -476,6 +481,15 @@ class CudaVendor(Vendor):
         self._driver_call("cuOccupancyMaxActiveBlocksPerMultiprocessor", dout, self._dfunc(func),
                           block_size, dynamic_smem)
         return int(dout[0])
+
+    def direct_entry_points(self) -> dict[str, tuple[str, int]]:
+        out = {}
+        for slot, api in self.direct_calls.items():
+            try:
+                out[slot] = (api, int(self.ffi.cast("uintptr_t", self._entry_point(api))))
+            except errors.GraphRTError:  # not provided (an older runtime, the simulator): runtime only
+                continue
+        return out
 
     def _entry_point(self, api: str) -> Any:
         """The driver's ``api`` (``void *``), at the version this binding declares it for."""

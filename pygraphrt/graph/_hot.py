@@ -118,6 +118,9 @@ def install(backend: Any) -> None:
                         setattr(cls, method, descr)
                     if on:
                         done.append(f"{cls_name}.{method}")
+                # The runtime calls behind them (and Stream.is_capturing's) go straight to the
+                # driver where the vendor has its function of the same shape.
+                backend.__dict__["_direct_calls"] = _fast.set_direct(backend)
         except (TypeError, ValueError, RuntimeError) as exc:  # the classes changed under the C: stay Python
             why = f"{type(exc).__name__}: {exc}"
         backend.__dict__["_hot_methods"] = done if why is None else why
@@ -203,3 +206,12 @@ def status(backend: Any) -> str:
     install_kernel_nodes(backend)  # as the first kernel node would
     done = backend.__dict__["_hot_methods"]
     return f"C ({', '.join(done)})" if isinstance(done, list) else f"Python ({done})"
+
+
+def direct_status(backend: Any) -> str:
+    """Which driver functions the compiled runtime calls go to first (pygraphrt._fast.set_direct),
+    or ``"off (why)"`` -- installing the hot methods first, as the first graph would."""
+    if _fast.hot_module(backend) is None:
+        return "off (the compiled hot methods only)"
+    install(backend)
+    return backend.__dict__.get("_direct_calls", "off (the hot methods stay Python)")

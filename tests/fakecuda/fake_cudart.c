@@ -12,7 +12,11 @@
  * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Kernel nodes keep their
  * launch parameters and copies of their argument values, read back by
  * cudaGraphKernelNodeGetParams; every kernel has the parameters FAKE_KERNEL_PARAMS lays out
- * (cudaFuncGetParamInfo says so).  Written for pygraphrt's
+ * (cudaFuncGetParamInfo says so).  Built with -DFAKE_DRIVER_DIRECT, it also hands out
+ * (cudaGetDriverEntryPointByVersion) stand-ins for the driver functions pygraphrt's compiled
+ * paths call straight (cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing): they count
+ * their calls (fake_driver_calls; the runtime's three count theirs in fake_runtime_calls) and,
+ * while fake_driver_refuses is set, refuse with a driver error code.  Written for pygraphrt's
  * tests; it implements only what they call.
  */
 #include <cuda_runtime_api.h>
@@ -83,7 +87,9 @@ static cudaError_t add(cudaGraphNode_t *out, cudaGraph_t g, enum cudaGraphNodeTy
   *out = node;
   return cudaSuccess;
 }
+int fake_runtime_calls, fake_driver_calls, fake_driver_refuses;
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n) {
+  fake_runtime_calls++;
   return add(out, g, cudaGraphNodeTypeEmpty, deps, n);
 }
 static void memset_v2(struct cudaMemsetParamsV2 *to, void *dst, unsigned value, unsigned elem, size_t width,
@@ -232,11 +238,15 @@ static void run(struct CUgraphNode_st *node) {
     memset(node->memset.dst, (int)node->memset.value, node->memset.width * node->memset.height);
   if (node->type == cudaGraphNodeTypeHost && node->host.fn) node->host.fn(node->host.userData);
 }
-cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
-  (void)s;
+static cudaError_t launch(cudaGraphExec_t e) {
   if (!e) return fail(cudaErrorInvalidValue);
   for (int i = 0; i < e->n; i++) run(&e->nodes[i]);
   return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t s) {
+  (void)s;
+  fake_runtime_calls++;
+  return launch(e);
 }
 
 /* ---- streams, capture, recapture ---- */
@@ -248,10 +258,41 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned int flags, in
 cudaError_t cudaStreamDestroy(cudaStream_t s) { free(s); return cudaSuccess; }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { (void)s; return cudaSuccess; }
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *st) {
+  fake_runtime_calls++;
   if (!s) return fail(cudaErrorStreamCaptureUnsupported);
   *st = s->status;
   return cudaSuccess;
 }
+
+#ifdef FAKE_DRIVER_DIRECT
+/* The driver's stand-ins: 999 is CUDA_ERROR_UNKNOWN, 900 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+static int drv_graph_launch(cudaGraphExec_t e, cudaStream_t s) {
+  (void)s;
+  fake_driver_calls++;
+  return fake_driver_refuses || !e ? 999 : (int)launch(e);
+}
+static int drv_add_empty(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n) {
+  fake_driver_calls++;
+  return fake_driver_refuses ? 999 : (int)add(out, g, cudaGraphNodeTypeEmpty, deps, n);
+}
+static int drv_is_capturing(cudaStream_t s, enum cudaStreamCaptureStatus *st) {
+  fake_driver_calls++;
+  if (fake_driver_refuses) return 999;
+  if (!s) return 900;
+  *st = s->status;
+  return 0;
+}
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *status) {
+  (void)version; (void)flags;
+  *fn = !strcmp(symbol, "cuGraphLaunch") ? (void *)drv_graph_launch
+      : !strcmp(symbol, "cuGraphAddEmptyNode") ? (void *)drv_add_empty
+      : !strcmp(symbol, "cuStreamIsCapturing") ? (void *)drv_is_capturing : NULL;
+  if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+  return cudaSuccess;
+}
+#endif
 cudaError_t cudaStreamBeginCapture(cudaStream_t s, enum cudaStreamCaptureMode mode) {
   (void)mode;
   if (!s) return fail(cudaErrorStreamCaptureUnsupported);

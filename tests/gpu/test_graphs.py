@@ -493,6 +493,47 @@ def test_thread_capture_mode_exchange():
     assert result == [rt.CaptureMode.GLOBAL]
 
 
+def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
+    """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode and cuStreamIsCapturing
+    in place of the runtime's (pygraphrt._fast.set_direct).  On a thread the runtime has never
+    run on, each call does what the runtime's would (where the driver refuses one, the runtime
+    makes it, setting its context current)."""
+    import os
+
+    from pygraphrt import lowlevel
+    from pygraphrt.graph import _hot
+
+    backend = lowlevel.backend_object()
+    g = rt.Graph()
+    status = _hot.direct_status(backend)
+    if backend.ffi_mode.startswith("api") and os.environ.get("PYGRAPHRT_DIRECT", "1") != "0":
+        assert status == "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing", status
+    else:
+        assert status.startswith("off ("), status
+    root = g.add_empty()
+    root.memset(bufs[0], 6, N)
+    exe = g.instantiate()
+    seen: list = []
+
+    def worker() -> None:
+        try:
+            exe.launch(stream)  # the new thread's first runtime-or-driver call
+            stream.synchronize()
+            seen.append(bufs[0].to_bytes(N) == b"\x06" * N)
+            seen.append(len(g.add_empty(dependencies=[root]).dependencies))
+            seen.append(stream.is_capturing)
+        except BaseException as exc:  # reported below
+            seen.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert seen == [True, 1, False]
+    with stream.capture():  # (errors of these calls: the conformance suite's capture cases)
+        assert stream.is_capturing
+        stream.memset(bufs[1], 1, N)
+
+
 def test_generic_add_node_set_params_and_exec_set_node_params(stream, bufs):
     g = rt.Graph()
     e = g.add_node(NodeType.EMPTY)
