@@ -27,7 +27,8 @@ _DLPACK_GPU_DEVICES = {2, 3, 10, 11, 13}
 
 
 def _dltensor(capsule: Any) -> Any:
-    """The DLTensor a DLPack capsule ("dltensor", not consumed) points to, as a ctypes struct.
+    """The DLTensor a DLPack capsule ("dltensor", not consumed) points to, as a ctypes struct:
+    valid while the capsule lives.
 
     ctypes is imported here, on the first DLPack operand, not with the module: the cold start
     would otherwise pay for it."""
@@ -62,8 +63,10 @@ def _dlpack_address(obj: Any) -> int:
     if int(device_type) not in _DLPACK_GPU_DEVICES:
         raise errors.InvalidValue("pointer", detail=f"{type(obj).__name__} lives on DLPack device "
                                                     f"type {int(device_type)}, not on a GPU")
-    # The capsule keeps its name, so its destructor returns the tensor to the producer.
-    tensor = _dltensor(obj.__dlpack__())
+    # The capsule keeps its name, so its destructor returns the tensor to the producer: it is
+    # held while the tensor is read.
+    capsule = obj.__dlpack__()
+    tensor = _dltensor(capsule)
     return int(tensor.data or 0) + int(tensor.byte_offset)
 
 
@@ -277,7 +280,8 @@ def extent(obj: Any, nbytes: int | None = None) -> tuple[int, int]:
 
 def _dlpack_extent(obj: Any) -> tuple[int, int]:
     address = _dlpack_address(obj)
-    t = _dltensor(obj.__dlpack__())
+    capsule = obj.__dlpack__()  # held while the tensor is read (its destructor frees it)
+    t = _dltensor(capsule)
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     shape = [t.shape[i] for i in range(t.ndim)]
     strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None

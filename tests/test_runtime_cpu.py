@@ -33,8 +33,14 @@ def vendor(binding: str):
     return ops
 
 
+def _pythonpath() -> str:
+    # this checkout first, then what the environment had (the GPU machine's wheels, cffi among
+    # them, come through PYTHONPATH)
+    return os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+
+
 def run_py(code: str, **env: str) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PYTHONPATH=str(REPO), **env)
+    e = dict(os.environ, PYTHONPATH=_pythonpath(), **env)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, env=e, cwd=str(REPO), timeout=120)
 
@@ -274,7 +280,7 @@ def test_backend_env_var_and_lowlevel_roundtrip():
 @pytest.mark.headers
 def test_info_exits_zero_and_says_what_it_found():
     r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_CUDART=str(CUDA13_LIB)),
+                       env=dict(os.environ, PYTHONPATH=_pythonpath(), PYGRAPHRT_CUDART=str(CUDA13_LIB)),
                        cwd=str(REPO), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "active backend: cuda (binding cuda13)" in r.stdout
@@ -301,3 +307,73 @@ def test_generic_add_node_form_per_binding(lib, binding, form):
     ops = CudaVendor(pkg.ffi, pkg.ffi.dlopen(str(lib)), binding, symbols)
     assert ops.generic_add == (form, True)  # both take edge data at creation
     assert ops.has_edge_data
+
+
+# -- operands: DLPack ------------------------------------------------------------
+class _ScribblingDLPack:
+    """A DLPack producer on device type 2 (CUDA) of ``shape`` float64 at ``data`` + ``offset``, whose
+    capsule's destructor scribbles over the tensor, as a producer freeing it would: an address or
+    extent read after the capsule is gone comes out wrong."""
+
+    def __init__(self, data: int, offset: int, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
+        import ctypes
+
+        class Device(ctypes.Structure):
+            _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+        class DataType(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+        class Tensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device", Device), ("ndim", ctypes.c_int),
+                        ("dtype", DataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+        class Managed(ctypes.Structure):
+            _fields_ = [("dl_tensor", Tensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+        self._ct, self._Managed = ctypes, Managed
+        self._args = (data, offset, shape, strides)
+        self._keep: list = []  # every tensor made (scribbled, never freed: the test process owns them)
+        api = ctypes.PyDLL(None)  # its own function objects: pygraphrt sets pythonapi's argtypes
+        self._new = api.PyCapsule_New
+        self._new.restype, self._new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        get = api.PyCapsule_GetPointer
+        get.restype, get.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+        valid = api.PyCapsule_IsValid
+        valid.restype, valid.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p]
+
+        def scribble(capsule: int) -> None:  # a raw pointer: the capsule is being destroyed
+            if valid(capsule, b"dltensor"):
+                t = Managed.from_address(get(capsule, b"dltensor")).dl_tensor
+                t.data, t.byte_offset, t.ndim = None, 0, 0
+                t.dtype.bits = 0
+
+        self._destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(scribble)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return 2, 0
+
+    def __dlpack__(self, **kw):
+        ct = self._ct
+        data, offset, shape, strides = self._args
+        m = self._Managed()
+        sh = (ct.c_int64 * len(shape))(*shape)
+        st = (ct.c_int64 * len(shape))(*strides) if strides else None
+        m.dl_tensor.data, m.dl_tensor.byte_offset, m.dl_tensor.ndim = data, offset, len(shape)
+        m.dl_tensor.device.device_type, m.dl_tensor.dtype.code, m.dl_tensor.dtype.bits = 2, 2, 64
+        m.dl_tensor.dtype.lanes = 1
+        m.dl_tensor.shape = sh
+        m.dl_tensor.strides = st if st is not None else None
+        self._keep.append((m, sh, st))
+        return self._new(ct.addressof(m), b"dltensor", ct.cast(self._destructor, ct.c_void_p))
+
+
+def test_a_dlpack_producers_tensor_is_read_while_its_capsule_lives():
+    from pygraphrt import _operands
+
+    rows = _ScribblingDLPack(0x10000, 64, (2, 8), None)  # rows 1-2 of a (4, 8) float64 array
+    assert _operands.array_address(rows) == 0x10000 + 64
+    assert _operands.extent(rows) == (0x10000 + 64, 128)
+    column = _ScribblingDLPack(0x20000, 8, (4,), (8,))  # column 1 of the same: a stride of 8 elements
+    assert _operands.extent(column) == (0x20000 + 8, 3 * 64 + 8)
