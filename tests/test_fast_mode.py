@@ -128,17 +128,22 @@ def test_required_but_not_built_refuses_and_auto_falls_back(monkeypatch, fake_cu
     assert mode.startswith("abi (no compiled extension for binding nvrtc13")
 
 
+def _refused_as_stale(monkeypatch, lib, says: str) -> None:
+    """auto falls back to ABI mode saying ``says``; PYGRAPHRT_FAST=1 refuses, naming the rebuild."""
+    monkeypatch.setenv("PYGRAPHRT_FAST", "auto")
+    _ffi, _lib, mode = _fast.open_binding("cuda13", str(lib))
+    assert mode.startswith("abi (") and says in mode, mode
+    monkeypatch.setenv("PYGRAPHRT_FAST", "1")
+    with pytest.raises(errors.BackendError, match="stale.*build-fast"):
+        _fast.open_binding("cuda13", str(lib))
+
+
 @needs_fast
 def test_a_stale_extension_is_not_used(monkeypatch, fake_cudart):
     import importlib
 
     monkeypatch.setattr(importlib.import_module("pygraphrt._bindings.cuda13"), "ABI_SHA256", "0" * 64)
-    monkeypatch.setenv("PYGRAPHRT_FAST", "auto")
-    _ffi, _lib, mode = _fast.open_binding("cuda13", str(fake_cudart))
-    assert mode.startswith("abi (") and "stale" in mode
-    monkeypatch.setenv("PYGRAPHRT_FAST", "1")
-    with pytest.raises(errors.BackendError, match="stale"):
-        _fast.open_binding("cuda13", str(fake_cudart))
+    _refused_as_stale(monkeypatch, fake_cudart, "built from another version of binding cuda13 (stale)")
 
 
 @needs_fast
@@ -155,12 +160,7 @@ def test_an_extension_built_before_pgr_open_is_stale(monkeypatch, fake_cudart):
     import_module = importlib.import_module
     monkeypatch.setattr(importlib, "import_module",
                         lambda name, *a: older if name == real.__name__ else import_module(name, *a))
-    monkeypatch.setenv("PYGRAPHRT_FAST", "auto")
-    _ffi, _lib, mode = _fast.open_binding("cuda13", str(fake_cudart))
-    assert mode.startswith("abi (") and "older pygraphrt (no _pgr_open) (stale)" in mode
-    monkeypatch.setenv("PYGRAPHRT_FAST", "1")
-    with pytest.raises(errors.BackendError, match="build-fast"):
-        _fast.open_binding("cuda13", str(fake_cudart))
+    _refused_as_stale(monkeypatch, fake_cudart, "older pygraphrt (no _pgr_open) (stale)")
 
 
 @needs_fast
