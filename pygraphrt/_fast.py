@@ -209,6 +209,11 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     if handle == ffi.NULL:
         raise OSError(f"cannot open {path} for the compiled fast path")
     ext._pgr_bind(handle)
+    # Driver functions handed over for a library bound before are not this library's: the calls
+    # go through the runtime until set_direct hands over this backend's.
+    set_slot = getattr(ext, "_pgr_set_direct", None)
+    for slot in range(len(DIRECT_SLOTS) if set_slot is not None else 0):
+        set_slot(slot, ffi.NULL)
     names, i = [], next_unbound(0)
     while i >= 0:
         names.append(ffi.string(ext._pgr_name(i)).decode())

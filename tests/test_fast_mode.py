@@ -379,6 +379,32 @@ def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_ref
                        "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
 
 
+@needs_fast
+def test_binding_another_library_drops_the_driver_functions_of_the_last(tmp_path, fake_cudart):
+    """The extension's direct slots belong to the library bound when they were set: binding
+    another (a new backend of the same binding) empties them, so nothing reaches the old
+    library's driver functions with the new library's handles."""
+    direct = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
+    out = run_mode(direct, "1", f"""
+        import ctypes as C
+        import pygraphrt as rt
+        from pygraphrt import _runtime
+        fake = C.CDLL({str(direct)!r})
+        drv = C.c_int.in_dll(fake, "fake_driver_calls")
+        s = rt.Stream()
+        rt.Graph()  # installs the hot methods: the slots get this library's driver functions
+        s.is_capturing
+        print(drv.value)
+        s.close()
+        _runtime._reset_for_tests()
+        import os
+        os.environ["PYGRAPHRT_CUDART"] = {str(fake_cudart)!r}
+        s2 = rt.Stream()
+        print(rt.backend().library_path == {str(fake_cudart)!r}, s2.is_capturing, drv.value)
+    """)
+    assert out.splitlines() == ["1", "True False 1"]
+
+
 def test_a_runtime_without_driver_entry_points_keeps_every_call(fake_cudart):
     out = run_mode(fake_cudart, "auto", """
         import pygraphrt as rt
