@@ -116,6 +116,16 @@ DIRECT_TABLE = [
     "}",
 ]
 
+def _direct_first(slot: str, fn_type: str, args: str, result: str = "0") -> list[str]:
+    """C lines that make a call through the driver function in direct slot ``slot`` (typed
+    ``fn_type``, given ``args``) and return ``result`` where it succeeds; the runtime's call,
+    which the caller writes next, follows where the slot is empty or the driver refused."""
+    i = DIRECT_SLOTS.index(slot)
+    return [f"    if (_pgr_direct[{i}] != NULL &&",
+            f"        (({fn_type})_pgr_direct[{i}])({args}) == 0)",
+            f"        return {result};"]
+
+
 #: The C of the hot methods' module (CPython API; binding-independent: it calls the
 #: ``_pgr_hot_*`` functions :func:`_hot_calls` generates before it).
 HOT_METHODS_C = Path(__file__).resolve().parent / "hot_methods.c"
@@ -146,9 +156,8 @@ def _helpers(functions: dict[str, Function]) -> list[str]:
             "    long long cell = 0;",
             f"    int rc;",
             f"    if (_pgr_p_{cap.symbol} == NULL) return {NO_FUNCTION};",
-            f"    if (_pgr_direct[{DIRECT_SLOTS.index('capture_status')}] != NULL &&",
-            f"        ((int (*)(void *, void *))_pgr_direct[{DIRECT_SLOTS.index('capture_status')}])(stream, (void *)&cell) == 0)",
-            "        return *(int *)&cell;",
+            *_direct_first("capture_status", "int (*)(void *, void *)", "stream, (void *)&cell",
+                           "*(int *)&cell"),
             "    cell = 0;",
             f"    rc = (int){cap.symbol}(stream, (void *)&cell);",
             "    return rc ? -rc : *(int *)&cell;",
@@ -272,20 +281,15 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     ]
     lines += [f"    case {i}: return _pgr_p_{fn.symbol} != NULL;" for i, fn in enumerate(found) if fn]
     lines += ["    default: return 0;", "    }", "}"]
-    launch_slot, empty_slot = DIRECT_SLOTS.index("launch"), DIRECT_SLOTS.index("add_empty")
     lines.append("static int _pgr_hot_launch(void *exec, void *stream) {")
     if launch:
-        lines += [f"    if (_pgr_direct[{launch_slot}] != NULL &&",
-                  f"        ((int (*)(void *, void *))_pgr_direct[{launch_slot}])(exec, stream) == 0)",
-                  "        return 0;",
+        lines += [*_direct_first("launch", "int (*)(void *, void *)", "exec, stream"),
                   f"    return (int){launch.symbol}({_call_args(launch, ['exec', 'stream'])});"]
     else:
         lines.append("    (void)exec; (void)stream; return -1;")
     lines += ["}", "static int _pgr_hot_add_empty(void **out, void *graph, void **deps, size_t n) {"]
     if empty:
-        lines += [f"    if (_pgr_direct[{empty_slot}] != NULL &&",
-                  f"        ((int (*)(void **, void *, void **, size_t))_pgr_direct[{empty_slot}])(out, graph, deps, n) == 0)",
-                  "        return 0;",
+        lines += [*_direct_first("add_empty", "int (*)(void **, void *, void **, size_t)", "out, graph, deps, n"),
                   f"    return (int){empty.symbol}({_call_args(empty, ['out', 'graph', 'deps', 'n'])});"]
     else:
         lines.append("    (void)out; (void)graph; (void)deps; (void)n; return -1;")

@@ -124,17 +124,16 @@ def set_direct(backend: Any) -> str:
         set_slot = ext._pgr_set_direct
     except AttributeError:
         return f"off (the extension was built without it; {BUILD_HINT})"
-    if os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0":
-        for slot in range(len(DIRECT_SLOTS)):
-            set_slot(slot, backend.ffi.NULL)
-        return "off (PYGRAPHRT_DIRECT=0)"
-    entries = backend.ops.direct_entry_points()
+    off = os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0"
+    entries = {} if off else backend.ops.direct_entry_points()
     done = []
-    for slot, name in enumerate(DIRECT_SLOTS):
+    for slot, name in enumerate(DIRECT_SLOTS):  # every slot written: an empty one stays in the runtime
         api, address = entries.get(name, (None, None))
         set_slot(slot, backend.ffi.NULL if address is None else backend.ffi.cast("void *", address))
-        if api is not None and address is not None:
+        if address is not None:
             done.append(api)
+    if off:
+        return "off (PYGRAPHRT_DIRECT=0)"
     return ", ".join(done) if done else f"off (the {backend.ops.name} driver offers none of them)"
 
 
