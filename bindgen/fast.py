@@ -67,9 +67,19 @@ int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, c
 """
 
 #: The runtime calls of the hot paths that may go straight to the driver (``_pgr_set_direct``'s
-#: slots, in order): the graph launch, the empty-node add, the capture-status query.
-#: pygraphrt._fast.DIRECT_SLOTS says the same (a test checks).
-DIRECT_SLOTS = ("launch", "add_empty", "capture_status")
+#: slots, in order): the graph launch, the empty-, memset- and kernel-node adds, the
+#: capture-status query, and the current-context query the memset add needs (the driver's
+#: memset node names its context).  pygraphrt._fast.DIRECT_SLOTS says the same (a test checks).
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context")
+#: The driver function each slot is generated for; the memset and kernel adds take the driver's
+#: own parameter structs, laid out from the driver binding's IR (:func:`driver_struct`).  The
+#: CUDA vendor table (pygraphrt._vendors.cuda, ``direct_calls``) hands over the same functions
+#: (a test checks).
+DIRECT_DRIVER = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
+                 "capture_status": "cuStreamIsCapturing", "add_memset": "cuGraphAddMemsetNode",
+                 "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent"}
+#: The driver binding whose IR lays out those structs, by runtime binding.
+DRIVER_BINDINGS = {"cuda12": "cudadrv12", "cuda13": "cudadrv13"}
 
 #: The most kernel parameters ``_pgr_launch_packed`` takes (its argument array is on the C stack).
 LAUNCH_MAX_PARAMS = 64
@@ -115,6 +125,60 @@ DIRECT_TABLE = [
     "    return 0;",
     "}",
 ]
+
+# C types a driver struct's fields may have in :func:`driver_struct` (after typedefs):
+# scalars as spelled, and any pointer as ``void *``.
+_FLAT_SCALARS = {"char", "signed char", "unsigned char", "short", "unsigned short", "int", "unsigned int",
+                 "long", "unsigned long", "long long", "unsigned long long", "size_t", "float", "double"}
+
+
+def _flat_type(t: object, module: Module) -> Named | Pointer | None:
+    seen = 0
+    while isinstance(t, Named) and t.name in module.typedefs and seen < 8:
+        t, seen = module.typedefs[t.name].type, seen + 1
+    if isinstance(t, (Pointer, FuncPtr)):
+        return Pointer(Named("void"))
+    if isinstance(t, Named) and t.name in _FLAT_SCALARS:
+        return Named(t.name)
+    return None
+
+
+@dataclass(frozen=True)
+class DriverStruct:
+    """A driver parameter struct as the extension declares it: ``struct <c_name>`` with the
+    driver header's fields in order, each a scalar or ``void *`` (so no driver type name is
+    needed beside the runtime's declarations)."""
+    c_name: str
+    fields: tuple[tuple[Named | Pointer, str], ...]  # (type, field name)
+
+    def declaration(self) -> list[str]:
+        return [f"struct {self.c_name} {{", *(f"    {declare(t, n)};" for t, n in self.fields), "};"]
+
+
+def driver_struct(fn: Function, index: int, module: Module) -> DriverStruct | None:
+    """The struct driver function ``fn`` takes by pointer as parameter ``index``, from the driver
+    binding's IR (``module``), flattened for :class:`DriverStruct`; None where it is opaque or a
+    field is not a scalar or pointer (an array, a nested record, a bit field): no direct call."""
+    if index >= len(fn.params):
+        return None
+    ptr = fn.params[index].type
+    if not isinstance(ptr, Pointer):
+        return None
+    target: object = ptr.target
+    seen = 0
+    while isinstance(target, Named) and target.name in module.typedefs and seen < 8:
+        target, seen = module.typedefs[target.name].type, seen + 1
+    rec = module.records.get(target.name) if isinstance(target, Named) else None
+    if rec is None or rec.fields is None or rec.kind != "struct" or rec.packed or rec.align:
+        return None
+    fields = []
+    for f in rec.fields:
+        c_type = _flat_type(f.type, module)
+        if c_type is None or not f.name or f.bit_width is not None:
+            return None
+        fields.append((c_type, f.name))
+    return DriverStruct("_pgr_drv_" + fn.symbol, tuple(fields))
+
 
 def _direct_first(slot: str, fn_type: str, args: str, result: str = "0") -> list[str]:
     """C lines that make a call through the driver function in direct slot ``slot`` (typed
@@ -251,7 +315,50 @@ def _add_with_struct(fn: Function, params: Named, fields: list[tuple[str, str]])
             f"    return (int){fn.symbol}({_call_args(fn, ['out', 'graph', 'deps', 'n', '&params'])});"]
 
 
-def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> list[str]:
+# The driver structs' fields the direct memset and kernel adds set (C values by field name):
+# the header's field names, checked against the driver IR (a struct with other fields, e.g.
+# an older layout, gets no direct call).  A library kernel (a CUkernel: form 1) is the ``kern``
+# field, ``ctx`` NULL meaning the current context (the layer adds a foreign CUfunction's nodes
+# through the driver in Python: they never reach this call).
+_DRIVER_MEMSET_FIELDS = {"dst": "(uintptr_t)dst", "pitch": "pitch", "value": "value",
+                         "elementSize": "element_size", "width": "width", "height": "height"}
+_DRIVER_KERNEL_FIELDS = {"func": "NULL", "gridDimX": "dims[0]", "gridDimY": "dims[1]",
+                         "gridDimZ": "dims[2]", "blockDimX": "dims[3]", "blockDimY": "dims[4]",
+                         "blockDimZ": "dims[5]", "sharedMemBytes": "dims[6]", "kernelParams": "(void *)argv",
+                         "extra": "NULL", "kern": "func", "ctx": "NULL"}
+
+
+def _direct_structs(driver: tuple[Module, dict[str, Function]] | None) -> dict[str, DriverStruct]:
+    """The direct adds' driver structs (slot -> struct) the driver binding's IR lays out as
+    the fields above need; none without a driver binding (HIP)."""
+    if driver is None:
+        return {}
+    module, functions = driver
+    out = {}
+    for slot, index, names in (("add_memset", 4, _DRIVER_MEMSET_FIELDS), ("add_kernel", 4, _DRIVER_KERNEL_FIELDS)):
+        fn = functions.get(DIRECT_DRIVER[slot])
+        st = driver_struct(fn, index, module) if fn is not None else None
+        if st is not None and {n for _, n in st.fields} == set(names):
+            out[slot] = st
+    return out
+
+
+def _direct_add(slot: str, st: DriverStruct, fn_type: str, args: str, guard: str = "1") -> list[str]:
+    """C lines making the add of direct slot ``slot`` with driver struct ``st`` (``dp``), filled
+    by field name, where ``guard`` holds; returning 0 where the driver made the node (else the
+    runtime's call, which follows, makes it or reports the error)."""
+    i = DIRECT_SLOTS.index(slot)
+    values = _DRIVER_MEMSET_FIELDS if slot == "add_memset" else _DRIVER_KERNEL_FIELDS
+    return [f"    if (_pgr_direct[{i}] != NULL && ({guard})) {{",
+            f"        struct {st.c_name} dp;",
+            "        memset(&dp, 0, sizeof dp);",
+            *(f"        dp.{name} = {values[name]};" for _, name in st.fields),
+            f"        if ((({fn_type})_pgr_direct[{i}])({args}) == 0) return 0;",
+            "    }"]
+
+
+def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
+               driver: tuple[Module, dict[str, Function]] | None = None) -> list[str]:
     """The C before :data:`HOT_METHODS_C`: its module's name and init function, and the runtime
     calls of the hot methods with untyped arguments -- ``_pgr_hot_launch(exec, stream)``,
     ``_pgr_hot_add_empty(out, graph, deps, n)``, ``_pgr_hot_add_memset(out, graph, deps, n,
@@ -269,9 +376,11 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
     kparams = _param_struct(kernel, module) if kernel is not None else None
     if kernel is not None and kparams is None:
         found[3] = kernel = None
+    direct = _direct_structs(driver)
     short = module_name(binding).rsplit(".", 1)[-1] + "_hot"
     lines = [
         "/* -- the hot methods' runtime calls (see bindgen/fast.py, _hot_calls) -- */",
+        *(line for st in direct.values() for line in st.declaration()),
         f'#define _PGR_HOT_NAME "{module_name(binding)}_hot"',
         f"#define _PGR_HOT_INIT PyInit_{short}",
         f"static const char *const _pgr_hot_symbols[{len(HOT_APIS)}] = {{"
@@ -298,6 +407,16 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
               "                               unsigned int value, unsigned int element_size, size_t width,",
               "                               size_t height, size_t pitch) {"]
     if memset is not None and params is not None:
+        if "add_memset" in direct:
+            # the driver's memset node runs in the context it names: the current one (none
+            # current: the runtime's call, which makes its device's primary context current)
+            c = DIRECT_SLOTS.index("current_context")
+            lines += ["    void *ctx = NULL;",
+                      *_direct_add("add_memset", direct["add_memset"],
+                                   "int (*)(void **, void *, void **, size_t, const void *, void *)",
+                                   "out, graph, deps, n, &dp, ctx",
+                                   f"_pgr_direct[{c}] != NULL && ((int (*)(void **))_pgr_direct[{c}])(&ctx) == 0 "
+                                   "&& ctx != NULL")]
         lines += _add_with_struct(memset, params, [("dst", "dst"), ("value", "value"), ("elementSize", "element_size"),
                                                    ("width", "width"), ("height", "height"), ("pitch", "pitch")])
     else:
@@ -305,28 +424,36 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module) -> 
                   "    (void)element_size; (void)width; (void)height; (void)pitch;",
                   "    return -1;"]
     lines += ["}",
-              "/* dims: grid x, y, z, block x, y, z, dynamic shared memory bytes */",
+              "/* dims: grid x, y, z, block x, y, z, dynamic shared memory bytes; form: 1 a library",
+              " * kernel (cudaKernel_t), 0 another handle (the runtime's call only) */",
               "static int _pgr_hot_add_kernel(void **out, void *graph, void **deps, size_t n, void *func,",
-              "                               const unsigned int *dims, void **argv) {"]
+              "                               int form, const unsigned int *dims, void **argv) {"]
     if kernel is not None and kparams is not None:
+        if "add_kernel" in direct:
+            lines += _direct_add("add_kernel", direct["add_kernel"],
+                                 "int (*)(void **, void *, void **, size_t, const void *)",
+                                 "out, graph, deps, n, &dp", "form == 1")
+        else:
+            lines.append("    (void)form;")
         lines += _add_with_struct(kernel, kparams, [
             ("func", "func"), ("gridDim.x", "dims[0]"), ("gridDim.y", "dims[1]"), ("gridDim.z", "dims[2]"),
             ("blockDim.x", "dims[3]"), ("blockDim.y", "dims[4]"), ("blockDim.z", "dims[5]"),
             ("sharedMemBytes", "dims[6]"), ("kernelParams", "argv"), ("extra", "NULL")])
     else:
-        lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)dims; (void)argv;",
+        lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)form; (void)dims; (void)argv;",
                   "    return -1;"]
     lines.append("}")
     return lines
 
 
-def hot_section(binding: str, functions: dict[str, Function], module: Module) -> list[str]:
+def hot_section(binding: str, functions: dict[str, Function], module: Module,
+                driver: tuple[Module, dict[str, Function]] | None = None) -> list[str]:
     """The hot methods' module (:func:`_hot_calls` and :data:`HOT_METHODS_C`), or nothing for a
     binding without any of their functions (the golden sample)."""
     by_api = {fn.api_name for fn in functions.values()}
     if not any(a in by_api for _, apis in HOT_APIS for a in apis):
         return []
-    return ["", *_hot_calls(binding, functions, module), "", _hot_methods_text()]
+    return ["", *_hot_calls(binding, functions, module, driver), "", _hot_methods_text()]
 
 
 def _hot_methods_text() -> str:
@@ -394,9 +521,11 @@ def _pointer_decl(fn: Function) -> str:
 
 
 def c_source(binding: str, types: list[str], packed: str, functions: dict[str, Function],
-             hash_: str, module: Module | None = None) -> str:
+             hash_: str, module: Module | None = None,
+             driver: tuple[Module, dict[str, Function]] | None = None) -> str:
     """The C text cffi compiles (``ffi.set_source(name, <this>)``); with the binding's ``module``,
-    the hot methods' module too (:func:`hot_section`)."""
+    the hot methods' module too (:func:`hot_section`; ``driver``: the driver binding's IR, module
+    and functions, for the direct adds' structs)."""
     fns = _symbols(functions)
     lines = [
         f"/* {binding}: compiled fast path generated by python -m bindgen build-fast; do not edit. */",
@@ -462,16 +591,19 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "",
         LAUNCH_HELPER,
         *_helpers(functions),
-        *(hot_section(binding, functions, module) if module is not None else []),
+        *(hot_section(binding, functions, module, driver) if module is not None else []),
     ]
     return "\n".join(lines)
 
 
-def fast_source(binding: str, module: Module, functions: dict[str, Function], hash_: str) -> FastSource:
-    """Everything cffi needs to compile the extension of one binding, from its IR."""
+def fast_source(binding: str, module: Module, functions: dict[str, Function], hash_: str,
+                driver: tuple[Module, dict[str, Function]] | None = None) -> FastSource:
+    """Everything cffi needs to compile the extension of one binding, from its IR (and, for the
+    calls straight to the driver, the driver binding's: ``driver``, its module and functions)."""
     types, decls, packed, _omitted = emit.build_cdef_parts(module, functions)
     cdef = "\n".join(types + decls) + "\n" + HELPERS_CDEF
-    return FastSource(module_name(binding), cdef, packed, c_source(binding, types, packed, functions, hash_, module))
+    return FastSource(module_name(binding), cdef, packed,
+                      c_source(binding, types, packed, functions, hash_, module, driver))
 
 
 def make_api_ffi(src: FastSource):

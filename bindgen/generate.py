@@ -84,6 +84,26 @@ def since_table(hs: HeaderSet, functions: dict[str, Function]) -> dict[str, str]
     return dict(sorted(since.items()))
 
 
+_driver_irs: dict[str, tuple[Module, dict[str, Function]]] = {}
+
+
+def driver_ir(runtime: str) -> tuple[Module, dict[str, Function]] | None:
+    """The IR (module, functions) of the driver binding beside runtime binding ``runtime``
+    (bindgen.fast.DRIVER_BINDINGS; None for HIP), from its pinned headers, parsed once per
+    process: the compiled extension's calls straight to the driver take its structs."""
+    from . import fast
+
+    name = fast.DRIVER_BINDINGS.get(runtime)
+    if name is None:
+        return None
+    if name not in _driver_irs:
+        hs = HEADER_SETS[name]
+        p = run_pipeline(list(hs.headers), include_roots(hs), hs.defines, hs.api_headers, hs.constant_prefixes,
+                         hs.per_thread_define, hs.per_thread_suffixes)
+        _driver_irs[name] = (p.module, p.functions)
+    return _driver_irs[name]
+
+
 def generate(hs: HeaderSet, override_include: Path | None = None,
              history_version: str | None = None) -> Generated:
     """Generate the binding of ``hs``; with ``history_version``, from that release of its
@@ -128,7 +148,7 @@ def generate(hs: HeaderSet, override_include: Path | None = None,
     if hs.name in fast.FAST_BINDINGS and history_version is None and override_include is None:
         # The compiled fast path's source, committed like the rest, so that building it
         # (python -m bindgen build-fast, pip install) needs a C compiler but no headers.
-        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(ffi_text))
+        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(ffi_text), driver_ir(hs.name))
         files[fast.SOURCE_FILE] = fast.source_json(src)
     return Generated(hs.name, files, data)
 

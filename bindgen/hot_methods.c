@@ -45,10 +45,10 @@ static struct {
        _host_sinks, _last_stream; Node's _graph, _handle */
     Py_ssize_t g_backend, g_handle, g_nodes, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph, n_handle;
     /* bind_kernels(): Kernel, Library, KernelNode, AsyncBuffer; Kernel's _backend, _func, _owner,
-       signature, _node_layout slots (kernels_bound: 0 until then, add_kernel stays Python) */
+       signature, _node_layout, form slots (kernels_bound: 0 until then, add_kernel stays Python) */
     int kernels_bound;
     PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
-    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout;
+    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form;
     PyObject *fallback[_PGR_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_METHODS];       /* the UTF-8 text ml_doc points into */
@@ -57,7 +57,7 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_backend, *_pgr_s_keep, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes;
+    *_pgr_s_attributes, *_pgr_s_form_kernel;
 
 /* ---- small helpers ---- */
 
@@ -474,12 +474,13 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
     PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
                                 _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
-    PyObject *kernel, *layout, *spec, *func, *owner, *oh = NULL, *keep = NULL, *values = NULL, *res = NULL;
+    PyObject *kernel, *layout, *spec, *func, *owner, *form, *oh = NULL, *keep = NULL, *values = NULL, *res = NULL;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *out = NULL;
     unsigned int dims[7];
     unsigned long long smem = 0;
     unsigned int n, size, i32, w, word[2];
+    int form_code;
     const char *desc;
     _pgr_add_args a;
     int rc;
@@ -512,6 +513,10 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
         oh = _pgr_attr(owner, _pgr_s_handle);
         if (oh == NULL || oh == Py_None) goto fallback;
     }
+    /* the handle's form (Kernel.form): 1 a library kernel, which a direct call to the driver
+       passes as such; 0 another (a HIP function): the runtime's call only */
+    form = _PGR_SLOT(kernel, _pgr_hot.k_form);
+    form_code = form != NULL && PyUnicode_CheckExact(form) && PyUnicode_Compare(form, _pgr_s_form_kernel) == 0;
     if (!_pgr_dims(v[GRID], dims) || !_pgr_dims(v[BLOCK], dims + 3)) goto fallback;
     if (v[SMEM] != NULL && (!_pgr_u64(v[SMEM], &smem) || smem > 0xFFFFFFFFull)) goto fallback;
     dims[6] = (unsigned int)smem;
@@ -543,7 +548,7 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
        loaded): two list entries, no new object (a tracked object per node costs the collector) */
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
-    rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, dims, n ? argv : NULL);
+    rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, form_code, dims, n ? argv : NULL);
     Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
     if (res != NULL && (PyList_Append(keep, values) < 0 || PyList_Append(keep, kernel) < 0)) Py_CLEAR(res);
@@ -798,14 +803,14 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
 PyDoc_STRVAR(_pgr_bind_kernels_doc,
 "bind_kernels(classes)\n--\n\n"
 "Let add_kernel run in C: ``classes`` are (Kernel, Library, KernelNode, AsyncBuffer); Kernel's\n"
-"``_backend``, ``_func``, ``_owner``, ``signature`` and ``_node_layout`` slots are read.  Until\n"
+"``_backend``, ``_func``, ``_owner``, ``signature``, ``_node_layout`` and ``form`` slots are read.  Until\n"
 "this is called (pygraphrt binds it with the first kernel node), add_kernel stays Python.");
 
 static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     PyObject *classes;
     PyTypeObject *cls[4];
-    Py_ssize_t off[5];
-    static const char *const slots[5] = {"_backend", "_func", "_owner", "signature", "_node_layout"};
+    Py_ssize_t off[6];
+    static const char *const slots[6] = {"_backend", "_func", "_owner", "signature", "_node_layout", "form"};
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
@@ -814,7 +819,7 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
         return NULL;
     }
     if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;
-    for (i = 0; i < 5; i++)
+    for (i = 0; i < 6; i++)
         if ((off[i] = _pgr_slot_offset(cls[0], slots[i])) < 0) return NULL;
     if (!_pgr_concrete_node(cls[2], _pgr_hot.node_cls) || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
         PyErr_SetString(PyExc_TypeError, "bind_kernels: KernelNode must be a concrete Node class without slots of its own");
@@ -825,6 +830,7 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     _pgr_hot.k_owner = off[2];
     _pgr_hot.k_signature = off[3];
     _pgr_hot.k_layout = off[4];
+    _pgr_hot.k_form = off[5];
     Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(cls[0]));
     Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(cls[1]));
     Py_XSETREF(_pgr_hot.kernel_node_cls, (PyTypeObject *)Py_NewRef(cls[2]));
@@ -912,11 +918,12 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "_backend", "_keep", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes"};
+                                        "block", "args", "shared_mem", "attributes", "kernel"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_backend, &_pgr_s_keep, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
-                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes};
+                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
+                                &_pgr_s_form_kernel};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

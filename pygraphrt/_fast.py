@@ -42,7 +42,7 @@ NO_FUNCTION = -0x7FFFFFFF
 BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
 # The compiled runtime calls that may go straight to the driver, in the order of the extension's
 # ``_pgr_set_direct`` slots (bindgen.fast.DIRECT_SLOTS; a test checks they agree).
-DIRECT_SLOTS = ("launch", "add_empty", "capture_status")
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context")
 
 
 def requested() -> str:
@@ -129,8 +129,8 @@ def set_direct(backend: Any) -> str:
     done = []
     for slot, name in enumerate(DIRECT_SLOTS):  # every slot written: an empty one stays in the runtime
         api, address = entries.get(name, (None, None))
-        set_slot(slot, backend.ffi.NULL if address is None else backend.ffi.cast("void *", address))
-        if address is not None:
+        taken = set_slot(slot, backend.ffi.NULL if address is None else backend.ffi.cast("void *", address)) == 0
+        if address is not None and taken:
             done.append(api)
     if off:
         return "off (PYGRAPHRT_DIRECT=0)"

@@ -329,9 +329,15 @@ DIRECT = """
     import pygraphrt as rt
     from pygraphrt import errors
     from pygraphrt.graph import _hot
+    from pygraphrt.kernels import Kernel
     fake = C.CDLL(rt.backend().library_path)
-    drv, rtm, refuse = (C.c_int.in_dll(fake, n) for n in ("fake_driver_calls", "fake_runtime_calls",
-                                                          "fake_driver_refuses"))
+    drv, rtm, refuse, no_context, field = (
+        C.c_int.in_dll(fake, n) for n in ("fake_driver_calls", "fake_runtime_calls", "fake_driver_refuses",
+                                          "fake_no_context", "fake_kernel_field"))
+    SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
+    ARGS = (a, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
+    library_kernel = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="k")
+    function = Kernel.wrap(0x6000, signature=SIG, kind="function", name="f")
     s = rt.Stream()
     g = rt.Graph()
     print(_hot.direct_status(rt.lowlevel.backend_object()))
@@ -339,17 +345,40 @@ DIRECT = """
         before = drv.value, rtm.value
         what()
         return drv.value - before[0], rtm.value - before[1]
+    def node(n):  # what the node holds, read back through the runtime
+        p = n.params
+        return p["kernel"].name, tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], list(p["args"])[1:]
+    def kernel(k):
+        made = []
+        field.value = 0  # (a function's Python add takes the driver's call too)
+        counts = calls(lambda: made.append(g.add_kernel(k, (2, 3), 64, ARGS, shared_mem=16)))
+        return counts, field.value, node(made[0])
+    def memset():
+        made = []
+        counts = calls(lambda: made.append(g.add_memset(a + 32, 9, 4, element_size=2, height=2, pitch=8)))
+        p = dict(made[0].params)
+        p["dst"] -= a  # where in the probe's buffer
+        return counts, p
+    g.add_kernel(library_kernel, 1, 1, ARGS), g.add_kernel(function, 1, 1, ARGS)  # each one's first: Python
     e = g.add_empty()
     m = e.memset(a, 7, 16)
     exe = g.instantiate()
     print("add", calls(lambda: g.add_empty(dependencies=[e])), "launch", calls(lambda: exe.launch(s)),
-          "capturing", calls(lambda: s.is_capturing), "bulk", calls(lambda: g.add_nodes([("empty", {}), ("empty", {}, [0])])))
+          "capturing", calls(lambda: s.is_capturing), "bulk", calls(lambda: g.add_nodes(
+              [("empty", {}), ("empty", {}, [0]), ("memset", {"dst": a, "value": 1, "count": 4}, [1])])))
+    print("memset", *memset())
+    print("kernel", *kernel(library_kernel))
+    print("function", *kernel(function))
     print(buf.raw[:16] == b"\\x07" * 16)
     buf.raw = bytes(64)
     refuse.value = 1  # the driver refuses: each call is made again through the runtime
     print("add", calls(lambda: g.add_empty()), "launch", calls(lambda: exe.launch(s)),
           "capturing", calls(lambda: s.is_capturing), buf.raw[:16] == b"\\x07" * 16)
+    print("memset", memset()[0], "kernel", kernel(library_kernel)[:2])
     refuse.value = 0
+    no_context.value = 1  # no current context: the memset and library-kernel adds take the runtime
+    print("memset", memset()[0], "kernel", kernel(library_kernel)[:2], "function", kernel(function)[:2])
+    no_context.value = 0
     try:  # refused by both: the runtime's error is raised
         rt.Stream.legacy_default().is_capturing
     except errors.GraphRTError as exc:
@@ -360,23 +389,34 @@ DIRECT = """
 @needs_fast
 @pytest.mark.parametrize("direct", ["1", "0"])
 def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_refuses(tmp_path, monkeypatch, direct):
-    """Where the runtime hands out the driver's cuGraphLaunch, cuGraphAddEmptyNode and
-    cuStreamIsCapturing, the compiled paths call them and not the runtime; a call the driver
-    refuses is made again through the runtime, whose result (and error) the caller gets.
-    PYGRAPHRT_DIRECT=0 keeps every call in the runtime."""
+    """Where the runtime hands out the driver's cuGraphLaunch, cuGraphAddEmptyNode,
+    cuStreamIsCapturing, cuGraphAddMemsetNode and cuGraphAddKernelNode, the compiled paths call
+    them and not the runtime -- the memset and kernel adds with the driver's structs, which the
+    nodes read back through the runtime show filled right (a library kernel in ``kern``); a
+    call the driver refuses, or a memset or library-kernel add with no current context, is made
+    again through the runtime, whose result (and error) the caller gets.  A foreign CUfunction's
+    node is the driver's in both (the Python method makes it).  PYGRAPHRT_DIRECT=0 keeps every
+    call in the runtime."""
     lib = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
     monkeypatch.setenv("PYGRAPHRT_DIRECT", direct)
     out = run_mode(lib, "1", DIRECT).splitlines()
-    if direct == "1":
-        assert out == ["cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing",
-                       "add (1, 0) launch (1, 0) capturing (1, 0) bulk (2, 0)", "True",
-                       "add (1, 1) launch (1, 1) capturing (1, 1) True",
-                       "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
-    else:
-        assert out == ["off (PYGRAPHRT_DIRECT=0)",
-                       "add (0, 1) launch (0, 1) capturing (0, 1) bulk (0, 2)", "True",
-                       "add (0, 1) launch (0, 1) capturing (0, 1) True",
-                       "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
+    memset = "{'dst': 32, 'value': 9, 'element_size': 2, 'width': 4, 'height': 2, 'pitch': 8}"
+    values = "[7, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295]"
+    on, off = (1, 0), (0, 1)
+    d, r = (on, off) if direct == "1" else (off, off)  # a call the driver makes / the runtime makes
+    both = (1, 1) if direct == "1" else off  # the driver refuses, the runtime makes it
+    lines = [f"add {d} launch {d} capturing {d} bulk {(3, 0) if direct == '1' else (0, 3)}",
+             f"memset {d} {memset}",
+             f"kernel {d} {1 if direct == '1' else 0} ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
+             f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
+             "True",
+             f"add {both} launch {both} capturing {both} True",
+             f"memset {both} kernel ({both}, 0)",
+             f"memset {r} kernel ({both}, 0) function ({on}, 2)",
+             "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
+    head = ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, cuGraphAddKernelNode, "
+            "cuCtxGetCurrent" if direct == "1" else "off (PYGRAPHRT_DIRECT=0)")
+    assert out == [head] + lines
 
 
 @needs_fast

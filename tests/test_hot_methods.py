@@ -319,9 +319,20 @@ def _same_results_and_paths(lib, code: str) -> dict[str, str]:
     return {label: path for label, _, path in api if path}
 
 
+@pytest.fixture(scope="module", params=["runtime", "driver"])
+def either_fake(request, tmp_path_factory):
+    """The fake libcudart without and with the driver's stand-ins (FAKE_DRIVER_DIRECT): with
+    them, compiled mode's memset, kernel and empty adds go to the driver's functions with the
+    driver's structs, and the nodes, read back through the runtime, must say what ABI mode's."""
+    from .test_cuda13x import build_fake_cudart
+
+    return build_fake_cudart(tmp_path_factory.mktemp(f"fake-{request.param}") / "libcudart.so.13",
+                             driver_direct=request.param == "driver")
+
+
 @needs_fast
-def test_adding_nodes_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
-    paths = _same_results_and_paths(fake_cudart, ADD)
+def test_adding_nodes_same_results_c_for_the_common_calls(either_fake):
+    paths = _same_results_and_paths(either_fake, ADD)
     c = {"no dependencies", "empty list", "None", "one", "tuple of two", "sixteen", "builder", "unbound call",
          "memset int", "memset keywords", "memset 4-byte max", "memset buffer", "memset, buffer kept once",
          "bulk specs", "full graph", "full graph, memset"}  # bulk specs: add_nodes calls the C methods
@@ -360,8 +371,8 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
 
 
 @needs_fast
-def test_kernel_nodes_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
-    paths = _same_results_and_paths(fake_cudart, KERNEL)
+def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
+    paths = _same_results_and_paths(either_fake, KERNEL)
     assert {label for label, path in paths.items() if path == "c"} == {
         "positional", "list args", "keywords", "three dims", "buffer pointer", "ints for floats", "extremes",
         "sixteen", "builder", "unbound call", "its second", "full graph"}
@@ -403,8 +414,8 @@ def test_kernel_nodes_results(fake_cudart):  # noqa: F811
 
 
 @needs_fast
-def test_bulk_c_loop_same_results_and_leaves_the_unusual_specs(fake_cudart):  # noqa: F811
-    abi, api = run_mode(fake_cudart, "0", BULK).splitlines(), run_mode(fake_cudart, "1", BULK).splitlines()
+def test_bulk_c_loop_same_results_and_leaves_the_unusual_specs(either_fake):
+    abi, api = run_mode(either_fake, "0", BULK).splitlines(), run_mode(either_fake, "1", BULK).splitlines()
     # specs 3 and 4 go to the C add_memset / add_empty (no Python frame); 7 and 9 on to the Python ones
     calls = [line for line in api if line.startswith("one-node calls")]
     assert calls == ["one-node calls ['add_empty', 'add_memset']"]

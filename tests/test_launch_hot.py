@@ -226,6 +226,12 @@ def test_launch_constants_match_bindgen():
                                                                           _fast.LAUNCH_MAX_PARAMS)
     assert bindgen_fast.NO_FUNCTION == _fast.NO_FUNCTION
     assert bindgen_fast.DIRECT_SLOTS == _fast.DIRECT_SLOTS
+    # the driver functions the extension's direct calls are generated for are those the CUDA
+    # vendor table hands over
+    from pygraphrt._vendors.cuda import CudaVendor
+
+    assert bindgen_fast.DIRECT_DRIVER == CudaVendor.direct_calls
+    assert set(bindgen_fast.DIRECT_DRIVER) == set(_fast.DIRECT_SLOTS)
 
 
 # -- end to end through the do-nothing libcudart ---------------------------------------------------

@@ -67,9 +67,14 @@ class CudaVendor(Vendor):
     gate_by_driver = True  # a 13.x API a 13.0 driver lacks is refused at load (Vendor.unavailable)
     # The runtime's cudaGraphLaunch, cudaGraphAddEmptyNode and cudaStreamIsCapturing do their own
     # work (lazy context set-up, checks: some 0.1 us a call on an H100) before calling these,
-    # which take the same arguments (runtime and driver handles are one).
+    # which take the same arguments (runtime and driver handles are one).  The memset and kernel
+    # adds take the driver's structs (the compiled extension lays them out from the driver
+    # binding: bindgen.fast.DIRECT_DRIVER, which a test holds to this table); the runtime's
+    # cudaGraphAddKernelNode also finds a library kernel's function anew per call (about
+    # 0.35 us of 0.9 on an H100), the driver's takes the kernel and the current context.
     direct_calls = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
-                    "capture_status": "cuStreamIsCapturing"}
+                    "capture_status": "cuStreamIsCapturing", "add_memset": "cuGraphAddMemsetNode",
+                    "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent"}
     prefix = "cuda"
     error_enum = "cudaError_t"
     error_classes = {

@@ -277,3 +277,64 @@ def test_build_refuses_hot_methods_edited_since_generation(tmp_path, monkeypatch
         cli._build_one("cuda13", None)
     monkeypatch.setattr(fast, "HOT_METHODS_C", tmp_path / "absent.c")  # an installed tree without bindgen's C
     assert not fast.stale_hot_methods(src)
+
+
+def test_driver_struct_flattens_what_the_driver_ir_lays_out():
+    """``driver_struct``: the struct a driver function takes by pointer, through its typedefs,
+    each field a scalar (as spelled after typedefs) or ``void *``; None for what it cannot
+    flatten -- an array or nested record field, a bit field, an opaque or packed struct, a
+    parameter that is not a pointer."""
+    from bindgen.ir import Array, Field, Function, Module, Named, Param, Pointer, Record, Typedef
+
+    def fn(param_type):
+        return Function("drvAdd", "drvAdd_v2", Named("int"), (Param("out", Pointer(Named("void"))),
+                                                              Param("p", param_type)))
+
+    def module(*fields, packed=None):
+        return Module(records={"struct P_st": Record("struct P_st", "struct", tuple(fields), packed=packed)},
+                      typedefs={"P": Typedef("P", Named("struct P_st")), "dptr": Typedef("dptr", Named("u64")),
+                                "u64": Typedef("u64", Named("unsigned long long")),
+                                "handle": Typedef("handle", Pointer(Named("struct H_st")))})
+
+    good = module(Field("dst", Named("dptr")), Field("n", Named("size_t")), Field("h", Named("handle")),
+                  Field("argv", Pointer(Pointer(Named("void")))))
+    st = fast.driver_struct(fn(Pointer(Named("P", const=True))), 1, good)
+    assert st is not None and st.c_name == "_pgr_drv_drvAdd_v2"
+    assert st.declaration() == ["struct _pgr_drv_drvAdd_v2 {", "    unsigned long long dst;", "    size_t n;",
+                                "    void *h;", "    void *argv;", "};"]
+    assert fast.driver_struct(fn(Named("P")), 1, good) is None  # by value
+    assert fast.driver_struct(fn(Pointer(Named("P"))), 2, good) is None  # no such parameter
+    for bad in (module(Field("a", Array(Named("int"), 4))), module(Field("r", Named("struct Q_st"))),
+                module(Field("b", Named("unsigned int"), bit_width=3)), module(Field("x", Named("int")), packed=1)):
+        assert fast.driver_struct(fn(Pointer(Named("P"))), 1, bad) is None
+
+
+def test_direct_adds_take_the_driver_bindings_layout():
+    """The CUDA extensions' driver structs (the memset and kernel adds straight to the driver)
+    have the layout of the driver ABI binding's own types -- each field at its offset, the same
+    size -- and the adds fill them by the header's field names; HIP has none."""
+    import importlib
+    import re
+
+    import cffi
+
+    from bindgen.generate import fast_source_of
+    from bindgen.headersets import HEADER_SETS
+
+    for name, drv in fast.DRIVER_BINDINGS.items():
+        c = fast_source_of(HEADER_SETS[name]).c_source
+        dffi = importlib.import_module(f"pygraphrt._bindings.{drv}._ffi").ffi
+        for c_name, typename in (("_pgr_drv_cuGraphAddMemsetNode", "CUDA_MEMSET_NODE_PARAMS"),
+                                 ("_pgr_drv_cuGraphAddKernelNode_v2", "CUDA_KERNEL_NODE_PARAMS")):
+            decl = re.search(r"struct %s \{.*?\};" % c_name, c, re.S)
+            assert decl is not None, (name, c_name)
+            f = cffi.FFI()
+            f.cdef(decl.group(0))
+            fields = [n for n, _ in f.typeof(f"struct {c_name}").fields]
+            assert fields == [n for n, _ in dffi.typeof(typename).fields], (name, typename)
+            assert f.sizeof(f"struct {c_name}") == dffi.sizeof(typename)
+            assert [f.offsetof(f"struct {c_name}", n) for n in fields] == [dffi.offsetof(typename, n) for n in fields]
+            assert f"        struct {c_name} dp;\n" in c
+        assert "        dp.kern = func;\n" in c and "        dp.ctx = NULL;\n" in c and "        dp.dst = (uintptr_t)dst;\n" in c
+    for name in ("hip6", "hip7"):
+        assert "_pgr_drv_" not in fast_source_of(HEADER_SETS[name]).c_source

@@ -14,9 +14,14 @@
  * cudaGraphKernelNodeGetParams; every kernel has the parameters FAKE_KERNEL_PARAMS lays out
  * (cudaFuncGetParamInfo says so).  Built with -DFAKE_DRIVER_DIRECT, it also hands out
  * (cudaGetDriverEntryPointByVersion) stand-ins for the driver functions pygraphrt's compiled
- * paths call straight (cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing): they count
- * their calls (fake_driver_calls; the runtime's three count theirs in fake_runtime_calls) and,
- * while fake_driver_refuses is set, refuse with a driver error code.  Written for pygraphrt's
+ * paths call straight (cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
+ * cuGraphAddMemsetNode, cuGraphAddKernelNode, cuCtxGetCurrent; cuFuncGetParamInfo for a
+ * CUfunction's signature check), typed from the pinned cuda.h:
+ * they count their calls (fake_driver_calls; the runtime's graph launch, capture query and
+ * empty, memset and kernel adds count theirs in fake_runtime_calls) and, while
+ * fake_driver_refuses is set, refuse with a driver error code; while fake_no_context is set
+ * no context is current; fake_kernel_field says which field of the last kernel node's driver
+ * struct held the kernel (1 kern, 2 func).  Written for pygraphrt's
  * tests; it implements only what they call.
  */
 #include <cuda_runtime_api.h>
@@ -99,6 +104,7 @@ static void memset_v2(struct cudaMemsetParamsV2 *to, void *dst, unsigned value, 
 }
 cudaError_t cudaGraphAddMemsetNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
                                    const struct cudaMemsetParams *p) {
+  fake_runtime_calls++;
   if (!p) return fail(cudaErrorInvalidValue);
   cudaError_t e = add(out, g, cudaGraphNodeTypeMemset, deps, n);
   if (!e) memset_v2(&(*out)->memset, p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
@@ -114,8 +120,8 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t i, size_t *offset, siz
   *size = FAKE_KERNEL_PARAMS[i][1];
   return cudaSuccess;
 }
-cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
-                                   const struct cudaKernelNodeParams *p) {
+static cudaError_t add_kernel(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                              const struct cudaKernelNodeParams *p) {
   if (!p || !p->func || p->extra || !p->kernelParams || !p->gridDim.x || !p->blockDim.x)
     return fail(cudaErrorInvalidValue);
   cudaError_t e = add(out, g, cudaGraphNodeTypeKernel, deps, n);
@@ -128,6 +134,11 @@ cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cu
   }
   node->kernel.kernelParams = node->argv;
   return cudaSuccess;
+}
+cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                   const struct cudaKernelNodeParams *p) {
+  fake_runtime_calls++;
+  return add_kernel(out, g, deps, n, p);
 }
 cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
   if (!node || !p || node->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
@@ -265,7 +276,43 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *
 }
 
 #ifdef FAKE_DRIVER_DIRECT
+#include <cuda.h>
+#include <stdint.h>
 /* The driver's stand-ins: 999 is CUDA_ERROR_UNKNOWN, 900 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+int fake_no_context, fake_kernel_field;
+static int fake_context;  /* the one context: its address */
+static CUresult drv_ctx_get_current(CUcontext *ctx) {
+  *ctx = fake_no_context ? NULL : (CUcontext)(void *)&fake_context;
+  return CUDA_SUCCESS;
+}
+static CUresult drv_add_memset(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                               const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
+  fake_driver_calls++;
+  if (fake_driver_refuses) return CUDA_ERROR_UNKNOWN;
+  if (ctx != (CUcontext)(void *)&fake_context) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  cudaError_t e = add(out, g, cudaGraphNodeTypeMemset, deps, n);
+  if (!e) memset_v2(&(*out)->memset, (void *)(uintptr_t)p->dst, p->value, p->elementSize, p->width, p->height, p->pitch);
+  return e ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+static CUresult drv_func_get_param_info(CUfunction f, size_t i, size_t *offset, size_t *size) {
+  return cudaFuncGetParamInfo((const void *)f, i, offset, size) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+/* A library kernel (kern) runs in ctx, NULL: the current context; a function (func) in its own. */
+static CUresult drv_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                               const CUDA_KERNEL_NODE_PARAMS *p) {
+  fake_driver_calls++;
+  if (fake_driver_refuses) return CUDA_ERROR_UNKNOWN;
+  if (!p || !p->func == !p->kern) return CUDA_ERROR_INVALID_VALUE;
+  if (p->kern && !p->ctx && fake_no_context) return CUDA_ERROR_INVALID_CONTEXT;
+  struct cudaKernelNodeParams rp = {
+    .func = p->func ? (void *)p->func : (void *)p->kern,
+    .gridDim = {p->gridDimX, p->gridDimY, p->gridDimZ}, .blockDim = {p->blockDimX, p->blockDimY, p->blockDimZ},
+    .sharedMemBytes = p->sharedMemBytes, .kernelParams = p->kernelParams, .extra = p->extra};
+  cudaError_t e = add_kernel(out, g, deps, n, &rp);
+  if (!e) fake_kernel_field = p->kern ? 1 : 2;
+  return e ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
 static int drv_graph_launch(cudaGraphExec_t e, cudaStream_t s) {
   (void)s;
   fake_driver_calls++;
@@ -285,10 +332,14 @@ static int drv_is_capturing(cudaStream_t s, enum cudaStreamCaptureStatus *st) {
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned int version,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *status) {
-  (void)version; (void)flags;
+  (void)flags;
   *fn = !strcmp(symbol, "cuGraphLaunch") ? (void *)drv_graph_launch
       : !strcmp(symbol, "cuGraphAddEmptyNode") ? (void *)drv_add_empty
-      : !strcmp(symbol, "cuStreamIsCapturing") ? (void *)drv_is_capturing : NULL;
+      : !strcmp(symbol, "cuStreamIsCapturing") ? (void *)drv_is_capturing
+      : !strcmp(symbol, "cuGraphAddMemsetNode") ? (void *)drv_add_memset
+      : !strcmp(symbol, "cuGraphAddKernelNode") && version >= 12000 ? (void *)drv_add_kernel
+      : !strcmp(symbol, "cuCtxGetCurrent") ? (void *)drv_ctx_get_current
+      : !strcmp(symbol, "cuFuncGetParamInfo") ? (void *)drv_func_get_param_info : NULL;
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }

@@ -494,10 +494,12 @@ def test_thread_capture_mode_exchange():
 
 
 def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
-    """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode and cuStreamIsCapturing
-    in place of the runtime's (pygraphrt._fast.set_direct).  On a thread the runtime has never
-    run on, each call does what the runtime's would (where the driver refuses one, the runtime
-    makes it, setting its context current)."""
+    """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
+    cuGraphAddMemsetNode and cuGraphAddKernelNode in place of the runtime's
+    (pygraphrt._fast.set_direct).  On a thread the runtime has never run on, each call, made
+    first there, does what the runtime's would (where the driver refuses one, or finds no
+    current context for a memset or a library kernel, the runtime makes it, setting its
+    context current), and so does the next, which the driver makes."""
     import os
 
     from pygraphrt import lowlevel
@@ -507,31 +509,59 @@ def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     g = rt.Graph()
     status = _hot.direct_status(backend)
     if backend.ffi_mode.startswith("api") and os.environ.get("PYGRAPHRT_DIRECT", "1") != "0":
-        assert status == "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing", status
+        assert status == ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, "
+                          "cuGraphAddKernelNode, cuCtxGetCurrent"), status
     else:
         assert status.startswith("off ("), status
     root = g.add_empty()
     root.memset(bufs[0], 6, N)
     exe = g.instantiate()
+    k = rt.Program('extern "C" __global__ void fill(unsigned char *x, unsigned char v) { x[threadIdx.x] = v; }'
+                   ).kernel("fill", signature="unsigned char *x, unsigned char v")
+    kg = rt.Graph()
+    kg.add_kernel(k, 1, 32, (bufs[3], 1))  # the kernel's first node: its signature is checked (Python)
+    mg = rt.Graph()
     seen: list = []
 
-    def worker() -> None:
-        try:
-            exe.launch(stream)  # the new thread's first runtime-or-driver call
-            stream.synchronize()
-            seen.append(bufs[0].to_bytes(N) == b"\x06" * N)
-            seen.append(len(g.add_empty(dependencies=[root]).dependencies))
-            seen.append(stream.is_capturing)
-        except BaseException as exc:  # reported below
-            seen.append(exc)
+    def on_a_new_thread(first) -> None:
+        t = threading.Thread(target=lambda: _record(seen, first))
+        t.start()
+        t.join()
 
-    t = threading.Thread(target=worker)
-    t.start()
-    t.join()
-    assert seen == [True, 1, False]
+    def launch_first() -> None:
+        exe.launch(stream)  # the new thread's first runtime-or-driver call
+        stream.synchronize()
+        seen.append(bufs[0].to_bytes(N) == b"\x06" * N)
+        seen.append(len(g.add_empty(dependencies=[root]).dependencies))
+        seen.append(stream.is_capturing)
+
+    def memset_first() -> None:
+        a = mg.add_memset(bufs[1], 5, N // 2)
+        seen.append(len(mg.add_memset(bufs[1].ptr + N // 2, 9, N // 2, dependencies=[a]).dependencies))
+
+    def kernel_first() -> None:
+        a = kg.add_kernel(k, 1, 32, (bufs[2], 3))
+        seen.append(len(kg.add_kernel(k, 1, 16, (bufs[2].ptr + 32, 4), dependencies=[a]).dependencies))
+
+    for first in (launch_first, memset_first, kernel_first):
+        on_a_new_thread(first)
+    assert seen == [True, 1, False, 1, 1]
+    for graph in (mg, kg):
+        graph.instantiate().launch(stream)
+    stream.synchronize()
+    assert bufs[1].to_bytes(N) == b"\x05" * (N // 2) + b"\x09" * (N // 2)
+    assert bufs[2].to_bytes(48) == b"\x03" * 32 + b"\x04" * 16
+    assert bufs[3].to_bytes(32) == b"\x01" * 32  # kg's first node, made on this thread
     with stream.capture():  # (errors of these calls: the conformance suite's capture cases)
         assert stream.is_capturing
         stream.memset(bufs[1], 1, N)
+
+
+def _record(seen: list, fn) -> None:
+    try:
+        fn()
+    except BaseException as exc:  # reported by the caller's comparison
+        seen.append(exc)
 
 
 def test_generic_add_node_set_params_and_exec_set_node_params(stream, bufs):

@@ -144,7 +144,7 @@ static int _pgr_next_unbound(int i) {
 static const char *_pgr_abi_hash(void) { return "ca1507397cd3f1e767b7fd9df791e60ef1d6af6798e38f7108f91e581ac17aac"; }
 
 /* -- calls straight to the driver (see bindgen/fast.py, DIRECT_TABLE) -- */
-#define _PGR_DIRECT_N 3
+#define _PGR_DIRECT_N 6
 static void *_pgr_direct[_PGR_DIRECT_N];
 static int _pgr_set_direct(int slot, void *fn) {
     if (slot < 0 || slot >= _PGR_DIRECT_N) return -1;
