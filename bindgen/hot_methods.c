@@ -41,23 +41,25 @@ static struct {
     PyObject *api[_PGR_METHODS];  /* the API names errors carry ("cudaGraphLaunch"); None: method off */
     PyObject *ct_exec, *ct_stream, *ct_graph, *ct_node, *ct_void_p;  /* cffi ctypes of the handles */
     PyTypeObject *graph_cls, *exec_cls, *stream_cls, *node_cls, *empty_cls, *memset_cls, *buffer_cls;
-    /* __slots__ offsets: Graph's _backend, _handle, _nodes; GraphExec's _backend, _handle,
-       _host_sinks, _last_stream; Node's _graph, _handle */
-    Py_ssize_t g_backend, g_handle, g_nodes, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph, n_handle;
+    /* __slots__ offsets: Graph's _backend, _handle, _nodes, _keep; GraphExec's _backend, _handle,
+       _host_sinks, _last_stream; Node's _graph, _handle; DeviceBuffer's _backend, _handle */
+    Py_ssize_t g_backend, g_handle, g_nodes, g_keep, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph,
+        n_handle, b_backend, b_handle;
     /* bind_kernels(): Kernel, Library, KernelNode, AsyncBuffer; Kernel's _backend, _func, _owner,
        signature, _node_layout, form slots (kernels_bound: 0 until then, add_kernel stays Python) */
     int kernels_bound;
     PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
-    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form;
+    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form, l_handle, ab_backend, ab_handle;
+    /* (l_: Library's _handle slot; ab_: AsyncBuffer's _backend and _handle slots) */
     PyObject *fallback[_PGR_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_METHODS];       /* the UTF-8 text ml_doc points into */
 } _pgr_hot;
 
-static PyObject *_pgr_s_handle, *_pgr_s_backend, *_pgr_s_keep, *_pgr_s_stream, *_pgr_s_dependencies,
+static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_form_kernel;
+    *_pgr_s_attributes;
 
 /* ---- small helpers ---- */
 
@@ -107,14 +109,29 @@ static int _pgr_size(PyObject *obj, size_t *out) {
     return 1;
 }
 
-/* The device address of `obj`, one of pygraphrt's buffers (DeviceBuffer, AsyncBuffer), when it
- * is open and of the bound backend (1), or 0 with no exception: the Python method reports it. */
+/* The device address of `obj`, exactly one of pygraphrt's buffers (DeviceBuffer, AsyncBuffer:
+ * their _backend and _handle slots), when it is open and of the bound backend (1), or 0 with no
+ * exception: the Python method reports it. */
 static int _pgr_buffer(PyObject *obj, void **out) {
-    PyObject *h = _pgr_attr(obj, _pgr_s_handle), *b = _pgr_attr(obj, _pgr_s_backend);
-    int ok = h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_ptr(h, _pgr_hot.ct_void_p, out);
-    Py_XDECREF(h);
-    Py_XDECREF(b);
-    return ok;
+    PyObject *h, *b;
+    if (Py_IS_TYPE(obj, _pgr_hot.buffer_cls)) {
+        h = _PGR_SLOT(obj, _pgr_hot.b_handle);
+        b = _PGR_SLOT(obj, _pgr_hot.b_backend);
+    } else if (_pgr_hot.kernels_bound && Py_IS_TYPE(obj, _pgr_hot.async_buffer_cls)) {
+        h = _PGR_SLOT(obj, _pgr_hot.ab_handle);
+        b = _PGR_SLOT(obj, _pgr_hot.ab_backend);
+    } else {
+        return 0;
+    }
+    return h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_ptr(h, _pgr_hot.ct_void_p, out);
+}
+
+/* The list of objects Graph `self` keeps alive (its _keep slot; `self` is a Graph of the bound
+ * backend, as _pgr_add_graph found), a new reference, or NULL (no exception) where it is not a
+ * list: the Python method takes the call. */
+static PyObject *_pgr_keep_of(PyObject *self) {
+    PyObject *keep = _PGR_SLOT(self, _pgr_hot.g_keep);
+    return keep != NULL && PyList_CheckExact(keep) ? Py_NewRef(keep) : NULL;
 }
 
 /* The classes in tuple `classes` (exactly `n` of them) into `out`, or -1 with a TypeError
@@ -330,7 +347,7 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     size_t count, height = 1, pitch = 0;
     void *dst_p = NULL, *out = NULL;
     _pgr_add_args a;
-    int rc;
+    int rc, from_buffer = 0;
     if (!_pgr_bind_args(args, nargs, kwnames, names, 8, 3, 3, v)) goto fallback;
     if (v[EDGES] != Py_None || !_pgr_on(_PGR_ADD_MEMSET)) goto fallback;
     if (v[ESIZE] != NULL && (!_pgr_u64(v[ESIZE], &esize) || (esize != 1 && esize != 2 && esize != 4))) goto fallback;
@@ -340,8 +357,7 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     if (Py_IS_TYPE(v[DST], _pgr_hot.buffer_cls)) {
         /* a DeviceBuffer: open, of this backend; kept alive by the graph */
         if (!_pgr_buffer(v[DST], &dst_p)) goto fallback;
-        keep = _pgr_attr(self, _pgr_s_keep);
-        if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
+        from_buffer = 1;
     } else if (_pgr_u64(v[DST], &dst)) {
         dst_p = (void *)(uintptr_t)dst;
         if ((unsigned long long)(uintptr_t)dst_p != dst) goto fallback;
@@ -349,6 +365,7 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
         goto fallback;
     }
     if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
+    if (from_buffer && (keep = _pgr_keep_of(self)) == NULL) goto fallback;
     if (keep != NULL && PyList_Append(keep, v[DST]) < 0) goto done;
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
@@ -474,7 +491,11 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
     PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
                                 _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
-    PyObject *kernel, *layout, *spec, *func, *owner, *form, *oh = NULL, *keep = NULL, *values = NULL, *res = NULL;
+    PyObject *kernel, *layout, *spec, *func, *owner, *form, *keep = NULL, *res = NULL;
+    PyObject *const *items = NULL;
+    PyObject *owners[_PGR_KERNEL_MAX_PARAMS];  /* the buffers among the arguments (new references) */
+    Py_ssize_t nitems = 0;
+    int nown = 0, k;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *out = NULL;
     unsigned int dims[7];
@@ -510,56 +531,53 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     owner = _PGR_SLOT(kernel, _pgr_hot.k_owner);
     if (owner == NULL) goto fallback;
     if (Py_IS_TYPE(owner, _pgr_hot.library_cls)) {  /* a kernel of an unloaded library is invalid */
-        oh = _pgr_attr(owner, _pgr_s_handle);
+        PyObject *oh = _PGR_SLOT(owner, _pgr_hot.l_handle);
         if (oh == NULL || oh == Py_None) goto fallback;
     }
     /* the handle's form (Kernel.form): 1 a library kernel, which a direct call to the driver
        passes as such; 0 another (a HIP function): the runtime's call only */
     form = _PGR_SLOT(kernel, _pgr_hot.k_form);
-    form_code = form != NULL && PyUnicode_CheckExact(form) && PyUnicode_Compare(form, _pgr_s_form_kernel) == 0;
+    form_code = form != NULL && PyUnicode_CheckExact(form) && PyUnicode_Compare(form, _pgr_s_kernel) == 0;  /* "kernel" */
     if (!_pgr_dims(v[GRID], dims) || !_pgr_dims(v[BLOCK], dims + 3)) goto fallback;
     if (v[SMEM] != NULL && (!_pgr_u64(v[SMEM], &smem) || smem > 0xFFFFFFFFull)) goto fallback;
     dims[6] = (unsigned int)smem;
-    /* the arguments, packed at the signature's offsets */
-    if (v[ARGS] == NULL) {
-        if (n != 0) goto fallback;
-        values = PyTuple_New(0);
-    } else if (PyTuple_CheckExact(v[ARGS])) {
-        values = Py_NewRef(v[ARGS]);
-    } else if (PyList_CheckExact(v[ARGS])) {
-        values = PyList_AsTuple(v[ARGS]);  /* what the graph keeps: not the caller's list */
-    } else {
-        goto fallback;
+    /* the arguments (a tuple or list: packing runs no Python code, so a list cannot change
+       meanwhile), packed at the signature's offsets */
+    if (v[ARGS] != NULL) {
+        if (!PyTuple_CheckExact(v[ARGS]) && !PyList_CheckExact(v[ARGS])) goto fallback;
+        items = PySequence_Fast_ITEMS(v[ARGS]);
+        nitems = PySequence_Fast_GET_SIZE(v[ARGS]);
     }
-    if (values == NULL) goto done;
-    if (PyTuple_GET_SIZE(values) != (Py_ssize_t)n) goto fallback;
+    if (nitems != (Py_ssize_t)n) goto fallback;
     for (i32 = 0; i32 < n; i32++) {
         memcpy(word, desc + 8 + 8 * i32, 8);  /* offset, struct code */
         w = _pgr_code_size((char)word[1]);
         if (w == 0 || word[0] > size || size - word[0] < w) goto fallback;  /* a layout not ours */
-        if (!_pgr_pack_arg(PyTuple_GET_ITEM(values, i32), (char)word[1], buf.bytes + word[0])) goto fallback;
+        if (!_pgr_pack_arg(items[i32], (char)word[1], buf.bytes + word[0])) goto fallback;
         argv[i32] = buf.bytes + word[0];
+        if (Py_IS_TYPE(items[i32], _pgr_hot.buffer_cls) || Py_IS_TYPE(items[i32], _pgr_hot.async_buffer_cls))
+            owners[nown++] = Py_NewRef(items[i32]);
     }
-    if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
-    keep = _pgr_attr(self, _pgr_s_keep);
-    if (keep == NULL || !PyList_CheckExact(keep)) goto fallback;
+    if (!_pgr_add_prepare(self, v[DEPS], &a) || (keep = _pgr_keep_of(self)) == NULL) goto fallback;
     /* the runtime copies the values; once the node is made (a failed call keeps nothing) the
-       graph keeps what pointers came from and the kernel (whose _owner, the library, must stay
-       loaded): two list entries, no new object (a tracked object per node costs the collector) */
+       graph keeps the buffers pointers came from and the kernel (whose _owner, the library, must
+       stay loaded): list entries, no new object -- not the arguments' tuple, which would be one
+       more tracked object per node for the cyclic collector to walk */
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, form_code, dims, n ? argv : NULL);
     Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
-    if (res != NULL && (PyList_Append(keep, values) < 0 || PyList_Append(keep, kernel) < 0)) Py_CLEAR(res);
+    for (k = 0; k < nown && res != NULL; k++)
+        if (PyList_Append(keep, owners[k]) < 0) Py_CLEAR(res);
+    if (res != NULL && PyList_Append(keep, kernel) < 0) Py_CLEAR(res);
     Py_DECREF(a.nodes);
     goto done;
 fallback:
     res = _pgr_fallback(_PGR_ADD_KERNEL, self, args, nargs, kwnames);
 done:
-    Py_XDECREF(oh);
     Py_XDECREF(keep);
-    Py_XDECREF(values);
+    for (k = 0; k < nown; k++) Py_DECREF(owners[k]);
     return res;
 }
 
@@ -655,11 +673,7 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             if (!_pgr_u64(vv, &value) || value > 255 || !_pgr_size(vc, &count)) break;
             if (Py_IS_TYPE(vd, _pgr_hot.buffer_cls)) {  /* open, of this backend; kept by the graph */
                 if (!_pgr_buffer(vd, &dst_p)) break;
-                if (keep == NULL) {
-                    keep = _pgr_attr(self, _pgr_s_keep);
-                    if (keep != NULL && !PyList_CheckExact(keep)) Py_CLEAR(keep);
-                    if (keep == NULL) break;
-                }
+                if (keep == NULL && (keep = _pgr_keep_of(self)) == NULL) break;
                 buffer = vd;
             } else if (_pgr_u64(vd, &dst) && (unsigned long long)(uintptr_t)dst == dst) {
                 dst_p = (void *)(uintptr_t)dst;
@@ -747,15 +761,16 @@ PyDoc_STRVAR(_pgr_bind_doc,
 "Make ``backend``'s objects take the C path: ``error`` is its ops.error, ``api`` the API names\n"
 "errors of launch, add_empty, add_memset and add_kernel carry (None: that method stays Python), ``ctypes``\n"
 "the cffi types (exec, stream, graph, node, void *), ``classes`` (Graph, GraphExec, Stream, Node,\n"
-"EmptyNode, MemsetNode, DeviceBuffer).  A later call replaces the backend.");
+"EmptyNode, MemsetNode, DeviceBuffer: the __slots__ named in _pgr_hot are read at their offsets).\n"
+"A later call replaces the backend.");
 
 static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     PyObject *backend, *error, *api, *ctypes, *classes;
     PyTypeObject *cls[7];
-    Py_ssize_t off[9];
-    static const char *const slots[9] = {"_backend", "_handle", "_nodes", "_backend", "_handle", "_host_sinks",
-                                         "_last_stream", "_graph", "_handle"};
-    static const int slot_cls[9] = {0, 0, 0, 1, 1, 1, 1, 3, 3};  /* Graph, GraphExec, Node */
+    Py_ssize_t off[12];
+    static const char *const slots[12] = {"_backend", "_handle", "_nodes", "_keep", "_backend", "_handle",
+                                          "_host_sinks", "_last_stream", "_graph", "_handle", "_backend", "_handle"};
+    static const int slot_cls[12] = {0, 0, 0, 0, 1, 1, 1, 1, 3, 3, 6, 6};  /* Graph, GraphExec, Node, DeviceBuffer */
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OOO!O!O!", &backend, &error, &PyTuple_Type, &api, &PyTuple_Type, &ctypes,
@@ -766,7 +781,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
         return NULL;
     }
     if (_pgr_classes(classes, 7, "bind", cls) < 0) return NULL;
-    for (i = 0; i < 9; i++)
+    for (i = 0; i < 12; i++)
         if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
     for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode */
         if (!_pgr_concrete_node(cls[i], cls[3])) {
@@ -776,12 +791,15 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     _pgr_hot.g_backend = off[0];
     _pgr_hot.g_handle = off[1];
     _pgr_hot.g_nodes = off[2];
-    _pgr_hot.e_backend = off[3];
-    _pgr_hot.e_handle = off[4];
-    _pgr_hot.e_host_sinks = off[5];
-    _pgr_hot.e_last_stream = off[6];
-    _pgr_hot.n_graph = off[7];
-    _pgr_hot.n_handle = off[8];
+    _pgr_hot.g_keep = off[3];
+    _pgr_hot.e_backend = off[4];
+    _pgr_hot.e_handle = off[5];
+    _pgr_hot.e_host_sinks = off[6];
+    _pgr_hot.e_last_stream = off[7];
+    _pgr_hot.n_graph = off[8];
+    _pgr_hot.n_handle = off[9];
+    _pgr_hot.b_backend = off[10];
+    _pgr_hot.b_handle = off[11];
     Py_XSETREF(_pgr_hot.backend, Py_NewRef(backend));
     Py_XSETREF(_pgr_hot.error, Py_NewRef(error));
     for (i = 0; i < _PGR_METHODS; i++) Py_XSETREF(_pgr_hot.api[i], Py_NewRef(PyTuple_GET_ITEM(api, i)));
@@ -803,14 +821,17 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
 PyDoc_STRVAR(_pgr_bind_kernels_doc,
 "bind_kernels(classes)\n--\n\n"
 "Let add_kernel run in C: ``classes`` are (Kernel, Library, KernelNode, AsyncBuffer); Kernel's\n"
-"``_backend``, ``_func``, ``_owner``, ``signature``, ``_node_layout`` and ``form`` slots are read.  Until\n"
+"``_backend``, ``_func``, ``_owner``, ``signature``, ``_node_layout`` and ``form`` slots, Library's\n"
+"``_handle`` and AsyncBuffer's ``_backend`` and ``_handle`` are read.  Until\n"
 "this is called (pygraphrt binds it with the first kernel node), add_kernel stays Python.");
 
 static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     PyObject *classes;
     PyTypeObject *cls[4];
-    Py_ssize_t off[6];
-    static const char *const slots[6] = {"_backend", "_func", "_owner", "signature", "_node_layout", "form"};
+    Py_ssize_t off[9];
+    static const char *const slots[9] = {"_backend", "_func", "_owner", "signature", "_node_layout", "form",
+                                         "_handle", "_backend", "_handle"};  /* Kernel's, Library's, AsyncBuffer's */
+    static const int slot_cls[9] = {0, 0, 0, 0, 0, 0, 1, 3, 3};
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
@@ -819,8 +840,8 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
         return NULL;
     }
     if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;
-    for (i = 0; i < 6; i++)
-        if ((off[i] = _pgr_slot_offset(cls[0], slots[i])) < 0) return NULL;
+    for (i = 0; i < 9; i++)
+        if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
     if (!_pgr_concrete_node(cls[2], _pgr_hot.node_cls) || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
         PyErr_SetString(PyExc_TypeError, "bind_kernels: KernelNode must be a concrete Node class without slots of its own");
         return NULL;
@@ -831,6 +852,9 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     _pgr_hot.k_signature = off[3];
     _pgr_hot.k_layout = off[4];
     _pgr_hot.k_form = off[5];
+    _pgr_hot.l_handle = off[6];
+    _pgr_hot.ab_backend = off[7];
+    _pgr_hot.ab_handle = off[8];
     Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(cls[0]));
     Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(cls[1]));
     Py_XSETREF(_pgr_hot.kernel_node_cls, (PyTypeObject *)Py_NewRef(cls[2]));
@@ -916,14 +940,13 @@ static struct PyModuleDef _pgr_hot_module = {
 };
 
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
-    static const char *const names[] = {"_handle", "_backend", "_keep", "stream", "dependencies", "edges", "dst",
+    static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes", "kernel"};
-    PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_backend, &_pgr_s_keep, &_pgr_s_stream,
+                                        "block", "args", "shared_mem", "attributes"};
+    PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
-                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_form_kernel};
+                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

@@ -437,6 +437,9 @@ class DeviceBuffer(DeviceMemory, Owned):
 
     _destroy_api = "Free"
     _kind = "device buffer"
+    # What the compiled hot methods read at fixed offsets (a buffer given as a memset's or a
+    # kernel argument's address: graph/_hot.py); the rest of the state is in the __dict__.
+    __slots__ = ("_backend", "_handle")
 
     def __init__(self, size: int) -> None:
         backend = _runtime.active()

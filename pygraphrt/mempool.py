@@ -155,6 +155,9 @@ class AsyncBuffer(DeviceMemory, Owned):
 
     _destroy_api = "Free"
     _kind = "stream-ordered allocation"
+    # What the compiled add_kernel reads at fixed offsets (a buffer given as a kernel argument:
+    # graph/_hot.py); the rest of the state is in the __dict__.
+    __slots__ = ("_backend", "_handle")
 
     def __init__(self, backend: Any, handle: Any, size: int, pool: MemPool | None, captured: bool) -> None:
         super().__init__(backend, handle, not captured, keep=pool)

@@ -93,7 +93,7 @@ class Graph(Owned):
     _kind = "graph"
     # The attributes the compiled hot methods (graph/_hot.py) read at fixed offsets.  (A slot
     # has no class default: ``_handle`` exists once Owned.__init__ has run.)
-    __slots__ = ("_backend", "_handle", "_nodes")
+    __slots__ = ("_backend", "_handle", "_nodes", "_keep")
 
     def __init__(self, *, _handle: Any = None, _owned: bool = True, _owner: Any = None) -> None:
         backend = _runtime.active()

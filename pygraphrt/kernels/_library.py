@@ -71,6 +71,8 @@ class Library(Owned):
     """
 
     _kind = "library"
+    # Read at its offset by the compiled add_kernel (is the kernel's library still loaded?).
+    __slots__ = ("_handle",)
 
     def __init__(self, image: Any) -> None:
         backend = _runtime.active()

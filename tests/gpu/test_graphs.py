@@ -516,10 +516,11 @@ def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     root = g.add_empty()
     root.memset(bufs[0], 6, N)
     exe = g.instantiate()
-    k = rt.Program('extern "C" __global__ void fill(unsigned char *x, unsigned char v) { x[threadIdx.x] = v; }'
-                   ).kernel("fill", signature="unsigned char *x, unsigned char v")
+    k = rt.Program('extern "C" __global__ void fill_u32(unsigned int *p, unsigned int v, int n) {'
+                   ' int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = v; }'
+                   ).kernel("fill_u32", signature="unsigned int *p, unsigned int v, int n")
     kg = rt.Graph()
-    kg.add_kernel(k, 1, 32, (bufs[3], 1))  # the kernel's first node: its signature is checked (Python)
+    kg.add_kernel(k, 1, 32, (bufs[3], 1, 8))  # the kernel's first node: its signature is checked (Python)
     mg = rt.Graph()
     seen: list = []
 
@@ -540,8 +541,8 @@ def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
         seen.append(len(mg.add_memset(bufs[1].ptr + N // 2, 9, N // 2, dependencies=[a]).dependencies))
 
     def kernel_first() -> None:
-        a = kg.add_kernel(k, 1, 32, (bufs[2], 3))
-        seen.append(len(kg.add_kernel(k, 1, 16, (bufs[2].ptr + 32, 4), dependencies=[a]).dependencies))
+        a = kg.add_kernel(k, 1, 32, (bufs[2], 3, 8))
+        seen.append(len(kg.add_kernel(k, 1, 16, (bufs[2].ptr + 32, 4, 4), dependencies=[a]).dependencies))
 
     for first in (launch_first, memset_first, kernel_first):
         on_a_new_thread(first)
@@ -550,8 +551,9 @@ def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
         graph.instantiate().launch(stream)
     stream.synchronize()
     assert bufs[1].to_bytes(N) == b"\x05" * (N // 2) + b"\x09" * (N // 2)
-    assert bufs[2].to_bytes(48) == b"\x03" * 32 + b"\x04" * 16
-    assert bufs[3].to_bytes(32) == b"\x01" * 32  # kg's first node, made on this thread
+    u32 = lambda v, n: v.to_bytes(4, "little") * n  # noqa: E731
+    assert bufs[2].to_bytes(48) == u32(3, 8) + u32(4, 4)
+    assert bufs[3].to_bytes(32) == u32(1, 8)  # kg's first node, made on this thread
     with stream.capture():  # (errors of these calls: the conformance suite's capture cases)
         assert stream.is_capturing
         stream.memset(bufs[1], 1, N)
