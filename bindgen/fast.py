@@ -110,11 +110,12 @@ static int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *
 #: What ``_pgr_capture_status`` returns when the runtime lacks ``StreamIsCapturing``.
 NO_FUNCTION = -0x7FFFFFFF
 
-# The calls straight to the driver: where the layer hands over the driver's function of the
-# same shape as a runtime call (CUDA: cuGraphLaunch for cudaGraphLaunch, ...), the call goes to
-# the driver first -- skipping the runtime's own work, some 0.1 us a call on an H100 -- and a
-# call the driver refuses is made again through the runtime, so the runtime's lazy context
-# set-up, its error codes and its last error are what the caller gets.
+# The calls straight to the driver: where the layer hands over the driver's function doing what
+# a runtime call does (CUDA: cuGraphLaunch for cudaGraphLaunch, ...; the memset and kernel adds
+# with the driver's own structs, :func:`driver_struct`), the call goes to the driver first --
+# skipping the runtime's own work, some 0.1-0.35 us a call on an H100 -- and a call the driver
+# refuses is made again through the runtime, so the runtime's lazy context set-up, its error
+# codes and its last error are what the caller gets.
 DIRECT_TABLE = [
     "/* -- calls straight to the driver (see bindgen/fast.py, DIRECT_TABLE) -- */",
     f"#define _PGR_DIRECT_N {len(DIRECT_SLOTS)}",
