@@ -133,10 +133,16 @@ _FLAT_SCALARS = {"char", "signed char", "unsigned char", "short", "unsigned shor
                  "long", "unsigned long", "long long", "unsigned long long", "size_t", "float", "double"}
 
 
-def _flat_type(t: object, module: Module) -> Named | Pointer | None:
+def _through_typedefs(t: object, module: Module) -> object:
+    """``t`` with ``module``'s typedefs resolved (at most 8 deep)."""
     seen = 0
     while isinstance(t, Named) and t.name in module.typedefs and seen < 8:
         t, seen = module.typedefs[t.name].type, seen + 1
+    return t
+
+
+def _flat_type(t: object, module: Module) -> Named | Pointer | None:
+    t = _through_typedefs(t, module)
     if isinstance(t, (Pointer, FuncPtr)):
         return Pointer(Named("void"))
     if isinstance(t, Named) and t.name in _FLAT_SCALARS:
@@ -165,10 +171,7 @@ def driver_struct(fn: Function, index: int, module: Module) -> DriverStruct | No
     ptr = fn.params[index].type
     if not isinstance(ptr, Pointer):
         return None
-    target: object = ptr.target
-    seen = 0
-    while isinstance(target, Named) and target.name in module.typedefs and seen < 8:
-        target, seen = module.typedefs[target.name].type, seen + 1
+    target = _through_typedefs(ptr.target, module)
     rec = module.records.get(target.name) if isinstance(target, Named) else None
     if rec is None or rec.fields is None or rec.kind != "struct" or rec.packed or rec.align:
         return None
@@ -297,10 +300,7 @@ def _param_struct(fn: Function, module: Module) -> Named | None:
     if not isinstance(last, Pointer) or not isinstance(last.target, Named):
         return None
     name = last.target.name
-    target: object = Named(name)
-    seen = 0
-    while isinstance(target, Named) and target.name in module.typedefs and seen < 8:
-        target, seen = module.typedefs[target.name].type, seen + 1
+    target = _through_typedefs(Named(name), module)
     rec = module.records.get(target.name) if isinstance(target, Named) else None
     if rec is None or rec.fields is None or emit.record_cdef(rec)[1] is not None:
         return None
