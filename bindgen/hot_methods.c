@@ -46,7 +46,7 @@ static struct {
     Py_ssize_t g_backend, g_handle, g_nodes, g_keep, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph,
         n_handle, b_backend, b_handle;
     /* bind_kernels(): Kernel, Library, KernelNode, AsyncBuffer; Kernel's _backend, _func, _owner,
-       signature, _node_layout, form slots (kernels_bound: 0 until then, add_kernel stays Python) */
+       _signature, _node_layout, form slots (kernels_bound: 0 until then, add_kernel stays Python) */
     int kernels_bound;
     PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
     Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form, l_handle, ab_backend, ab_handle;
@@ -821,7 +821,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
 PyDoc_STRVAR(_pgr_bind_kernels_doc,
 "bind_kernels(classes)\n--\n\n"
 "Let add_kernel run in C: ``classes`` are (Kernel, Library, KernelNode, AsyncBuffer); Kernel's\n"
-"``_backend``, ``_func``, ``_owner``, ``signature``, ``_node_layout`` and ``form`` slots, Library's\n"
+"``_backend``, ``_func``, ``_owner``, ``_signature``, ``_node_layout`` and ``form`` slots, Library's\n"
 "``_handle`` and AsyncBuffer's ``_backend`` and ``_handle`` are read.  Until\n"
 "this is called (pygraphrt binds it with the first kernel node), add_kernel stays Python.");
 
@@ -829,7 +829,7 @@ static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     PyObject *classes;
     PyTypeObject *cls[4];
     Py_ssize_t off[9];
-    static const char *const slots[9] = {"_backend", "_func", "_owner", "signature", "_node_layout", "form",
+    static const char *const slots[9] = {"_backend", "_func", "_owner", "_signature", "_node_layout", "form",
                                          "_handle", "_backend", "_handle"};  /* Kernel's, Library's, AsyncBuffer's */
     static const int slot_cls[9] = {0, 0, 0, 0, 0, 0, 1, 3, 3};
     int i;

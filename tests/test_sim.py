@@ -965,6 +965,26 @@ def test_program_finds_kernels_and_checks_signatures():
     assert k["fill"].max_active_blocks_per_multiprocessor(256) > 0
 
 
+def test_a_kernels_signature_is_read_only(stream):
+    """Once a kernel's first launch has checked its signature against the compiled kernel, its
+    fast paths are made for that signature: the signature cannot be replaced under them (it
+    once could, and a wrong one then went unchecked); ``with_signature`` gives the same kernel
+    typed anew, checked at its own first launch."""
+    fill = kernels()["fill"]
+    y = rt.malloc(16)
+    stream.launch(fill, 1, 4, y, 1.0, 4)  # checked; the hot launch is made for this signature
+    with pytest.raises(AttributeError):
+        fill.signature = "float *y, int n"  # type: ignore[misc]
+    assert str(fill.signature) == "float* y, float v, int n"
+    wrong = fill.with_signature("float *y, int n")
+    assert wrong.signature is not fill.signature and len(wrong.signature.params) == 2
+    with pytest.raises(errors.InvalidValue, match="parameters"):
+        stream.launch(wrong, 1, 4, y, 4)
+    stream.launch(fill, 1, 4, y, 2.0, 4)
+    stream.synchronize()
+    assert list(floats(y, 4)) == [2.0] * 4
+
+
 def test_templates_through_name_expressions_and_registered_signatures(stream):
     prog = rt.Program("template <typename T> __global__ void axpb(T *y, T a, T b, int n) {}",
                       name_expressions=["axpb<float>"])

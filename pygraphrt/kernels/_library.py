@@ -142,7 +142,7 @@ class Kernel:
     accepted.
     """
 
-    __slots__ = ("_backend", "_func", "form", "name", "signature", "_owner", "_checked",
+    __slots__ = ("_backend", "_func", "form", "name", "_signature", "_owner", "_checked",
                  "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_node_layout",
                  "_node_scratch", "__weakref__")
 
@@ -152,7 +152,7 @@ class Kernel:
         self._func = func
         self.form = form
         self.name = name
-        self.signature = signature
+        self._signature = signature
         self._owner = owner  # keeps the library loaded
         self._checked = False
         self._param_info: list[tuple[int, int]] | None | bool = False  # False: not asked yet
@@ -191,6 +191,14 @@ class Kernel:
             raise errors.InvalidValue("Kernel.wrap", detail="a NULL kernel handle")
         sig = None if signature is None else parse_signature(signature)
         return cls(backend, backend.ffi.cast("void *", handle), kind, name or hex(handle), sig, owner=obj)
+
+    @property
+    def signature(self) -> Signature | None:
+        """The kernel's parameter types; None: each launch's values say them (see
+        ``infer_signature``).  Read-only: the first launch or node checks it against the
+        compiled kernel once, and the fast paths are made for it -- :meth:`with_signature`
+        gives the same kernel with another."""
+        return self._signature
 
     def with_signature(self, signature: Any) -> "Kernel":
         """The same kernel, typed by ``signature``."""
