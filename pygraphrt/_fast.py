@@ -125,16 +125,24 @@ def set_direct(backend: Any) -> str:
     except AttributeError:
         return f"off (the extension was built without it; {BUILD_HINT})"
     off = os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0"
-    entries = {} if off else backend.ops.direct_entry_points()
-    done = []
-    for slot, name in enumerate(DIRECT_SLOTS):  # every slot written: an empty one stays in the runtime
-        api, address = entries.get(name, (None, None))
-        taken = set_slot(slot, backend.ffi.NULL if address is None else backend.ffi.cast("void *", address)) == 0
-        if address is not None and taken:
-            done.append(api)
+    done = _write_direct_slots(set_slot, backend.ffi, {} if off else backend.ops.direct_entry_points())
     if off:
         return "off (PYGRAPHRT_DIRECT=0)"
     return ", ".join(done) if done else f"off (the {backend.ops.name} driver offers none of them)"
+
+
+def _write_direct_slots(set_slot: Any, ffi: Any, entries: dict[str, tuple[str, int]]) -> list[str]:
+    """Write every one of the extension's direct slots (``set_slot``: its ``_pgr_set_direct``)
+    from ``entries`` (slot name -> (driver API, address), as ``Vendor.direct_entry_points``
+    gives them); a slot without an entry is emptied, so its call stays in the runtime.  Returns
+    the APIs the extension took."""
+    done = []
+    for slot, name in enumerate(DIRECT_SLOTS):
+        api, address = entries.get(name, (None, None))
+        taken = set_slot(slot, ffi.NULL if address is None else ffi.cast("void *", address)) == 0
+        if address is not None and taken:
+            done.append(api)
+    return done
 
 
 def hot_module(backend: Any) -> Any:
@@ -211,8 +219,8 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     # Driver functions handed over for a library bound before are not this library's: the calls
     # go through the runtime until set_direct hands over this backend's.
     set_slot = getattr(ext, "_pgr_set_direct", None)
-    for slot in range(len(DIRECT_SLOTS) if set_slot is not None else 0):
-        set_slot(slot, ffi.NULL)
+    if set_slot is not None:
+        _write_direct_slots(set_slot, ffi, {})
     names, i = [], next_unbound(0)
     while i >= 0:
         names.append(ffi.string(ext._pgr_name(i)).decode())

@@ -57,17 +57,22 @@ def _dltensor(capsule: Any) -> Any:
 _DLTensor: Any = None  # the ctypes struct, made by the first _dltensor call
 
 
-def _dlpack_address(obj: Any) -> int:
-    """The data address of a DLPack producer on a GPU (the capsule is not consumed)."""
+def _gpu_dltensor(obj: Any) -> tuple[Any, Any, int]:
+    """(capsule, tensor, data address) of a DLPack producer on a GPU (the capsule is not
+    consumed).  The capsule keeps its name, so its destructor returns the tensor to the
+    producer: the caller holds it while it reads the tensor."""
     device_type, _ = obj.__dlpack_device__()
     if int(device_type) not in _DLPACK_GPU_DEVICES:
         raise errors.InvalidValue("pointer", detail=f"{type(obj).__name__} lives on DLPack device "
                                                     f"type {int(device_type)}, not on a GPU")
-    # The capsule keeps its name, so its destructor returns the tensor to the producer: it is
-    # held while the tensor is read.
     capsule = obj.__dlpack__()
     tensor = _dltensor(capsule)
-    return int(tensor.data or 0) + int(tensor.byte_offset)
+    return capsule, tensor, int(tensor.data or 0) + int(tensor.byte_offset)
+
+
+def _dlpack_address(obj: Any) -> int:
+    """The data address of a DLPack producer on a GPU."""
+    return _gpu_dltensor(obj)[2]
 
 
 def array_address(obj: Any) -> int | None:
@@ -279,9 +284,7 @@ def extent(obj: Any, nbytes: int | None = None) -> tuple[int, int]:
 
 
 def _dlpack_extent(obj: Any) -> tuple[int, int]:
-    address = _dlpack_address(obj)
-    capsule = obj.__dlpack__()  # held while the tensor is read (its destructor frees it)
-    t = _dltensor(capsule)
+    capsule, t, address = _gpu_dltensor(obj)  # one export; the capsule lives while t is read
     itemsize = (t.dtype.bits * t.dtype.lanes + 7) // 8
     shape = [t.shape[i] for i in range(t.ndim)]
     strides = [t.strides[i] * itemsize for i in range(t.ndim)] if t.strides else None

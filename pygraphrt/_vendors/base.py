@@ -160,7 +160,8 @@ class Vendor:
     gate_by_driver: bool = False
 
     # The compiled runtime calls the driver can make directly (pygraphrt._fast.DIRECT_SLOTS:
-    # "launch", "add_empty", "capture_status") -> the driver function of the same shape.  None
+    # "launch", "add_empty", "capture_status", "add_memset", "add_kernel", and the
+    # "current_context" query the memset needs) -> the driver function doing that work.  None
     # here: every call goes through the runtime.
     direct_calls: dict[str, str] = {}
 

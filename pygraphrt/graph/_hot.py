@@ -119,7 +119,7 @@ def install(backend: Any) -> None:
                     if on:
                         done.append(f"{cls_name}.{method}")
                 # The runtime calls behind them (and Stream.is_capturing's) go straight to the
-                # driver where the vendor has its function of the same shape.
+                # driver where the vendor names a driver function doing the same work.
                 backend.__dict__["_direct_calls"] = _fast.set_direct(backend)
         except (TypeError, ValueError, RuntimeError) as exc:  # the classes changed under the C: stay Python
             why = f"{type(exc).__name__}: {exc}"
