@@ -583,10 +583,20 @@ done:
 
 /* ---- Graph.add_nodes: the run of plain specs, in one C loop ---- */
 
+/* The entries of the NodeList being made (graph/_nodelist.py): entry k is the node object in
+ * cache[k] once made, else the address in handles[k] (0: none) and the class code in kinds[k]
+ * (0 EmptyNode, 1 MemsetNode). */
+typedef struct {
+    void **handles;
+    unsigned char *kinds;
+    PyObject *cache;  /* a list */
+    Py_ssize_t capacity;
+} _pgr_bulk_made;
+
 /* Dependency `d` of spec `i` as add_nodes resolves it -- an int index of an earlier spec
- * (`made[d]`), a Node, or a key of `names` -- when it is a live node of graph `self`: its
- * handle in *out (1); 0 (no exception) for anything else, which the Python loop reports. */
-static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *made, PyObject *names,
+ * (entry d of `made`), a Node, or a key of `names` -- when it is a live node of graph `self`:
+ * its handle in *out (1); 0 (no exception) for anything else, which the Python loop reports. */
+static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, const _pgr_bulk_made *made, PyObject *names,
                          void **out) {
     if (PyLong_CheckExact(d)) {
         Py_ssize_t k = PyLong_AsSsize_t(d);
@@ -595,7 +605,12 @@ static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *ma
             return 0;
         }
         if (k < 0 || k >= i) return 0;
-        d = PyList_GET_ITEM(made, k);
+        d = PyList_GET_ITEM(made->cache, k);
+        if (d == Py_None) {  /* made in C, no object yet: a node of this graph while its entry
+                                holds an address (the graph zeroes the entries of nodes that go) */
+            *out = made->handles[k];
+            return *out != NULL;
+        }
     } else if (!PyObject_TypeCheck(d, _pgr_hot.node_cls)) {
         if (names == Py_None || !PyDict_CheckExact(names)) return 0;
         d = PyDict_GetItemWithError(names, d);  /* borrowed */
@@ -608,41 +623,51 @@ static int _pgr_bulk_dep(PyObject *self, PyObject *d, Py_ssize_t i, PyObject *ma
 }
 
 PyDoc_STRVAR(_pgr_bulk_doc,
-"add_nodes(graph, specs, made, names)\n--\n\n"
-"Make the nodes of ``specs`` (a list or tuple) from index ``len(made)`` on, appending each to\n"
-"``made``, while a spec is an empty or plain memset spec (``(\"empty\", None|{}, deps)``,\n"
-"``(\"memset\", {\"dst\", \"value\", \"count\"}, deps)``) whose every part the one-node methods\n"
-"would accept -- what Graph.add_nodes would do with it, in C.  Returns the index of the\n"
-"first spec it left (``len(specs)`` when none), for the Python loop; a runtime error is\n"
-"raised as ops.error raises it, ``made`` holding the nodes made before it.");
+"add_nodes(graph, specs, start, handles, kinds, cache, names)\n--\n\n"
+"Make the nodes of ``specs`` (a list or tuple) from index ``start`` on, writing entry i of the\n"
+"NodeList whose arrays these are (``handles[i]``: the node's address, ``kinds[i]``: 0 empty,\n"
+"1 memset; ``cache``: its node objects, read for dependencies), while a spec is an empty or\n"
+"plain memset spec (``(\"empty\", None|{}, deps)``, ``(\"memset\", {\"dst\", \"value\",\n"
+"\"count\"}, deps)``) whose every part the one-node methods would accept -- what\n"
+"Graph.add_nodes would do with it, in C.  Returns the index of the first spec it left\n"
+"(``len(specs)`` when none), for the Python loop; a runtime error is raised as ops.error\n"
+"raises it, the entries before it written.");
 
-/* Specs made between two points where other threads may run (the GIL is held, and the cyclic
- * collector paused, in between: see _pgr_bulk_add). */
+/* Specs made between two points where other threads may run (the GIL is held in between). */
 #define _PGR_BULK_CHUNK 1024
 
 static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
-    PyObject *self, *specs, *made, *names, *keep = NULL, *nodes;
+    PyObject *self, *specs, *names, *keep = NULL, *res = NULL;
+    Py_buffer hb, kb;
+    _pgr_bulk_made made;
     _pgr_add_args a;
     void *graph_p, **deps = a.deps;
     Py_ssize_t i, n;
-    int gc_was;
     (void)mod;
-    if (!PyArg_ParseTuple(args, "OOO!O", &self, &specs, &PyList_Type, &made, &names)) return NULL;
-    i = PyList_GET_SIZE(made);
-    if (!PyList_CheckExact(specs) && !PyTuple_CheckExact(specs)) return PyLong_FromSsize_t(i);
+    if (!PyArg_ParseTuple(args, "OOnw*w*O!O", &self, &specs, &i, &hb, &kb, &PyList_Type, &made.cache, &names))
+        return NULL;
+    made.handles = (void **)hb.buf;
+    made.kinds = (unsigned char *)kb.buf;
+    made.capacity = PyList_GET_SIZE(made.cache);
+    if (!PyList_CheckExact(specs) && !PyTuple_CheckExact(specs)) {
+        res = PyLong_FromSsize_t(i);
+        goto out;
+    }
     n = PySequence_Fast_GET_SIZE(specs);
-    if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_graph(self, &a)) return PyLong_FromSsize_t(i);
+    if (hb.itemsize != (Py_ssize_t)sizeof(void *) || hb.len < n * (Py_ssize_t)sizeof(void *) || kb.len < n ||
+        made.capacity < n || i < 0 || i > n) {
+        PyErr_SetString(PyExc_ValueError, "add_nodes: arrays smaller than the specs, or start out of range");
+        goto out;
+    }
+    if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_graph(self, &a)) {
+        res = PyLong_FromSsize_t(i);
+        goto out;
+    }
     graph_p = a.graph;
-    nodes = Py_NewRef(a.nodes);
-    /* Every object made here stays reachable (in `made` and the node table), so a collection in
-     * between would find nothing to free, yet node objects are tracked: the collector would
-     * run every few hundred nodes, each time over more of them.  So it is paused for a chunk
-     * of specs -- with the GIL held throughout (the runtime's add calls do not wait for the
-     * device), so no other thread can see the pause -- and restored, the GIL let go, between
-     * chunks and at the end; the objects counted meanwhile are collected as usual afterwards. */
-    gc_was = PyGC_Disable();
+    /* Nothing here makes a Python object: each node's entry is its address (the NodeList makes
+     * the object when the entry is read), so the cyclic collector has nothing new to walk. */
     for (; i < n; i++) {
-        PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *kind, *params, *dep_list = Py_None, *node;
+        PyObject *spec = PySequence_Fast_GET_ITEM(specs, i), *kind, *params, *dep_list = Py_None;
         PyObject *buffer = NULL;
         Py_ssize_t len, nd = 0, k;
         unsigned long long value = 0, dst = 0;
@@ -688,10 +713,10 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             nd = PySequence_Fast_GET_SIZE(dep_list);
             if (nd > _PGR_MAX_DEPS) break;
             for (k = 0; k < nd; k++)
-                if (!_pgr_bulk_dep(self, PySequence_Fast_GET_ITEM(dep_list, k), i, made, names, &deps[k])) break;
+                if (!_pgr_bulk_dep(self, PySequence_Fast_GET_ITEM(dep_list, k), i, &made, names, &deps[k])) break;
             if (k < nd) break;
         }
-        if (buffer != NULL && PyList_Append(keep, buffer) < 0) goto error;
+        if (buffer != NULL && PyList_Append(keep, buffer) < 0) goto out;
         if (memset_spec)
             rc = _pgr_hot_add_memset(&out, graph_p, nd ? deps : NULL, (size_t)nd, dst_p, (unsigned int)value, 1,
                                      count, 1, 0);
@@ -699,29 +724,28 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
             rc = _pgr_hot_add_empty(&out, graph_p, nd ? deps : NULL, (size_t)nd);
         if (rc) {
             _pgr_raise(memset_spec ? _PGR_ADD_MEMSET : _PGR_ADD_EMPTY, rc);
-            goto error;
+            goto out;
         }
-        node = _pgr_add_made(self, nodes, memset_spec ? _pgr_hot.memset_cls : _pgr_hot.empty_cls, out);
-        if (node == NULL) goto error;
-        rc = PyList_Append(made, node);
-        Py_DECREF(node);
-        if (rc < 0) goto error;
+        made.handles[i] = out;
+        made.kinds[i] = (unsigned char)memset_spec;
         if (i % _PGR_BULK_CHUNK == _PGR_BULK_CHUNK - 1) {  /* let other threads run */
-            if (gc_was) PyGC_Enable();
             Py_BEGIN_ALLOW_THREADS
             Py_END_ALLOW_THREADS
-            gc_was = PyGC_Disable();
+            /* ... which may have closed the graph, or destroyed nodes (their entries zeroed,
+               or their objects' handles None: both refused above): go on only while it is
+               the same open graph, else the Python loop says what is wrong */
+            if (!_pgr_add_graph(self, &a) || a.graph != graph_p || PyList_GET_SIZE(made.cache) < n) {
+                i++;
+                break;
+            }
         }
     }
-    if (gc_was) PyGC_Enable();
-    Py_DECREF(nodes);
+    res = PyLong_FromSsize_t(i);
+out:
     Py_XDECREF(keep);
-    return PyLong_FromSsize_t(i);
-error:
-    if (gc_was) PyGC_Enable();
-    Py_DECREF(nodes);
-    Py_XDECREF(keep);
-    return NULL;
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&kb);
+    return res;
 }
 
 static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {

@@ -244,7 +244,7 @@ BULK = PROBE + """
         g.add_nodes([("empty", None, [r])] * 80)  # the fake's graphs hold 64 nodes
     except errors.GraphRTError as exc:
         print(type(exc).__name__, exc.__notes__, len(g.nodes()), gc.isenabled())
-    gc.disable()  # the caller's choice stays: the C loop pauses the collector and restores it
+    gc.disable()  # the caller's choice stays: the C loop leaves the collector alone
     h = rt.Graph()
     print(len(h.add_nodes([("empty", None, [i - 1] if i else []) for i in range(60)])), gc.isenabled())
     gc.enable()
@@ -254,6 +254,72 @@ BULK = PROBE + """
     except errors.GraphRTError as exc:
         print(type(exc).__name__)
 """
+
+# Graph.add_nodes' NodeList: in compiled mode its entries are node handles until read; what a
+# reader sees is what ABI mode (node objects made by the one-node methods) gives.
+NODE_LIST = PROBE + """
+    a = 0x10000
+    g = rt.Graph()
+    r = g.add_empty()
+    made = g.add_nodes([("empty", None, ["r"])] + [("memset", {"dst": a, "value": 1, "count": 4}, [i])
+                                                    for i in range(5)], names={"r": r})
+    print("entries before reading", len(g._nodes))
+    print(type(made).__name__, len(made), [type(n).__name__ for n in made], repr(made))
+    print("one object", made[2] is made[2], made[-1] is made[5], g.nodes()[3] is made[2],
+          g._wrap(made[4].handle) is made[4], made[3].dependencies[0][0] is made[2])
+    print("sequence", made[1:3] == [made[1], made[2]], made == list(made), made == tuple(made),
+          made != made[:-1], made[::-1][0] is made[5], made.index(made[3]), made[3] in made, made == 3)
+    for bad in (6, -7, "x"):
+        try:
+            made[bad]
+        except (IndexError, TypeError) as exc:
+            print(type(exc).__name__, exc)
+    # spec 5's node, read through the graph, is destroyed; the runtime reuses its address for
+    # the next node: the list's entry stays the destroyed node
+    last = g.nodes()[-1]
+    address = int(last)
+    last.destroy()
+    again = g.add_memset(a, 2, 4, dependencies=[made[4]])
+    print("destroyed", int(again) == address, made[5] is last, made[5].is_valid, again.is_valid)
+    # a later bulk call takes this list's nodes as dependencies
+    more = g.add_nodes([("empty", None, [made[1], made[4]])])
+    print("later call", sorted(made.index(d) for d, _ in more[0].dependencies))
+    # recapture keeps only the nodes the runtime still has (Graph._keep_only)
+    h = rt.Graph()
+    m = h.add_nodes([("empty", None)] * 3)
+    first = m[0]
+    h._keep_only({first.handle})
+    print("kept only the first", [n.is_valid for n in m], m[0] is first, [type(n).__name__ for n in m])
+    k = rt.Graph()
+    mk = k.add_nodes([("empty", None), ("memset", {"dst": a, "value": 0, "count": 1})])
+    first = mk[0]
+    k.close()
+    print("closed", first.is_valid, mk[1].is_valid, type(mk[1]).__name__)
+"""
+
+
+@needs_fast
+def test_bulk_results_are_made_when_read_and_follow_the_nodes_that_go(either_fake):
+    """add_nodes returns a NodeList: in compiled mode the C loop writes each node's handle, and
+    the node object is made when its entry is read (the graph's one object of it); a node
+    destroyed, gone in a recapture or in a closed graph reads as such, never as the node the
+    runtime later made at its address.  Everything a reader sees is as in ABI mode."""
+    abi, api = run_mode(either_fake, "0", NODE_LIST).splitlines(), run_mode(either_fake, "1", NODE_LIST).splitlines()
+    assert abi[0] == "entries before reading 7" and api[0] == "entries before reading 1"  # no objects made
+    assert abi[1:] == api[1:]
+    assert api[1:] == [
+        "NodeList 6 ['EmptyNode', 'MemsetNode', 'MemsetNode', 'MemsetNode', 'MemsetNode', 'MemsetNode'] "
+        "<NodeList of 6 node(s)>",
+        "one object True True True True True",
+        "sequence True True True True True 3 True False",
+        "IndexError NodeList index out of range",
+        "IndexError NodeList index out of range",
+        "TypeError 'str' object cannot be interpreted as an integer",
+        "destroyed True True False True",
+        "later call [1, 4]",
+        "kept only the first [True, False, False] True ['EmptyNode', 'EmptyNode', 'EmptyNode']",
+        "closed False False MemsetNode"]
+
 
 LAUNCH = PROBE + """
     from tests.backends import selected

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import errors
 from ..enums import CaptureMode
 from ._capture import Capture
-from ._graph import Graph, _live
+from ._graph import Graph
 
 if TYPE_CHECKING:
     from ..device import Stream
@@ -136,11 +136,7 @@ class Recapture(Capture):
             raise
         self._c = None
         # Nodes the runtime made anew (if any) replace the ones that are gone.
-        alive = set(_node_handles(graph))
-        for h in [h for h in graph._nodes if h not in alive]:
-            node = _live(graph._nodes.pop(h))
-            if node is not None:
-                node._handle = None
+        graph._keep_only(set(_node_handles(graph)))
         return out
 
     def abort(self) -> None:

@@ -92,6 +92,14 @@ static cudaError_t add(cudaGraphNode_t *out, cudaGraph_t g, enum cudaGraphNodeTy
   *out = node;
   return cudaSuccess;
 }
+/* The fake frees only its graph's last node: its slot, so its address, is the next node's (as a
+ * real runtime may reuse a destroyed node's memory). */
+cudaError_t cudaGraphDestroyNode(cudaGraphNode_t node) {
+  if (!node || !node->graph || node != &node->graph->nodes[node->graph->n - 1]) return fail(cudaErrorInvalidValue);
+  node->graph->n--;
+  memset(node, 0, sizeof *node);
+  return cudaSuccess;
+}
 int fake_runtime_calls, fake_driver_calls, fake_driver_refuses;
 cudaError_t cudaGraphAddEmptyNode(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n) {
   fake_runtime_calls++;

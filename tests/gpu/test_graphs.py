@@ -493,6 +493,52 @@ def test_thread_capture_mode_exchange():
     assert result == [rt.CaptureMode.GLOBAL]
 
 
+def test_bulk_nodes_run_and_are_made_when_read(stream, bufs):
+    """add_nodes on the GPU: a chain of memsets (a slice of one buffer each; an address or a
+    buffer), in one call.  The graph sets every byte; the NodeList's entries are the nodes the
+    runtime lists (types, parameters, dependencies), the graph's one object of each, made only
+    when read in compiled mode; a destroyed node reads as destroyed, also once the runtime made
+    another node."""
+    from pygraphrt import lowlevel
+    from pygraphrt.graph import NodeList, _hot
+
+    n, step = 64, N // 64
+    specs: list = [("empty", None)]
+    for i in range(n):
+        specs.append(("memset", {"dst": bufs[0].ptr + i * step, "value": i + 1, "count": step}, [i]))
+    specs.append(("memset", {"dst": bufs[1], "value": 0xEE, "count": N}, [0]))
+    specs.append(("empty", None, [n, n + 1]))
+    g = rt.Graph()
+    made = g.add_nodes(specs)
+    in_c = _hot.bulk_adder(lowlevel.backend_object()) is not None
+    assert isinstance(made, NodeList) and len(made) == n + 3
+    assert len(g._nodes) == (0 if in_c else n + 3)  # compiled: no node object until read
+    listed = g.nodes()
+    assert sorted(map(id, listed)) == sorted(map(id, made)) and made[7] is made[7]
+    assert [x.type for x in made] == [NodeType.EMPTY] + [NodeType.MEMSET] * (n + 1) + [NodeType.EMPTY]
+    assert made[5].params["value"] == 5 and made[5].params["dst"] == bufs[0].ptr + 4 * step
+    assert [d for d, _ in made[5].dependencies] == [made[4]]
+    assert sorted(made.index(d) for d, _ in made[-1].dependencies) == [n, n + 1]
+    exe = g.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    assert bufs[0].to_bytes(N) == b"".join(bytes([i + 1]) * step for i in range(n))
+    assert bufs[1].to_bytes(N) == b"\xee" * N
+
+    h = rt.Graph()
+    m = h.add_nodes([("empty", None), ("empty", None, [0]), ("empty", None, [1])])
+    leaf = h.leaf_nodes()[0]
+    leaf.destroy()
+    again = h.add_empty(dependencies=[m[1]])
+    assert m[2] is leaf and not m[2].is_valid and again.is_valid and m[2] is not again
+    more = h.add_nodes([("empty", None, [m[0], again])])
+    assert sorted(id(d) for d, _ in more[0].dependencies) == sorted([id(m[0]), id(again)])
+    h.instantiate().close()
+    for x in (g, h, exe):
+        x.close()
+    assert not made[0].is_valid and not m[0].is_valid
+
+
 def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
     cuGraphAddMemsetNode and cuGraphAddKernelNode in place of the runtime's
