@@ -284,14 +284,14 @@ static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
     return 1;
 }
 
-/* The node the runtime made (handle `out`): a `cls` object of graph `self`, entered in its node
- * table (held across the call: the GIL was released while the runtime ran) by a weak reference
- * (Graph.__init__ says why).  That reference has no callback, so it holds nothing that could
- * be part of a cycle, and it is untracked: the cyclic collector has nothing to walk for it. */
-static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
-    PyObject *handle, *node, *ref;
-    handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
-    if (handle == NULL) return NULL;
+/* The node the runtime made (handle `out`; _pgr_node_new: its handle object): a `cls` object of
+ * graph `self`, entered in its node table `nodes` (held across the call: the GIL was released
+ * while the runtime ran) by a weak reference (Graph.__init__ says why).  That reference has no
+ * callback, so it holds nothing that could be part of a cycle, and it is untracked: the cyclic
+ * collector has nothing to walk for it. */
+static PyObject *_pgr_node_new(PyObject *self, PyObject *nodes, PyTypeObject *cls, PyObject *handle) {
+    /* (`handle`: a new reference, which the node takes) */
+    PyObject *node, *ref;
     node = cls->tp_alloc(cls, 0);
     if (node == NULL) {
         Py_DECREF(handle);
@@ -308,6 +308,11 @@ static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cl
     if (PyDict_SetItem(nodes, handle, ref) < 0) Py_CLEAR(node);
     Py_DECREF(ref);
     return node;
+}
+
+static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
+    PyObject *handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
+    return handle == NULL ? NULL : _pgr_node_new(self, nodes, cls, handle);
 }
 
 /* Graph.add_empty(*, dependencies=None, edges=None) */
@@ -748,6 +753,77 @@ out:
     return res;
 }
 
+PyDoc_STRVAR(_pgr_make_doc,
+"make_nodes(graph, handles, kinds, cache, start, stop)\n--\n\n"
+"The node objects of entries ``start`` to ``stop`` of a NodeList of ``graph`` (its arrays:\n"
+"an entry without one in ``cache`` has its address in ``handles`` and its class code in\n"
+"``kinds``), each the node table's object of its handle or a new one entered in it, as the\n"
+"add methods enter theirs; returns the index of the first entry it left (``stop`` when none)\n"
+"for NodeList's Python: every entry, where the graph is closed or not of the bound backend.");
+
+static PyObject *_pgr_make_nodes(PyObject *mod, PyObject *args) {
+    PyObject *self, *cache, *res = NULL;
+    PyTypeObject *const classes[2] = {_pgr_hot.empty_cls, _pgr_hot.memset_cls};
+    Py_buffer hb, kb;
+    Py_ssize_t i, stop;
+    _pgr_add_args a;
+    int gc_was;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "Oy*y*O!nn", &self, &hb, &kb, &PyList_Type, &cache, &i, &stop)) return NULL;
+    if (hb.itemsize != (Py_ssize_t)sizeof(void *) || i < 0 || stop < i || hb.len < stop * (Py_ssize_t)sizeof(void *) ||
+        kb.len < stop || PyList_GET_SIZE(cache) < stop) {
+        PyErr_SetString(PyExc_ValueError, "make_nodes: entries out of range");
+        goto out;
+    }
+    if (!_pgr_add_graph(self, &a)) {
+        res = PyLong_FromSsize_t(i);
+        goto out;
+    }
+    /* The objects made stay reachable (the list keeps them): a collection in between would free
+     * nothing, so the collector is paused for the call, the GIL held throughout (no other
+     * thread can see the pause), as NodeList calls this for a chunk of entries at a time. */
+    gc_was = PyGC_Disable();
+    for (; i < stop; i++) {
+        PyObject *handle, *entry, *node = NULL;
+        void *h = ((void **)hb.buf)[i];
+        unsigned char kind = ((unsigned char *)kb.buf)[i];
+        if (PyList_GET_ITEM(cache, i) != Py_None) continue;
+        if (h == NULL || kind > 1) break;
+        handle = _cffi_from_c_pointer((char *)h, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
+        if (handle == NULL) break;
+        entry = PyDict_GetItemWithError(a.nodes, handle);  /* borrowed */
+        if (entry == NULL && PyErr_Occurred()) {
+            Py_DECREF(handle);
+            break;
+        }
+        if (entry != NULL && PyWeakref_CheckRefExact(entry)) {
+#if PY_VERSION_HEX >= 0x030D0000
+            if (PyWeakref_GetRef(entry, &node) < 0) {
+                Py_DECREF(handle);
+                break;
+            }
+#else
+            node = PyWeakref_GET_OBJECT(entry);
+            node = node == Py_None ? NULL : Py_NewRef(node);
+#endif
+        } else if (entry != NULL) {
+            node = Py_NewRef(entry);  /* a node Python code made (kept by the table) */
+        }
+        if (node != NULL)
+            Py_DECREF(handle);
+        else if ((node = _pgr_node_new(self, a.nodes, classes[kind], handle)) == NULL)
+            break;
+        PyList_SET_ITEM(cache, i, node);  /* takes the reference, and releases nothing: */
+        Py_DECREF(Py_None);               /* the None it replaced */
+    }
+    if (gc_was) PyGC_Enable();
+    if (!PyErr_Occurred()) res = PyLong_FromSsize_t(i);
+out:
+    PyBuffer_Release(&hb);
+    PyBuffer_Release(&kb);
+    return res;
+}
+
 static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
     {"launch", (PyCFunction)(void (*)(void))_pgr_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
@@ -951,6 +1027,7 @@ static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
+    {"make_nodes", _pgr_make_nodes, METH_VARARGS, _pgr_make_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},
     {"roundtrip", _pgr_roundtrip, METH_VARARGS, _pgr_roundtrip_doc},

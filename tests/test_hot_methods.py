@@ -294,7 +294,14 @@ NODE_LIST = PROBE + """
     mk = k.add_nodes([("empty", None), ("memset", {"dst": a, "value": 0, "count": 1})])
     first = mk[0]
     k.close()
-    print("closed", first.is_valid, mk[1].is_valid, type(mk[1]).__name__)
+    print("closed", first.is_valid, mk[1].is_valid, type(mk[1]).__name__, [type(x).__name__ for x in mk])
+    # iterating makes the entries' objects at once (compiled: make_nodes), taking the table's
+    # objects where the graph made them first
+    j = rt.Graph()
+    mj = j.add_nodes([("empty", None), ("memset", {"dst": a, "value": 0, "count": 1}, [0]),
+                      ("empty", None, [1])])
+    listed = {int(x): x for x in j.nodes()}
+    print("iterated", [x is listed[int(x)] for x in mj], [type(x).__name__ for x in mj[1:]])
 """
 
 
@@ -318,7 +325,8 @@ def test_bulk_results_are_made_when_read_and_follow_the_nodes_that_go(either_fak
         "destroyed True True False True",
         "later call [1, 4]",
         "kept only the first [True, False, False] True ['EmptyNode', 'EmptyNode', 'EmptyNode']",
-        "closed False False MemsetNode"]
+        "closed False False MemsetNode ['EmptyNode', 'MemsetNode']",
+        "iterated [True, True, True] ['MemsetNode', 'EmptyNode']"]
 
 
 LAUNCH = PROBE + """
@@ -657,6 +665,20 @@ LEAKS = """
     print("after close", [b - a for a, b in zip(before, refs())])
     g._keep.clear()  # what the graph object keeps for its executables until it is gone
     print("without the graph's keep", [b - a for a, b in zip(before, refs())])
+    # add_nodes writes handles; reading its entries (make_nodes, a chunk at a time) makes the
+    # objects, each holding the graph and its class, given back when dropped
+    g2 = rt.Graph()
+    counts = lambda: [sys.getrefcount(o) for o in (g2, EmptyNode)]
+    before = counts()
+    bulk = g2.add_nodes([("empty", None)] * N)
+    print("add_nodes", [b - a for a, b in zip(before, counts())], len(g2._nodes))
+    nodes = list(bulk)
+    print("read", [b - a for a, b in zip(before, counts())], len(g2._nodes) == N,
+          all(x is y for x, y in zip(nodes, bulk)), len(set(map(id, nodes))) == N,
+          not any(gc.is_tracked(e) for e in g2._nodes.values()))  # entries made in C: untracked
+    del nodes, bulk
+    gc.collect()
+    print("dropped", [b - a for a, b in zip(before, counts())])
 """
 
 
@@ -681,6 +703,8 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 20000, 0]"
     # (k: less the first node's keep too, made before the counts were taken)
     assert out[12] == "without the graph's keep [0, -1, 0, 0, 0, 0, 0, 0, -1, 0]"
+    # the NodeList holds the graph; no node object until read (the graph's table is empty)
+    assert out[13:] == ["add_nodes [1, 0] 0", "read [20001, 20000] True True True True", "dropped [0, 0]"]
 
 
 NODE_TABLE = """

@@ -156,6 +156,7 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
     batch = _Batch(graph, helper, names) if helper is not None else None
     if c_loop is not None or batch is not None:
         graph._watch(made)  # its entries hold handles: told if their nodes go
+        made._maker = _hot.node_maker(graph._backend)
     i = -1
     try:
         if c_loop is not None:

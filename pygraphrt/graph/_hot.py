@@ -186,6 +186,12 @@ def bulk_adder(backend: Any) -> Any:
     return _fast.hot_module(backend).add_nodes if in_c(backend) else None
 
 
+def node_maker(backend: Any) -> Any:
+    """The hot module's ``make_nodes`` (a NodeList's node objects, a chunk at a time) where
+    ``backend``'s empty and memset nodes are added in C, else None."""
+    return _fast.hot_module(backend).make_nodes if in_c(backend) else None
+
+
 def in_c(backend: Any) -> bool:
     """Whether ``backend``'s graphs add empty and memset nodes in C (installing first)."""
     if _fast.hot_module(backend) is None:

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 # The class of an entry the compiled loops wrote, by the code they wrote (_pgr_bulk_add and
 # _Batch.flush: 0 an empty node, 1 a memset node).
 KIND_CLASSES: tuple[type[Node], ...] = (EmptyNode, MemsetNode)
+# Entries an iteration makes the objects of at once (one C call where the entries were made in C).
+_CHUNK = 1024
 # Array type code of a pointer-sized unsigned int (a node handle as an address).
 ADDRESS_CODE = next(c for c in ("Q", "L", "I") if array(c).itemsize == struct.calcsize("P"))
 
@@ -43,7 +45,7 @@ class NodeList(Sequence[Node]):
     and tuples of nodes).  Node objects are made when an entry is first read, then kept.
     """
 
-    __slots__ = ("_graph", "_handles", "_kinds", "_cache", "_n", "__weakref__")
+    __slots__ = ("_graph", "_handles", "_kinds", "_cache", "_n", "_maker", "__weakref__")
 
     def __init__(self, graph: "Graph", capacity: int) -> None:
         self._graph = graph
@@ -53,6 +55,9 @@ class NodeList(Sequence[Node]):
         self._kinds = bytearray(capacity)
         self._cache: list[Node | None] = [None] * capacity
         self._n = 0  # entries made so far
+        # The hot module's make_nodes, where the entries were written in C: it makes the objects
+        # of a chunk of entries at once (graph/_hot.node_maker).
+        self._maker: Any = None
 
     # -- building (Graph.add_nodes) ------------------------------------------
     def _append(self, node: Node) -> None:
@@ -103,6 +108,12 @@ class NodeList(Sequence[Node]):
             node = self._cache[i] = self._graph._made_node(self._handles[i], KIND_CLASSES[self._kinds[i]])
         return node
 
+    def _make(self, start: int, stop: int) -> None:
+        """The objects of entries ``start`` to ``stop``, made in one C call where there is one
+        (it leaves what it cannot make to _node)."""
+        if self._maker is not None:
+            self._maker(self._graph, self._handles, self._kinds, self._cache, start, stop)
+
     def __len__(self) -> int:
         return self._n
 
@@ -114,7 +125,10 @@ class NodeList(Sequence[Node]):
 
     def __getitem__(self, i: int | slice) -> Node | list[Node]:
         if isinstance(i, slice):
-            return [self._node(j) for j in range(*i.indices(self._n))]
+            r = range(*i.indices(self._n))
+            if r:
+                self._make(min(r), max(r) + 1)
+            return [self._node(j) for j in r]
         j = operator.index(i)
         if j < 0:
             j += self._n
@@ -123,8 +137,13 @@ class NodeList(Sequence[Node]):
         return self._node(j)
 
     def __iter__(self) -> Iterator[Node]:
-        for i in range(self._n):
-            yield self._node(i)
+        cache = self._cache
+        for start in range(0, self._n, _CHUNK):
+            stop = min(start + _CHUNK, self._n)
+            self._make(start, stop)
+            for i in range(start, stop):
+                node = cache[i]
+                yield node if node is not None else self._node(i)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (NodeList, list, tuple)):

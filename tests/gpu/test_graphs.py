@@ -534,9 +534,16 @@ def test_bulk_nodes_run_and_are_made_when_read(stream, bufs):
     more = h.add_nodes([("empty", None, [m[0], again])])
     assert sorted(id(d) for d, _ in more[0].dependencies) == sorted([id(m[0]), id(again)])
     h.instantiate().close()
-    for x in (g, h, exe):
+    # more entries than one chunk of iteration (NodeList makes the objects 1024 at a time)
+    big = rt.Graph()
+    chain = big.add_nodes([("empty", None, [i - 1] if i else []) for i in range(3000)])
+    objs = list(chain)
+    assert len({id(x) for x in objs}) == 3000 and all(x is chain[i] for i, x in enumerate(objs))
+    assert [d for d, _ in chain[2500].dependencies] == [chain[2499]]
+    assert big.root_nodes() == [chain[0]] and big.leaf_nodes() == [chain[-1]]
+    for x in (g, h, exe, big):
         x.close()
-    assert not made[0].is_valid and not m[0].is_valid
+    assert not made[0].is_valid and not m[0].is_valid and not objs[1000].is_valid
 
 
 def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
