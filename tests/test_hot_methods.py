@@ -329,6 +329,18 @@ def test_bulk_results_are_made_when_read_and_follow_the_nodes_that_go(either_fak
         "iterated [True, True, True] ['MemsetNode', 'EmptyNode']"]
 
 
+@needs_fast
+def test_bulk_results_of_the_batched_path_read_the_same(fake_cudart):  # noqa: F811
+    """Compiled without the hot module's loop, add_nodes batches runs of plain specs into the
+    generated _pgr_add_nodes, which writes the NodeList's entries too (copied from its output
+    array): everything a reader sees is as in ABI mode."""
+    batched = NODE_LIST.replace("    a = 0x10000\n", "    from pygraphrt.graph import _hot\n"
+                                "    _hot.bulk_adder = _hot.node_maker = lambda backend: None\n    a = 0x10000\n", 1)
+    assert batched != NODE_LIST
+    abi, api = run_mode(fake_cudart, "0", NODE_LIST).splitlines(), run_mode(fake_cudart, "1", batched).splitlines()
+    assert api[0] == "entries before reading 1" and abi[1:] == api[1:]
+
+
 LAUNCH = PROBE + """
     from tests.backends import selected
     s = rt.Stream()
