@@ -505,3 +505,40 @@ def test_cuda_13x_graph_apis_are_refused_on_hip(fake_hip_set):
         f"runtime {v}",
         f"spin hipLaunchHostFunc_v2 hipLaunchHostFunc_v2 is not exported by this runtime {v}",
         "capturing False 1"]
+
+
+@pytest.mark.parametrize("mode", ["abi", "compiled"])
+def test_bulk_nodes_are_made_by_one_loop_and_read_back(fake_hip_set, mode):
+    """add_nodes on HIP: the plain specs made by the Python loop (ABI) or the C loop (compiled),
+    the runtime writing their handles into the NodeList (the table has no entry for them until
+    read); types, parameters and dependencies read back, and the launched graph sets the bytes."""
+    env = {"PYGRAPHRT_FAST": "1", "PYGRAPHRT_REQUIRE_FAST": "1"} if mode == "compiled" else {"PYGRAPHRT_FAST": "0"}
+    if mode == "compiled":
+        from bindgen.fast import have_compiler
+
+        if have_compiler() is None:
+            pytest.skip("no C compiler: the compiled mode is not built")
+    out = run_hip(fake_hip_set, """
+        import pygraphrt as rt
+        from pygraphrt import lowlevel
+        g = rt.Graph()
+        r = g.add_empty()
+        buf = rt.malloc(64)
+        made = g.add_nodes([("empty", None, ["r"]), ("memset", {"dst": buf, "value": 7, "count": 16}, [0]),
+                            ("memset", {"dst": buf.ptr + 16, "value": 9, "count": 8}, [1, r]),
+                            ("empty", None, [2])], names={"r": r})
+        print(len(g._nodes), lowlevel.backend_object().ffi_mode.split()[0], buf in g._keep)
+        print([n.type.name for n in made], [made[1].params["value"], made[2].params["value"]],
+              made[2].params["dst"] - buf.ptr, made[1].params["width"])
+        print(sorted(id(d) for d, _ in made[2].dependencies) == sorted([id(made[1]), id(r)]),
+              [d for d, _ in made[3].dependencies] == [made[2]], made[0].dependencies[0][0] is r)
+        s = rt.Stream()
+        buf.memset(0) if hasattr(buf, "memset") else None
+        e = g.instantiate()
+        e.launch(s)
+        s.synchronize()
+        print(buf.to_bytes(24) == b"\\x07" * 16 + b"\\x09" * 8)
+    """, **env).splitlines()
+    assert out[0] == f"1 {'api' if mode == 'compiled' else 'abi'} True"
+    assert out[1:3] == ["['EMPTY', 'MEMSET', 'MEMSET', 'EMPTY'] [7, 9] 16 16", "True True True"]
+    assert out[3] == "True"

@@ -482,11 +482,11 @@ class Graph(Owned):
         none), ``deps`` the node's dependencies: an int is the index of an earlier spec
         of this call, a :class:`Node` a node of this graph, anything else a key of
         ``names``.  Edges carry default edge data.  The same checks as the single-node
-        methods apply.  With the compiled fast path, each run of consecutive empty and
-        plain memset specs (``dst``, ``value``, ``count`` only) is made by one C loop, which
-        writes their handles into the NodeList (no node objects until read); other specs,
-        and everything in ABI mode, go through the one-node methods.  If a spec fails, the
-        nodes made before it stay in the graph and the exception says which spec failed.
+        methods apply.  Each run of consecutive empty and plain memset specs (``dst``,
+        ``value``, ``count`` only) is made by one loop (in C with the compiled fast path, in
+        Python in ABI mode), the runtime writing their handles into the NodeList (no node
+        objects until read); other specs go through the one-node methods.  If a spec fails,
+        the nodes made before it stay in the graph and the exception says which spec failed.
         """
         from . import _bulk
 
