@@ -203,9 +203,9 @@ class Graph(Owned):
         return [made for made in (r() for r in self._node_lists or ()) if made is not None]
 
     def _made_node(self, address: int, cls: type[Node]) -> Node:
-        """The node object of the node at ``address``, made by a compiled bulk loop as a
-        ``cls`` (a NodeList's entry, read): the table's object, else a new one, entered weakly
-        as the compiled adds enter theirs (the list keeps it)."""
+        """The node object of the node at ``address``, made by a bulk loop as a ``cls`` (a
+        NodeList's entry, read): the table's object, else a new one, entered weakly as the
+        compiled adds enter theirs (the list keeps it)."""
         b = self._backend
         handle = b.ffi.cast(f"{b.ops.prefix}GraphNode_t", address)
         node = _live(self._nodes.get(handle))

@@ -1,8 +1,8 @@
 """The nodes ``Graph.add_nodes`` made: a sequence whose node objects are made when first read.
 
-The compiled bulk loops (the hot module's ``add_nodes``, the generated ``_pgr_add_nodes``)
-write each node's runtime handle, as an address, and its class into arrays here instead of
-making a :class:`~pygraphrt.graph.Node` per spec: a graph of many thousands of nodes built
+The bulk loops (the hot module's ``add_nodes``, the generated ``_pgr_add_nodes``, ABI mode's
+``_bulk._abi_loop``) have each node's runtime handle, as an address, and its class written into
+arrays here instead of making a :class:`~pygraphrt.graph.Node` per spec: a graph of many thousands of nodes built
 for instantiation never needs most of them as objects, and three objects a node (handle,
 node, node-table entry) were most of the bulk loop's time and memory.  Reading an entry
 makes its node through the graph's node table, so it is the graph's one object of that node
@@ -29,8 +29,8 @@ from ._node import EmptyNode, MemsetNode, Node
 if TYPE_CHECKING:
     from ._graph import Graph
 
-# The class of an entry the compiled loops wrote, by the code they wrote (_pgr_bulk_add and
-# _Batch.flush: 0 an empty node, 1 a memset node).
+# The class of an entry the bulk loops wrote, by the code they wrote (_pgr_bulk_add,
+# _Batch.flush and _abi_loop: 0 an empty node, 1 a memset node).
 KIND_CLASSES: tuple[type[Node], ...] = (EmptyNode, MemsetNode)
 # Entries an iteration makes the objects of at once (one C call where the entries were made in C).
 _CHUNK = 1024
@@ -50,7 +50,7 @@ class NodeList(Sequence[Node]):
     def __init__(self, graph: "Graph", capacity: int) -> None:
         self._graph = graph
         # Entry i: the node object once made (_cache[i]); until then its address (_handles[i],
-        # 0 for none) and class code (_kinds[i]), written by the compiled loops.
+        # 0 for none) and class code (_kinds[i]), written by the bulk loops.
         self._handles = array(ADDRESS_CODE, [0]) * capacity
         self._kinds = bytearray(capacity)
         self._cache: list[Node | None] = [None] * capacity
@@ -66,8 +66,8 @@ class NodeList(Sequence[Node]):
         self._n += 1
 
     def _made_count(self) -> int:
-        """How many entries are made, counted from ``len(self)`` (after a compiled loop
-        stopped on an error: it writes entries in order)."""
+        """How many entries are made, counted from ``len(self)`` (after a bulk loop stopped
+        on an error: it writes entries in order)."""
         n, handles, cache, cap = self._n, self._handles, self._cache, len(self._cache)
         while n < cap and (handles[n] or cache[n] is not None):
             n += 1
