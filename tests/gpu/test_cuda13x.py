@@ -221,6 +221,32 @@ def test_recapture_into_an_existing_graph(stream, bufs):
     assert rc2.mismatches == [] and rc2.update_eligible
 
 
+def test_recapture_into_a_graph_add_nodes_built(stream, bufs):
+    """Recapture into a graph made by add_nodes: the NodeList's entries follow what the runtime
+    kept (Graph._keep_only): each entry is valid exactly when it is one of the graph's nodes
+    afterwards, one read before the recapture stays the same object, and the graph runs the
+    recaptured work."""
+    if not rt.capabilities().recapture_to_graph:
+        pytest.skip("needs cudaStreamBeginRecaptureToGraph (refusal checked in test_recapture_into_an_existing_graph)")
+    a, b = bufs
+    g = rt.Graph()
+    made = g.add_nodes([("memset", {"dst": a, "value": 1, "count": N}),
+                        ("memcpy", {"dst": b, "src": a, "count": N}, [0])])
+    copy = made[1]  # read before; made[0] is still a handle
+    seen: list = []
+    with stream.recapture(g, on_mismatch=seen.append):
+        _capture_pair(stream, a, b, 2)
+    live = g.nodes()
+    assert [x.is_valid for x in made] == [any(x is y for y in live) for x in made]
+    assert made[1] is copy and len(live) == 2
+    exe = g.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    assert b.to_bytes(16) == b"\x02" * 16
+    exe.close()
+    g.close()
+
+
 def test_failed_recapture_closes_the_graph(stream, bufs):
     if not rt.capabilities().recapture_to_graph:
         pytest.skip("needs cudaStreamBeginRecaptureToGraph (refusal checked in test_recapture_into_an_existing_graph)")
