@@ -595,8 +595,18 @@ typedef struct {
     void **handles;
     unsigned char *kinds;
     PyObject *cache;  /* a list */
-    Py_ssize_t capacity;
 } _pgr_bulk_made;
+
+/* Whether the NodeList arrays `hb` (addresses), `kb` (class codes) and list `cache` hold at
+ * least `n` entries (1); else 0 with a ValueError naming `what`. */
+static int _pgr_entries_fit(const Py_buffer *hb, const Py_buffer *kb, PyObject *cache, Py_ssize_t n,
+                            const char *what) {
+    if (hb->itemsize == (Py_ssize_t)sizeof(void *) && hb->len >= n * (Py_ssize_t)sizeof(void *) && kb->len >= n &&
+        PyList_GET_SIZE(cache) >= n)
+        return 1;
+    PyErr_Format(PyExc_ValueError, "%s: the NodeList's arrays hold fewer than %zd entries", what, n);
+    return 0;
+}
 
 /* Dependency `d` of spec `i` as add_nodes resolves it -- an int index of an earlier spec
  * (entry d of `made`), a Node, or a key of `names` -- when it is a live node of graph `self`:
@@ -653,17 +663,16 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
         return NULL;
     made.handles = (void **)hb.buf;
     made.kinds = (unsigned char *)kb.buf;
-    made.capacity = PyList_GET_SIZE(made.cache);
     if (!PyList_CheckExact(specs) && !PyTuple_CheckExact(specs)) {
         res = PyLong_FromSsize_t(i);
         goto out;
     }
     n = PySequence_Fast_GET_SIZE(specs);
-    if (hb.itemsize != (Py_ssize_t)sizeof(void *) || hb.len < n * (Py_ssize_t)sizeof(void *) || kb.len < n ||
-        made.capacity < n || i < 0 || i > n) {
-        PyErr_SetString(PyExc_ValueError, "add_nodes: arrays smaller than the specs, or start out of range");
+    if (i < 0 || i > n) {
+        PyErr_SetString(PyExc_ValueError, "add_nodes: start out of range");
         goto out;
     }
+    if (!_pgr_entries_fit(&hb, &kb, made.cache, n, "add_nodes")) goto out;
     if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_graph(self, &a)) {
         res = PyLong_FromSsize_t(i);
         goto out;
@@ -770,11 +779,11 @@ static PyObject *_pgr_make_nodes(PyObject *mod, PyObject *args) {
     int gc_was;
     (void)mod;
     if (!PyArg_ParseTuple(args, "Oy*y*O!nn", &self, &hb, &kb, &PyList_Type, &cache, &i, &stop)) return NULL;
-    if (hb.itemsize != (Py_ssize_t)sizeof(void *) || i < 0 || stop < i || hb.len < stop * (Py_ssize_t)sizeof(void *) ||
-        kb.len < stop || PyList_GET_SIZE(cache) < stop) {
+    if (i < 0 || stop < i) {
         PyErr_SetString(PyExc_ValueError, "make_nodes: entries out of range");
         goto out;
     }
+    if (!_pgr_entries_fit(&hb, &kb, cache, stop, "make_nodes")) goto out;
     if (!_pgr_add_graph(self, &a)) {
         res = PyLong_FromSsize_t(i);
         goto out;

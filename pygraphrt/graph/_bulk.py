@@ -40,10 +40,8 @@ class _Batch:
         b = graph._backend
         self.graph, self.helper, self.names = graph, helper, names
         self.ffi, self.prefix = b.ffi, b.ops.prefix
-        if graph._memset is None:
-            graph._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
         self.size = b.ffi.sizeof(b.ops.memset_params_type)
-        self.pack_at = graph._memset[2]
+        self.pack_at = (graph._memset or graph._make_memset_cell())[2]
         self.zero = bytes(self.size)
         self.failed_at: int | None = None
         self.usable = [False, False]  # GraphAddEmptyNode, GraphAddMemsetNode: found in the runtime
@@ -74,29 +72,21 @@ class _Batch:
                     refs.append(d - start)
                     continue
                 d = made[d]
-            elif not isinstance(d, Node):
-                try:
-                    d = self.names.get(d)
-                except TypeError:
-                    d = None
-            if isinstance(d, Node) and d._graph is graph and d._handle is not None:
-                ext.append(d._handle)
-                refs.append(-len(ext))
-            else:  # the one-node path says what is wrong
+            node = _live_dep(graph, d, self.names)
+            if node is None:  # the one-node path says what is wrong
                 del refs[n_refs:], ext[n_ext:]
                 return False
+            ext.append(node._handle)
+            refs.append(-len(ext))
         if code:
-            dst, value, count = params.get("dst"), params.get("value"), params.get("count")
-            if not (type(value) is int and 0 <= value < 256 and type(count) is int and 0 <= count < _ADDRESS_END):
+            plain = _plain_memset(params, graph._backend)
+            if plain is None:
                 del refs[n_refs:], ext[n_ext:]
                 return False
-            td = type(dst)
-            if td is DeviceBuffer and dst._handle is not None and dst._backend is graph._backend:
-                graph._keep.append(dst)
-                dst = int(self.ffi.cast("uintptr_t", dst._handle))
-            elif not (td is int and 0 <= dst < _ADDRESS_END):
-                del refs[n_refs:], ext[n_ext:]
-                return False
+            dst, buffer, value, count = plain
+            if buffer is not None:
+                graph._keep.append(buffer)
+                dst = int(self.ffi.cast("uintptr_t", buffer._handle))
         if not self.usable[code]:
             try:
                 getattr(graph._calls, _BULK_APIS[code])
@@ -211,10 +201,7 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
     except errors.GraphRTError:  # NotSupported where the runtime lacks it: the one-node path says so
         return i
     add_memset: Any = None
-    cell = graph._memset
-    if cell is None:
-        cell = graph._memset = _params.memset_packer(ffi, ops.memset_params_type)
-    p, pack, _ = cell
+    p, pack, _ = graph._memset or graph._make_memset_cell()
     handles, kinds, cache, keep = made._handles, made._kinds, made._cache, graph._keep
     # The array is exported while the loop runs (it cannot move); node handles are read from
     # and written to it in place: `base + k` is entry k.
@@ -236,24 +223,15 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
                 break
             if type(kind) is not str:
                 break
-            buffer = None
             if kind == "empty":
                 if params is not None and not (type(params) is dict and not params):
                     break
                 memset = 0
             elif kind == "memset":
-                if type(params) is not dict or len(params) != 3:
+                plain = _plain_memset(params, b) if type(params) is dict and len(params) == 3 else None
+                if plain is None:
                     break
-                dst, value, count = params.get("dst"), params.get("value"), params.get("count")
-                if not (type(value) is int and 0 <= value < 256 and type(count) is int and 0 <= count < _ADDRESS_END):
-                    break
-                td = type(dst)
-                if td is DeviceBuffer:
-                    if dst._handle is None or dst._backend is not b:
-                        break
-                    buffer = dst
-                elif not (td is int and 0 <= dst < _ADDRESS_END):
-                    break
+                dst, buffer, value, count = plain
                 if add_memset is None:
                     try:
                         add_memset = calls.GraphAddMemsetNode
@@ -311,23 +289,41 @@ def _resolve(deps: Sequence[Any], i: int, graph: "Graph", handles: Any, cache: l
         if type(d) is int:
             if not 0 <= d < i:
                 return False
-            node = cache[d]
-            if node is None:  # an entry the loop made: its handle in place
+            if cache[d] is None:  # an entry the loop made: its handle in place
                 if not handles[d]:
                     return False
                 out[k] = base[d]
                 continue
-        elif isinstance(d, Node):
-            node = d
-        else:
-            try:
-                node = names.get(d) if names is not None else None
-            except TypeError:  # unhashable
-                return False
-        if not (isinstance(node, Node) and node._graph is graph and node._handle is not None):
+            d = cache[d]
+        node = _live_dep(graph, d, names)
+        if node is None:
             return False
         out[k] = node._handle
     return True
+
+
+def _live_dep(graph: "Graph", d: Any, names: dict[Any, Node] | None) -> Node | None:
+    """Dependency ``d`` (a node, or a key of ``names``) as the bulk loops take it: a live node
+    of ``graph``; None for anything else, which the one-node path reports."""
+    if not isinstance(d, Node):
+        try:
+            d = names.get(d) if names is not None else None
+        except TypeError:  # unhashable
+            return None
+    return d if isinstance(d, Node) and d._graph is graph and d._handle is not None else None
+
+
+def _plain_memset(params: dict[str, Any], backend: Any) -> tuple[Any, DeviceBuffer | None, int, int] | None:
+    """``(dst, buffer, value, count)`` of a memset spec's three params when the bulk loops take
+    it -- ``dst`` an int address (``buffer`` None) or an open DeviceBuffer of ``backend``
+    (``buffer`` it), a one-byte value, a count; None for anything else, which the one-node
+    path reports."""
+    dst, value, count = params.get("dst"), params.get("value"), params.get("count")
+    if not (type(value) is int and 0 <= value < 256 and type(count) is int and 0 <= count < _ADDRESS_END):
+        return None
+    if type(dst) is DeviceBuffer:
+        return (dst, dst, value, count) if dst._handle is not None and dst._backend is backend else None
+    return (dst, None, value, count) if type(dst) is int and 0 <= dst < _ADDRESS_END else None
 
 
 def _one_node(graph: "Graph", i: int, spec: Sequence[Any], made: NodeList, names: dict[Any, Node]) -> Node:

@@ -120,7 +120,7 @@ class Graph(Owned):
         self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
         self._depn: Any = None  # grown on demand for nodes with several dependencies
         self._calls = _calls(backend)
-        self._memset: Any = None  # (params struct, a uintptr_t view of its dst), made on first use
+        self._memset: Any = None  # the memset-params cell (_make_memset_cell), made on first use
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
         # add_nodes' results whose entries are still handles (see _nodelist), told when
@@ -171,9 +171,9 @@ class Graph(Owned):
         for it becomes the table's object, if there was one, else a destroyed node)."""
         node = _live(self._nodes.pop(handle, None))
         if self._node_lists:
-            from ._nodelist import as_address
+            from ._readback import _addr
 
-            address = as_address(self._backend.ffi, handle)
+            address = _addr(self._backend.ffi, handle)
             for made in self._live_lists():
                 made._gone_address(address, node)
 
@@ -186,11 +186,11 @@ class Graph(Owned):
             if node is not None:
                 node._handle = None
         if self._node_lists:
-            from ._nodelist import as_address
+            from ._readback import _addr
 
             ffi = self._backend.ffi
-            addresses = {as_address(ffi, h) for h in alive}
-            objects = {as_address(ffi, h): node for h, node in gone.items() if node is not None}
+            addresses = {_addr(ffi, h) for h in alive}
+            objects = {_addr(ffi, h): node for h, node in gone.items() if node is not None}
             for made in self._live_lists():
                 made._gone(lambda a: a not in addresses, objects)
 
@@ -216,6 +216,13 @@ class Graph(Owned):
             if self._handle is not None:  # a closed graph's table stays empty
                 self._nodes[handle] = _WeakRef(node)
         return node
+
+    def _make_memset_cell(self) -> Any:
+        """The graph's memset-params cell (``_params.memset_packer``: struct, pack, pack_at),
+        made on first use: add_memset's, and the bulk loops'."""
+        b = self._backend
+        self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
+        return self._memset
 
     def _own(self, node: Node) -> Node:
         if not isinstance(node, Node):
@@ -334,11 +341,7 @@ class Graph(Owned):
         # The runtime copies the parameters when it makes the node: one struct per graph,
         # refilled each time.  Plain ints and pygraphrt buffers are written directly;
         # anything else (and every error) takes the generic validation.
-        cell = self._memset
-        if cell is None:
-            b = self._backend
-            cell = self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
-        p, pack, _ = cell
+        p, pack, _ = self._memset or self._make_memset_cell()
         limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
         if (limit is not None and type(value) is int and 0 <= value < limit and type(count) is int
                 and 0 <= count < _ADDRESS_END and type(height) is int and 0 <= height < _ADDRESS_END

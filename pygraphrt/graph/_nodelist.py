@@ -155,7 +155,3 @@ class NodeList(Sequence[Node]):
     def __repr__(self) -> str:
         return f"<NodeList of {self._n} node(s)>"
 
-
-def as_address(ffi: Any, handle: Any) -> int:
-    """A node handle's address (what the arrays hold)."""
-    return int(ffi.cast("uintptr_t", handle))
