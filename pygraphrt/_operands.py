@@ -123,7 +123,9 @@ def ptr(backend: Any, p: Any) -> Any:
 
 def device_address(backend: Any, p: Any) -> int:
     """The address a kernel's pointer argument gets: ints, cffi/ctypes pointers, GPU arrays."""
-    own = getattr(p, "__pygraphrt_pointer__", None)  # pygraphrt's buffers: the common case first
+    if isinstance(p, DeviceMemory) and p._handle is not None and p._backend is backend:  # type: ignore[attr-defined]
+        return p._address  # an open buffer of this backend, the common case: its address as made
+    own = getattr(p, "__pygraphrt_pointer__", None)  # (a closed one raises here)
     if own is not None:
         _check_backend(backend, p)
         return int(own)

@@ -217,7 +217,7 @@ BULK = """
     from pygraphrt._handles import Owned
     buf = rt.DeviceBuffer.__new__(rt.DeviceBuffer)  # the fake has no cudaMalloc: a borrowed address
     Owned.__init__(buf, lowlevel.backend_object(), lowlevel.ffi.cast("void *", a + 48), False)
-    buf.size = 16
+    buf.size, buf._address = 16, a + 48
     made = g.add_nodes([("empty", {}, ["root"]), ("memset", {"dst": a, "value": 7, "count": 16}, [0]),
                         ("memset", {"dst": a + 16, "value": 3, "count": 8, "element_size": 1}, [1, root]),
                         ("empty", {}, [0, 1, 2]), ("memset", {"dst": buf, "value": 9, "count": 4}, [3]),

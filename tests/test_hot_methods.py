@@ -196,6 +196,11 @@ KERNEL = PROBE + """
     copy = k.with_signature(SIG)
     case("a new kernel's first node", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
     case("its second", lambda: node(g.add_kernel(copy, 1, 32, ARGS)) and "ok")
+    # the Python path writes a node's launch shape into its reused struct only when it changes
+    case("shared memory 2**32", lambda: g.add_kernel(k, 1, 32, ARGS, shared_mem=2**32))
+    case("an earlier shape again", lambda: node(g.add_kernel(k, 4, 64, ARGS, dependencies=[r])))
+    case("another shape", lambda: node(g.add_kernel(k, (2, 2), 16, ARGS, shared_mem=8)))
+    case("the same shape", lambda: node(g.add_kernel(k, (2, 2), 16, args((1, 9)), shared_mem=8)))
     # argument buffers are reused from node to node (Python path) or on the C stack: each node
     # must still hold its own values, read back now that every node is made
     print("values at the end", [p["args"][1:] for p in (n.params for n in g.nodes()) if p.get("args") is not None])
@@ -464,7 +469,8 @@ def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
     paths = _same_results_and_paths(either_fake, KERNEL)
     assert {label for label, path in paths.items() if path == "c"} == {
         "positional", "list args", "keywords", "three dims", "buffer pointer", "ints for floats", "extremes",
-        "sixteen", "builder", "unbound call", "its second", "full graph"}
+        "sixteen", "builder", "unbound call", "its second", "an earlier shape again", "another shape",
+        "the same shape", "full graph"}
     assert {label for label, path in paths.items() if path == "?"} == {"unknown keyword", "args twice"}
     assert len(paths) == KERNEL.count("case(\"")
 
@@ -487,6 +493,12 @@ def test_kernel_nodes_results(fake_cudart):  # noqa: F811
     assert rows["seventeen"].endswith(str([f"m{i}" for i in range(17)]) + ", True)")
     assert rows["builder"].endswith(f"{values}, ['r'], True)")
     assert rows["a new kernel's first node"] == rows["its second"] == "ok"
+    assert rows["shared memory 2**32"].startswith("InvalidValue: shared_mem failed [4294967296 bytes do not fit")
+    # (their kernel reads back as `copy`, registered last for the same handle)
+    assert f", (4, 1, 1), (64, 1, 1), 0, {values}, ['r'], " in rows["an earlier shape again"]
+    assert f", (2, 2, 1), (16, 1, 1), 8, {values}, [], " in rows["another shape"]
+    assert ", (2, 2, 1), (16, 1, 1), 8, [0, 9, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295], [], " in \
+        rows["the same shape"]
     assert rows["edge data"].endswith(", ['r'], True)") and rows["attributes"].endswith(", [], True)")
     for label in ("int too big", "unsigned negative", "float too big", "float for int", "pointer negative",
                   "too few args", "args a string", "no args", "grid 0", "grid 2**32", "four dims",

@@ -107,7 +107,7 @@ def test_bad_arguments_take_the_checked_path(hot, args, match):
 
 
 @pytest.mark.parametrize("grid, block, smem", [(0, 1, 0), (1, 0, 0), (1 << 32, 1, 0), ((1, 0), 1, 0),
-                                               (1.0, 1, 0), (1, 1, -1), (1, 1, 1.0)])
+                                               (1.0, 1, 0), (1, 1, -1), (1, 1, 1.0), (1, 1, 1 << 32)])
 def test_bad_dims_and_shared_memory(hot, grid, block, smem):
     k, s, rec, buf = hot
     with pytest.raises(errors.InvalidValue):

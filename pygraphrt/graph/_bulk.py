@@ -258,8 +258,7 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
             if memset:
                 if buffer is not None:
                     keep.append(buffer)  # buffers given as objects live as long as the graph
-                    pack(0, value, 1, count, 1, 0)
-                    p.dst = buffer._handle
+                    pack(buffer._address, value, 1, count, 1, 0)
                 else:
                     pack(dst, value, 1, count, 1, 0)
                 rc = add_memset(base + i, gh, dep_p, nd, p)

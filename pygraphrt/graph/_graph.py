@@ -350,8 +350,7 @@ class Graph(Owned):
             if td is int and 0 <= dst < _ADDRESS_END:
                 pack(dst, value, element_size, count, height, pitch)
             elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
-                pack(0, value, element_size, count, height, pitch)
-                p.dst = dst._handle
+                pack(dst._address, value, element_size, count, height, pitch)
                 self._keep.append(dst)  # buffers given as objects live as long as the graph
             else:
                 _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,

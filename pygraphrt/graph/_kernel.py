@@ -13,9 +13,8 @@ import struct
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import errors
-from .._operands import count
 from ..enums import EdgeData
-from ..kernels._library import Dims, Kernel, as_dims, lookup
+from ..kernels._library import Dims, Kernel, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
@@ -24,6 +23,8 @@ from ._node import Dim3, KernelNode
 
 if TYPE_CHECKING:
     from ._graph import Graph
+
+_DIM_END = 1 << 32  # launch dimensions are unsigned 32-bit
 
 
 def _kernel(graph: "Graph", kernel: Any, what: str) -> Kernel:
@@ -46,8 +47,16 @@ def _packed(kernel: Kernel, args: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
 def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
         attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
         edges: Sequence[EdgeData] | None) -> "KernelNode":
+    if type(kernel) is Kernel and kernel._node_layout is not None and not attributes:
+        # A kernel of a node before (so not a foreign one, its signature checked): straight to
+        # the reusable struct.  (Only checks the path below makes too, in the same order,
+        # come before it: a wrong value raises what it would.)
+        if kernel._backend is graph._backend:
+            made = _add_reusing_scratch(graph, kernel, grid, block, shared_mem, args, dependencies, edges)
+            if made is not None:
+                return made
     k = _kernel(graph, kernel, "Graph.add_kernel")
-    g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), count(shared_mem)
+    g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(shared_mem)
     ops = graph._backend.ops
     foreign = k.form == "function" and graph._backend.vendor == "cuda"
     if not foreign and not attributes:
@@ -90,16 +99,21 @@ def _note_layout(graph: "Graph", k: Kernel) -> None:
         k._node_layout = _hot.kernel_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
 
 
-def _add_reusing_scratch(graph: "Graph", k: Kernel, g: Dims, b: Dims, smem: int, args: Any,
+def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem: Any, args: Any,
                          dependencies: Iterable[Any] | None, edges: Sequence[EdgeData] | None) -> KernelNode | None:
     """The node made from a reusable parameter struct and argument buffer of ``k`` (the
     runtimes, and the simulator, copy the values when the node is made), when its signature
     is checked and every argument is a plain int, float or pointer that packs; else None,
-    and the caller packs afresh (and explains what does not fit)."""
-    sig = k.signature
+    and the caller packs afresh (and explains what does not fit).  The launch dimensions
+    are checked here (as_dims, as_shared_mem: what they raise is what :func:`add` would)."""
+    sig = k._signature
     if (not k._checked or sig is None or sig._struct is None or sig._fast is None
             or (type(args) is not tuple and type(args) is not list)):
         return None
+    g = (grid, 1, 1) if type(grid) is int and 0 < grid < _DIM_END else as_dims(grid, "grid")
+    b = (block, 1, 1) if type(block) is int and 0 < block < _DIM_END else as_dims(block, "block")
+    if type(smem) is not int or not 0 <= smem < _DIM_END:
+        smem = as_shared_mem(smem)
     fast = sig.fast_values(args, k._pointer_of)
     if fast is None:
         return None
@@ -112,10 +126,17 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, g: Dims, b: Dims, smem: int,
         except (struct.error, OverflowError):
             return None
         p = scratch[1]
-        p.func = k.handle  # raises once the kernel's library is unloaded
-        p.gridDim.x, p.gridDim.y, p.gridDim.z = g
-        p.blockDim.x, p.blockDim.y, p.blockDim.z = b
-        p.sharedMemBytes = smem
+        launch = (k.handle, g, b, smem)  # k.handle raises once the kernel's library is unloaded
+        if scratch[3] != launch:
+            # Written only when they change (a cffi field write costs about as much as the
+            # runtime's call): nodes of one kernel and shape, the common case, write none.
+            scratch[3] = None  # (until every field is written: a write may raise)
+            p.func = launch[0]
+            grid_dim, block_dim = p.gridDim, p.blockDim
+            grid_dim.x, grid_dim.y, grid_dim.z = g
+            block_dim.x, block_dim.y, block_dim.z = b
+            p.sharedMemBytes = smem
+            scratch[3] = launch
         node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
     finally:
         pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
@@ -124,14 +145,15 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, g: Dims, b: Dims, smem: int,
     return node  # type: ignore[return-value]
 
 
-def _new_node_scratch(graph: "Graph", k: Kernel) -> tuple[Any, Any, Any]:
-    """(writable view of an argument buffer, kernel-node parameter struct whose argument array
-    points into it, the array) for :func:`_add_reusing_scratch`: the launch's buffer and
-    array (``Kernel._new_scratch``, which keeps the buffer) with a parameter struct."""
+def _new_node_scratch(graph: "Graph", k: Kernel) -> list[Any]:
+    """[writable view of an argument buffer, kernel-node parameter struct whose argument array
+    points into it, the array, (handle, grid, block, shared memory) the struct holds or None]
+    for :func:`_add_reusing_scratch`: the launch's buffer and array (``Kernel._new_scratch``,
+    which keeps the buffer) with a parameter struct."""
     view, argv = k._new_scratch(k.signature)  # type: ignore[arg-type]
     p = graph._backend.ffi.new(f"{graph._backend.ops.kernel_params_type} *")
     p.kernelParams = argv
-    return view, p, argv
+    return [view, p, argv, None]
 
 
 def read(node: "KernelNode") -> dict[str, Any]:
@@ -161,7 +183,7 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
     k = _kernel(graph, kernel, "kernel node") if kernel is not None else known
     g: Dims = as_dims(grid, "grid") if grid is not None else cur.grid
     b: Dims = as_dims(block, "block") if block is not None else cur.block
-    smem = count(shared_mem) if shared_mem is not None else cur.shared_mem_bytes
+    smem = as_shared_mem(shared_mem) if shared_mem is not None else cur.shared_mem_bytes
     if k is None:
         if args is not None:
             raise errors.NotSupported("kernel node", detail="pygraphrt does not know this node's kernel, so "

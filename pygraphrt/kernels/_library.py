@@ -44,6 +44,16 @@ def as_dims(v: Any, what: str) -> Dims:
     return (t + (1, 1))[:3]  # type: ignore[return-value]
 
 
+def as_shared_mem(v: Any) -> int:
+    """Dynamic shared memory bytes: an int in 0 .. 2**32-1 (the runtimes' unsigned int)."""
+    if type(v) is int and 0 <= v < 1 << 32:  # the common case first
+        return v
+    n = count(v)
+    if n >= 1 << 32:
+        raise errors.InvalidValue("shared_mem", detail=f"{n} bytes do not fit the runtime's unsigned int")
+    return n
+
+
 @dataclass(frozen=True)
 class KernelAttributes:
     """What the runtime reports about a compiled kernel."""
@@ -166,7 +176,7 @@ class Kernel:
         # the first kernel node has checked the signature: None until then, False where there is none.
         self._node_layout: Any = None
         # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
-        self._node_scratch: list[tuple[Any, Any, Any]] = []
+        self._node_scratch: list[list[Any]] = []
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
@@ -324,7 +334,7 @@ class Kernel:
             raise errors.InvalidValue("Kernel.launch", detail="the stream belongs to another backend")
         g = (grid, 1, 1) if type(grid) is int and 0 < grid < 1 << 32 else as_dims(grid, "grid")
         b = (block, 1, 1) if type(block) is int and 0 < block < 1 << 32 else as_dims(block, "block")
-        smem = shared_mem if type(shared_mem) is int and shared_mem >= 0 else count(shared_mem)
+        smem = as_shared_mem(shared_mem)
         sig = self.signature
         scratch = None
         fast = sig.fast_values(args, self._pointer_of) if sig is not None and self._checked else None

@@ -484,21 +484,19 @@ class Signature:
         fast = self._fast
         if fast is None or len(args) != len(fast):
             return None
-        values: list[Any] = []
+        values = list(args)  # a plain int fits every kind (an address, an integer, a float)
         keep: list[Any] = []
         try:
-            for v, k in zip(args, fast):
+            for i, k in enumerate(fast):
+                v = values[i]
                 t = type(v)
+                if t is int:
+                    continue
                 if k == 0:
-                    if t is int:
-                        values.append(v)
-                    else:
-                        values.append(pointer_of(v))
-                        if v is not None:
-                            keep.append(v)
-                elif t is int or (k == 2 and t is float):
-                    values.append(v)
-                else:
+                    values[i] = pointer_of(v)
+                    if v is not None:
+                        keep.append(v)
+                elif k != 2 or t is not float:
                     return None
         except Exception:
             return None
