@@ -2,7 +2,8 @@
 
 * On the simulator, with the vendor's launch function replaced by a recorder: the values
   that reach the launch, and that every unusual call still takes the checked path (errors
-  naming the parameter), the launch's own errors, the vendor's retry, capture retention.
+  naming the parameter), the launch's own errors, the vendor's retry, capture retention; and
+  the kernel-node counterpart, Graph.add_kernel's reused parameter structs, from threads.
 * The compiled one-call launch (``_pgr_launch_packed`` of a built fast-path extension) with a
   C callback as the launch function: the argument array it builds.
 * End to end through the do-nothing libcudart of benchmarks/ (pinned headers), in both modes:
@@ -170,6 +171,40 @@ def test_threads_share_a_kernel(hot):
         t.join()
     got = sorted(struct.unpack("<i", c[3][1])[0] for c in rec.calls)
     assert got == sorted(i * 1000 + j for i in range(4) for j in range(200))
+
+
+def test_threads_add_kernel_nodes_of_their_own_shapes(backend):
+    """Graph.add_kernel's Python path reuses a kernel's parameter structs (one per concurrent
+    caller), writing a struct's launch shape only when it changes: threads adding nodes of
+    shapes of their own, changing from node to node, each get theirs."""
+    from pygraphrt.graph import KernelNode
+
+    k = rt.Program('extern "C" __global__ void hot3(float *y, int n, float v) {}').kernel(
+        "hot3", signature="float *y, int n, float v")
+    buf = rt.malloc(64)
+    graphs = [rt.Graph() for _ in range(4)]
+
+    def shape(i, j):
+        return (i + 1, 1, 1), (32 * (j % 3 + 1), 1, 1), 8 * i + j % 2
+
+    def run(i):
+        g = graphs[i]
+        prev = g.add_empty()
+        for j in range(150):
+            grid, block, smem = shape(i, j)
+            prev = g.add_kernel(k, grid[0], block[0], (buf, i * 1000 + j, 0.5), shared_mem=smem,
+                                dependencies=[prev])
+
+    ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for i, g in enumerate(graphs):
+        got = sorted((n.params["args"][1], tuple(n.params["grid"]), tuple(n.params["block"]),
+                      n.params["shared_mem_bytes"]) for n in g.nodes() if isinstance(n, KernelNode))
+        assert got == sorted((i * 1000 + j, *shape(i, j)) for j in range(150))
+        g.close()
 
 
 def test_no_hot_path_without_a_launch_function(backend):
