@@ -734,6 +734,34 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     assert out[13:] == ["add_nodes [1, 0] 0", "read [20001, 20000] True True True True", "dropped [0, 0]"]
 
 
+ABI_KERNEL_KEEP = """
+    import gc
+    import pygraphrt as rt
+    buf = rt.malloc(4096)
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")  # the stub's kernel
+    g = rt.Graph()
+    prev = g.add_empty()
+    for _ in range(3):
+        prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
+    N = 20000
+    gc.collect()
+    objects, kept = len(gc.get_objects()), len(g._keep)
+    for _ in range(N):
+        prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
+    gc.collect()
+    print(f"{(len(gc.get_objects()) - objects) / N:.2f} {(len(g._keep) - kept) / N:.2f}", g._keep[-2:] == [k, buf])
+"""
+
+
+def test_abi_kernel_nodes_keep_list_entries_not_objects(stub_cudart):  # noqa: F811
+    """ABI mode's kernel nodes keep the kernel and the buffers their pointers came from as entries
+    of the graph's keep list, as the C method does: the node (held by the node table) is the one
+    object the collector gains a node -- not a tuple and a list besides."""
+    out = run_py(ABI_KERNEL_KEEP, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
+                 PYGRAPHRT_FAST="0")
+    assert out.split() == ["1.00", "2.00", "True"]
+
+
 NODE_TABLE = """
     import gc, weakref
     import pygraphrt as rt

@@ -140,8 +140,13 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
         node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
     finally:
         pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
-    # the runtime copied the values: the graph keeps the kernel and what pointers came from
-    graph._keep.append((k, k._owner, pointers))
+    # The runtime copied the values: the graph keeps the kernel (which keeps its library) and
+    # what pointers came from, as list entries, as the C method does (no tuple and list a
+    # node: two more objects for the cyclic collector to walk).
+    keep = graph._keep
+    keep.append(k)
+    if pointers:
+        keep.extend(pointers)
     return node  # type: ignore[return-value]
 
 
