@@ -24,8 +24,6 @@ from ._node import Dim3, KernelNode
 if TYPE_CHECKING:
     from ._graph import Graph
 
-_DIM_END = 1 << 32  # launch dimensions are unsigned 32-bit
-
 
 def _kernel(graph: "Graph", kernel: Any, what: str) -> Kernel:
     if not isinstance(kernel, Kernel):
@@ -47,19 +45,21 @@ def _packed(kernel: Kernel, args: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
 def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
         attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
         edges: Sequence[EdgeData] | None) -> "KernelNode":
-    if type(kernel) is Kernel and kernel._node_layout is not None and not attributes:
-        # A kernel of a node before (so not a foreign one, its signature checked): straight to
-        # the reusable struct.  (Only checks the path below makes too, in the same order,
-        # come before it: a wrong value raises what it would.)
-        if kernel._backend is graph._backend:
-            made = _add_reusing_scratch(graph, kernel, grid, block, shared_mem, args, dependencies, edges)
-            if made is not None:
-                return made
+    # A kernel of a node before (so not a foreign one, its signature checked) goes straight to
+    # the reusable struct.  (Only checks the path below makes too, in the same order, come
+    # before it: a wrong value raises what it would.)  Arguments that do not fit it are packed
+    # afresh below, without trying the struct again.
+    reused = (type(kernel) is Kernel and kernel._node_layout is not None and not attributes
+              and kernel._backend is graph._backend)
+    if reused:
+        made = _add_reusing_scratch(graph, kernel, grid, block, shared_mem, args, dependencies, edges)
+        if made is not None:
+            return made
     k = _kernel(graph, kernel, "Graph.add_kernel")
     g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(shared_mem)
     ops = graph._backend.ops
     foreign = k.form == "function" and graph._backend.vendor == "cuda"
-    if not foreign and not attributes:
+    if not foreign and not attributes and not reused:
         made = _add_reusing_scratch(graph, k, g, b, smem, args, dependencies, edges)
         if made is not None:
             _note_layout(graph, k)
@@ -110,10 +110,7 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     if (not k._checked or sig is None or sig._struct is None or sig._fast is None
             or (type(args) is not tuple and type(args) is not list)):
         return None
-    g = (grid, 1, 1) if type(grid) is int and 0 < grid < _DIM_END else as_dims(grid, "grid")
-    b = (block, 1, 1) if type(block) is int and 0 < block < _DIM_END else as_dims(block, "block")
-    if type(smem) is not int or not 0 <= smem < _DIM_END:
-        smem = as_shared_mem(smem)
+    g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
     fast = sig.fast_values(args, k._pointer_of)
     if fast is None:
         return None
