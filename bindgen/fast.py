@@ -20,10 +20,11 @@ module whose calls are plain C calls:
   ``cuLaunchKernel``, which is no export of the runtime, and ``hipModuleLaunchKernel``);
 * a second Python module in the same shared library, ``<extension>_hot``: the layer's
   hottest methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
-  ``Graph.add_kernel``, and the spec loop of ``Graph.add_nodes``) as CPython method descriptors (:data:`HOT_METHODS_C`, ``hot_methods.c``, after the runtime
-  calls :func:`_hot_calls` generates from the IR), which handle the common valid call in C
-  and hand everything else to the Python method they replace (see
-  :mod:`pygraphrt.graph._hot`).  Being in the same file, they call through the same
+  ``Graph.add_kernel``, the spec loop of ``Graph.add_nodes``, and the plain kernel launch,
+  ``Stream.launch`` / ``Kernel.launch``) as CPython method descriptors (:data:`HOT_METHODS_C`,
+  ``hot_methods.c``, after the runtime calls :func:`_hot_calls` generates from the IR), which
+  handle the common valid call in C and hand everything else to the Python method they replace
+  (see :mod:`pygraphrt.graph._hot` and :mod:`pygraphrt.kernels._hot`).  Being in the same file, they call through the same
   pointers and use cffi's conversions through the same export table.
 
 No vendor header or toolkit is needed to compile: the declarations come from the

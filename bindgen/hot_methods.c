@@ -1,10 +1,11 @@
 /* -- the layer's hot methods in C: a second Python module in this shared library --
  *
- * GraphExec.launch, Graph.add_empty, Graph.add_memset and Graph.add_kernel as CPython method
- * descriptors (bindgen/fast.py inlines this file after the runtime calls it generates from the
+ * GraphExec.launch, Graph.add_empty, Graph.add_memset and Graph.add_kernel, and the plain kernel
+ * launch (Stream.launch, Kernel.launch) as CPython method descriptors (bindgen/fast.py inlines this file after the runtime calls it generates from the
  * IR: _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_add_kernel,
  * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
- * file once the cffi module is imported; pygraphrt.graph._hot installs the methods.
+ * file once the cffi module is imported; pygraphrt.graph._hot installs the graph methods,
+ * pygraphrt.kernels._hot the launches.
  *
  * Each method does only the common, valid call in C: the argument checks the Python method
  * makes, the runtime call through the pointer _pgr_bind filled (the GIL released, as cffi's
@@ -28,7 +29,10 @@
 #include <math.h>
 #include <structmember.h>
 
-enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_ADD_KERNEL, _PGR_METHODS };
+/* The graph methods (bind(): their API names, _pgr_hot_symbols), then the kernel launches
+ * (bind_launch(): the launch function is the kernel's own, from its layout) */
+enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_ADD_KERNEL, _PGR_METHODS,
+       _PGR_STREAM_LAUNCH = _PGR_METHODS, _PGR_KERNEL_LAUNCH, _PGR_ALL_METHODS };
 #define _PGR_MAX_DEPS 16 /* dependencies passed on the C stack; more take the Python method */
 /* A kernel's packed parameters on the C stack (pygraphrt.graph._hot.KERNEL_MAX_*: larger
  * signatures keep no layout, so they take the Python method) */
@@ -51,15 +55,21 @@ static struct {
     PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
     Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form, l_handle, ab_backend, ab_handle;
     /* (l_: Library's _handle slot; ab_: AsyncBuffer's _backend and _handle slots) */
-    PyObject *fallback[_PGR_METHODS];  /* the Python methods replaced */
-    PyObject *descr[_PGR_METHODS];     /* the method descriptors made (once each) */
-    PyObject *doc[_PGR_METHODS];       /* the UTF-8 text ml_doc points into */
+    /* bind_launch(): the Backend whose kernels and streams take the C launch, the cffi types of a
+       stream and of void *, and Kernel's _launch_layout slot (the other slots and classes it reads
+       are those above: the same classes, whichever bind filled them) */
+    int launch_bound;
+    PyObject *launch_backend, *ct_lstream, *ct_lvoid_p;
+    Py_ssize_t k_launch;
+    PyObject *fallback[_PGR_ALL_METHODS];  /* the Python methods replaced */
+    PyObject *descr[_PGR_ALL_METHODS];     /* the method descriptors made (once each) */
+    PyObject *doc[_PGR_ALL_METHODS];       /* the UTF-8 text ml_doc points into */
 } _pgr_hot;
 
 static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes;
+    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture;
 
 /* ---- small helpers ---- */
 
@@ -110,20 +120,25 @@ static int _pgr_size(PyObject *obj, size_t *out) {
 }
 
 /* The device address of `obj`, exactly one of pygraphrt's buffers (DeviceBuffer, AsyncBuffer:
- * their _backend and _handle slots), when it is open and of the bound backend (1), or 0 with no
- * exception: the Python method reports it. */
-static int _pgr_buffer(PyObject *obj, void **out) {
+ * their _backend and _handle slots), when it is open and of `backend` (1), or 0 with no
+ * exception: the Python method reports it.  (`void_p`: cffi's void *, which its handle converts to.) */
+static int _pgr_buffer_of(PyObject *obj, PyObject *backend, PyObject *void_p, void **out) {
     PyObject *h, *b;
     if (Py_IS_TYPE(obj, _pgr_hot.buffer_cls)) {
         h = _PGR_SLOT(obj, _pgr_hot.b_handle);
         b = _PGR_SLOT(obj, _pgr_hot.b_backend);
-    } else if (_pgr_hot.kernels_bound && Py_IS_TYPE(obj, _pgr_hot.async_buffer_cls)) {
+    } else if (_pgr_hot.async_buffer_cls != NULL && Py_IS_TYPE(obj, _pgr_hot.async_buffer_cls)) {
         h = _PGR_SLOT(obj, _pgr_hot.ab_handle);
         b = _PGR_SLOT(obj, _pgr_hot.ab_backend);
     } else {
         return 0;
     }
-    return h != NULL && h != Py_None && b == _pgr_hot.backend && _pgr_ptr(h, _pgr_hot.ct_void_p, out);
+    return h != NULL && h != Py_None && b == backend && _pgr_ptr(h, void_p, out);
+}
+
+/* The same for the graph methods' backend. */
+static int _pgr_buffer(PyObject *obj, void **out) {
+    return _pgr_buffer_of(obj, _pgr_hot.backend, _pgr_hot.ct_void_p, out);
 }
 
 /* The list of objects Graph `self` keeps alive (its _keep slot; `self` is a Graph of the bound
@@ -436,10 +451,10 @@ static int _pgr_i64(PyObject *obj, long long lo, long long hi, long long *out) {
 
 /* Write argument `v` as struct code `code` would pack it ('b' 'B' 'h' 'H' 'i' 'I' 'q' 'Q'
  * integers: plain ints in range; 'f' 'd': floats or plain ints, a float finite and in range;
- * 'P': a pointer, from a plain int or an open DeviceBuffer/AsyncBuffer of the bound backend,
- * whose address is kept by the graph with the arguments).  0, with no exception, for anything
+ * 'P': a pointer, from a plain int or an open DeviceBuffer/AsyncBuffer of `backend`, whose
+ * address a graph keeps with the arguments).  0, with no exception, for anything
  * else: the Python method packs it (or explains why it cannot). */
-static int _pgr_pack_arg(PyObject *v, char code, char *dst) {
+static int _pgr_pack_arg(PyObject *v, char code, char *dst, PyObject *backend, PyObject *void_p) {
     long long s;
     unsigned long long u;
     double f;
@@ -478,7 +493,7 @@ static int _pgr_pack_arg(PyObject *v, char code, char *dst) {
             if (!_pgr_u64(v, &u)) return 0;
         } else if (Py_IS_TYPE(v, _pgr_hot.buffer_cls) || Py_IS_TYPE(v, _pgr_hot.async_buffer_cls)) {
             void *p;
-            if (!_pgr_buffer(v, &p)) return 0;
+            if (!_pgr_buffer_of(v, backend, void_p, &p)) return 0;
             u = (unsigned long long)(uintptr_t)p;
         } else {
             return 0;
@@ -491,12 +506,54 @@ static int _pgr_pack_arg(PyObject *v, char code, char *dst) {
     }
 }
 
+/* A kernel's packed layout (pygraphrt.kernels._hot.c_layout): `spec`, bytes of uint32s -- the
+ * parameter count n and their total size, then each parameter's offset and struct code -- into
+ * `desc` (the parameters' words), `n` and `size`.  1, or 0 where it is not one the C packs. */
+static int _pgr_layout(PyObject *spec, const char **desc, unsigned int *n, unsigned int *size) {
+    if (!PyBytes_CheckExact(spec) || PyBytes_GET_SIZE(spec) < 8) return 0;
+    memcpy(n, PyBytes_AS_STRING(spec), 4);
+    memcpy(size, PyBytes_AS_STRING(spec) + 4, 4);
+    if (*n > _PGR_KERNEL_MAX_PARAMS || *size > _PGR_KERNEL_MAX_BYTES ||
+        PyBytes_GET_SIZE(spec) != 8 + 8 * (Py_ssize_t)*n)
+        return 0;
+    *desc = PyBytes_AS_STRING(spec) + 8;
+    return 1;
+}
+
+/* Arguments `items` (n of them) packed by layout `desc` (at most `size` bytes) into `bytes`,
+ * `argv` pointing at each: 1, or 0 (no exception) where one is not an argument the C packs
+ * (_pgr_pack_arg; buffers of `backend`).  Packing runs no Python code. */
+static int _pgr_pack_args(PyObject *const *items, unsigned int n, const char *desc, unsigned int size,
+                          char *bytes, void **argv, PyObject *backend, PyObject *void_p) {
+    unsigned int i, w, word[2];
+    for (i = 0; i < n; i++) {
+        memcpy(word, desc + 8 * i, 8);  /* offset, struct code */
+        w = _pgr_code_size((char)word[1]);
+        if (w == 0 || word[0] > size || size - word[0] < w) return 0;  /* a layout not ours */
+        if (!_pgr_pack_arg(items[i], (char)word[1], bytes + word[0], backend, void_p)) return 0;
+        argv[i] = bytes + word[0];
+    }
+    return 1;
+}
+
+/* The handle of Kernel `kernel` (its _func slot, as cffi's `void_p`) while it is valid: not
+ * closed, and its library (its _owner, where that is a Library) still loaded.  1, or 0. */
+static int _pgr_kernel_func(PyObject *kernel, PyObject *void_p, void **out) {
+    PyObject *func = _PGR_SLOT(kernel, _pgr_hot.k_func), *owner = _PGR_SLOT(kernel, _pgr_hot.k_owner);
+    if (func == NULL || func == Py_None || owner == NULL || !_pgr_ptr(func, void_p, out)) return 0;
+    if (Py_IS_TYPE(owner, _pgr_hot.library_cls)) {  /* a kernel of an unloaded library is invalid */
+        PyObject *oh = _PGR_SLOT(owner, _pgr_hot.l_handle);
+        if (oh == NULL || oh == Py_None) return 0;
+    }
+    return 1;
+}
+
 static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *v[8] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
     enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
     PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
                                 _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
-    PyObject *kernel, *layout, *spec, *func, *owner, *form, *keep = NULL, *res = NULL;
+    PyObject *kernel, *layout, *form, *keep = NULL, *res = NULL;
     PyObject *const *items = NULL;
     PyObject *owners[_PGR_KERNEL_MAX_PARAMS];  /* the buffers among the arguments (new references) */
     Py_ssize_t nitems = 0;
@@ -505,7 +562,7 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *out = NULL;
     unsigned int dims[7];
     unsigned long long smem = 0;
-    unsigned int n, size, i32, w, word[2];
+    unsigned int n, size;
     int form_code;
     const char *desc;
     _pgr_add_args a;
@@ -523,22 +580,9 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 2 ||
         PyTuple_GET_ITEM(layout, 0) != _PGR_SLOT(kernel, _pgr_hot.k_signature))
         goto fallback;
-    spec = PyTuple_GET_ITEM(layout, 1);
-    if (!PyBytes_CheckExact(spec) || PyBytes_GET_SIZE(spec) < 8) goto fallback;
-    desc = PyBytes_AS_STRING(spec);
-    memcpy(&n, desc, 4);
-    memcpy(&size, desc + 4, 4);
-    if (n > _PGR_KERNEL_MAX_PARAMS || size > _PGR_KERNEL_MAX_BYTES ||
-        PyBytes_GET_SIZE(spec) != 8 + 8 * (Py_ssize_t)n)
+    if (!_pgr_layout(PyTuple_GET_ITEM(layout, 1), &desc, &n, &size) ||
+        !_pgr_kernel_func(kernel, _pgr_hot.ct_void_p, &func_p))
         goto fallback;
-    func = _PGR_SLOT(kernel, _pgr_hot.k_func);
-    if (func == NULL || func == Py_None || !_pgr_ptr(func, _pgr_hot.ct_void_p, &func_p)) goto fallback;
-    owner = _PGR_SLOT(kernel, _pgr_hot.k_owner);
-    if (owner == NULL) goto fallback;
-    if (Py_IS_TYPE(owner, _pgr_hot.library_cls)) {  /* a kernel of an unloaded library is invalid */
-        PyObject *oh = _PGR_SLOT(owner, _pgr_hot.l_handle);
-        if (oh == NULL || oh == Py_None) goto fallback;
-    }
     /* the handle's form (Kernel.form): 1 a library kernel, which a direct call to the driver
        passes as such; 0 another (a HIP function): the runtime's call only */
     form = _PGR_SLOT(kernel, _pgr_hot.k_form);
@@ -553,16 +597,12 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
         items = PySequence_Fast_ITEMS(v[ARGS]);
         nitems = PySequence_Fast_GET_SIZE(v[ARGS]);
     }
-    if (nitems != (Py_ssize_t)n) goto fallback;
-    for (i32 = 0; i32 < n; i32++) {
-        memcpy(word, desc + 8 + 8 * i32, 8);  /* offset, struct code */
-        w = _pgr_code_size((char)word[1]);
-        if (w == 0 || word[0] > size || size - word[0] < w) goto fallback;  /* a layout not ours */
-        if (!_pgr_pack_arg(items[i32], (char)word[1], buf.bytes + word[0])) goto fallback;
-        argv[i32] = buf.bytes + word[0];
-        if (Py_IS_TYPE(items[i32], _pgr_hot.buffer_cls) || Py_IS_TYPE(items[i32], _pgr_hot.async_buffer_cls))
-            owners[nown++] = Py_NewRef(items[i32]);
-    }
+    if (nitems != (Py_ssize_t)n ||
+        !_pgr_pack_args(items, n, desc, size, buf.bytes, argv, _pgr_hot.backend, _pgr_hot.ct_void_p))
+        goto fallback;
+    for (k = 0; k < (int)n; k++)
+        if (Py_IS_TYPE(items[k], _pgr_hot.buffer_cls) || Py_IS_TYPE(items[k], _pgr_hot.async_buffer_cls))
+            owners[nown++] = Py_NewRef(items[k]);
     if (!_pgr_add_prepare(self, v[DEPS], &a) || (keep = _pgr_keep_of(self)) == NULL) goto fallback;
     /* the runtime copies the values; once the node is made (a failed call keeps nothing) the
        graph keeps the buffers pointers came from and the kernel (whose _owner, the library, must
@@ -584,6 +624,100 @@ done:
     Py_XDECREF(keep);
     for (k = 0; k < nown; k++) Py_DECREF(owners[k]);
     return res;
+}
+
+/* ---- the plain kernel launch: Stream.launch(kernel, grid, block, *args, shared_mem=0,
+ *      **attributes) and Kernel.launch(stream, grid, block, *args, shared_mem=0, **attributes) ---- */
+
+/* The launch of `kernel` on `stream` with positional arguments `args` (nargs of them; the first
+ * is the stream or the kernel, then grid, block and the kernel's arguments) and keywords
+ * `kwnames`, as the Python hot launch (pygraphrt.kernels._hot) makes it: a Kernel of the bound
+ * backend with its C layout -- recorded once its first launch checked the signature --, valid;
+ * a Stream of the same backend, open and not part of a pygraphrt capture (whose graph must keep
+ * the arguments' objects: the Python method); plain dims and shared memory, no launch
+ * attributes; arguments the C packs.  The launch function is the kernel's own (the layout names
+ * it: cuLaunchKernel, hipModuleLaunchKernel), called with the GIL released.  A code other than
+ * success goes to the layout's `failed` (Python: the vendor's retry, or the error with the
+ * stream's note), as the Python hot launch's does.  Anything else: the Python method. */
+static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyObject *kernel,
+                                    PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *layout, *failed, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *res = NULL;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
+    void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *stream_p = NULL;
+    unsigned long long smem = 0, address;
+    unsigned int dims[6], n, size;
+    const char *desc;
+    int rc;
+    if (nargs < 3 || nkw > 1 || !_pgr_hot.launch_bound) goto fallback;
+    if (nkw == 1) {
+        if (PyTuple_GET_ITEM(kwnames, 0) != _pgr_s_shared_mem) goto fallback;  /* launch attributes */
+        smem_obj = args[nargs];
+        if (!_pgr_u64(smem_obj, &smem) || smem > 0xFFFFFFFFull) goto fallback;
+    }
+    if (!Py_IS_TYPE(kernel, _pgr_hot.kernel_cls) || !Py_IS_TYPE(stream, _pgr_hot.stream_cls) ||
+        _PGR_SLOT(kernel, _pgr_hot.k_backend) != _pgr_hot.launch_backend)
+        goto fallback;
+    /* the layout: (signature, packed layout, launch function's address, failed) */
+    layout = _PGR_SLOT(kernel, _pgr_hot.k_launch);
+    if (layout == NULL || !PyTuple_CheckExact(layout) || PyTuple_GET_SIZE(layout) != 4 ||
+        PyTuple_GET_ITEM(layout, 0) != _PGR_SLOT(kernel, _pgr_hot.k_signature) ||
+        !_pgr_layout(PyTuple_GET_ITEM(layout, 1), &desc, &n, &size) ||
+        !_pgr_u64(PyTuple_GET_ITEM(layout, 2), &address) || address == 0 ||
+        (unsigned long long)(uintptr_t)address != address)
+        goto fallback;
+    failed = PyTuple_GET_ITEM(layout, 3);
+    if (!_pgr_kernel_func(kernel, _pgr_hot.ct_lvoid_p, &func_p)) goto fallback;
+    if (!_pgr_dims(args[1], dims) || !_pgr_dims(args[2], dims + 3)) goto fallback;
+    if (nargs - 3 != (Py_ssize_t)n ||
+        !_pgr_pack_args(args + 3, n, desc, size, buf.bytes, argv, _pgr_hot.launch_backend, _pgr_hot.ct_lvoid_p))
+        goto fallback;
+    /* the stream (its attributes: Stream has no __slots__); packing ran no Python code, these
+       lookups may (a subclass's property): the stream is read last */
+    sb = _pgr_attr(stream, _pgr_s_backend);
+    if (sb != _pgr_hot.launch_backend) goto fallback;
+    sh = _pgr_attr(stream, _pgr_s_handle);
+    if (sh == NULL || sh == Py_None || !_pgr_ptr(sh, _pgr_hot.ct_lstream, &stream_p)) goto fallback;
+    cap = _pgr_attr(stream, _pgr_s_capture);
+    if (cap != Py_None) goto fallback;
+    Py_BEGIN_ALLOW_THREADS
+    rc = ((_pgr_launch_fn)(uintptr_t)address)(func_p, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
+                                              (unsigned int)smem, stream_p, n ? argv : NULL, NULL);
+    Py_END_ALLOW_THREADS
+    if (rc == 0) {
+        res = Py_NewRef(Py_None);
+    } else {  /* failed(rc, kernel, stream, grid, block, args, smem) */
+        PyObject *code = PyLong_FromLong(rc), *rest = PyTuple_New(nargs - 3);
+        Py_ssize_t i;
+        for (i = 3; rest != NULL && i < nargs; i++) PyTuple_SET_ITEM(rest, i - 3, Py_NewRef(args[i]));
+        PyObject *zero = smem_obj == NULL ? PyLong_FromLong(0) : Py_NewRef(smem_obj);
+        if (code != NULL && rest != NULL && zero != NULL) {
+            PyObject *call[7] = {code, kernel, stream, args[1], args[2], rest, zero};
+            res = PyObject_Vectorcall(failed, call, 7, NULL);
+        }
+        Py_XDECREF(code);
+        Py_XDECREF(rest);
+        Py_XDECREF(zero);
+    }
+    goto done;
+fallback:
+    res = _pgr_fallback(m, self, args, nargs, kwnames);
+done:
+    Py_XDECREF(sb);
+    Py_XDECREF(sh);
+    Py_XDECREF(cap);
+    return res;
+}
+
+static PyObject *_pgr_stream_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    if (nargs < 1) return _pgr_fallback(_PGR_STREAM_LAUNCH, self, args, nargs, kwnames);
+    return _pgr_kernel_launch(_PGR_STREAM_LAUNCH, self, self, args[0], args, nargs, kwnames);
+}
+
+static PyObject *_pgr_kernel_launch_method(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                           PyObject *kwnames) {
+    if (nargs < 1) return _pgr_fallback(_PGR_KERNEL_LAUNCH, self, args, nargs, kwnames);
+    return _pgr_kernel_launch(_PGR_KERNEL_LAUNCH, self, args[0], self, args, nargs, kwnames);
 }
 
 /* ---- Graph.add_nodes: the run of plain specs, in one C loop ---- */
@@ -833,12 +967,17 @@ out:
     return res;
 }
 
-static PyMethodDef _pgr_hot_defs[_PGR_METHODS] = {
+static PyMethodDef _pgr_hot_defs[_PGR_ALL_METHODS] = {
     {"launch", (PyCFunction)(void (*)(void))_pgr_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_memset", (PyCFunction)(void (*)(void))_pgr_add_memset, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_kernel", (PyCFunction)(void (*)(void))_pgr_add_kernel, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"launch", (PyCFunction)(void (*)(void))_pgr_stream_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"launch", (PyCFunction)(void (*)(void))_pgr_kernel_launch_method, METH_FASTCALL | METH_KEYWORDS, NULL},
 };
+/* What method() knows them by (ml_name is the name in the class, which a text signature repeats) */
+static const char *const _pgr_hot_keys[_PGR_ALL_METHODS] = {"launch", "add_empty", "add_memset", "add_kernel",
+                                                            "stream_launch", "kernel_launch"};
 
 /* ---- the module's functions (pygraphrt.graph._hot calls them) ---- */
 
@@ -934,48 +1073,103 @@ PyDoc_STRVAR(_pgr_bind_kernels_doc,
 "``_handle`` and AsyncBuffer's ``_backend`` and ``_handle`` are read.  Until\n"
 "this is called (pygraphrt binds it with the first kernel node), add_kernel stays Python.");
 
+/* The slots add_kernel and the launches both read -- Kernel's _backend, _func, _owner and
+ * _signature, Library's _handle, AsyncBuffer's _backend and _handle -- into `off` (0), or -1 with
+ * an exception; _pgr_set_kernel_slots sets them and those classes (whichever binds first: the
+ * same classes, the same offsets). */
+static int _pgr_kernel_slots(PyTypeObject *kernel, PyTypeObject *library, PyTypeObject *async_buffer,
+                             Py_ssize_t *off) {
+    static const char *const slots[7] = {"_backend", "_func", "_owner", "_signature", "_handle", "_backend",
+                                         "_handle"};
+    PyTypeObject *const cls[7] = {kernel, kernel, kernel, kernel, library, async_buffer, async_buffer};
+    int i;
+    for (i = 0; i < 7; i++)
+        if ((off[i] = _pgr_slot_offset(cls[i], slots[i])) < 0) return -1;
+    return 0;
+}
+
+static void _pgr_set_kernel_slots(PyTypeObject *kernel, PyTypeObject *library, PyTypeObject *async_buffer,
+                                  const Py_ssize_t *off) {
+    _pgr_hot.k_backend = off[0];
+    _pgr_hot.k_func = off[1];
+    _pgr_hot.k_owner = off[2];
+    _pgr_hot.k_signature = off[3];
+    _pgr_hot.l_handle = off[4];
+    _pgr_hot.ab_backend = off[5];
+    _pgr_hot.ab_handle = off[6];
+    Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(kernel));
+    Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(library));
+    Py_XSETREF(_pgr_hot.async_buffer_cls, (PyTypeObject *)Py_NewRef(async_buffer));
+}
+
 static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     PyObject *classes;
     PyTypeObject *cls[4];
-    Py_ssize_t off[9];
-    static const char *const slots[9] = {"_backend", "_func", "_owner", "_signature", "_node_layout", "form",
-                                         "_handle", "_backend", "_handle"};  /* Kernel's, Library's, AsyncBuffer's */
-    static const int slot_cls[9] = {0, 0, 0, 0, 0, 0, 1, 3, 3};
-    int i;
+    Py_ssize_t off[7], layout, form;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
     if (_pgr_hot.node_cls == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "bind() a backend first");
         return NULL;
     }
-    if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;
-    for (i = 0; i < 9; i++)
-        if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
+    if (_pgr_classes(classes, 4, "bind_kernels", cls) < 0) return NULL;  /* Kernel, Library, KernelNode, AsyncBuffer */
+    if (_pgr_kernel_slots(cls[0], cls[1], cls[3], off) < 0 || (layout = _pgr_slot_offset(cls[0], "_node_layout")) < 0 ||
+        (form = _pgr_slot_offset(cls[0], "form")) < 0)
+        return NULL;
     if (!_pgr_concrete_node(cls[2], _pgr_hot.node_cls) || cls[2]->tp_basicsize != _pgr_hot.node_cls->tp_basicsize) {
         PyErr_SetString(PyExc_TypeError, "bind_kernels: KernelNode must be a concrete Node class without slots of its own");
         return NULL;
     }
-    _pgr_hot.k_backend = off[0];
-    _pgr_hot.k_func = off[1];
-    _pgr_hot.k_owner = off[2];
-    _pgr_hot.k_signature = off[3];
-    _pgr_hot.k_layout = off[4];
-    _pgr_hot.k_form = off[5];
-    _pgr_hot.l_handle = off[6];
-    _pgr_hot.ab_backend = off[7];
-    _pgr_hot.ab_handle = off[8];
-    Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(cls[0]));
-    Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(cls[1]));
+    _pgr_set_kernel_slots(cls[0], cls[1], cls[3], off);
+    _pgr_hot.k_layout = layout;
+    _pgr_hot.k_form = form;
     Py_XSETREF(_pgr_hot.kernel_node_cls, (PyTypeObject *)Py_NewRef(cls[2]));
-    Py_XSETREF(_pgr_hot.async_buffer_cls, (PyTypeObject *)Py_NewRef(cls[3]));
     _pgr_hot.kernels_bound = 1;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(_pgr_bind_launch_doc,
+"bind_launch(backend, ctypes, classes)\n--\n\n"
+"Make ``backend``'s plain kernel launches (stream_launch, kernel_launch) take the C path:\n"
+"``ctypes`` are the cffi types (stream, void *), ``classes`` (Stream, Kernel, Library,\n"
+"DeviceBuffer, AsyncBuffer): Kernel's ``_backend``, ``_func``, ``_owner``, ``_signature`` and\n"
+"``_launch_layout`` slots, Library's ``_handle`` and the buffers' ``_backend`` and ``_handle`` are\n"
+"read; a Stream's ``_backend``, ``_handle`` and ``_capture`` attributes.  A later call replaces\n"
+"the backend.");
+
+static PyObject *_pgr_bind_launch(PyObject *mod, PyObject *args) {
+    PyObject *backend, *ctypes, *classes;
+    PyTypeObject *cls[5];
+    Py_ssize_t off[7], launch, b_backend, b_handle;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO!O!", &backend, &PyTuple_Type, &ctypes, &PyTuple_Type, &classes)) return NULL;
+    if (PyTuple_GET_SIZE(ctypes) != 2) {
+        PyErr_SetString(PyExc_TypeError, "bind_launch: ctypes takes 2 types");
+        return NULL;
+    }
+    /* Stream, Kernel, Library, DeviceBuffer, AsyncBuffer */
+    if (_pgr_classes(classes, 5, "bind_launch", cls) < 0) return NULL;
+    if (_pgr_kernel_slots(cls[1], cls[2], cls[4], off) < 0 || (launch = _pgr_slot_offset(cls[1], "_launch_layout")) < 0 ||
+        (b_backend = _pgr_slot_offset(cls[3], "_backend")) < 0 || (b_handle = _pgr_slot_offset(cls[3], "_handle")) < 0)
+        return NULL;
+    _pgr_set_kernel_slots(cls[1], cls[2], cls[4], off);
+    /* (DeviceBuffer's slots and Stream: as bind() sets them) */
+    _pgr_hot.k_launch = launch;
+    _pgr_hot.b_backend = b_backend;
+    _pgr_hot.b_handle = b_handle;
+    Py_XSETREF(_pgr_hot.stream_cls, (PyTypeObject *)Py_NewRef(cls[0]));
+    Py_XSETREF(_pgr_hot.buffer_cls, (PyTypeObject *)Py_NewRef(cls[3]));
+    Py_XSETREF(_pgr_hot.ct_lstream, Py_NewRef(PyTuple_GET_ITEM(ctypes, 0)));
+    Py_XSETREF(_pgr_hot.ct_lvoid_p, Py_NewRef(PyTuple_GET_ITEM(ctypes, 1)));
+    Py_XSETREF(_pgr_hot.launch_backend, Py_NewRef(backend));
+    _pgr_hot.launch_bound = 1;
     Py_RETURN_NONE;
 }
 
 PyDoc_STRVAR(_pgr_method_doc,
 "method(name, cls, fallback, doc)\n--\n\n"
 "The method descriptor of hot method ``name`` (\"launch\", \"add_empty\", \"add_memset\",\n"
-"\"add_kernel\") for\n"
+"\"add_kernel\", \"stream_launch\", \"kernel_launch\") for\n"
 "class ``cls``, handing what it does not do itself to ``fallback`` (called as fallback(self, ...)),\n"
 "with ``doc`` as its __doc__ (a text signature first).  Made once: a second call returns the same.");
 
@@ -985,10 +1179,11 @@ static PyObject *_pgr_method(PyObject *mod, PyObject *args) {
     int m;
     (void)mod;
     if (!PyArg_ParseTuple(args, "sO!OU", &name, &PyType_Type, &cls, &fallback, &doc)) return NULL;
-    for (m = 0; m < _PGR_METHODS && strcmp(_pgr_hot_defs[m].ml_name, name) != 0; m++) {}
-    if (m == _PGR_METHODS) return PyErr_Format(PyExc_ValueError, "no hot method %R", PyTuple_GET_ITEM(args, 0));
+    for (m = 0; m < _PGR_ALL_METHODS && strcmp(_pgr_hot_keys[m], name) != 0; m++) {}
+    if (m == _PGR_ALL_METHODS) return PyErr_Format(PyExc_ValueError, "no hot method %R", PyTuple_GET_ITEM(args, 0));
     if (_pgr_hot.descr[m] != NULL) return Py_NewRef(_pgr_hot.descr[m]);
-    if (_pgr_hot.backend == NULL) return PyErr_Format(PyExc_RuntimeError, "bind() a backend first");
+    if (m < _PGR_METHODS ? _pgr_hot.backend == NULL : !_pgr_hot.launch_bound)
+        return PyErr_Format(PyExc_RuntimeError, m < _PGR_METHODS ? "bind() a backend first" : "bind_launch() first");
     if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
     if ((_pgr_hot_defs[m].ml_doc = PyUnicode_AsUTF8(doc)) == NULL) return NULL;
     _pgr_hot.doc[m] = Py_NewRef(doc);
@@ -1035,6 +1230,7 @@ static PyObject *_pgr_roundtrip(PyObject *mod, PyObject *args) {
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
+    {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},
     {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
     {"make_nodes", _pgr_make_nodes, METH_VARARGS, _pgr_make_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
@@ -1052,11 +1248,12 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes"};
+                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
-                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes};
+                                &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
+                                &_pgr_s_backend, &_pgr_s_capture};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

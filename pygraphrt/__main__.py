@@ -43,6 +43,9 @@ def info(out=sys.stdout) -> int:
         from .graph import _hot
 
         p(f"    hot methods: {_hot.status(active)}")
+        from .kernels import _hot as _launch_hot
+
+        p(f"    kernel launches: {_launch_hot.status(active)}")
         p(f"    straight to the driver: {_hot.direct_status(active)}")
     p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))

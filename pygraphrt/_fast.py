@@ -16,7 +16,8 @@ raises NotSupported naming the API instead of calling a NULL pointer.
 The extension's file also holds a second module, ``<extension>_hot``: the layer's
 hottest methods in C (see bindgen/hot_methods.c).  :func:`open_fast` loads it beside
 the extension (:func:`hot_module` hands it out); :mod:`pygraphrt.graph._hot` installs
-its methods when the backend's first graph is made.
+its graph methods when the backend's first graph is made, :mod:`pygraphrt.kernels._hot` the
+plain kernel launch with a kernel's first launch.
 """
 
 from __future__ import annotations
@@ -143,6 +144,18 @@ def _write_direct_slots(set_slot: Any, ffi: Any, entries: dict[str, tuple[str, i
         if address is not None and taken:
             done.append(api)
     return done
+
+
+def method_doc(fn: Any) -> str:
+    """``fn``'s docstring behind a text signature (annotations dropped), the ``__doc__`` of the
+    hot module's method in its place, so that ``help()`` and ``inspect.signature`` of the C
+    method say what the Python one says."""
+    import inspect
+
+    sig = inspect.signature(fn)
+    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
+    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
+    return f"{fn.__name__}{text.replace('(self', '($self', 1)}\n--\n\n{inspect.getdoc(fn) or ''}"
 
 
 def hot_module(backend: Any) -> Any:

@@ -542,3 +542,41 @@ def test_bulk_nodes_are_made_by_one_loop_and_read_back(fake_hip_set, mode):
     assert out[0] == f"1 {'api' if mode == 'compiled' else 'abi'} True"
     assert out[1:3] == ["['EMPTY', 'MEMSET', 'MEMSET', 'EMPTY'] [7, 9] 16 16", "True True True"]
     assert out[3] == "True"
+
+
+@pytest.mark.parametrize("mode", ["abi", "compiled"])
+def test_plain_launches_after_the_first_in_c(fake_hip_set, mode):
+    """Stream.launch and Kernel.launch on HIP: after a kernel's first launch (the Python method,
+    which checks the signature) compiled mode launches it from C through hipModuleLaunchKernel;
+    the kernel runs (the fake adds its ints), and an error the runtime returns is raised as in ABI
+    mode."""
+    env = {"PYGRAPHRT_FAST": "1", "PYGRAPHRT_REQUIRE_FAST": "1"} if mode == "compiled" else {"PYGRAPHRT_FAST": "0"}
+    if mode == "compiled":
+        from bindgen.fast import have_compiler
+
+        if have_compiler() is None:
+            pytest.skip("no C compiler: the compiled mode is not built")
+    out = run_hip(fake_hip_set, """
+        import ctypes, sys
+        import pygraphrt as rt
+        from pygraphrt import errors
+        cell = ctypes.c_int(0)
+        where = ctypes.addressof(cell)
+        k = rt.Library(b"FAKEHIP").kernel("add_int", signature="int *out, int a, int b")
+        s = rt.Stream()
+        s.launch(k, 1, 1, where, 40, 2)  # the first: the Python method
+        seen = []
+        sys.setprofile(lambda frame, event, arg: seen.append(frame.f_code.co_name) if event == "call" else None)
+        s.launch(k, 1, 1, where, 30, 3)
+        a = cell.value
+        k.launch(s, (1, 1), 1, where, 20, 4)
+        sys.setprofile(None)
+        print(a, cell.value, "launch" in seen, type(rt.Stream.__dict__["launch"]).__name__, k._launch_layout is not None)
+        try:
+            s.launch(k, 1, 2048, where, 1, 1)
+        except errors.GraphRTError as e:
+            print("refused", e.api, e.name)
+    """, **env).splitlines()
+    compiled = mode == "compiled"
+    assert out[0] == f"33 24 {not compiled} {'method_descriptor' if compiled else 'function'} {compiled}"
+    assert out[1] == "refused hipModuleLaunchKernel hipErrorInvalidConfiguration"

@@ -126,15 +126,13 @@ ADD = PROBE + """
 
 # Kernel nodes: the fake's kernels all take FAKE_KERNEL_PARAMS's eight parameters and it keeps
 # copies of the values, so each node is read back (node.params decodes them by the signature).
-KERNEL = PROBE + """
+# A kernel of the fake (FAKE_KERNEL_PARAMS lays out this signature), a buffer of the probe's bytes,
+# and arguments for it: ARGS, or args((index, value), ...) with some changed.
+FAKE_KERNEL = """
     import ctypes
     from pygraphrt.kernels import Kernel
     SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
     k = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="fake")
-    g = rt.Graph()
-    r = g.add_empty()
-    many = [g.add_empty() for _ in range(17)]
-    names = {r: "r", **{m: f"m{i}" for i, m in enumerate(many)}}
     buf = borrowed_buffer(a + 16, 32)
     ARGS = (a, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
     def args(*changes):
@@ -142,6 +140,13 @@ KERNEL = PROBE + """
         for i, x in changes:
             v[i] = x
         return tuple(v)
+"""
+
+KERNEL = PROBE + FAKE_KERNEL + """
+    g = rt.Graph()
+    r = g.add_empty()
+    many = [g.add_empty() for _ in range(17)]
+    names = {r: "r", **{m: f"m{i}" for i, m in enumerate(many)}}
     def node(n):
         p = n.params
         values = list(p["args"])
@@ -389,6 +394,107 @@ LAUNCH = PROBE + """
 """
 
 
+# The plain kernel launch (Stream.launch, Kernel.launch in C: kernels._hot.install_launch) against
+# the fake's cuLaunchKernel, which records the last launch (fake_last_launch).
+KERNEL_LAUNCH = PROBE + FAKE_KERNEL + """
+    import os, struct, threading
+    from tests.backends import selected
+    PY_METHODS = {"launch", "hot"}  # the Python methods and the kernel's Python hot launch
+    fake = ctypes.CDLL(os.environ["PYGRAPHRT_CUDART"])
+    class Launch(ctypes.Structure):
+        _fields_ = [("func", ctypes.c_void_p), ("stream", ctypes.c_void_p), ("grid", ctypes.c_uint * 3),
+                    ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint), ("args", ctypes.c_ubyte * 48)]
+    last = Launch.in_dll(fake, "fake_last_launch")
+    count, by_runtime = (ctypes.c_int.in_dll(fake, n) for n in ("fake_launches", "fake_runtime_launches"))
+    refuses, no_context = (ctypes.c_int.in_dll(fake, n) for n in ("fake_driver_refuses", "fake_no_context"))
+    s = rt.Stream()
+    legacy = rt.Stream.legacy_default()
+    streams = {0: "NULL", int(lowlevel.ffi.cast("uintptr_t", s.handle)): "s"}
+    def launched(fn):
+        # (launches made, by the runtime, the kernel, grid, block, shared memory, stream, values)
+        before, rbefore = count.value, by_runtime.value
+        fn()
+        v = list(struct.unpack_from("<Qi4xdBxhfqI", bytes(last.args)))
+        if a <= v[0] < a + 64:  # the probe's own buffer: where in it (addresses differ per run)
+            v[0] = f"a+{v[0] - a}"
+        return (count.value - before, by_runtime.value - rbefore, last.func == 0x5000, tuple(last.grid),
+                tuple(last.block), last.smem, streams.get(last.stream or 0, "?"), v)
+    case("first launch", lambda: launched(lambda: s.launch(k, 1, 32, *ARGS)))
+    case("stream launch", lambda: launched(lambda: s.launch(k, 4, 64, *ARGS)))
+    case("kernel launch", lambda: launched(lambda: k.launch(s, (2, 3), [4, 5, 6], *ARGS, shared_mem=128)))
+    case("unbound stream launch", lambda: launched(lambda: rt.Stream.launch(s, k, 1, 32, *ARGS)))
+    case("unbound kernel launch", lambda: launched(lambda: Kernel.launch(k, s, 1, 32, *ARGS)))
+    before = sys.getrefcount(buf)
+    case("buffer pointer", lambda: (launched(lambda: s.launch(k, 1, 32, *args((0, buf)))), sys.getrefcount(buf) - before))
+    case("ints for floats", lambda: launched(lambda: s.launch(k, 1, 32, *args((2, 2), (5, -1)))))
+    case("extremes", lambda: launched(lambda: s.launch(k, 2**32 - 1, (1, 1, 2**32 - 1), *args(
+        (0, 2**64 - 1), (1, -2**31), (3, 0), (4, 2**15 - 1), (5, float("inf")), (6, 2**63 - 1), (7, 0)),
+        shared_mem=49152)))
+    case("legacy stream", lambda: launched(lambda: legacy.launch(k, 1, 32, *ARGS)))
+    refuses.value = 1
+    case("driver error", lambda: launched(lambda: s.launch(k, 1, 32, *ARGS)))
+    refuses.value = 0
+    case("runtime's error", lambda: launched(lambda: s.launch(k, 1, 32, *ARGS, shared_mem=49153)))
+    no_context.value = 1
+    case("no context: the runtime's launch", lambda: launched(lambda: legacy.launch(k, 3, 32, *ARGS)))
+    case("a context again", lambda: launched(lambda: legacy.launch(k, 5, 32, *ARGS)))
+    for label, bad in [("bool for int", args((1, True))), ("ctypes int", args((1, ctypes.c_int(5)))),
+                       ("int too big", args((1, 2**31))), ("unsigned negative", args((3, -1))),
+                       ("float too big", args((5, 1e39))), ("float for int", args((1, 1.0))),
+                       ("pointer None", args((0, None))), ("pointer negative", args((0, -8))),
+                       ("pointer float", args((0, 1.5))), ("too few args", ARGS[:-1]), ("too many args", ARGS + (1,))]:
+        case(label, lambda bad=bad: launched(lambda: s.launch(k, 1, 32, *bad)))
+    for label, grid, block, smem in [("grid 0", 0, 1, 0), ("grid 2**32", 2**32, 1, 0), ("four dims", (1, 1, 1, 1), 1, 0),
+                                     ("grid float", 1.0, 1, 0), ("block (0,)", 1, (0,), 0),
+                                     ("negative shared memory", 1, 1, -1), ("shared memory 2**32", 1, 1, 2**32),
+                                     ("shared memory float", 1, 1, 0.0)]:
+        case(label, lambda g=grid, b=block, m=smem: launched(lambda: s.launch(k, g, b, *ARGS, shared_mem=m)))
+    case("launch attributes", lambda: launched(lambda: s.launch(k, 1, 32, *ARGS, priority=1)))
+    case("unknown attribute", lambda: launched(lambda: k.launch(s, 1, 32, *ARGS, shared=1)))
+    case("no arguments", lambda: s.launch())
+    case("not a kernel", lambda: s.launch(object(), 1, 1))
+    case("not a stream", lambda: k.launch(object(), 1, 1, *ARGS))
+    class MyStream(rt.Stream):
+        pass
+    mine = MyStream()
+    streams[int(lowlevel.ffi.cast("uintptr_t", mine.handle))] = "mine"
+    case("a Stream subclass", lambda: launched(lambda: mine.launch(k, 1, 32, *ARGS)))
+    closed_buffer = borrowed_buffer(a, 8)
+    closed_buffer.close()
+    case("closed buffer", lambda: s.launch(k, 1, 32, *args((0, closed_buffer))))
+    gone = rt.Stream()
+    gone.close()
+    case("closed stream", lambda: k.launch(gone, 1, 32, *ARGS))
+    def captured():
+        before = count.value
+        with s.capture() as cap:
+            s.launch(k, 6, 32, *args((0, buf)))
+        g = cap.graph
+        (node,) = g.nodes()
+        # no launch: a kernel node, whose graph keeps the buffer the pointer came from
+        return (count.value - before, node.type.name, tuple(node.params["grid"]), node.params["args"][1:3],
+                buf in g._keep)
+    case("captured", captured)
+    case("after the capture", lambda: launched(lambda: s.launch(k, 7, 32, *ARGS)))
+    def threads():
+        def run(i):
+            for j in range(100):
+                s.launch(k, 1 + i, 32, *args((1, i * 1000 + j)))
+        ts = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        s.launch(k, 1, 32, *ARGS)  # (and one here, where the profile hook sees which method ran)
+    case("four threads", lambda: launched(threads)[:2])
+    with selected("sim"):
+        ss = rt.Stream()
+        case("mixed: sim stream, cuda kernel", lambda: s.launch(k, 1, 32, *ARGS) or ss.launch(k, 1, 32, *ARGS))
+        case("mixed: cuda kernel on sim stream", lambda: k.launch(ss, 1, 32, *ARGS))
+    case("back on cuda", lambda: launched(lambda: s.launch(k, 9, 32, *ARGS)))
+"""
+
+
 def _rows(out: str) -> list[tuple[str, str, str]]:
     """(label, result, path) per case; addresses (which differ from process to process) as 0x?."""
     rows = []
@@ -564,6 +670,57 @@ def test_launch_same_results_c_for_the_common_calls(fake_cudart):  # noqa: F811
 
 
 @needs_fast
+def test_kernel_launch_same_results_c_for_the_common_calls(tmp_path):
+    """Stream.launch and Kernel.launch in C: the same launches (read back from the fake's
+    cuLaunchKernel) and the same errors as the Python methods in ABI mode; C does the common
+    calls, the Python method everything else."""
+    from .test_cuda13x import build_fake_cudart
+
+    lib = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
+    paths = _same_results_and_paths(lib, KERNEL_LAUNCH)
+    assert {label for label, path in paths.items() if path == "c"} == {
+        "stream launch", "kernel launch", "unbound stream launch", "unbound kernel launch", "buffer pointer",
+        "ints for floats", "extremes", "legacy stream", "driver error", "runtime's error",
+        "a context again", "after the capture", "four threads", "back on cuda"}
+    assert {label for label, path in paths.items() if path == "?"} == {"no arguments"}
+    assert len(paths) == KERNEL_LAUNCH.count("case(\"") + 11 + 8  # (and the two loops' cases)
+    rows = {label: result for label, result, _ in _rows(run_mode(lib, "1", KERNEL_LAUNCH))}
+    values = "['a+0', 7, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295]"
+    assert rows["first launch"] == f"(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 's', {values})"
+    assert rows["stream launch"] == f"(1, 0, True, (4, 1, 1), (64, 1, 1), 0, 's', {values})"
+    assert rows["kernel launch"] == f"(1, 0, True, (2, 3, 1), (4, 5, 6), 128, 's', {values})"
+    assert rows["unbound stream launch"] == rows["unbound kernel launch"] == rows["first launch"]
+    assert rows["buffer pointer"] == (f"((1, 0, True, (1, 1, 1), (32, 1, 1), 0, 's', ['a+16'{values[6:]}), 0)")
+    assert rows["ints for floats"].endswith("['a+0', 7, 2.0, 255, -3, -1.0, -9223372036854775808, 4294967295])")
+    assert rows["extremes"] == ("(1, 0, True, (4294967295, 1, 1), (1, 1, 4294967295), 49152, 's', "
+                                "[18446744073709551615, -2147483648, 2.5, 0, 32767, inf, 9223372036854775807, 0])")
+    assert rows["legacy stream"] == f"(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 'NULL', {values})"
+    assert rows["driver error"].startswith("GraphRTError: cuLaunchKernel failed") and "CUDA_ERROR_UNKNOWN" in \
+        rows["driver error"]
+    assert rows["runtime's error"].startswith("InvalidValue: cuLaunchKernel failed")
+    assert rows["no context: the runtime's launch"] == f"(1, 1, True, (3, 1, 1), (32, 1, 1), 0, 'NULL', {values})"
+    assert rows["a context again"] == f"(1, 0, True, (5, 1, 1), (32, 1, 1), 0, 'NULL', {values})"
+    assert rows["ctypes int"].startswith("(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 's', ['a+0', 5, ")
+    assert rows["pointer None"].startswith("(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 's', [0, 7, ")
+    for label in ("bool for int", "int too big", "unsigned negative", "float too big", "float for int",
+                  "pointer negative", "pointer float", "too few args", "too many args", "grid 0", "grid 2**32",
+                  "four dims", "grid float", "block (0,)", "negative shared memory", "shared memory 2**32",
+                  "shared memory float", "not a kernel", "not a stream", "mixed: sim stream, cuda kernel",
+                  "mixed: cuda kernel on sim stream"):
+        assert rows[label].startswith("InvalidValue"), (label, rows[label])
+    assert rows["launch attributes"].startswith("NotSupported: cudaLaunchKernelExC failed")  # the fake has none
+    assert rows["unknown attribute"].startswith("NotSupported") and "launch attribute 'shared'" in \
+        rows["unknown attribute"]
+    assert rows["a Stream subclass"] == f"(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 'mine', {values})"
+    assert rows["closed buffer"].startswith("InvalidResourceHandle")
+    assert rows["closed stream"].startswith("InvalidResourceHandle")
+    assert rows["captured"] == "(0, 'KERNEL', (6, 1, 1), [7, 2.5], True)"
+    assert rows["after the capture"] == f"(1, 0, True, (7, 1, 1), (32, 1, 1), 0, 's', {values})"
+    assert rows["four threads"] == "(401, 0)"
+    assert rows["back on cuda"] == f"(1, 0, True, (9, 1, 1), (32, 1, 1), 0, 's', {values})"
+
+
+@needs_fast
 def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa: F811
     code = """
         import io
@@ -580,6 +737,9 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
         print([l.strip() for l in f.getvalue().splitlines() if "hot methods:" in l][0])
         import inspect
         print(inspect.signature(Graph.add_empty), Graph.add_empty.__doc__.splitlines()[-1])
+        print([l.strip() for l in f.getvalue().splitlines() if "kernel launches:" in l][0],
+              type(rt.Stream.__dict__["launch"]).__name__, type(rt.Kernel.__dict__["launch"]).__name__)
+        print(inspect.signature(rt.Stream.launch))
     """
     abi = run_mode(fake_cudart, "0", code).splitlines()
     api = run_mode(fake_cudart, "1", code).splitlines()
@@ -589,6 +749,10 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
                        "hot methods: C (GraphExec.launch, Graph.add_empty, Graph.add_memset, Graph.add_kernel)"]
     assert api[3] == "(self, /, *, dependencies=None, edges=None) An empty node: a join point with no work."
     assert abi[3].startswith("(self, *, dependencies: 'Iterable[Node] | None' = None")
+    # (info installs the launches, as a kernel's first launch would)
+    assert abi[4] == "kernel launches: Python (compiled mode only) function function"
+    assert api[4] == "kernel launches: C (Stream.launch, Kernel.launch) method_descriptor method_descriptor"
+    assert api[5] == "(self, /, kernel, grid, block, *args, shared_mem=0, **attributes)"
 
 
 @needs_fast
@@ -620,6 +784,23 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                 hot.bind_kernels(bad)
             except TypeError as exc:
                 print(exc)
+        class OldKernel(Kernel):  # its slots are inherited, not its own: refused
+            __slots__ = ()
+        ffi = b.ffi
+        launch_types = (ffi.typeof("cudaStream_t"), ffi.typeof("void *"))
+        for types, bad in ((launch_types, (rt.Stream, Plain, Library, rt.DeviceBuffer, AsyncBuffer)),
+                           (launch_types, (rt.Stream, OldKernel, Library, rt.DeviceBuffer, AsyncBuffer)),
+                           (launch_types, (rt.Stream, Kernel, Library, Plain, AsyncBuffer)),
+                           (launch_types, (rt.Stream, Kernel, Library, rt.DeviceBuffer)),
+                           (launch_types[:1], (rt.Stream, Kernel, Library, rt.DeviceBuffer, AsyncBuffer))):
+            try:
+                hot.bind_launch(b, types, bad)
+            except TypeError as exc:
+                print(exc)
+        try:
+            hot.method("stream_launch", rt.Stream, rt.Stream.launch, "launch($self)\\n--\\n\\n")
+        except RuntimeError as exc:  # nothing bound for the launches yet
+            print(exc)
         g = rt.Graph()  # still bound as before
         print(type(g.add_empty(dependencies=[g.add_empty()])).__name__)
     """).splitlines()
@@ -627,7 +808,13 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                    "bind: EmptyNode and MemsetNode must be concrete Node classes",
                    "Plain._backend is not a __slots__ member of the class",
                    "bind_kernels: KernelNode must be a concrete Node class without slots of its own",
-                   "bind_kernels: classes takes 4 classes", "EmptyNode"]
+                   "bind_kernels: classes takes 4 classes",
+                   "Plain._backend is not a __slots__ member of the class",
+                   "OldKernel._backend is not a __slots__ member of the class",
+                   "Plain._backend is not a __slots__ member of the class",
+                   "bind_launch: classes takes 5 classes",
+                   "bind_launch: ctypes takes 2 types",
+                   "bind_launch() first", "EmptyNode"]
 
 
 LEAKS = """
@@ -648,9 +835,11 @@ LEAKS = """
     k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")  # the stub's kernel
     g.add_kernel(k, 1, 32, (0x1000,))  # its first node checks the signature: C from now on
     kargs = (0x1000,)
+    buf = rt.malloc(64)
+    s.launch(k, 1, 32, buf)  # its first launch, likewise: Stream.launch and Kernel.launch in C
 
     def refs():
-        return [sys.getrefcount(o) for o in (s, g, r, exe, deps, EmptyNode, null_graph, closed, k, kargs)]
+        return [sys.getrefcount(o) for o in (s, g, r, exe, deps, EmptyNode, null_graph, closed, k, kargs, buf)]
 
     def failing(fn):
         for _ in range(N):
@@ -669,6 +858,10 @@ LEAKS = """
         "add_kernel error": lambda: failing(lambda: null_graph.add_kernel(k, 1, 32, kargs)),
         "add_kernel fallback": lambda: failing(lambda: g.add_kernel(k, 0, 32, kargs)),
         "add_nodes error": lambda: failing(lambda: null_graph.add_nodes([("empty", None, deps)] * 2)),
+        "stream launch": lambda: [s.launch(k, 1, 32, buf) for _ in range(N)],
+        "kernel launch": lambda: [k.launch(s, 1, 32, *kargs, shared_mem=0) for _ in range(N)],
+        "launch error": lambda: failing(lambda: s.launch(k, 1, 32, buf, shared_mem=1 << 20)),  # the stub refuses it
+        "stream launch fallback": lambda: failing(lambda: s.launch(k, 0, 32, buf)),
     }
     tracemalloc.start()
     for name, loop in loops.items():
@@ -706,6 +899,7 @@ LEAKS = """
     del nodes, bulk
     gc.collect()
     print("dropped", [b - a for a, b in zip(before, counts())])
+    print("launches in C", type(rt.Stream.__dict__["launch"]).__name__, k._launch_layout is not None)
 """
 
 
@@ -716,22 +910,24 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
     gives back when its caller drops it (the node table keeps C-made nodes weakly)."""
     out = run_py(LEAKS, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
                  PYGRAPHRT_FAST="1").splitlines()
-    zero = [0] * 10
-    assert out[:9] == [f"{name} {zero} True" for name in ("launch", "launch fallback", "add_empty error",
-                                                          "add_empty fallback", "add_memset error",
-                                                          "add_memset fallback", "add_kernel error",
-                                                          "add_kernel fallback", "add_nodes error")]
-    assert out[9] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0] True"
+    zero = [0] * 11
+    assert out[:13] == [f"{name} {zero} True" for name in (
+        "launch", "launch fallback", "add_empty error", "add_empty fallback", "add_memset error", "add_memset fallback",
+        "add_kernel error", "add_kernel fallback", "add_nodes error", "stream launch", "kernel launch", "launch error",
+        "stream launch fallback")]
+    out = out[4:]  # (the kernel launches' lines)
+    assert out[9] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0, 0] True"
     # a kernel node: the graph, its class, and the kept kernel -- not the argument tuple, which
     # holds no buffer (the empty nodes, dropped, gave theirs back)
-    assert out[10] == "add_kernel [0, 20000, 0, 0, 0, 0, 0, 0, 20000, 0] True True"
+    assert out[10] == "add_kernel [0, 20000, 0, 0, 0, 0, 0, 0, 20000, 0, 0] True True"
     # the first kernel node (made by the Python method, kept by the table) left the closed graph's
     # node table; r, made in C and held by this script, stays as it was
-    assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 20000, 0]"
+    assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 20000, 0, 0]"
     # (k: less the first node's keep too, made before the counts were taken)
-    assert out[12] == "without the graph's keep [0, -1, 0, 0, 0, 0, 0, 0, -1, 0]"
+    assert out[12] == "without the graph's keep [0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 0]"
     # the NodeList holds the graph; no node object until read (the graph's table is empty)
-    assert out[13:] == ["add_nodes [1, 0] 0", "read [20001, 20000] True True True True", "dropped [0, 0]"]
+    assert out[13:] == ["add_nodes [1, 0] 0", "read [20001, 20000] True True True True", "dropped [0, 0]",
+                        "launches in C method_descriptor True"]
 
 
 ABI_KERNEL_KEEP = """

@@ -13,8 +13,8 @@ code's.  Objects of another backend (the simulator's) take the Python method too
 ``Graph.add_kernel`` joins them with a backend's first kernel node (so that a program without
 kernels never imports ``pygraphrt.kernels``): :func:`install_kernel_nodes`.  A kernel's first
 node is always made by the Python method, which checks the signature against the compiled
-kernel and then records the kernel's packed layout (:func:`kernel_layout`, in the kernel's
-``_node_layout``); later nodes of that kernel are packed and added in C when every argument is
+kernel and then records the kernel's packed layout (:func:`pygraphrt.kernels._hot.c_layout`, in
+the kernel's ``_node_layout``); later nodes of that kernel are packed and added in C when every argument is
 a plain int, float or pointer (an int, or an open pygraphrt buffer) in range.
 
 Nothing is installed in ABI mode, on the simulator, or for a method whose runtime function
@@ -24,8 +24,6 @@ active (``pygraphrt info``).
 
 from __future__ import annotations
 
-import inspect
-import struct
 import threading
 from typing import Any
 
@@ -38,10 +36,6 @@ HOT_METHODS = (("GraphExec", "launch", "GraphLaunch"),
                ("Graph", "add_kernel", "GraphAddKernelNode"))
 #: How many of HOT_METHODS install with the backend's first graph (the rest: install_kernel_nodes).
 _FIRST = 3
-#: The largest kernel signature the C add_kernel packs (hot_methods.c's stack buffers).
-KERNEL_MAX_PARAMS, KERNEL_MAX_BYTES = 64, 4096
-#: struct codes the C packs; a pointer is 'P' in the layout (its own checks), 'Q' in the signature.
-_C_CODES = frozenset("bBhHiIqQfd")
 _lock = threading.Lock()
 
 
@@ -50,15 +44,6 @@ def _classes() -> dict[str, type]:
     from ._graph import Graph
 
     return {"Graph": Graph, "GraphExec": GraphExec}
-
-
-def _c_doc(fn: Any) -> str:
-    """``fn``'s docstring behind a text signature (annotations dropped), so ``help()`` and
-    ``inspect.signature`` of the C method say what the Python one says."""
-    sig = inspect.signature(fn)
-    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
-    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
-    return f"{fn.__name__}{text.replace('(self', '($self', 1)}\n--\n\n{inspect.getdoc(fn) or ''}"
 
 
 def _check(backend: Any, hot: Any) -> tuple[tuple[str | None, ...], str | None]:
@@ -113,7 +98,7 @@ def install(backend: Any) -> None:
                     current = cls.__dict__[method]
                     # Made once per binding; the method already there (Python, or another binding's
                     # C method) is the fallback, so one binding's C method hands the others' objects on.
-                    descr = hot.method(method, cls, current, _c_doc(current))
+                    descr = hot.method(method, cls, current, _fast.method_doc(current))
                     if current is not descr:
                         setattr(cls, method, descr)
                     if on:
@@ -152,7 +137,7 @@ def install_kernel_nodes(backend: Any) -> bool:
                     hot.bind_kernels((Kernel, Library, KernelNode, AsyncBuffer))
                     cls = _classes()["Graph"]
                     current = cls.__dict__["add_kernel"]
-                    descr = hot.method("add_kernel", cls, current, _c_doc(current))
+                    descr = hot.method("add_kernel", cls, current, _fast.method_doc(current))
                     if current is not descr:
                         setattr(cls, "add_kernel", descr)
                     done.append("Graph.add_kernel")
@@ -160,24 +145,6 @@ def install_kernel_nodes(backend: Any) -> bool:
                     why = f"{type(exc).__name__}: {exc}"
             backend.__dict__["_hot_kernels"] = why or "installed"  # why it stays Python, if it does
     return "Graph.add_kernel" in done
-
-
-def kernel_layout(kernel: Any) -> tuple[Any, bytes] | bool:
-    """(signature, layout) for the C ``add_kernel``, or False where the C cannot pack this kernel's
-    arguments (no signature, a parameter other than an int, float or pointer, too large).  The
-    layout: parameter count and size, then per parameter its offset and struct code (uint32s)."""
-    sig = kernel.signature
-    if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
-        return False
-    if len(sig.params) > KERNEL_MAX_PARAMS or sig.size > KERNEL_MAX_BYTES:
-        return False
-    words = [len(sig.params), sig.size]
-    for p, off in zip(sig.params, sig.offsets):
-        code = "P" if p.kind == "pointer" else p.code
-        if p.kind != "pointer" and code not in _C_CODES:
-            return False
-        words += [off, ord(code)]
-    return sig, struct.pack(f"<{len(words)}I", *words)
 
 
 def bulk_adder(backend: Any) -> Any:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import errors
 from ..enums import EdgeData
+from ..kernels._hot import c_layout
 from ..kernels._library import Dims, Kernel, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
@@ -96,7 +97,7 @@ def _note_layout(graph: "Graph", k: Kernel) -> None:
     """Once ``k``'s signature is checked against the kernel, let its later nodes be added in C
     (compiled mode: graph._hot)."""
     if k._node_layout is None and k._checked:
-        k._node_layout = _hot.kernel_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
+        k._node_layout = c_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
 
 
 def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem: Any, args: Any,

@@ -18,6 +18,15 @@ It does what :meth:`Kernel._launch` does, in fewer steps:
 * what may be kept (the objects pointer arguments came from, the kernel's library)
   is handed to the capture only while the stream is capturing.
 
+In compiled mode the launch itself moves to C as well: :func:`install_launch` puts the hot
+module's ``Stream.launch`` and ``Kernel.launch`` (bindgen/hot_methods.c) in place of the
+Python methods, which stay their fallback, and :func:`build` records the kernel's
+``_launch_layout`` -- (signature, :func:`c_layout`, the launch function's address, the failure
+handler).  They check, pack and launch without running Python code, the common valid call
+only: anything else, and a launch on a stream that a pygraphrt capture is recording (whose
+graph must keep the arguments' objects), runs the Python method; a launch's error code goes to
+the same failure handler as here.
+
 Anything unusual -- a value of another type, a value out of range (``struct``
 refuses it), dims given as tuples out of range, a closed stream or buffer, an
 unloaded library, another backend, a launch the vendor asks to retry -- goes to
@@ -30,9 +39,10 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from .. import errors
+from .. import _fast, errors
 from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS, compiled_helper
 from .._operands import device_address
 
@@ -40,6 +50,75 @@ if TYPE_CHECKING:
     from ._library import Kernel
 
 _KIND_POINTER, _KIND_INT, _KIND_FLOAT = 0, 1, 2  # Signature._fast's codes
+#: The largest signature the C packs (hot_methods.c's stack buffers): Graph.add_kernel and the launches.
+KERNEL_MAX_PARAMS, KERNEL_MAX_BYTES = 64, 4096
+#: struct codes the C packs; a pointer is 'P' in the layout (its own checks), 'Q' in the signature.
+_C_CODES = frozenset("bBhHiIqQfd")
+_lock = threading.Lock()
+
+
+def c_layout(kernel: "Kernel") -> tuple[Any, bytes] | bool:
+    """(signature, layout) for the C that packs ``kernel``'s arguments (``Graph.add_kernel``, the
+    launches), or False where it cannot (no checked signature, a parameter other than an int,
+    float or pointer, too large).  The layout: parameter count and size, then per parameter its
+    offset and struct code (uint32s)."""
+    sig = kernel.signature
+    if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
+        return False
+    if len(sig.params) > KERNEL_MAX_PARAMS or sig.size > KERNEL_MAX_BYTES:
+        return False
+    words = [len(sig.params), sig.size]
+    for p, off in zip(sig.params, sig.offsets):
+        code = "P" if p.kind == "pointer" else p.code
+        if p.kind != "pointer" and code not in _C_CODES:
+            return False
+        words += [off, ord(code)]
+    return sig, struct.pack(f"<{len(words)}I", *words)
+
+
+def install_launch(backend: Any) -> bool:
+    """Make ``Stream.launch`` and ``Kernel.launch`` the compiled ones for ``backend``'s kernels
+    and streams (once per backend; a no-op in ABI mode and on the simulator).  True when they
+    are; why not is kept for :func:`status`."""
+    hot = _fast.hot_module(backend)
+    if hot is None:
+        return False
+    state = backend.__dict__.get("_hot_launch")
+    if state is None:
+        from ..device import DeviceBuffer, Stream
+        from ..mempool import AsyncBuffer
+        from ._library import Kernel, Library
+
+        with _lock:
+            state = backend.__dict__.get("_hot_launch")
+            if state is None:
+                try:
+                    ffi = backend.ffi
+                    hot.bind_launch(backend, (ffi.typeof(f"{backend.ops.prefix}Stream_t"), ffi.typeof("void *")),
+                                    (Stream, Kernel, Library, DeviceBuffer, AsyncBuffer))
+                    for cls, name in ((Stream, "stream_launch"), (Kernel, "kernel_launch")):
+                        current = cls.__dict__["launch"]
+                        # Made once per binding; the method already there (Python, or another binding's
+                        # C method) is the fallback, so one binding's C method hands the others' objects on.
+                        descr = hot.method(name, cls, current, _fast.method_doc(current))
+                        if current is not descr:
+                            setattr(cls, "launch", descr)
+                    state = "installed"
+                except (TypeError, ValueError, RuntimeError, AttributeError, backend.ffi.error) as exc:
+                    state = f"{type(exc).__name__}: {exc}"  # the classes changed under the C: stay Python
+                backend.__dict__["_hot_launch"] = state
+    return state == "installed"
+
+
+def status(backend: Any) -> str:
+    """What makes ``backend``'s plain kernel launches: ``"C (Stream.launch, Kernel.launch)"`` or
+    ``"Python (why)"`` (installing first, as a kernel's first launch would)."""
+    if _fast.hot_module(backend) is None:
+        why = ("compiled mode only" if not backend.ffi_mode.startswith("api")
+               else f"the extension was built without them; {_fast.BUILD_HINT}")
+        return f"Python ({why})"
+    return "C (Stream.launch, Kernel.launch)" if install_launch(backend) else \
+        f"Python ({backend.__dict__['_hot_launch']})"
 
 
 def _memory_types() -> tuple[type, ...]:
@@ -190,4 +269,9 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     hot = env["hot"]
     hot.mode = "compiled" if packed_launch is not None else "ffi"  # for tests and benchmarks
     hot.source = "\n".join(body)
+    if packed_launch is not None:
+        # The launch in C (install_launch): the same launch function, the same failure handler.
+        layout = c_layout(kernel)
+        if isinstance(layout, tuple) and install_launch(backend):
+            kernel._launch_layout = (*layout, entry.address, failed)
     return hot

@@ -153,8 +153,8 @@ class Kernel:
     """
 
     __slots__ = ("_backend", "_func", "form", "name", "_signature", "_owner", "_checked",
-                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_node_layout",
-                 "_node_scratch", "__weakref__")
+                 "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_launch_layout",
+                 "_node_layout", "_node_scratch", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -172,6 +172,9 @@ class Kernel:
         # The specialised plain launch (kernels._hot), made after the first launch has checked
         # the signature: None until then, False where there is none.
         self._hot: Any = None
+        # (signature, packed layout, launch function's address, failure handler) for the C
+        # Stream.launch / Kernel.launch (kernels._hot.install_launch), made with _hot in compiled mode.
+        self._launch_layout: Any = None
         # (signature, packed layout) for the C Graph.add_kernel (pygraphrt.graph._hot), made after
         # the first kernel node has checked the signature: None until then, False where there is none.
         self._node_layout: Any = None

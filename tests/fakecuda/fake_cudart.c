@@ -16,7 +16,9 @@
  * (cudaGetDriverEntryPointByVersion) stand-ins for the driver functions pygraphrt's compiled
  * paths call straight (cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
  * cuGraphAddMemsetNode, cuGraphAddKernelNode, cuCtxGetCurrent; cuFuncGetParamInfo for a
- * CUfunction's signature check), typed from the pinned cuda.h:
+ * CUfunction's signature check; cuLaunchKernel, with the runtime's cudaLaunchKernel that a
+ * launch the driver refuses for want of a context is made again through), typed from the
+ * pinned cuda.h:
  * they count their calls (fake_driver_calls; the runtime's graph launch, capture query and
  * empty, memset and kernel adds count theirs in fake_runtime_calls) and, while
  * fake_driver_refuses is set, refuse with a driver error code; while fake_no_context is set
@@ -321,6 +323,54 @@ static CUresult drv_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
   if (!e) fake_kernel_field = p->kern ? 1 : 2;
   return e ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
+/* Kernel launches (the driver's cuLaunchKernel, the runtime's cudaLaunchKernel): fake_launches
+ * counts those made (fake_runtime_launches those through the runtime) and fake_last_launch holds
+ * the last one, its argument values copied as FAKE_KERNEL_PARAMS lays them out.  A library kernel
+ * on the NULL stream with no context current fails as the driver's does (the runtime's launch
+ * makes one current); a launch on a capturing stream adds a kernel node to its graph instead. */
+int fake_launches, fake_runtime_launches;
+struct {
+  void *func, *stream;
+  unsigned int grid[3], block[3], smem;
+  unsigned char args[48];
+} fake_last_launch;
+static CUresult fake_launch(void *f, const unsigned int *dims, unsigned int smem, cudaStream_t s, void **params) {
+  if (!f || !dims[0] || !dims[1] || !dims[2] || !dims[3] || !dims[4] || !dims[5] || !params || smem > 49152)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (s && s->status != cudaStreamCaptureStatusNone) {
+    struct cudaKernelNodeParams rp = {.func = f, .gridDim = {dims[0], dims[1], dims[2]},
+                                      .blockDim = {dims[3], dims[4], dims[5]}, .sharedMemBytes = smem,
+                                      .kernelParams = params};
+    cudaGraphNode_t node;
+    return s->recapture || add_kernel(&node, s->graph, NULL, 0, &rp) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  }
+  fake_launches++;
+  fake_last_launch.func = f;
+  fake_last_launch.stream = s;
+  memcpy(fake_last_launch.grid, dims, 3 * sizeof *dims);
+  memcpy(fake_last_launch.block, dims + 3, 3 * sizeof *dims);
+  fake_last_launch.smem = smem;
+  for (size_t i = 0; i < FAKE_KERNEL_NPARAMS; i++)
+    memcpy(fake_last_launch.args + FAKE_KERNEL_PARAMS[i][0], params[i], FAKE_KERNEL_PARAMS[i][1]);
+  return CUDA_SUCCESS;
+}
+static CUresult drv_launch_kernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                                  unsigned int by, unsigned int bz, unsigned int smem, CUstream s, void **params,
+                                  void **extra) {
+  const unsigned int dims[6] = {gx, gy, gz, bx, by, bz};
+  if (fake_driver_refuses) return CUDA_ERROR_UNKNOWN;
+  if (extra) return CUDA_ERROR_INVALID_VALUE;
+  if (!s && fake_no_context) return CUDA_ERROR_INVALID_CONTEXT;
+  return fake_launch((void *)f, dims, smem, (cudaStream_t)(void *)s, params);
+}
+cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **params, size_t smem, cudaStream_t s) {
+  const unsigned int dims[6] = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+  CUresult r = smem > 0xFFFFFFFFu ? CUDA_ERROR_INVALID_VALUE : fake_launch((void *)f, dims, (unsigned int)smem, s, params);
+  if (r) return fail(cudaErrorInvalidValue);
+  fake_no_context = 0;  /* the runtime makes the device's primary context current */
+  fake_runtime_launches++;
+  return cudaSuccess;
+}
 static int drv_graph_launch(cudaGraphExec_t e, cudaStream_t s) {
   (void)s;
   fake_driver_calls++;
@@ -347,7 +397,8 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsi
       : !strcmp(symbol, "cuGraphAddMemsetNode") ? (void *)drv_add_memset
       : !strcmp(symbol, "cuGraphAddKernelNode") && version >= 12000 ? (void *)drv_add_kernel
       : !strcmp(symbol, "cuCtxGetCurrent") ? (void *)drv_ctx_get_current
-      : !strcmp(symbol, "cuFuncGetParamInfo") ? (void *)drv_func_get_param_info : NULL;
+      : !strcmp(symbol, "cuFuncGetParamInfo") ? (void *)drv_func_get_param_info
+      : !strcmp(symbol, "cuLaunchKernel") ? (void *)drv_launch_kernel : NULL;
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }
