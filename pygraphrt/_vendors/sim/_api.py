@@ -67,6 +67,16 @@ def _now_ms() -> float:
     return time.perf_counter() * 1000.0
 
 
+def _first_repeat(a: list[Any], b: list[Any]) -> int | None:
+    """The index of the first edge (a[i] -> b[i]) named a second time in one call, or None."""
+    seen: set[tuple[int, int]] = set()
+    for i, (x, y) in enumerate(zip(a, b)):
+        if (id(x), id(y)) in seen:
+            return i
+        seen.add((id(x), id(y)))
+    return None
+
+
 def _dims(d: Any) -> tuple[int, int, int]:
     return (int(d.x), int(d.y), int(d.z))
 
@@ -1474,13 +1484,7 @@ class SimRuntime:
         edges = read_edges(edata, n)
         # An edge named twice in one call: CUDA 13.0 adds the edges before the repeat, then
         # refuses (InvalidValue) -- differential test, regression gpu-add-dependencies-repeat
-        pairs: set[tuple[int, int]] = set()
-        repeat = None
-        for i, (x, y) in enumerate(zip(a, b)):
-            if (id(x), id(y)) in pairs:
-                repeat = i
-                break
-            pairs.add((id(x), id(y)))
+        repeat = _first_repeat(a, b)
         if repeat is not None:
             a, b, edges = a[:repeat], b[:repeat], edges[:repeat]
         # otherwise, everything is checked first: the runtime adds all of the edges or none
@@ -1499,17 +1503,23 @@ class SimRuntime:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphRemoveDependencies")
         self._check_mutable(g, "cudaGraphRemoveDependencies")
         edges = read_edges(edata, n)
-        # check everything first: CUDA 13.0 removes all of the edges or none (a call naming an
-        # existing edge and a missing one leaves the existing one: differential test,
-        # regression gpu-remove-dependencies-all-or-none)
-        pairs = set()
+        # As cudaGraphAddDependencies: an edge named twice in one call -- CUDA 13.0 removes the
+        # edges before the repeat, then refuses (InvalidValue; differential test, regression
+        # gpu-remove-dependencies-repeat); otherwise everything is checked first, and all of the
+        # edges go or none (a call naming an existing edge and a missing one leaves the existing
+        # one: regression gpu-remove-dependencies-all-or-none)
+        repeat = _first_repeat(a, b)
+        if repeat is not None:
+            a, b, edges = a[:repeat], b[:repeat], edges[:repeat]
         for x, y in zip(a, b):
-            if (id(x), id(y)) in pairs or not any(o is y for o, _ in x.outs):
+            if not any(o is y for o, _ in x.outs):
                 raise SimError("InvalidValue", f"cudaGraphRemoveDependencies: there is no edge {x.handle:#x} -> "
-                                               f"{y.handle:#x} (or it is named twice)")
-            pairs.add((id(x), id(y)))
+                                               f"{y.handle:#x}")
         for x, y, e in zip(a, b, edges):
             g.remove_edge(x, y, e)
+        if repeat is not None:
+            raise SimError("InvalidValue", "cudaGraphRemoveDependencies: the same edge is given twice (the edges "
+                                           "before the repeat were removed)")
 
     def _fill(self, items: list[tuple[Any, ...]], arrays: list[Any], edata: Any, count: Any, what: str,
               edge_of: Callable[[tuple[Any, ...]], EdgeData]) -> None:
