@@ -641,7 +641,7 @@ done:
  * stream's note), as the Python hot launch's does.  Anything else: the Python method. */
 static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyObject *kernel,
                                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *layout, *failed, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *res = NULL;
+    PyObject *layout, *failed = NULL, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *res = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *stream_p = NULL;
@@ -666,14 +666,16 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
         !_pgr_u64(PyTuple_GET_ITEM(layout, 2), &address) || address == 0 ||
         (unsigned long long)(uintptr_t)address != address)
         goto fallback;
-    failed = PyTuple_GET_ITEM(layout, 3);
+    /* (held: the stream's attributes are looked up below, and while the GIL is released another
+       thread may give the kernel another layout) */
+    failed = Py_NewRef(PyTuple_GET_ITEM(layout, 3));
     if (!_pgr_kernel_func(kernel, _pgr_hot.ct_lvoid_p, &func_p)) goto fallback;
     if (!_pgr_dims(args[1], dims) || !_pgr_dims(args[2], dims + 3)) goto fallback;
     if (nargs - 3 != (Py_ssize_t)n ||
         !_pgr_pack_args(args + 3, n, desc, size, buf.bytes, argv, _pgr_hot.launch_backend, _pgr_hot.ct_lvoid_p))
         goto fallback;
-    /* the stream (its attributes: Stream has no __slots__); packing ran no Python code, these
-       lookups may (a subclass's property): the stream is read last */
+    /* the stream, read last: its attributes (Stream has no __slots__) are looked up in its
+       __dict__ -- the layout and arguments were read before anything that could run Python code */
     sb = _pgr_attr(stream, _pgr_s_backend);
     if (sb != _pgr_hot.launch_backend) goto fallback;
     sh = _pgr_attr(stream, _pgr_s_handle);
@@ -688,9 +690,9 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
         res = Py_NewRef(Py_None);
     } else {  /* failed(rc, kernel, stream, grid, block, args, smem) */
         PyObject *code = PyLong_FromLong(rc), *rest = PyTuple_New(nargs - 3);
+        PyObject *zero = smem_obj == NULL ? PyLong_FromLong(0) : Py_NewRef(smem_obj);
         Py_ssize_t i;
         for (i = 3; rest != NULL && i < nargs; i++) PyTuple_SET_ITEM(rest, i - 3, Py_NewRef(args[i]));
-        PyObject *zero = smem_obj == NULL ? PyLong_FromLong(0) : Py_NewRef(smem_obj);
         if (code != NULL && rest != NULL && zero != NULL) {
             PyObject *call[7] = {code, kernel, stream, args[1], args[2], rest, zero};
             res = PyObject_Vectorcall(failed, call, 7, NULL);
@@ -703,6 +705,7 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
 fallback:
     res = _pgr_fallback(m, self, args, nargs, kwnames);
 done:
+    Py_XDECREF(failed);
     Py_XDECREF(sb);
     Py_XDECREF(sh);
     Py_XDECREF(cap);
