@@ -1503,23 +1503,20 @@ class SimRuntime:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphRemoveDependencies")
         self._check_mutable(g, "cudaGraphRemoveDependencies")
         edges = read_edges(edata, n)
-        # As cudaGraphAddDependencies: an edge named twice in one call -- CUDA 13.0 removes the
-        # edges before the repeat, then refuses (InvalidValue; differential test, regression
-        # gpu-remove-dependencies-repeat); otherwise everything is checked first, and all of the
-        # edges go or none (a call naming an existing edge and a missing one leaves the existing
-        # one: regression gpu-remove-dependencies-all-or-none)
-        repeat = _first_repeat(a, b)
-        if repeat is not None:
-            a, b, edges = a[:repeat], b[:repeat], edges[:repeat]
+        # CUDA 13.0 refuses an edge joining a node to itself before removing anything (regression
+        # gpu-remove-dependencies-all-or-none), then removes the edges in order: one that is not
+        # there -- never was, or was named before in the same call -- is refused (InvalidValue)
+        # with the edges before it removed (differential test, regressions
+        # gpu-remove-dependencies-repeat and gpu-remove-dependencies-missing-after-one)
         for x, y in zip(a, b):
+            if x is y:
+                raise SimError("InvalidValue", f"cudaGraphRemoveDependencies: there is no edge {x.handle:#x} -> "
+                                               f"{y.handle:#x} (a node to itself)")
+        for x, y, e in zip(a, b, edges):
             if not any(o is y for o, _ in x.outs):
                 raise SimError("InvalidValue", f"cudaGraphRemoveDependencies: there is no edge {x.handle:#x} -> "
-                                               f"{y.handle:#x}")
-        for x, y, e in zip(a, b, edges):
+                                               f"{y.handle:#x} (the edges named before it were removed)")
             g.remove_edge(x, y, e)
-        if repeat is not None:
-            raise SimError("InvalidValue", "cudaGraphRemoveDependencies: the same edge is given twice (the edges "
-                                           "before the repeat were removed)")
 
     def _fill(self, items: list[tuple[Any, ...]], arrays: list[Any], edata: Any, count: Any, what: str,
               edge_of: Callable[[tuple[Any, ...]], EdgeData]) -> None:
