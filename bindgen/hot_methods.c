@@ -1185,8 +1185,8 @@ static PyObject *_pgr_method(PyObject *mod, PyObject *args) {
     for (m = 0; m < _PGR_ALL_METHODS && strcmp(_pgr_hot_keys[m], name) != 0; m++) {}
     if (m == _PGR_ALL_METHODS) return PyErr_Format(PyExc_ValueError, "no hot method %R", PyTuple_GET_ITEM(args, 0));
     if (_pgr_hot.descr[m] != NULL) return Py_NewRef(_pgr_hot.descr[m]);
-    if (m < _PGR_METHODS ? _pgr_hot.backend == NULL : !_pgr_hot.launch_bound)
-        return PyErr_Format(PyExc_RuntimeError, m < _PGR_METHODS ? "bind() a backend first" : "bind_launch() first");
+    /* (the launches hand every call to their fallback until bind_launch(): they may be made first) */
+    if (m < _PGR_METHODS && _pgr_hot.backend == NULL) return PyErr_Format(PyExc_RuntimeError, "bind() a backend first");
     if (!PyCallable_Check(fallback)) return PyErr_Format(PyExc_TypeError, "fallback must be callable");
     if ((_pgr_hot_defs[m].ml_doc = PyUnicode_AsUTF8(doc)) == NULL) return NULL;
     _pgr_hot.doc[m] = Py_NewRef(doc);

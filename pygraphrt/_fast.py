@@ -149,13 +149,61 @@ def _write_direct_slots(set_slot: Any, ffi: Any, entries: dict[str, tuple[str, i
 def method_doc(fn: Any) -> str:
     """``fn``'s docstring behind a text signature (annotations dropped), the ``__doc__`` of the
     hot module's method in its place, so that ``help()`` and ``inspect.signature`` of the C
-    method say what the Python one says."""
-    import inspect
+    method say what the Python one says.  Read from the code object, not with ``inspect``, which a
+    program's first stream would otherwise import (cold start); the hot methods' defaults are
+    literals, whose ``repr`` a text signature takes."""
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a C method already (another binding's, or this one's): its own text signature
+        return f"{fn.__name__}{fn.__text_signature__ or '($self, /, *args, **kwargs)'}\n--\n\n{fn.__doc__ or ''}"
+    names, npos, nkw = code.co_varnames, code.co_argcount, code.co_kwonlyargcount
+    defaults, kwdefaults = fn.__defaults__ or (), fn.__kwdefaults__ or {}
+    first_default = npos - len(defaults)
+    params = [f"{n}={defaults[i - first_default]!r}" if i >= first_default else n
+              for i, n in enumerate(names[:npos])]
+    rest = npos + nkw
+    if code.co_flags & 0x04:  # CO_VARARGS: its name follows the keyword-only ones
+        params.append("*" + names[rest])
+        rest += 1
+    elif nkw:
+        params.append("*")
+    params += [f"{n}={kwdefaults[n]!r}" if n in kwdefaults else n for n in names[npos:npos + nkw]]
+    if code.co_flags & 0x08:  # CO_VARKEYWORDS
+        params.append("**" + names[rest])
+    if params:
+        params[0] = "$" + params[0]  # self: the descriptor's own
+    return f"{fn.__name__}({', '.join(params)})\n--\n\n{_clean_doc(fn.__doc__)}"
 
-    sig = inspect.signature(fn)
-    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
-    text = str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
-    return f"{fn.__name__}{text.replace('(self', '($self', 1)}\n--\n\n{inspect.getdoc(fn) or ''}"
+
+def _clean_doc(doc: str | None) -> str:
+    """A docstring as ``inspect.cleandoc`` gives it: the first line stripped, the rest dedented."""
+    lines = (doc or "").expandtabs().split("\n")
+    indents = [len(line) - len(line.lstrip()) for line in lines[1:] if line.strip()]
+    cut = min(indents, default=0)
+    lines = [lines[0].strip()] + [line[cut:].rstrip() for line in lines[1:]]
+    while lines and not lines[-1]:
+        lines.pop()
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def install_method(backend: Any, cls: type, name: str, key: str) -> bool:
+    """Put the C method ``key`` of ``backend``'s hot module (bindgen/hot_methods.c) on ``cls`` as
+    ``name``, the method there now its fallback -- where ``backend`` has one (True); made once per
+    binding, so a second call changes nothing.  (The plain kernel launches: a C method hands every
+    call to its fallback until the backend's launches are bound, kernels._hot.install_launch.)
+    False, the Python method staying, where there is none or the module refuses the class."""
+    hot = hot_module(backend)
+    if hot is None:
+        return False
+    current = cls.__dict__[name]
+    try:
+        descr = hot.method(key, cls, current, method_doc(current))
+    except (TypeError, ValueError, RuntimeError, AttributeError):
+        return False
+    if current is not descr:
+        setattr(cls, name, descr)
+    return True
 
 
 def hot_module(backend: Any) -> Any:

@@ -410,6 +410,7 @@ KERNEL_LAUNCH = PROBE + FAKE_KERNEL + """
     s = rt.Stream()
     legacy = rt.Stream.legacy_default()
     streams = {0: "NULL", int(lowlevel.ffi.cast("uintptr_t", s.handle)): "s"}
+    early_stream_launch, early_kernel_launch = s.launch, k.launch  # bound before any launch
     def launched(fn):
         # (launches made, by the runtime, the kernel, grid, block, shared memory, stream, values)
         before, rbefore = count.value, by_runtime.value
@@ -422,6 +423,8 @@ KERNEL_LAUNCH = PROBE + FAKE_KERNEL + """
     case("first launch", lambda: launched(lambda: s.launch(k, 1, 32, *ARGS)))
     case("stream launch", lambda: launched(lambda: s.launch(k, 4, 64, *ARGS)))
     case("kernel launch", lambda: launched(lambda: k.launch(s, (2, 3), [4, 5, 6], *ARGS, shared_mem=128)))
+    case("bound before the first launch", lambda: launched(lambda: (early_stream_launch(k, 2, 32, *ARGS),
+                                                                    early_kernel_launch(s, 2, 32, *ARGS))))
     case("unbound stream launch", lambda: launched(lambda: rt.Stream.launch(s, k, 1, 32, *ARGS)))
     case("unbound kernel launch", lambda: launched(lambda: Kernel.launch(k, s, 1, 32, *ARGS)))
     before = sys.getrefcount(buf)
@@ -679,7 +682,7 @@ def test_kernel_launch_same_results_c_for_the_common_calls(tmp_path):
     lib = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
     paths = _same_results_and_paths(lib, KERNEL_LAUNCH)
     assert {label for label, path in paths.items() if path == "c"} == {
-        "stream launch", "kernel launch", "unbound stream launch", "unbound kernel launch", "buffer pointer",
+        "stream launch", "kernel launch", "bound before the first launch", "unbound stream launch", "unbound kernel launch", "buffer pointer",
         "ints for floats", "extremes", "legacy stream", "driver error", "runtime's error",
         "a context again", "after the capture", "four threads", "back on cuda"}
     assert {label for label, path in paths.items() if path == "?"} == {"no arguments"}
@@ -690,6 +693,7 @@ def test_kernel_launch_same_results_c_for_the_common_calls(tmp_path):
     assert rows["stream launch"] == f"(1, 0, True, (4, 1, 1), (64, 1, 1), 0, 's', {values})"
     assert rows["kernel launch"] == f"(1, 0, True, (2, 3, 1), (4, 5, 6), 128, 's', {values})"
     assert rows["unbound stream launch"] == rows["unbound kernel launch"] == rows["first launch"]
+    assert rows["bound before the first launch"] == f"(2, 0, True, (2, 1, 1), (32, 1, 1), 0, 's', {values})"
     assert rows["buffer pointer"] == (f"((1, 0, True, (1, 1, 1), (32, 1, 1), 0, 's', ['a+16'{values[6:]}), 0)")
     assert rows["ints for floats"].endswith("['a+0', 7, 2.0, 255, -3, -1.0, -9223372036854775808, 4294967295])")
     assert rows["extremes"] == ("(1, 0, True, (4294967295, 1, 1), (1, 1, 4294967295), 49152, 's', "
@@ -797,10 +801,6 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                 hot.bind_launch(b, types, bad)
             except TypeError as exc:
                 print(exc)
-        try:
-            hot.method("stream_launch", rt.Stream, rt.Stream.launch, "launch($self)\\n--\\n\\n")
-        except RuntimeError as exc:  # nothing bound for the launches yet
-            print(exc)
         g = rt.Graph()  # still bound as before
         print(type(g.add_empty(dependencies=[g.add_empty()])).__name__)
     """).splitlines()
@@ -813,8 +813,7 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                    "OldKernel._backend is not a __slots__ member of the class",
                    "Plain._backend is not a __slots__ member of the class",
                    "bind_launch: classes takes 5 classes",
-                   "bind_launch: ctypes takes 2 types",
-                   "bind_launch() first", "EmptyNode"]
+                   "bind_launch: ctypes takes 2 types", "EmptyNode"]
 
 
 LEAKS = """

@@ -182,10 +182,10 @@ def test_sim_backend_has_what_a_backend_has(sim_backend):
         real = _runtime.load("cuda")
     except errors.BackendError:
         pytest.skip("no CUDA runtime library to compare with")
-    # _hot_methods, _hot_kernels, _direct_calls, _hot_launch: what graph/_hot.install and
-    # kernels/_hot.install_launch did for a compiled backend (the simulator has no compiled
-    # methods; the status functions say so without them)
-    hot = {"_hot_methods", "_hot_kernels", "_direct_calls", "_hot_launch"}
+    # _hot_methods, _hot_kernels, _direct_calls, _hot_launch, _stream_launch, _kernel_launch: what
+    # graph/_hot.install, kernels/_hot.install_launch and the first stream and kernel did for a
+    # compiled backend (the simulator has no compiled methods; the status functions say so without them)
+    hot = {"_hot_methods", "_hot_kernels", "_direct_calls", "_hot_launch", "_stream_launch", "_kernel_launch"}
     assert set(vars(real)) - hot <= set(vars(sim_backend)), set(vars(real)) - set(vars(sim_backend))
     assert type(sim_backend.ops).__mro__[1] is type(real.ops)  # SimVendor is the CUDA vendor table
 

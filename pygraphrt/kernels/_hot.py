@@ -18,9 +18,11 @@ It does what :meth:`Kernel._launch` does, in fewer steps:
 * what may be kept (the objects pointer arguments came from, the kernel's library)
   is handed to the capture only while the stream is capturing.
 
-In compiled mode the launch itself moves to C as well: :func:`install_launch` puts the hot
-module's ``Stream.launch`` and ``Kernel.launch`` (bindgen/hot_methods.c) in place of the
-Python methods, which stay their fallback, and :func:`build` records the kernel's
+In compiled mode the launch itself moves to C as well: the hot module's ``Stream.launch`` and
+``Kernel.launch`` (bindgen/hot_methods.c) take the place of the Python methods, which stay their
+fallback, with the backend's first stream and first kernel (``_fast.install_method``: a bound
+method taken before any launch is the C one too); :func:`install_launch`, at a kernel's first
+launch, binds them to the backend, and :func:`build` records the kernel's
 ``_launch_layout`` -- (signature, :func:`c_layout`, the launch function's address, the failure
 handler).  They check, pack and launch without running Python code, the common valid call
 only: anything else, and a launch on a stream that a pygraphrt capture is recording (whose
@@ -96,14 +98,11 @@ def install_launch(backend: Any) -> bool:
                     ffi = backend.ffi
                     hot.bind_launch(backend, (ffi.typeof(f"{backend.ops.prefix}Stream_t"), ffi.typeof("void *")),
                                     (Stream, Kernel, Library, DeviceBuffer, AsyncBuffer))
-                    for cls, name in ((Stream, "stream_launch"), (Kernel, "kernel_launch")):
-                        current = cls.__dict__["launch"]
-                        # Made once per binding; the method already there (Python, or another binding's
-                        # C method) is the fallback, so one binding's C method hands the others' objects on.
-                        descr = hot.method(name, cls, current, _fast.method_doc(current))
-                        if current is not descr:
-                            setattr(cls, "launch", descr)
-                    state = "installed"
+                    # (in place since the backend's first stream and kernel, which install them:
+                    # a bound method taken before the first launch is the C one too)
+                    done = [_fast.install_method(backend, cls, "launch", key)
+                            for cls, key in ((Stream, "stream_launch"), (Kernel, "kernel_launch"))]
+                    state = "installed" if all(done) else "the hot module refused Stream.launch or Kernel.launch"
                 except (TypeError, ValueError, RuntimeError, AttributeError, backend.ffi.error) as exc:
                     state = f"{type(exc).__name__}: {exc}"  # the classes changed under the C: stay Python
                 backend.__dict__["_hot_launch"] = state

@@ -8,7 +8,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .. import _runtime, errors
+from .. import _fast, _runtime, errors
 from .._handles import Owned
 from .._operands import count, device_address
 from ..device import Stream
@@ -183,6 +183,9 @@ class Kernel:
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
+        if "_kernel_launch" not in backend.__dict__:
+            # Compiled mode: Kernel.launch in C from the backend's first kernel on (kernels._hot).
+            backend.__dict__["_kernel_launch"] = _fast.install_method(backend, Kernel, "launch", "kernel_launch")
 
     @classmethod
     def wrap(cls, obj: Any, signature: Any = None, *, kind: str | None = None,
