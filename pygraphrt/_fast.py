@@ -187,23 +187,39 @@ def _clean_doc(doc: str | None) -> str:
     return "\n".join(lines)
 
 
+def put_method(hot: Any, cls: type, name: str, key: str) -> None:
+    """Put the C method ``key`` of hot module ``hot`` (bindgen/hot_methods.c) on ``cls`` as
+    ``name``.  Made once per binding; the method already there (Python, or another binding's C
+    method) is its fallback, so one binding's C method hands the others' objects on, and a second
+    call changes nothing.  Raises what the module raises where it refuses (TypeError, ValueError,
+    RuntimeError)."""
+    current = cls.__dict__[name]
+    descr = hot.method(key, cls, current, method_doc(current))
+    if current is not descr:
+        setattr(cls, name, descr)
+
+
 def install_method(backend: Any, cls: type, name: str, key: str) -> bool:
-    """Put the C method ``key`` of ``backend``'s hot module (bindgen/hot_methods.c) on ``cls`` as
-    ``name``, the method there now its fallback -- where ``backend`` has one (True); made once per
-    binding, so a second call changes nothing.  (The plain kernel launches: a C method hands every
-    call to its fallback until the backend's launches are bound, kernels._hot.install_launch.)
-    False, the Python method staying, where there is none or the module refuses the class."""
+    """:func:`put_method` where ``backend`` has a hot module (True); False, the Python method
+    staying, where it has none or the module refuses the class.  (The plain kernel launches: a C
+    method hands every call to its fallback until the backend's launches are bound,
+    kernels._hot.install_launch.)"""
     hot = hot_module(backend)
     if hot is None:
         return False
-    current = cls.__dict__[name]
     try:
-        descr = hot.method(key, cls, current, method_doc(current))
+        put_method(hot, cls, name, key)
     except (TypeError, ValueError, RuntimeError, AttributeError):
         return False
-    if current is not descr:
-        setattr(cls, name, descr)
     return True
+
+
+def no_hot_methods(backend: Any) -> str | None:
+    """Why ``backend`` has no hot methods' module (``pygraphrt info``), or None where it has one."""
+    if hot_module(backend) is not None:
+        return None
+    return ("compiled mode only" if not backend.ffi_mode.startswith("api")
+            else f"the extension was built without them; {BUILD_HINT}")
 
 
 def hot_module(backend: Any) -> Any:

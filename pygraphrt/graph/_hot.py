@@ -94,13 +94,7 @@ def install(backend: Any) -> None:
                 hot.bind(backend, backend.ops.error, api, ctypes,
                          (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer))
                 for (cls_name, method, _name), on in zip(HOT_METHODS[:_FIRST], api):
-                    cls = classes[cls_name]
-                    current = cls.__dict__[method]
-                    # Made once per binding; the method already there (Python, or another binding's
-                    # C method) is the fallback, so one binding's C method hands the others' objects on.
-                    descr = hot.method(method, cls, current, _fast.method_doc(current))
-                    if current is not descr:
-                        setattr(cls, method, descr)
+                    _fast.put_method(hot, classes[cls_name], method, method)
                     if on:
                         done.append(f"{cls_name}.{method}")
                 # The runtime calls behind them (and Stream.is_capturing's) go straight to the
@@ -135,11 +129,7 @@ def install_kernel_nodes(backend: Any) -> bool:
             if why is None:
                 try:
                     hot.bind_kernels((Kernel, Library, KernelNode, AsyncBuffer))
-                    cls = _classes()["Graph"]
-                    current = cls.__dict__["add_kernel"]
-                    descr = hot.method("add_kernel", cls, current, _fast.method_doc(current))
-                    if current is not descr:
-                        setattr(cls, "add_kernel", descr)
+                    _fast.put_method(hot, _classes()["Graph"], "add_kernel", "add_kernel")
                     done.append("Graph.add_kernel")
                 except (TypeError, ValueError, RuntimeError) as exc:
                     why = f"{type(exc).__name__}: {exc}"
@@ -171,9 +161,8 @@ def in_c(backend: Any) -> bool:
 def status(backend: Any) -> str:
     """What runs the hot methods for ``backend``: ``"C (GraphExec.launch, ...)"`` or
     ``"Python (why)"`` (installing them first, as the first graph and kernel node would)."""
-    if _fast.hot_module(backend) is None:
-        why = ("compiled mode only" if not backend.ffi_mode.startswith("api")
-               else f"the extension was built without them; {_fast.BUILD_HINT}")
+    why = _fast.no_hot_methods(backend)
+    if why is not None:
         return f"Python ({why})"
     install(backend)
     install_kernel_nodes(backend)  # as the first kernel node would

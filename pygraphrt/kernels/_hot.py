@@ -112,9 +112,8 @@ def install_launch(backend: Any) -> bool:
 def status(backend: Any) -> str:
     """What makes ``backend``'s plain kernel launches: ``"C (Stream.launch, Kernel.launch)"`` or
     ``"Python (why)"`` (installing first, as a kernel's first launch would)."""
-    if _fast.hot_module(backend) is None:
-        why = ("compiled mode only" if not backend.ffi_mode.startswith("api")
-               else f"the extension was built without them; {_fast.BUILD_HINT}")
+    why = _fast.no_hot_methods(backend)
+    if why is not None:
         return f"Python ({why})"
     return "C (Stream.launch, Kernel.launch)" if install_launch(backend) else \
         f"Python ({backend.__dict__['_hot_launch']})"
