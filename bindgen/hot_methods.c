@@ -15,8 +15,9 @@
  * replaced (its fallback), so messages and semantics stay the Python code's.  A runtime
  * error code is turned into the exception by the backend's ops.error, as in Python.
  *
- * cdata are read and made with the conversions cffi's generated wrappers use (the
- * _cffi_exports table of cffi's extension ABI): no cffi object layout is assumed.  The
+ * cdata are made with the conversion cffi's generated wrappers use (the _cffi_exports table of
+ * cffi's extension ABI) and read with it too, but for the handles themselves: those are read
+ * straight from the object, where a check at bind time proved cffi's layout (_pgr_cdata).  The
  * attributes the methods read and write on Graph, GraphExec and Node are __slots__ of those
  * classes, at the offsets their member descriptors give (checked when a backend is bound);
  * they are used on objects of exactly those classes (subclasses take the Python method).
@@ -81,10 +82,61 @@ static PyObject *_pgr_attr(PyObject *obj, PyObject *name) {
     return v;
 }
 
+/* A cdata object as cffi's backend lays it out: the object header, its ctype, its data -- for a
+ * pointer cdata, the pointer.  That layout is not part of cffi's extension ABI, so it is read
+ * only from objects of the type _pgr_cdata_check proved it on (the plain cdata cffi makes for a
+ * pointer value, as every handle is) and only with the ctypes bind() and bind_launch() were
+ * given, each of which it proved (the ctypes _pgr_ptr is called with: pointer types); anything
+ * else goes through cffi's conversion.  Reading the pointer there takes a few instructions
+ * instead of cffi's generic conversion, on every handle of every hot call. */
+typedef struct {
+    PyObject_HEAD
+    void *c_type;
+    char *c_data;
+} _pgr_cdata;
+static struct {
+    PyTypeObject *type;  /* the cdata type the layout was proved on (NULL: none) */
+    int failed;          /* a check did not hold: nothing is read directly, for good */
+} _pgr_cdata_layout;
+
+/* Prove the layout with ctype `ct`: the cdata cffi makes for two known pointers must be objects
+ * of one type, large enough, holding `ct` and the pointer where _pgr_cdata has them, and cffi
+ * must read the same pointers back.  Anything else turns the direct read off (the hot methods
+ * then use cffi's conversion: slower, the same results). */
+static void _pgr_cdata_check(PyObject *ct) {
+    char *const probe[2] = {(char *)&_pgr_cdata_layout, (char *)&_pgr_hot};
+    int i, ok = !_pgr_cdata_layout.failed;
+    for (i = 0; ok && i < 2; i++) {
+        PyObject *obj = _cffi_from_c_pointer(probe[i], (struct _cffi_ctypedescr *)ct);
+        char *back;
+        if (obj == NULL) {
+            PyErr_Clear();
+            ok = 0;
+            break;
+        }
+        back = _cffi_to_c_pointer(obj, (struct _cffi_ctypedescr *)ct);
+        if (back == NULL && PyErr_Occurred()) PyErr_Clear();
+        ok = Py_TYPE(obj)->tp_basicsize >= (Py_ssize_t)sizeof(_pgr_cdata) &&
+             (_pgr_cdata_layout.type == NULL || Py_TYPE(obj) == _pgr_cdata_layout.type) &&
+             ((_pgr_cdata *)obj)->c_type == (void *)ct && ((_pgr_cdata *)obj)->c_data == probe[i] && back == probe[i];
+        if (ok) _pgr_cdata_layout.type = Py_TYPE(obj);
+        Py_DECREF(obj);
+    }
+    if (!ok) {
+        _pgr_cdata_layout.failed = 1;
+        _pgr_cdata_layout.type = NULL;
+    }
+}
+
 /* The pointer cffi would pass for `obj` as an argument of pointer type `ct` (1), or 0, with
  * no exception set, where cffi would refuse it (None, another binding's cdata, ...). */
 static int _pgr_ptr(PyObject *obj, PyObject *ct, void **out) {
-    char *p = _cffi_to_c_pointer(obj, (struct _cffi_ctypedescr *)ct);
+    char *p;
+    if (Py_TYPE(obj) == _pgr_cdata_layout.type && ((_pgr_cdata *)obj)->c_type == (void *)ct) {
+        *out = ((_pgr_cdata *)obj)->c_data;
+        return 1;
+    }
+    p = _cffi_to_c_pointer(obj, (struct _cffi_ctypedescr *)ct);
     if (p == NULL && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
@@ -149,6 +201,20 @@ static PyObject *_pgr_keep_of(PyObject *self) {
     return keep != NULL && PyList_CheckExact(keep) ? Py_NewRef(keep) : NULL;
 }
 
+/* How many of a keep list's last entries _pgr_keep looks through. */
+#define _PGR_KEEP_WINDOW 8
+
+/* Keep `obj` alive as long as the graph whose keep list is `keep`: an entry, unless one of the
+ * list's last _PGR_KEEP_WINDOW entries is `obj` already (0), or -1 with an exception.  Nodes
+ * built in a loop keep the same buffers and kernel: one entry then serves them all, and the
+ * list -- which the cyclic collector walks while the graph is young -- stays short. */
+static int _pgr_keep(PyObject *keep, PyObject *obj) {
+    Py_ssize_t n = PyList_GET_SIZE(keep), i, stop = n > _PGR_KEEP_WINDOW ? n - _PGR_KEEP_WINDOW : 0;
+    for (i = n - 1; i >= stop; i--)
+        if (PyList_GET_ITEM(keep, i) == obj) return 0;
+    return PyList_Append(keep, obj);
+}
+
 /* The classes in tuple `classes` (exactly `n` of them) into `out`, or -1 with a TypeError
  * naming `what`. */
 static int _pgr_classes(PyObject *classes, Py_ssize_t n, const char *what, PyTypeObject **out) {
@@ -164,6 +230,18 @@ static int _pgr_classes(PyObject *classes, Py_ssize_t n, const char *what, PyTyp
         }
         out[i] = (PyTypeObject *)PyTuple_GET_ITEM(classes, i);
     }
+    return 0;
+}
+
+/* 0 when every item of tuple `ctypes` is a cffi ctype (they are read as such: _pgr_cdata_check
+ * makes cdata of them), or -1 with a TypeError naming `what`. */
+static int _pgr_ctypes(PyObject *ctypes, const char *what) {
+    Py_ssize_t i;
+    for (i = 0; i < PyTuple_GET_SIZE(ctypes); i++)
+        if (strcmp(Py_TYPE(PyTuple_GET_ITEM(ctypes, i))->tp_name, "_cffi_backend.CType") != 0) {
+            PyErr_Format(PyExc_TypeError, "%s: ctypes must be cffi ctypes", what);
+            return -1;
+        }
     return 0;
 }
 
@@ -386,7 +464,7 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     }
     if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
     if (from_buffer && (keep = _pgr_keep_of(self)) == NULL) goto fallback;
-    if (keep != NULL && PyList_Append(keep, v[DST]) < 0) goto done;
+    if (keep != NULL && _pgr_keep(keep, v[DST]) < 0) goto done;
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_memset(&out, a.graph, a.n ? a.deps : NULL, a.n, dst_p, (unsigned int)value,
@@ -606,16 +684,16 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     if (!_pgr_add_prepare(self, v[DEPS], &a) || (keep = _pgr_keep_of(self)) == NULL) goto fallback;
     /* the runtime copies the values; once the node is made (a failed call keeps nothing) the
        graph keeps the buffers pointers came from and the kernel (whose _owner, the library, must
-       stay loaded): list entries, no new object -- not the arguments' tuple, which would be one
-       more tracked object per node for the cyclic collector to walk */
+       stay loaded): keep list entries (_pgr_keep), no new object -- not the arguments' tuple,
+       which would be one more tracked object per node for the cyclic collector to walk */
     Py_INCREF(a.nodes);
     Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, form_code, dims, n ? argv : NULL);
     Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
     for (k = 0; k < nown && res != NULL; k++)
-        if (PyList_Append(keep, owners[k]) < 0) Py_CLEAR(res);
-    if (res != NULL && PyList_Append(keep, kernel) < 0) Py_CLEAR(res);
+        if (_pgr_keep(keep, owners[k]) < 0) Py_CLEAR(res);
+    if (res != NULL && _pgr_keep(keep, kernel) < 0) Py_CLEAR(res);
     Py_DECREF(a.nodes);
     goto done;
 fallback:
@@ -867,7 +945,7 @@ static PyObject *_pgr_bulk_add(PyObject *mod, PyObject *args) {
                 if (!_pgr_bulk_dep(self, PySequence_Fast_GET_ITEM(dep_list, k), i, &made, names, &deps[k])) break;
             if (k < nd) break;
         }
-        if (buffer != NULL && PyList_Append(keep, buffer) < 0) goto out;
+        if (buffer != NULL && _pgr_keep(keep, buffer) < 0) goto out;
         if (memset_spec)
             rc = _pgr_hot_add_memset(&out, graph_p, nd ? deps : NULL, (size_t)nd, dst_p, (unsigned int)value, 1,
                                      count, 1, 0);
@@ -1039,6 +1117,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
             PyErr_SetString(PyExc_TypeError, "bind: EmptyNode and MemsetNode must be concrete Node classes");
             return NULL;
         }
+    if (_pgr_ctypes(ctypes, "bind") < 0) return NULL;
     _pgr_hot.g_backend = off[0];
     _pgr_hot.g_handle = off[1];
     _pgr_hot.g_nodes = off[2];
@@ -1066,6 +1145,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     Py_XSETREF(_pgr_hot.empty_cls, (PyTypeObject *)Py_NewRef(cls[4]));
     Py_XSETREF(_pgr_hot.memset_cls, (PyTypeObject *)Py_NewRef(cls[5]));
     Py_XSETREF(_pgr_hot.buffer_cls, (PyTypeObject *)Py_NewRef(cls[6]));
+    for (i = 0; i < 5; i++) _pgr_cdata_check(PyTuple_GET_ITEM(ctypes, i));
     Py_RETURN_NONE;
 }
 
@@ -1153,7 +1233,8 @@ static PyObject *_pgr_bind_launch(PyObject *mod, PyObject *args) {
     /* Stream, Kernel, Library, DeviceBuffer, AsyncBuffer */
     if (_pgr_classes(classes, 5, "bind_launch", cls) < 0) return NULL;
     if (_pgr_kernel_slots(cls[1], cls[2], cls[4], off) < 0 || (launch = _pgr_slot_offset(cls[1], "_launch_layout")) < 0 ||
-        (b_backend = _pgr_slot_offset(cls[3], "_backend")) < 0 || (b_handle = _pgr_slot_offset(cls[3], "_handle")) < 0)
+        (b_backend = _pgr_slot_offset(cls[3], "_backend")) < 0 || (b_handle = _pgr_slot_offset(cls[3], "_handle")) < 0 ||
+        _pgr_ctypes(ctypes, "bind_launch") < 0)
         return NULL;
     _pgr_set_kernel_slots(cls[1], cls[2], cls[4], off);
     /* (DeviceBuffer's slots and Stream: as bind() sets them) */
@@ -1165,6 +1246,8 @@ static PyObject *_pgr_bind_launch(PyObject *mod, PyObject *args) {
     Py_XSETREF(_pgr_hot.ct_lstream, Py_NewRef(PyTuple_GET_ITEM(ctypes, 0)));
     Py_XSETREF(_pgr_hot.ct_lvoid_p, Py_NewRef(PyTuple_GET_ITEM(ctypes, 1)));
     Py_XSETREF(_pgr_hot.launch_backend, Py_NewRef(backend));
+    _pgr_cdata_check(_pgr_hot.ct_lstream);
+    _pgr_cdata_check(_pgr_hot.ct_lvoid_p);
     _pgr_hot.launch_bound = 1;
     Py_RETURN_NONE;
 }
@@ -1215,6 +1298,18 @@ static PyObject *_pgr_symbols(PyObject *mod, PyObject *unused) {
     return d;
 }
 
+PyDoc_STRVAR(_pgr_handles_read_doc,
+"handles_read()\n--\n\n"
+"True when the hot methods read handles straight from their cdata (cffi's layout proved when\n"
+"a backend was bound), False where they use cffi's conversion (none bound yet, or the check\n"
+"failed).");
+
+static PyObject *_pgr_handles_read(PyObject *mod, PyObject *unused) {
+    (void)mod;
+    (void)unused;
+    return PyBool_FromLong(_pgr_cdata_layout.type != NULL);
+}
+
 PyDoc_STRVAR(_pgr_roundtrip_doc,
 "roundtrip(cdata, ctype)\n--\n\n"
 "A new cdata of ``ctype`` made in C from the pointer C reads from ``cdata``: what the hot\n"
@@ -1239,6 +1334,7 @@ static PyMethodDef _pgr_hot_module_defs[] = {
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},
     {"roundtrip", _pgr_roundtrip, METH_VARARGS, _pgr_roundtrip_doc},
+    {"handles_read", _pgr_handles_read, METH_NOARGS, _pgr_handles_read_doc},
     {NULL, NULL, 0, NULL},
 };
 

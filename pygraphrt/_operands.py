@@ -204,6 +204,28 @@ def check_fits(backend: Any, operand: Any, n: int, what: str, role: str) -> None
                                                f"of {size} bytes)")
 
 
+#: How many of a keep list's last entries :func:`keep` looks through (the C hot methods'
+#: _PGR_KEEP_WINDOW, bindgen/hot_methods.c: both modes keep the same entries).
+KEEP_WINDOW = 8
+
+
+def keep(kept: list[Any], obj: Any) -> None:
+    """Keep ``obj`` alive as long as the graph whose keep list is ``kept``: an entry, unless one
+    of the list's last :data:`KEEP_WINDOW` entries is ``obj`` already.
+
+    Nodes built in a loop keep the same buffers and kernel, so one entry serves them all: the
+    list stays short, and so does the cyclic collector's walk of it while the graph is young.
+    (Callers on hot paths test ``kept[-1] is obj`` first, the common repeat, to skip the call.)
+    """
+    i = len(kept) - 1
+    stop = i - KEEP_WINDOW
+    while i > stop and i >= 0:
+        if kept[i] is obj:
+            return
+        i -= 1
+    kept.append(obj)
+
+
 def count(n: Any) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")

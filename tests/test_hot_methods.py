@@ -110,6 +110,10 @@ ADD = PROBE + """
     case("memset edge data", lambda: node(g.add_memset(a, 1, 1, dependencies=[r], edges=[DEFAULT_EDGE])))
     case("memset another graph's node", lambda: g.add_memset(a, 1, 1, dependencies=[other]))
     case("memset, buffer kept once", lambda: (g.add_memset(buf, 1, 1), g._keep.count(buf)))
+    others = [borrowed_buffer(a + 8 * i, 8) for i in range(8)]
+    case("memset, buffer past the keep window", lambda: ([g.add_memset(o, 1, 1) for o in others],
+                                                         g.add_memset(buf, 1, 1), g._keep.count(buf),
+                                                         g._keep[-9:] == [*others, buf])[2:])
     closed = borrowed_buffer(a, 8)
     closed.close()
     case("memset closed buffer", lambda: g.add_memset(closed, 1, 1))
@@ -538,6 +542,7 @@ def test_adding_nodes_same_results_c_for_the_common_calls(either_fake):
     paths = _same_results_and_paths(either_fake, ADD)
     c = {"no dependencies", "empty list", "None", "one", "tuple of two", "sixteen", "builder", "unbound call",
          "memset int", "memset keywords", "memset 4-byte max", "memset buffer", "memset, buffer kept once",
+         "memset, buffer past the keep window",
          "bulk specs", "full graph", "full graph, memset"}  # bulk specs: add_nodes calls the C methods
     assert {label for label, path in paths.items() if path == "c"} == c
     unknown = {"positional", "unknown keyword", "memset dst twice", "memset too few"}
@@ -563,7 +568,10 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
     assert rows["memset 4-byte max"] == str(2**32 - 1)
     assert rows["memset buffer"].endswith(", True, True)")
     assert rows["memset value too big"].startswith("InvalidValue")
-    assert rows["memset, buffer kept once"].endswith(", 2)")  # the buffer case before kept it once
+    # the buffer the case before kept: one of the keep list's last entries, so no second entry;
+    # once eight other objects came after it, a new one
+    assert rows["memset, buffer kept once"].endswith(", 1)")
+    assert rows["memset, buffer past the keep window"] == "(2, True)"
     assert rows["memset closed buffer"].startswith("InvalidResourceHandle")
     assert rows["full graph"].startswith("InvalidValue: cudaGraphAddEmptyNode failed")
     assert rows["full graph, memset"].startswith("InvalidValue: cudaGraphAddMemsetNode failed")
@@ -744,6 +752,8 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
         print([l.strip() for l in f.getvalue().splitlines() if "kernel launches:" in l][0],
               type(rt.Stream.__dict__["launch"]).__name__, type(rt.Kernel.__dict__["launch"]).__name__)
         print(inspect.signature(rt.Stream.launch))
+        hot = _fast.hot_module(b)
+        print("handles read directly", hot.handles_read() if hot is not None else None)
     """
     abi = run_mode(fake_cudart, "0", code).splitlines()
     api = run_mode(fake_cudart, "1", code).splitlines()
@@ -757,6 +767,8 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
     assert abi[4] == "kernel launches: Python (compiled mode only) function function"
     assert api[4] == "kernel launches: C (Stream.launch, Kernel.launch) method_descriptor method_descriptor"
     assert api[5] == "(self, /, kernel, grid, block, *args, shared_mem=0, **attributes)"
+    # (cffi's layout proved when the backend was bound: the hot methods read handles directly)
+    assert api[6] == "handles read directly True" and abi[-1] == "handles read directly None"
 
 
 @needs_fast
@@ -777,6 +789,11 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                 hot.bind(b, b.ops.error, (None,) * 4, (None,) * 5, bad)
             except TypeError as exc:
                 print(exc)
+        good = (Graph, GraphExec, rt.Stream, Node, EmptyNode, EmptyNode, rt.DeviceBuffer)
+        try:  # (cdata are made of the ctypes when a backend is bound: they must be ctypes)
+            hot.bind(b, b.ops.error, (None,) * 4, (None,) * 5, good)
+        except TypeError as exc:
+            print(exc)
         from pygraphrt.graph import KernelNode
         from pygraphrt.kernels import Kernel, Library
         from pygraphrt.mempool import AsyncBuffer
@@ -796,16 +813,18 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                            (launch_types, (rt.Stream, OldKernel, Library, rt.DeviceBuffer, AsyncBuffer)),
                            (launch_types, (rt.Stream, Kernel, Library, Plain, AsyncBuffer)),
                            (launch_types, (rt.Stream, Kernel, Library, rt.DeviceBuffer)),
-                           (launch_types[:1], (rt.Stream, Kernel, Library, rt.DeviceBuffer, AsyncBuffer))):
+                           (launch_types[:1], (rt.Stream, Kernel, Library, rt.DeviceBuffer, AsyncBuffer)),
+                           ((None, None), (rt.Stream, Kernel, Library, rt.DeviceBuffer, AsyncBuffer))):
             try:
                 hot.bind_launch(b, types, bad)
             except TypeError as exc:
                 print(exc)
         g = rt.Graph()  # still bound as before
-        print(type(g.add_empty(dependencies=[g.add_empty()])).__name__)
+        print(type(g.add_empty(dependencies=[g.add_empty()])).__name__, hot.handles_read())
     """).splitlines()
     assert out == ["Plain._backend is not a __slots__ member of the class",
                    "bind: EmptyNode and MemsetNode must be concrete Node classes",
+                   "bind: ctypes must be cffi ctypes",
                    "Plain._backend is not a __slots__ member of the class",
                    "bind_kernels: KernelNode must be a concrete Node class without slots of its own",
                    "bind_kernels: classes takes 4 classes",
@@ -813,7 +832,8 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
                    "OldKernel._backend is not a __slots__ member of the class",
                    "Plain._backend is not a __slots__ member of the class",
                    "bind_launch: classes takes 5 classes",
-                   "bind_launch: ctypes takes 2 types", "EmptyNode"]
+                   "bind_launch: ctypes takes 2 types", "bind_launch: ctypes must be cffi ctypes",
+                   "EmptyNode True"]
 
 
 LEAKS = """
@@ -877,7 +897,7 @@ LEAKS = """
     kept = len(g._keep)
     made = [g.add_kernel(k, 1, 32, kargs, dependencies=deps) for _ in range(N)]
     print("add_kernel", [b - a for a, b in zip(before, refs())], len(g._nodes) - 2 == 2 * N,
-          len(g._keep) - kept == N)  # the kernel (plain int arguments: nothing else to keep)
+          len(g._keep) - kept == 1)  # the kernel, once (plain int arguments: nothing else to keep)
     del made
     g.close()
     gc.collect()
@@ -916,12 +936,13 @@ def test_no_references_or_memory_left_behind(stub_cudart):  # noqa: F811
         "stream launch fallback")]
     out = out[4:]  # (the kernel launches' lines)
     assert out[9] == "add_empty [0, 20000, 0, 0, 0, 20000, 0, 0, 0, 0, 0] True"
-    # a kernel node: the graph, its class, and the kept kernel -- not the argument tuple, which
-    # holds no buffer (the empty nodes, dropped, gave theirs back)
-    assert out[10] == "add_kernel [0, 20000, 0, 0, 0, 0, 0, 0, 20000, 0, 0] True True"
+    # a kernel node: the graph and its class; the kernel is kept by one keep list entry for all
+    # of them, not the argument tuple, which holds no buffer (the empty nodes, dropped, gave
+    # theirs back)
+    assert out[10] == "add_kernel [0, 20000, 0, 0, 0, 0, 0, 0, 1, 0, 0] True True"
     # the first kernel node (made by the Python method, kept by the table) left the closed graph's
     # node table; r, made in C and held by this script, stays as it was
-    assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 20000, 0, 0]"
+    assert out[11] == "after close [0, -1, 0, 0, 0, 0, 0, 0, 1, 0, 0]"
     # (k: less the first node's keep too, made before the counts were taken)
     assert out[12] == "without the graph's keep [0, -1, 0, 0, 0, 0, 0, 0, -1, 0, 0]"
     # the NodeList holds the graph; no node object until read (the graph's table is empty)
@@ -944,17 +965,22 @@ ABI_KERNEL_KEEP = """
     for _ in range(N):
         prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
     gc.collect()
-    print(f"{(len(gc.get_objects()) - objects) / N:.2f} {(len(g._keep) - kept) / N:.2f}", g._keep[-2:] == [k, buf])
+    print(f"{(len(gc.get_objects()) - objects) / N:.2f} {(len(g._keep) - kept) / N:.2f}", g._keep[-2:] == [buf, k])
+    other = rt.malloc(64)
+    g.add_kernel(k, 1, 32, (other,))
+    print(g._keep[-3:] == [buf, k, other], len(g._keep) - kept)
 """
 
 
 def test_abi_kernel_nodes_keep_list_entries_not_objects(stub_cudart):  # noqa: F811
     """ABI mode's kernel nodes keep the kernel and the buffers their pointers came from as entries
     of the graph's keep list, as the C method does: the node (held by the node table) is the one
-    object the collector gains a node -- not a tuple and a list besides."""
+    object the collector gains a node -- not a tuple and a list besides.  Nodes of the same
+    kernel and buffer add no entry (one of the list's last entries keeps each already); a new
+    buffer adds one."""
     out = run_py(ABI_KERNEL_KEEP, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart),
                  PYGRAPHRT_FAST="0")
-    assert out.split() == ["1.00", "2.00", "True"]
+    assert out.split() == ["1.00", "0.00", "True", "True", "1"]
 
 
 NODE_TABLE = """

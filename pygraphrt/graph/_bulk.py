@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-from .. import _fast, errors
+from .. import _fast, _operands, errors
 from ..device import DeviceBuffer
 from . import _hot, _params
 from ._graph import _ADDRESS_END
@@ -85,7 +85,7 @@ class _Batch:
                 return False
             dst, buffer, value, count = plain
             if buffer is not None:
-                graph._keep.append(buffer)
+                _operands.keep(graph._keep, buffer)
                 dst = int(self.ffi.cast("uintptr_t", buffer._handle))
         if not self.usable[code]:
             try:
@@ -203,6 +203,7 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
     add_memset: Any = None
     p, pack, _ = graph._memset or graph._make_memset_cell()
     handles, kinds, cache, keep = made._handles, made._kinds, made._cache, graph._keep
+    keep_alive = _operands.keep
     # The array is exported while the loop runs (it cannot move); node handles are read from
     # and written to it in place: `base + k` is entry k.
     view = ffi.from_buffer(handles)
@@ -257,7 +258,8 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
                     dep_p = null if nd == 0 else several
             if memset:
                 if buffer is not None:
-                    keep.append(buffer)  # buffers given as objects live as long as the graph
+                    if not keep or keep[-1] is not buffer:  # buffers given as objects live as long as the graph
+                        keep_alive(keep, buffer)
                     pack(buffer._address, value, 1, count, 1, 0)
                 else:
                     pack(dst, value, 1, count, 1, 0)

@@ -8,6 +8,7 @@ from weakref import ReferenceType as _WeakRef
 from .. import _runtime, errors
 from .._handles import ErrorSink, Owned
 from .._operands import count as _count
+from .._operands import keep as _keep_alive
 from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
@@ -351,7 +352,9 @@ class Graph(Owned):
                 pack(dst, value, element_size, count, height, pitch)
             elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
                 pack(dst._address, value, element_size, count, height, pitch)
-                self._keep.append(dst)  # buffers given as objects live as long as the graph
+                keep = self._keep  # buffers given as objects live as long as the graph
+                if not keep or keep[-1] is not dst:
+                    _keep_alive(keep, dst)
             else:
                 _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                       what="add_memset")
@@ -650,7 +653,7 @@ class Graph(Owned):
         if isinstance(obj, DeviceBuffer):
             self._same_backend(obj, "graph operand")
         if not isinstance(obj, int):
-            self._keep.append(obj)  # buffers given as objects live as long as the graph
+            _keep_alive(self._keep, obj)  # buffers given as objects live as long as the graph
 
     # -- edges ---------------------------------------------------------------
     def add_dependencies(self, froms: Sequence[Node], tos: Sequence[Node],

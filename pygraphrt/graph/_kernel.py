@@ -13,6 +13,7 @@ import struct
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .. import errors
+from .._operands import keep as keep_alive
 from ..enums import EdgeData
 from ..kernels._hot import c_layout
 from ..kernels._library import Dims, Kernel, as_dims, as_shared_mem, lookup
@@ -138,13 +139,15 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
         node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
     finally:
         pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
-    # The runtime copied the values: the graph keeps the kernel (which keeps its library) and
-    # what pointers came from, as list entries, as the C method does (no tuple and list a
-    # node: two more objects for the cyclic collector to walk).
+    # The runtime copied the values: the graph keeps what pointers came from and the kernel
+    # (which keeps its library), as keep list entries, as the C method does (no tuple and list a
+    # node: two more objects for the cyclic collector to walk).  In a loop they are the last
+    # entries already, and nothing is added.
     keep = graph._keep
-    keep.append(k)
-    if pointers:
-        keep.extend(pointers)
+    for owner in pointers:
+        keep_alive(keep, owner)
+    if not keep or keep[-1] is not k:
+        keep_alive(keep, k)
     return node  # type: ignore[return-value]
 
 
