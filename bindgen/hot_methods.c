@@ -8,8 +8,10 @@
  * pygraphrt.kernels._hot the launches.
  *
  * Each method does only the common, valid call in C: the argument checks the Python method
- * makes, the runtime call through the pointer _pgr_bind filled (the GIL released, as cffi's
- * wrappers do), the node object and its entry in the graph's node table.  Anything else --
+ * makes, the runtime call through the pointer _pgr_bind filled, the node object and its entry
+ * in the graph's node table.  The launches release the GIL for their call, as cffi's wrappers
+ * do (a launch can wait for room in the launch queue); the node adds hold it, as the bulk loop
+ * always has (see "Adding nodes").  Anything else --
  * another backend's objects (the simulator's), closed handles, an unusual argument, edge
  * data, a function the runtime lacks -- goes, untouched, to the Python method this one
  * replaced (its fallback), so messages and semantics stay the Python code's.  A runtime
@@ -332,7 +334,17 @@ fallback:
     return _pgr_fallback(_PGR_LAUNCH, self, args, nargs, kwnames);
 }
 
-/* ---- adding nodes ---- */
+/* ---- adding nodes ----
+ *
+ * The node adds make their runtime call with the GIL held.  The call is host-side bookkeeping
+ * of a fraction of a microsecond that waits for no GPU work; giving the GIL up and taking it
+ * back around it cost 11-20% of a whole node add on the H100 machine (measured in one process,
+ * the two ways alternating).  Holding it is what the bulk loop (_pgr_bulk_add) has always done
+ * (it lets other threads run every _PGR_BULK_CHUNK nodes), and it keeps another thread from
+ * closing the graph while the runtime works on it.  Between two adds the interpreter hands the
+ * GIL over as usual.  (A runtime's first call on a thread with no current context may set one
+ * up first: once per thread.)
+ */
 
 typedef struct {
     PyObject *nodes;  /* the graph's node table (borrowed: the graph holds it) */
@@ -378,8 +390,9 @@ static int _pgr_add_prepare(PyObject *self, PyObject *deps, _pgr_add_args *a) {
 }
 
 /* The node the runtime made (handle `out`; _pgr_node_new: its handle object): a `cls` object of
- * graph `self`, entered in its node table `nodes` (held across the call: the GIL was released
- * while the runtime ran) by a weak reference (Graph.__init__ says why).  That reference has no
+ * graph `self`, entered in its node table `nodes` (held by the caller across the call: making
+ * the node may run the cyclic collector, and with it any finalizer) by a weak reference
+ * (Graph.__init__ says why).  That reference has no
  * callback, so it holds nothing that could be part of a cycle, and it is untracked: the cyclic
  * collector has nothing to walk for it. */
 static PyObject *_pgr_node_new(PyObject *self, PyObject *nodes, PyTypeObject *cls, PyObject *handle) {
@@ -423,9 +436,7 @@ static PyObject *_pgr_add_empty(PyObject *self, PyObject *const *args, Py_ssize_
     }
     if (!_pgr_on(_PGR_ADD_EMPTY) || !_pgr_add_prepare(self, deps, &a)) goto fallback;
     Py_INCREF(a.nodes);
-    Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_empty(&out, a.graph, a.n ? a.deps : NULL, a.n);
-    Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_EMPTY, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.empty_cls, out);
     Py_DECREF(a.nodes);
     return res;
@@ -466,10 +477,8 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     if (from_buffer && (keep = _pgr_keep_of(self)) == NULL) goto fallback;
     if (keep != NULL && _pgr_keep(keep, v[DST]) < 0) goto done;
     Py_INCREF(a.nodes);
-    Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_memset(&out, a.graph, a.n ? a.deps : NULL, a.n, dst_p, (unsigned int)value,
                              (unsigned int)esize, count, height, pitch);
-    Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_MEMSET, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.memset_cls, out);
     Py_DECREF(a.nodes);
     goto done;
@@ -687,9 +696,7 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
        stay loaded): keep list entries (_pgr_keep), no new object -- not the arguments' tuple,
        which would be one more tracked object per node for the cyclic collector to walk */
     Py_INCREF(a.nodes);
-    Py_BEGIN_ALLOW_THREADS
     rc = _pgr_hot_add_kernel(&out, a.graph, a.n ? a.deps : NULL, a.n, func_p, form_code, dims, n ? argv : NULL);
-    Py_END_ALLOW_THREADS
     res = rc ? _pgr_raise(_PGR_ADD_KERNEL, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.kernel_node_cls, out);
     for (k = 0; k < nown && res != NULL; k++)
         if (_pgr_keep(keep, owners[k]) < 0) Py_CLEAR(res);

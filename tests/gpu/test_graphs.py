@@ -548,6 +548,48 @@ def test_bulk_nodes_run_and_are_made_when_read(stream, bufs):
     assert not made[0].is_valid and not m[0].is_valid and not objs[1000].is_valid
 
 
+def test_node_adds_with_host_functions_waiting_for_the_gil(stream, bufs):
+    """Compiled mode's node adds make their runtime call with the GIL held (bindgen/hot_methods.c,
+    "Adding nodes"; the bulk loop holds it for 1024 nodes at a time).  Meanwhile Python host
+    functions -- stream host functions and a graph's host nodes, launched again and again -- wait
+    for the GIL on the driver's callback thread.  Neither side may block the other for good:
+    every add is made and every host function runs (a watchdog turns a hang into a failure)."""
+    import faulthandler
+
+    from pygraphrt import lowlevel
+
+    k = rt.Program('extern "C" __global__ void fill_u32(unsigned int *p, unsigned int v, int n) {'
+                   ' int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = v; }'
+                   ).kernel("fill_u32", signature="unsigned int *p, unsigned int v, int n")
+    ran: list = []
+    hg = rt.Graph()
+    hg.add_host(lambda: ran.append("node"), dependencies=[hg.add_empty()])
+    host_exe = hg.instantiate()
+    rounds, funcs, adds = 12, 100, 1500
+    faulthandler.dump_traceback_later(240, exit=True)
+    try:
+        for r in range(rounds):
+            for i in range(funcs):
+                stream.launch_host_func(lambda: ran.append("func"))
+                if i % 10 == 0:
+                    host_exe.launch(stream)
+            g = rt.Graph()
+            prev = g.add_empty()
+            for i in range(adds):
+                prev = g.add_memset(bufs[0], r, N, dependencies=[prev])
+                prev = g.add_kernel(k, 1, 32, (bufs[1], i, 8), dependencies=[prev])
+                prev = g.add_empty(dependencies=[prev])
+            made = g.add_nodes([("empty", None)] + [("memset", {"dst": bufs[2], "value": r, "count": 64}, [j])
+                                                     for j in range(adds)])
+            assert len(g.nodes()) == 1 + 3 * adds + len(made)
+            g.close()
+        stream.synchronize()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert ran.count("func") == rounds * funcs and ran.count("node") == rounds * funcs // 10
+    assert lowlevel.backend_object().ffi_mode.split()[0] in ("abi", "api")
+
+
 def test_compiled_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
     cuGraphAddMemsetNode and cuGraphAddKernelNode in place of the runtime's
