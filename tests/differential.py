@@ -1153,6 +1153,10 @@ REGRESSIONS: list[tuple[str, tuple]] = [
         ("buf", 0), ("graph",), ("event_node", 0, (), False, 0), ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
         ("dep", 0, ((1, 0), (1, 0)), False, 0), ("instantiate", 0), ("launch", 0, 0),
     )),
+    ("gpu-add-dependencies-exists-after-one", (  # CUDA 13.0: the edge before the existing one is added
+        ("buf", 0), ("graph",), ("memset", 0, (), 0, 0, "fit", 0, 0, 1), ("memset", 0, (0,), 0, 0, "fit", 0, 0, 1),
+        ("dep", 0, ((1, 0), (0, 1)), False, 0), ("instantiate", 0), ("launch", 0, 0),
+    )),
     ("gpu-remove-dependencies-repeat", (  # CUDA 13.0: the edge before the repeat is removed, then InvalidValue
         ("buf", 0), ("graph",), ("empty", 0, ()), ("empty", 0, (0,)),
         ("dep", 0, ((0, 1), (0, 1)), True, 0), ("instantiate", 0), ("launch", 0, 0),

@@ -67,14 +67,15 @@ def _now_ms() -> float:
     return time.perf_counter() * 1000.0
 
 
-def _first_repeat(a: list[Any], b: list[Any]) -> int | None:
-    """The index of the first edge (a[i] -> b[i]) named a second time in one call, or None."""
+def _first_existing(a: list[Any], b: list[Any]) -> int:
+    """The index of the first edge (a[i] -> b[i]) that is in its graph already or was named
+    before in the same call, or len(a)."""
     seen: set[tuple[int, int]] = set()
     for i, (x, y) in enumerate(zip(a, b)):
-        if (id(x), id(y)) in seen:
+        if (id(x), id(y)) in seen or any(o is y for o, _ in x.outs):
             return i
         seen.add((id(x), id(y)))
-    return None
+    return len(a)
 
 
 def _dims(d: Any) -> tuple[int, int, int]:
@@ -1482,22 +1483,24 @@ class SimRuntime:
     def cudaGraphAddDependencies(self, graph: Any, frm: Any, to: Any, edata: Any, n: int) -> None:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphAddDependencies")
         edges = read_edges(edata, n)
-        # An edge named twice in one call: CUDA 13.0 adds the edges before the repeat, then
-        # refuses (InvalidValue) -- differential test, regression gpu-add-dependencies-repeat
-        repeat = _first_repeat(a, b)
-        if repeat is not None:
-            a, b, edges = a[:repeat], b[:repeat], edges[:repeat]
-        # otherwise, everything is checked first: the runtime adds all of the edges or none
-        for x, y, e in zip(a, b, edges):
-            if x is y or any(o is y for o, _ in x.outs):
+        # CUDA 13.0 adds the edges in order: one that is there already -- an edge before the
+        # call, or one named before in it -- is refused (InvalidValue) with the edges before it
+        # added (differential test, regressions gpu-add-dependencies-repeat and
+        # gpu-add-dependencies-exists-after-one).  An edge joining a node to itself is refused
+        # before anything is added, as cudaGraphRemoveDependencies refuses it.
+        for x, y in zip(a, b):
+            if x is y:
                 raise SimError("InvalidValue", f"cudaGraphAddDependencies: edge {x.handle:#x} -> {y.handle:#x} "
-                                               "exists already or joins a node to itself")
+                                               "joins a node to itself")
+        stop = _first_existing(a, b)
+        a, b, edges = a[:stop], b[:stop], edges[:stop]
+        for x, y, e in zip(a, b, edges):
             check_edge(x.type, y.type, e)
         for x, y, e in zip(a, b, edges):
             g.add_edge(x, y, e)
-        if repeat is not None:
-            raise SimError("InvalidValue", "cudaGraphAddDependencies: the same edge is given twice (the edges "
-                                           "before the repeat were added)")
+        if stop < n:
+            raise SimError("InvalidValue", "cudaGraphAddDependencies: an edge exists already or is given twice "
+                                           "(the edges named before it were added)")
 
     def cudaGraphRemoveDependencies(self, graph: Any, frm: Any, to: Any, edata: Any, n: int) -> None:
         g, a, b = self._edge_lists(graph, frm, to, n, "cudaGraphRemoveDependencies")
