@@ -194,7 +194,7 @@ def build_fake_cudart(out: Path, driver: int | None = None, driver_direct: bool 
     incs = [a for root in include_roots(HEADER_SETS["cuda13"]) for a in ("-I", str(root))]
     defines = [f"-DFAKE_DRIVER_VERSION={driver}"] if driver else []
     defines += ["-DFAKE_DRIVER_DIRECT"] if driver_direct else []
-    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", *defines, *incs, "-o", str(out),
+    subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", "-pthread", *defines, *incs, "-o", str(out),
                     str(REPO / "tests" / "fakecuda" / "fake_cudart.c")], check=True)
     return out
 

@@ -287,6 +287,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t s, enum cudaStreamCaptureStatus *
 
 #ifdef FAKE_DRIVER_DIRECT
 #include <cuda.h>
+#include <pthread.h>
 #include <stdint.h>
 /* The driver's stand-ins: 999 is CUDA_ERROR_UNKNOWN, 900 CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 int fake_no_context, fake_kernel_field;
@@ -329,6 +330,9 @@ static CUresult drv_add_kernel(CUgraphNode *out, CUgraph g, const CUgraphNode *d
  * on the NULL stream with no context current fails as the driver's does (the runtime's launch
  * makes one current); a launch on a capturing stream adds a kernel node to its graph instead. */
 int fake_launches, fake_runtime_launches;
+/* The C launches release the GIL, so threads launch at once: the record is kept under a lock, as
+ * a driver's own bookkeeping is (the counts must not lose a launch) */
+static pthread_mutex_t fake_launch_lock = PTHREAD_MUTEX_INITIALIZER;
 struct {
   void *func, *stream;
   unsigned int grid[3], block[3], smem;
@@ -344,6 +348,7 @@ static CUresult fake_launch(void *f, const unsigned int *dims, unsigned int smem
     cudaGraphNode_t node;
     return s->recapture || add_kernel(&node, s->graph, NULL, 0, &rp) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
   }
+  pthread_mutex_lock(&fake_launch_lock);
   fake_launches++;
   fake_last_launch.func = f;
   fake_last_launch.stream = s;
@@ -352,6 +357,7 @@ static CUresult fake_launch(void *f, const unsigned int *dims, unsigned int smem
   fake_last_launch.smem = smem;
   for (size_t i = 0; i < FAKE_KERNEL_NPARAMS; i++)
     memcpy(fake_last_launch.args + FAKE_KERNEL_PARAMS[i][0], params[i], FAKE_KERNEL_PARAMS[i][1]);
+  pthread_mutex_unlock(&fake_launch_lock);
   return CUDA_SUCCESS;
 }
 static CUresult drv_launch_kernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
@@ -368,7 +374,9 @@ cudaError_t cudaLaunchKernel(const void *f, dim3 grid, dim3 block, void **params
   CUresult r = smem > 0xFFFFFFFFu ? CUDA_ERROR_INVALID_VALUE : fake_launch((void *)f, dims, (unsigned int)smem, s, params);
   if (r) return fail(cudaErrorInvalidValue);
   fake_no_context = 0;  /* the runtime makes the device's primary context current */
+  pthread_mutex_lock(&fake_launch_lock);
   fake_runtime_launches++;
+  pthread_mutex_unlock(&fake_launch_lock);
   return cudaSuccess;
 }
 static int drv_graph_launch(cudaGraphExec_t e, cudaStream_t s) {
