@@ -110,6 +110,12 @@ def compiled_helper(backend: Any, name: str) -> Any:
     return cache[name]
 
 
+def direct_off() -> bool:
+    """Whether ``PYGRAPHRT_DIRECT=0`` keeps every call in the runtime, in either mode (a
+    profiler's runtime-API view then shows them all)."""
+    return os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0"
+
+
 def set_direct(backend: Any) -> str:
     """Hand ``backend``'s driver functions to its compiled extension, so that the calls of
     :data:`DIRECT_SLOTS` go straight to the driver (see bindgen.fast.DIRECT_TABLE: a call the
@@ -125,7 +131,7 @@ def set_direct(backend: Any) -> str:
         set_slot = ext._pgr_set_direct
     except AttributeError:
         return f"off (the extension was built without it; {BUILD_HINT})"
-    off = os.environ.get("PYGRAPHRT_DIRECT", "1").strip() == "0"
+    off = direct_off()
     done = _write_direct_slots(set_slot, backend.ffi, {} if off else backend.ops.direct_entry_points())
     if off:
         return "off (PYGRAPHRT_DIRECT=0)"

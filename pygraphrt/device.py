@@ -138,7 +138,8 @@ class Stream(Owned):
         ops = backend.ops
         # Pre-bound for the cheap, frequent queries (is_capturing).
         self._status_cell = backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
-        self._is_capturing_fn = ops.fn("StreamIsCapturing")
+        # (chosen at the first is_capturing: _capturing_fn)
+        self._is_capturing_fn: Any = None
         self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
         # The compiled fast path's one-argument form (status, or minus the error code).
         self._capture_status_fn = _fast.compiled_helper(backend, "_pgr_capture_status")
@@ -353,14 +354,29 @@ class Stream(Owned):
             if r != _fast.NO_FUNCTION:
                 raise self._backend.ops.error(-r, self._backend.ops.prefix + "StreamIsCapturing")
         cell = self._status_cell
+        fn = self._is_capturing_fn or self._capturing_fn()
         try:
-            rc = self._is_capturing_fn(self._handle, cell)
+            rc = fn(self._handle, cell)
         except TypeError:
             self.handle  # closed: raises InvalidResourceHandle
             raise
         if rc:
-            raise self._backend.ops.error(rc, self._backend.ops.prefix + "StreamIsCapturing")
+            ops = self._backend.ops
+            runtime_fn = ops.fn("StreamIsCapturing")
+            if fn is not runtime_fn:  # the driver refused: the runtime's call stands
+                rc = runtime_fn(self._handle, cell)
+            if rc:
+                raise ops.error(rc, ops.prefix + "StreamIsCapturing")
         return cell[0] == self._active_status
+
+    def _capturing_fn(self) -> Any:
+        """is_capturing's function, chosen at its first call rather than with the stream (the
+        first stream is a program's first device call, and looking the driver's function up
+        there would lengthen its start): in ABI mode the driver's cuStreamIsCapturing where the
+        runtime hands it out (Vendor.direct_fn), else the runtime's."""
+        ops = self._backend.ops
+        fn = self._is_capturing_fn = ops.direct_fn("StreamIsCapturing") or ops.fn("StreamIsCapturing")
+        return fn
 
     def capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, *, graph: "Graph | None" = None,
                 dependencies: "list[Node] | None" = None,

@@ -386,37 +386,52 @@ DIRECT = """
 """
 
 
-@needs_fast
+@pytest.mark.parametrize("mode", [pytest.param("1", marks=needs_fast, id="compiled"), pytest.param("0", id="abi")])
 @pytest.mark.parametrize("direct", ["1", "0"])
-def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_refuses(tmp_path, monkeypatch, direct):
+def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_refuses(tmp_path, monkeypatch, direct,
+                                                                                      mode):
     """Where the runtime hands out the driver's cuGraphLaunch, cuGraphAddEmptyNode,
     cuStreamIsCapturing, cuGraphAddMemsetNode and cuGraphAddKernelNode, the compiled paths call
     them and not the runtime -- the memset and kernel adds with the driver's structs, which the
     nodes read back through the runtime show filled right (a library kernel in ``kern``); a
     call the driver refuses, or a memset or library-kernel add with no current context, is made
     again through the runtime, whose result (and error) the caller gets.  A foreign CUfunction's
-    node is the driver's in both (the Python method makes it).  PYGRAPHRT_DIRECT=0 keeps every
-    call in the runtime."""
+    node is the driver's in both (the Python method makes it).  ABI mode does the same for the
+    three calls whose driver function takes the runtime's very arguments (the launch, the
+    empty-node add -- also in its bulk loop -- and the capture query: Vendor.direct_fn); its
+    memset and kernel adds stay in the runtime.  PYGRAPHRT_DIRECT=0 keeps every call in the
+    runtime, in both modes."""
     lib = build_fake_cudart(tmp_path / "libcudart.so.13", driver_direct=True)
     monkeypatch.setenv("PYGRAPHRT_DIRECT", direct)
-    out = run_mode(lib, "1", DIRECT).splitlines()
+    out = run_mode(lib, mode, DIRECT).splitlines()
     memset = "{'dst': 32, 'value': 9, 'element_size': 2, 'width': 4, 'height': 2, 'pitch': 8}"
     values = "[7, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295]"
     on, off = (1, 0), (0, 1)
     d, r = (on, off) if direct == "1" else (off, off)  # a call the driver makes / the runtime makes
     both = (1, 1) if direct == "1" else off  # the driver refuses, the runtime makes it
-    lines = [f"add {d} launch {d} capturing {d} bulk {(3, 0) if direct == '1' else (0, 3)}",
-             f"memset {d} {memset}",
-             f"kernel {d} {1 if direct == '1' else 0} ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
-             f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
-             "True",
-             f"add {both} launch {both} capturing {both} True",
-             f"memset {both} kernel ({both}, 0)",
-             f"memset {r} kernel ({both}, 0) function ({on}, 2)",
-             "StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported"]
-    head = ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, cuGraphAddKernelNode, "
-            "cuCtxGetCurrent" if direct == "1" else "off (PYGRAPHRT_DIRECT=0)")
-    assert out == [head] + lines
+    if mode == "1":
+        lines = [f"add {d} launch {d} capturing {d} bulk {(3, 0) if direct == '1' else (0, 3)}",
+                 f"memset {d} {memset}",
+                 f"kernel {d} {1 if direct == '1' else 0} ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
+                 f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
+                 "True",
+                 f"add {both} launch {both} capturing {both} True",
+                 f"memset {both} kernel ({both}, 0)",
+                 f"memset {r} kernel ({both}, 0) function ({on}, 2)"]
+        head = ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, "
+                "cuGraphAddKernelNode, cuCtxGetCurrent")
+    else:
+        lines = [f"add {d} launch {d} capturing {d} bulk {(2, 1) if direct == '1' else (0, 3)}",
+                 f"memset {off} {memset}",
+                 f"kernel {off} 0 ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
+                 f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
+                 "True",
+                 f"add {both} launch {both} capturing {both} True",
+                 f"memset {off} kernel ({off}, 0)",
+                 f"memset {off} kernel ({off}, 0) function ({on}, 2)"]
+        head = "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing"
+    lines.append("StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported")
+    assert out == [head if direct == "1" else "off (PYGRAPHRT_DIRECT=0)"] + lines
 
 
 @needs_fast
@@ -445,12 +460,19 @@ def test_binding_another_library_drops_the_driver_functions_of_the_last(tmp_path
     assert out.splitlines() == ["1", "True False 1"]
 
 
-def test_a_runtime_without_driver_entry_points_keeps_every_call(fake_cudart):
-    out = run_mode(fake_cudart, "auto", """
+@pytest.mark.parametrize("mode", ["auto", "0"])
+def test_a_runtime_without_driver_entry_points_keeps_every_call(fake_cudart, mode):
+    """Without cudaGetDriverEntryPointByVersion's answers, every call stays in the runtime, in
+    either mode, and works as before."""
+    out = run_mode(fake_cudart, mode, """
         import pygraphrt as rt
         from pygraphrt.graph import _hot
-        rt.Graph()
+        s = rt.Stream()
+        g = rt.Graph()
         print(_hot.direct_status(rt.lowlevel.backend_object()))
+        e = g.add_empty()
+        g.add_empty(dependencies=[e])
+        g.instantiate().launch(s)
+        print(len(g.nodes()), s.is_capturing)
     """)
-    expected = "off (the cuda driver offers none of them)" if BUILT else "off (the compiled hot methods only)"
-    assert out.strip() == expected
+    assert out.splitlines() == ["off (the cuda driver offers none of them)", "2 False"]

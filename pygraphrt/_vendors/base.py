@@ -164,6 +164,9 @@ class Vendor:
     # "current_context" query the memset needs) -> the driver function doing that work.  None
     # here: every call goes through the runtime.
     direct_calls: dict[str, str] = {}
+    # The runtime calls (prefix-less) whose driver function there takes the very same
+    # arguments -> its slot: ABI mode's hot paths call those first (direct_fn).
+    direct_same_args: dict[str, str] = {}
 
     def __init__(self, ffi: Any, lib: Any, binding: str, symbols: ModuleType,
                  runtime_version: tuple[int, int] | None = None,
@@ -173,6 +176,7 @@ class Vendor:
         self.binding = binding
         self.symbols = symbols  # the binding's CONSTANTS and API_SYMBOLS
         self._fns: dict[str, Callable[..., int]] = {}
+        self._direct_fns: dict[str, Callable[..., int] | None] = {}  # direct_fn's answers
         self.runtime_version = runtime_version  # (major, minor) of the loaded runtime, if known
         self.driver_version = driver_version  # (major, minor) the driver supports, if known
         # Functions of the binding that the loaded runtime cannot run, found at load:
@@ -205,6 +209,15 @@ class Vendor:
         """slot -> (driver API, address) of the functions in :attr:`direct_calls` the driver
         provides; the compiled hot paths call them before the runtime (pygraphrt._fast.set_direct)."""
         return {}
+
+    def direct_fn(self, api: str) -> Callable[..., int] | None:
+        """ABI mode's call straight to the driver for runtime call ``api`` (prefix-less): the
+        driver's function doing that work with the very same arguments, callable as the
+        runtime's own, or None (no such function: every call goes through :meth:`fn`).  A
+        caller makes a call it refuses (a non-zero result) again through ``fn(api)``, whose
+        result -- the runtime's lazy set-up, its error code -- then stands, as the compiled
+        paths do.  None here."""
+        return None
 
     # ------------------------------------------------------------------ lookups
     def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:

@@ -12,7 +12,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from .. import errors
+from .. import _fast, errors
 from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, ExternalSemaphoreType, GraphMemAttr,
                      InstantiateFlags, NodeType, UpdateResult)
 
@@ -75,6 +75,12 @@ class CudaVendor(Vendor):
     direct_calls = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
                     "capture_status": "cuStreamIsCapturing", "add_memset": "cuGraphAddMemsetNode",
                     "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent"}
+    # Of those, the runtime calls whose driver function takes the very same arguments (the same
+    # handles, the same capture-status values) -> its slot: ABI mode calls these through the
+    # runtime function's own type (direct_fn); the memset and kernel adds need the driver's
+    # structs, which only the compiled extension lays out.
+    direct_same_args = {"GraphLaunch": "launch", "GraphAddEmptyNode": "add_empty",
+                        "StreamIsCapturing": "capture_status"}
     prefix = "cuda"
     error_enum = "cudaError_t"
     error_classes = {
@@ -495,6 +501,24 @@ class CudaVendor(Vendor):
             except errors.GraphRTError:  # not provided (an older runtime, the simulator): runtime only
                 continue
         return out
+
+    def direct_fn(self, api: str) -> Any:
+        try:
+            return self._direct_fns[api]
+        except KeyError:
+            pass
+        f = None
+        slot = self.direct_same_args.get(api)
+        # Compiled mode's functions are not cdata: its C calls the driver itself (set_direct).
+        if slot is not None and not _fast.direct_off():
+            runtime_fn = self.fn(api)
+            if isinstance(runtime_fn, self.ffi.CData):
+                try:
+                    f = self.ffi.cast(self.ffi.typeof(runtime_fn), self._entry_point(self.direct_calls[slot]))
+                except errors.GraphRTError:  # not provided (an older runtime, the simulator)
+                    f = None
+        self._direct_fns[api] = f
+        return f
 
     def _entry_point(self, api: str) -> Any:
         """The driver's ``api`` (``void *``), at the version this binding declares it for."""

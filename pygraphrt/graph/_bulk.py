@@ -267,8 +267,10 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
             else:
                 rc = add_empty(base + i, gh, dep_p, nd)
             if rc:
-                handles[i] = 0
-                raise ops.error(rc, ops.prefix + _BULK_APIS[memset])
+                rc = calls.refused(_BULK_APIS[memset], rc, base + i, gh, dep_p, nd, *((p,) if memset else ()))
+                if rc:
+                    handles[i] = 0
+                    raise ops.error(rc, ops.prefix + _BULK_APIS[memset])
             kinds[i] = memset
             i += 1
             if not i % 1024 and graph._handle is not gh:  # closed meanwhile (another thread)

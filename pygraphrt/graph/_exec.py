@@ -30,7 +30,10 @@ class GraphExec(Owned):
 
     def __init__(self, graph: "Graph", handle: Any) -> None:
         super().__init__(graph._backend, handle, True, keep=graph._keep)
-        self._launch_fn = graph._backend.ops.fn("GraphLaunch")
+        # ABI mode: the driver's cuGraphLaunch where the runtime hands it out (a refused call is
+        # made again through the runtime: _launch_slow); compiled mode's C launch does the same.
+        ops = graph._backend.ops
+        self._launch_fn = ops.direct_fn("GraphLaunch") or ops.fn("GraphLaunch")
         self._last_stream: Stream | None = None
         # Nodes of the graph it was instantiated from address this exec's nodes,
         # also after update() (the runtime's rule for the per-node setters).
@@ -72,17 +75,25 @@ class GraphExec(Owned):
             self._launch_slow(stream)
             return
         if rc:
-            raise self._backend.ops.error(rc, self._backend.ops.prefix + "GraphLaunch")
+            self._launch_slow(stream, rc)
+            return
         if self._host_sinks:
             stream._sinks.update(self._host_sinks)
         self._last_stream = stream
 
-    def _launch_slow(self, stream: Any) -> None:
+    def _launch_slow(self, stream: Any, refused: int = 0) -> None:
+        """The launch's checks, then the runtime's call.  ``refused``: what the hot path's call
+        returned -- the runtime's own refusal is raised as it is; the driver's (Vendor.direct_fn)
+        is made again through the runtime, which sets up what the driver lacked (a thread's
+        first context) and launches, or says why not."""
         h = self.handle  # raises when closed
         if not isinstance(stream, Stream):
             raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
         self._same_backend(stream, "GraphExec.launch")
-        self._backend.ops.call("GraphLaunch", h, stream.handle)
+        ops = self._backend.ops
+        if refused and self._launch_fn is ops.fn("GraphLaunch"):
+            raise ops.error(refused, ops.prefix + "GraphLaunch")
+        ops.call("GraphLaunch", h, stream.handle)
         if self._host_sinks:
             stream._sinks.update(self._host_sinks)
         self._last_stream = stream

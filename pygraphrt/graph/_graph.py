@@ -41,17 +41,27 @@ def _load_kernel_nodes() -> Any:
 
 
 class _Calls:
-    """A backend's runtime functions as attributes (``calls.GraphAddEmptyNode``), looked up
-    once through ``ops.fn`` -- which raises NotSupported for one the runtime lacks, at the
-    call that needs it -- then plain instance attributes."""
+    """A backend's functions for the runtime calls graphs make, as attributes
+    (``calls.GraphAddEmptyNode``), looked up once -- ``ops.fn`` raises NotSupported for one
+    the runtime lacks, at the call that needs it -- then plain instance attributes.  Where ABI
+    mode calls the driver's function for one (``ops.direct_fn``: the empty-node add on CUDA),
+    the attribute is that function; a call it refuses is made again by :meth:`refused`."""
 
     def __init__(self, ops: Any) -> None:
         self.__dict__["_ops"] = ops
 
     def __getattr__(self, api: str) -> Any:
-        f = self._ops.fn(api)
+        ops = self._ops
+        f = ops.direct_fn(api) or ops.fn(api)
         self.__dict__[api] = f
         return f
+
+    def refused(self, api: str, rc: int, *args: Any) -> int:
+        """What stands where ``calls.<api>(*args)`` returned ``rc`` (non-zero): where that was
+        the driver's function, the runtime's own call with the same arguments (it sets up what
+        the driver lacked -- a thread's first context -- or says why not); else ``rc``."""
+        runtime_fn = self._ops.fn(api)
+        return rc if getattr(self, api) is runtime_fn else runtime_fn(*args)
 
 
 def _calls(backend: Any) -> _Calls:
@@ -286,10 +296,13 @@ class Graph(Owned):
         else:
             arr = self._dep_array(deps, n)
         out = self._out1
-        rc = getattr(self._calls, api)(out, h, arr, n, *args)
+        calls = self._calls
+        rc = getattr(calls, api)(out, h, arr, n, *args)
         if rc:
-            ops = self._backend.ops
-            raise ops.error(rc, ops.prefix + api)
+            rc = calls.refused(api, rc, out, h, arr, n, *args)
+            if rc:
+                ops = self._backend.ops
+                raise ops.error(rc, ops.prefix + api)
         return self._new_node(cls, out[0])
 
     def _add_with_edge_data(self, api: str, deps: list[Node], edges: list[EdgeData],
@@ -330,8 +343,10 @@ class Graph(Owned):
                         out = self._out1
                         rc = self._calls.GraphAddEmptyNode(out, h, arr, 1)
                         if rc:
-                            ops = self._backend.ops
-                            raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
+                            rc = self._calls.refused("GraphAddEmptyNode", rc, out, h, arr, 1)
+                            if rc:
+                                ops = self._backend.ops
+                                raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
                         return self._new_node(EmptyNode, out[0])
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
@@ -376,8 +391,10 @@ class Graph(Owned):
                     out = self._out1
                     rc = self._calls.GraphAddMemsetNode(out, h, arr, n, p)
                     if rc:
-                        ops = self._backend.ops
-                        raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
+                        rc = self._calls.refused("GraphAddMemsetNode", rc, out, h, arr, n, p)
+                        if rc:
+                            ops = self._backend.ops
+                            raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
                     return self._new_node(MemsetNode, out[0])
         else:
             _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,

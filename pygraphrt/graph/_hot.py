@@ -171,9 +171,25 @@ def status(backend: Any) -> str:
 
 
 def direct_status(backend: Any) -> str:
-    """Which driver functions the compiled runtime calls go to first (pygraphrt._fast.set_direct),
-    or ``"off (why)"`` -- installing the hot methods first, as the first graph would."""
+    """Which driver functions the runtime calls go to first -- in compiled mode its C's
+    (pygraphrt._fast.set_direct), in ABI mode the Python hot paths' (``Vendor.direct_fn``) --
+    or ``"off (why)"``; installing the hot methods first, as the first graph would."""
+    if str(getattr(backend, "ffi_mode", "")).startswith("abi"):
+        return _abi_direct_status(backend.ops)
     if _fast.hot_module(backend) is None:
         return "off (the compiled hot methods only)"
     install(backend)
     return backend.__dict__.get("_direct_calls", "off (the hot methods stay Python)")
+
+
+def _abi_direct_status(ops: Any) -> str:
+    if _fast.direct_off():
+        return "off (PYGRAPHRT_DIRECT=0)"
+    done = []
+    for api, slot in ops.direct_same_args.items():
+        try:
+            if ops.direct_fn(api) is not None:
+                done.append(ops.direct_calls[slot])
+        except errors.GraphRTError:  # the runtime lacks the call itself
+            continue
+    return ", ".join(done) if done else f"off (the {ops.name} driver offers none of them)"
