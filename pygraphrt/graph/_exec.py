@@ -69,8 +69,9 @@ class GraphExec(Owned):
         stream (handle None), a non-stream or a stream of another backend makes
         cffi refuse the arguments; the slow path then says precisely why.
         """
+        fn = self._launch_fn  # (an attribute load, not a method lookup: CPython specializes it)
         try:
-            rc = self._launch_fn(self._handle, stream._handle)
+            rc = fn(self._handle, stream._handle)
         except (TypeError, AttributeError):
             self._launch_slow(stream)
             return
