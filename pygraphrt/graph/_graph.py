@@ -131,6 +131,13 @@ class Graph(Owned):
         self._dep1 = ffi.new(f"{prefix}GraphNode_t[1]")
         self._depn: Any = None  # grown on demand for nodes with several dependencies
         self._calls = _calls(backend)
+        # add_empty's function for its hot path (ABI mode: the driver's, where there is one), as
+        # an instance attribute: read without _Calls' lookup hook.  None: the runtime lacks it,
+        # and the generic path says so.
+        try:
+            self._empty_fn = self._calls.GraphAddEmptyNode
+        except errors.GraphRTError:
+            self._empty_fn = None
         self._memset: Any = None  # the memset-params cell (_make_memset_cell), made on first use
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
@@ -337,17 +344,23 @@ class Graph(Owned):
                 d = dependencies[0]  # type: ignore[index]
                 if isinstance(d, Node) and d._graph is self:
                     dh = d._handle
-                    if dh is not None:
+                    fn = self._empty_fn
+                    if dh is not None and fn is not None:
                         arr = self._dep1
                         arr[0] = dh
                         out = self._out1
-                        rc = self._calls.GraphAddEmptyNode(out, h, arr, 1)
+                        rc = fn(out, h, arr, 1)
                         if rc:
                             rc = self._calls.refused("GraphAddEmptyNode", rc, out, h, arr, 1)
                             if rc:
                                 ops = self._backend.ops
                                 raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
-                        return self._new_node(EmptyNode, out[0])
+                        # _new_node, inlined: a Python call costs a fifth of this path
+                        node = _new(EmptyNode)
+                        node._graph = self
+                        node._handle = nh = out[0]
+                        self._nodes[nh] = node
+                        return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
