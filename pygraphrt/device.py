@@ -12,17 +12,26 @@ from ._operands import byte as _byte
 from ._operands import check_fits as _check_fits
 from ._operands import count as _count
 from ._operands import ptr as _ptr
-from .enums import CaptureMode, CaptureStatus, GraphMemAttr, capture_mode
 
+# pygraphrt.enums is imported where it is used, not here: a program's first stream then loads it
+# with the backend, while the driver initialises on another thread (_runtime.load), rather than
+# before (cold start).
 if TYPE_CHECKING:
     from ._records import DeviceInfo
-    from .enums import EdgeData
+    from .enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr
     from .mempool import AsyncBuffer, MemPool
     from .graph import Capture, Graph, Node, Recapture
     from .kernels import Kernel
 
 __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_device",
            "exchange_capture_mode"]
+
+
+def _capture_status() -> type[CaptureStatus]:
+    """pygraphrt.enums.CaptureStatus (the module is loaded with the backend: see the imports)."""
+    from .enums import CaptureStatus
+
+    return CaptureStatus
 
 
 def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first use (._records)
@@ -81,10 +90,14 @@ class Device:
         return int(value[0])
 
     def graph_mem_attributes(self) -> dict[GraphMemAttr, int]:
+        from .enums import GraphMemAttr
+
         return {a: self.graph_mem_attribute(a) for a in GraphMemAttr}
 
     def reset_graph_mem_high_watermarks(self) -> None:
         """Reset USED_MEM_HIGH and RESERVED_MEM_HIGH (the runtime accepts only 0)."""
+        from .enums import GraphMemAttr
+
         ops = self._backend.ops
         zero = self._backend.ffi.new("unsigned long long *", 0)
         for attr in (GraphMemAttr.USED_MEM_HIGH, GraphMemAttr.RESERVED_MEM_HIGH):
@@ -144,7 +157,7 @@ class Stream(Owned):
         self._status_cell = backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
         # (chosen at the first is_capturing: _capturing_fn)
         self._is_capturing_fn: Any = None
-        self._active_status = ops.value(ops.capture_statuses, CaptureStatus.ACTIVE, "")
+        self._active_status = ops.value(ops.capture_statuses, _capture_status().ACTIVE, "")
         # The compiled fast path's one-argument form (status, or minus the error code).
         self._capture_status_fn = _fast.compiled_helper(backend, "_pgr_capture_status")
         self._sinks: set[ErrorSink] = set()
@@ -199,7 +212,7 @@ class Stream(Owned):
             _check_fits(b, src, n, api, "source")
             # Eager copies only: a captured copy is checked by the runtime (and refused
             # without a crash), and an invalidated capture must answer as the runtime does.
-            if self.capture_status() is CaptureStatus.NONE:
+            if self.capture_status() is _capture_status().NONE:
                 b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
         self._retain(dst)
@@ -310,7 +323,7 @@ class Stream(Owned):
 
     def _capturing_hint(self) -> bool:
         try:
-            return self.capture_status() is not CaptureStatus.NONE
+            return self.capture_status() is not _capture_status().NONE
         except errors.GraphRTError:
             return False
 
@@ -382,7 +395,7 @@ class Stream(Owned):
         fn = self._is_capturing_fn = ops.direct_fn("StreamIsCapturing") or ops.fn("StreamIsCapturing")
         return fn
 
-    def capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, *, graph: "Graph | None" = None,
+    def capture(self, mode: str | CaptureMode = "global", *, graph: "Graph | None" = None,
                 dependencies: "list[Node] | None" = None,
                 edges: list[EdgeData] | None = None, pool: "MemPool | str | None" = None) -> "Capture":
         """Capture the work issued on this stream into a graph (a context manager).
@@ -396,7 +409,7 @@ class Stream(Owned):
 
         return Capture(self, mode, graph, dependencies, edges, pool=pool)
 
-    def recapture(self, graph: "Graph", mode: str | CaptureMode = CaptureMode.GLOBAL, *,
+    def recapture(self, graph: "Graph", mode: str | CaptureMode = "global", *,
                   on_mismatch: Any = None) -> "Recapture":
         """Capture the same work again into ``graph``, node for node (CUDA >= 13.3).
 
@@ -411,7 +424,7 @@ class Stream(Owned):
 
         return Recapture(self, graph, mode, on_mismatch)
 
-    def begin_capture(self, mode: str | CaptureMode = CaptureMode.GLOBAL, **kw: Any) -> "Capture":
+    def begin_capture(self, mode: str | CaptureMode = "global", **kw: Any) -> "Capture":
         """Explicit form: ``cap = s.begin_capture(); ...; graph = cap.end()``."""
         cap = self.capture(mode, **kw)
         cap.begin()
@@ -531,6 +544,8 @@ def malloc(size: int) -> DeviceBuffer:
 
 def exchange_capture_mode(mode: str | CaptureMode) -> CaptureMode:
     """Set this thread's capture-interaction mode; return the previous one."""
+    from .enums import capture_mode
+
     b = _runtime.active()
     ops = b.ops
     m = capture_mode(mode, "exchange_capture_mode")

@@ -262,6 +262,34 @@ def test_loading_starts_the_driver_on_a_thread_and_imports_nothing_it_does_not_n
         assert out["mode"] == "abi"
 
 
+@pytest.mark.parametrize("mode", ["0", "auto"])
+def test_the_vendor_tables_load_while_the_driver_initialises(tiny_runtime, mode):
+    """``import pygraphrt`` and the device classes (what ``rt.Stream()`` needs before it calls
+    the runtime) load neither the vendor tables nor pygraphrt.enums: those load with the
+    backend, after the driver's initialisation has begun on its thread (the cold start's
+    longest wait), and the backend times them ("vendor modules")."""
+    r = run_py(f"""
+        import json, sys, pygraphrt
+        pygraphrt.Stream, pygraphrt.Event, pygraphrt.malloc
+        from pygraphrt import _runtime
+        early = [m for m in ("pygraphrt.enums", "pygraphrt._vendors") if m in sys.modules]
+        seen = []
+        start = _runtime._Library.start_driver_init
+        def spy(self, vendor):
+            seen.append([m for m in ("pygraphrt.enums", "pygraphrt._vendors") if m in sys.modules])
+            return start(self, vendor)
+        _runtime._Library.start_driver_init = spy
+        b = _runtime.load("cuda")
+        print(json.dumps({{"early": early, "at_driver_init": seen, "stages": list(b.load_ms),
+                          "enums": "pygraphrt.enums" in sys.modules}}))
+    """, PYGRAPHRT_CUDART=str(tiny_runtime), PYGRAPHRT_FAST=mode)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["early"] == [] and out["at_driver_init"] == [[]] and out["enums"]
+    assert out["stages"][:4] == ["library search", "dlopen + runtime version", "vendor modules",
+                                 "binding (ffi, lib, symbols)"]
+
+
 def test_an_unsupported_runtime_starts_no_driver_initialisation(tmp_path, tiny_runtime):
     from bindgen.fast import have_compiler
 
