@@ -379,9 +379,7 @@ class Stream(Owned):
             raise
         if rc:
             ops = self._backend.ops
-            runtime_fn = ops.fn("StreamIsCapturing")
-            if fn is not runtime_fn:  # the driver refused: the runtime's call stands
-                rc = runtime_fn(self._handle, cell)
+            rc = ops.refused("StreamIsCapturing", fn, rc, self._handle, cell)
             if rc:
                 raise ops.error(rc, ops.prefix + "StreamIsCapturing")
         return cell[0] == self._active_status
@@ -391,8 +389,7 @@ class Stream(Owned):
         first stream is a program's first device call, and looking the driver's function up
         there would lengthen its start): in ABI mode the driver's cuStreamIsCapturing where the
         runtime hands it out (Vendor.direct_fn), else the runtime's."""
-        ops = self._backend.ops
-        fn = self._is_capturing_fn = ops.direct_fn("StreamIsCapturing") or ops.fn("StreamIsCapturing")
+        fn = self._is_capturing_fn = self._backend.ops.hot_fn("StreamIsCapturing")
         return fn
 
     def capture(self, mode: str | CaptureMode = "global", *, graph: "Graph | None" = None,

@@ -213,11 +213,25 @@ class Vendor:
     def direct_fn(self, api: str) -> Callable[..., int] | None:
         """ABI mode's call straight to the driver for runtime call ``api`` (prefix-less): the
         driver's function doing that work with the very same arguments, callable as the
-        runtime's own, or None (no such function: every call goes through :meth:`fn`).  A
-        caller makes a call it refuses (a non-zero result) again through ``fn(api)``, whose
-        result -- the runtime's lazy set-up, its error code -- then stands, as the compiled
-        paths do.  None here."""
+        runtime's own, or None (no such function: every call goes through :meth:`fn`).  Hot
+        paths take it through :meth:`hot_fn`, and a call it refuses (a non-zero result) is made
+        again through the runtime by :meth:`refused`, whose result -- the runtime's lazy set-up,
+        its error code -- then stands, as in the compiled paths.  None here."""
         return None
+
+    def hot_fn(self, api: str) -> Callable[..., int]:
+        """The function a hot path calls for runtime call ``api``: :meth:`direct_fn`'s where
+        there is one, else :meth:`fn`'s (NotSupported where the runtime lacks it).  A non-zero
+        result of it goes to :meth:`refused`."""
+        return self.direct_fn(api) or self.fn(api)
+
+    def refused(self, api: str, fn: Callable[..., int], rc: int, *args: Any) -> int:
+        """The result that stands where ``fn`` (:meth:`hot_fn`'s function for ``api``) returned
+        ``rc`` (non-zero) for ``args``: where ``fn`` is the driver's, that of the runtime's own
+        call with the same arguments (it sets up what the driver lacked -- a thread's first
+        context -- or says why not); else ``rc``, the runtime's own refusal."""
+        runtime_fn = self.fn(api)
+        return rc if fn is runtime_fn else runtime_fn(*args)
 
     # ------------------------------------------------------------------ lookups
     def _reverse(self, table: dict[Any, str]) -> dict[int, Any]:

@@ -32,8 +32,7 @@ class GraphExec(Owned):
         super().__init__(graph._backend, handle, True, keep=graph._keep)
         # ABI mode: the driver's cuGraphLaunch where the runtime hands it out (a refused call is
         # made again through the runtime: _launch_slow); compiled mode's C launch does the same.
-        ops = graph._backend.ops
-        self._launch_fn = ops.direct_fn("GraphLaunch") or ops.fn("GraphLaunch")
+        self._launch_fn = graph._backend.ops.hot_fn("GraphLaunch")
         self._last_stream: Stream | None = None
         # Nodes of the graph it was instantiated from address this exec's nodes,
         # also after update() (the runtime's rule for the per-node setters).
@@ -92,9 +91,12 @@ class GraphExec(Owned):
             raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
         self._same_backend(stream, "GraphExec.launch")
         ops = self._backend.ops
-        if refused and self._launch_fn is ops.fn("GraphLaunch"):
-            raise ops.error(refused, ops.prefix + "GraphLaunch")
-        ops.call("GraphLaunch", h, stream.handle)
+        if refused:
+            rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, stream.handle)
+            if rc:
+                raise ops.error(rc, ops.prefix + "GraphLaunch")
+        else:
+            ops.call("GraphLaunch", h, stream.handle)
         if self._host_sinks:
             stream._sinks.update(self._host_sinks)
         self._last_stream = stream

@@ -51,17 +51,13 @@ class _Calls:
         self.__dict__["_ops"] = ops
 
     def __getattr__(self, api: str) -> Any:
-        ops = self._ops
-        f = ops.direct_fn(api) or ops.fn(api)
+        f = self._ops.hot_fn(api)
         self.__dict__[api] = f
         return f
 
     def refused(self, api: str, rc: int, *args: Any) -> int:
-        """What stands where ``calls.<api>(*args)`` returned ``rc`` (non-zero): where that was
-        the driver's function, the runtime's own call with the same arguments (it sets up what
-        the driver lacked -- a thread's first context -- or says why not); else ``rc``."""
-        runtime_fn = self._ops.fn(api)
-        return rc if getattr(self, api) is runtime_fn else runtime_fn(*args)
+        """What stands where ``calls.<api>(*args)`` returned ``rc`` (non-zero): ``ops.refused``."""
+        return self._ops.refused(api, getattr(self, api), rc, *args)
 
 
 def _calls(backend: Any) -> _Calls:
