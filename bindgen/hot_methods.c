@@ -759,8 +759,9 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
     if (nargs - 3 != (Py_ssize_t)n ||
         !_pgr_pack_args(args + 3, n, desc, size, buf.bytes, argv, _pgr_hot.launch_backend, _pgr_hot.ct_lvoid_p))
         goto fallback;
-    /* the stream, read last: its attributes (Stream has no __slots__) are looked up in its
-       __dict__ -- the layout and arguments were read before anything that could run Python code */
+    /* the stream, read last: its attributes are looked up by name (its _handle a slot, the
+       others in its __dict__) -- the layout and arguments were read before anything that could
+       run Python code */
     sb = _pgr_attr(stream, _pgr_s_backend);
     if (sb != _pgr_hot.launch_backend) goto fallback;
     sh = _pgr_attr(stream, _pgr_s_handle);
