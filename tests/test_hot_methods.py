@@ -210,6 +210,18 @@ KERNEL = PROBE + FAKE_KERNEL + """
     case("an earlier shape again", lambda: node(g.add_kernel(k, 4, 64, ARGS, dependencies=[r])))
     case("another shape", lambda: node(g.add_kernel(k, (2, 2), 16, ARGS, shared_mem=8)))
     case("the same shape", lambda: node(g.add_kernel(k, (2, 2), 16, args((1, 9)), shared_mem=8)))
+    # plain-int shapes are the Python path's key: a refused one leaves the last one written, and
+    # the same shape given as tuples, then as ints again, or one field changed, is written again
+    case("int shape", lambda: node(g.add_kernel(k, 3, 32, ARGS)))
+    case("int shape refused", lambda: g.add_kernel(k, 3, 32, ARGS, shared_mem=-1))
+    case("int shape again", lambda: node(g.add_kernel(k, 3, 32, args((1, 4)))))
+    case("as tuples", lambda: node(g.add_kernel(k, (3,), (32, 1, 1), ARGS)))
+    case("ints after tuples", lambda: node(g.add_kernel(k, 3, 32, ARGS)))
+    case("block alone", lambda: node(g.add_kernel(k, 3, 64, ARGS)))
+    case("shared memory alone", lambda: node(g.add_kernel(k, 3, 64, ARGS, shared_mem=16)))
+    case("grid refused", lambda: g.add_kernel(k, 0, 64, ARGS, shared_mem=16))
+    case("bool grid", lambda: g.add_kernel(k, True, 64, ARGS, shared_mem=16))
+    case("the last shape", lambda: node(g.add_kernel(k, 3, 64, ARGS, shared_mem=16)))
     # argument buffers are reused from node to node (Python path) or on the C stack: each node
     # must still hold its own values, read back now that every node is made
     print("values at the end", [p["args"][1:] for p in (n.params for n in g.nodes()) if p.get("args") is not None])
@@ -587,7 +599,8 @@ def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
     assert {label for label, path in paths.items() if path == "c"} == {
         "positional", "list args", "keywords", "three dims", "buffer pointer", "ints for floats", "extremes",
         "sixteen", "builder", "unbound call", "its second", "an earlier shape again", "another shape",
-        "the same shape", "full graph"}
+        "the same shape", "int shape", "int shape again", "as tuples", "ints after tuples", "block alone",
+        "shared memory alone", "the last shape", "full graph"}
     assert {label for label, path in paths.items() if path == "?"} == {"unknown keyword", "args twice"}
     assert len(paths) == KERNEL.count("case(\"")
 
@@ -617,9 +630,17 @@ def test_kernel_nodes_results(fake_cudart):  # noqa: F811
     assert ", (2, 2, 1), (16, 1, 1), 8, [0, 9, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295], [], " in \
         rows["the same shape"]
     assert rows["edge data"].endswith(", ['r'], True)") and rows["attributes"].endswith(", [], True)")
+    shapes = {"int shape": "(3, 1, 1), (32, 1, 1), 0", "as tuples": "(3, 1, 1), (32, 1, 1), 0",
+              "ints after tuples": "(3, 1, 1), (32, 1, 1), 0", "block alone": "(3, 1, 1), (64, 1, 1), 0",
+              "shared memory alone": "(3, 1, 1), (64, 1, 1), 16", "the last shape": "(3, 1, 1), (64, 1, 1), 16"}
+    for label, shape in shapes.items():
+        assert f", {shape}, {values}, [], " in rows[label], (label, rows[label])
+    assert ", (3, 1, 1), (32, 1, 1), 0, [0, 4, 2.5, 255, -3, 1.5, -9223372036854775808, 4294967295], [], " \
+        in rows["int shape again"]
     for label in ("int too big", "unsigned negative", "float too big", "float for int", "pointer negative",
                   "too few args", "args a string", "no args", "grid 0", "grid 2**32", "four dims",
-                  "negative shared memory", "not a kernel", "another graph's node"):
+                  "negative shared memory", "not a kernel", "another graph's node", "int shape refused",
+                  "grid refused", "bool grid"):
         assert rows[label].startswith("InvalidValue"), (label, rows[label])
     assert rows["closed buffer"].startswith("InvalidResourceHandle")
     assert rows["Dim3 grid"].startswith("('KernelNode', 'n")

@@ -281,7 +281,8 @@ class Graph(Owned):
         h = self._handle
         if h is None:
             self.handle  # raises InvalidResourceHandle
-        deps: Sequence[Node] = (dependencies if type(dependencies) in (list, tuple)  # type: ignore[assignment]
+        t = type(dependencies)
+        deps: Sequence[Node] = (dependencies if t is list or t is tuple  # type: ignore[assignment]
                                 else list(dependencies or ()))
         if edges is not None and any(not e.is_default for e in _check_edges(deps, edges) or ()):
             return self._add_with_edge_data(api, list(deps), list(edges), args, cls)

@@ -112,11 +112,26 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     if (not k._checked or sig is None or sig._struct is None or sig._fast is None
             or (type(args) is not tuple and type(args) is not list)):
         return None
-    g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
-    fast = sig.fast_values(args, k._pointer_of)
-    if fast is None:
-        return None
-    values, pointers = fast
+    # Plain ints (addresses, integers) pack as they are and keep nothing: the common case,
+    # without fast_values' conversion.
+    values: Sequence[Any]
+    pointers: Sequence[Any]
+    fast = False
+    if len(args) == len(sig._fast):
+        for v in args:
+            if type(v) is not int:
+                break
+        else:
+            values, pointers = args, ()
+            fast = True
+    if not fast:
+        r = sig.fast_values(args, k._pointer_of)
+        if r is None:
+            return None
+        values, pointers = r
+    # Launch dimensions given as plain ints are their own key: the struct holds them already
+    # when they equal the last node's, and nothing is converted or written.
+    key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None
     pool = k._node_scratch
     scratch = pool.pop() if pool else _new_node_scratch(graph, k)
     try:
@@ -125,17 +140,18 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
         except (struct.error, OverflowError):
             return None
         p = scratch[1]
-        launch = (k.handle, g, b, smem)  # k.handle raises once the kernel's library is unloaded
-        if scratch[3] != launch:
+        func = k.handle  # raises once the kernel's library is unloaded
+        if key is None or scratch[3] != key:
             # Written only when they change (a cffi field write costs about as much as the
             # runtime's call): nodes of one kernel and shape, the common case, write none.
+            g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
             scratch[3] = None  # (until every field is written: a write may raise)
-            p.func = launch[0]
+            p.func = func
             grid_dim, block_dim = p.gridDim, p.blockDim
             grid_dim.x, grid_dim.y, grid_dim.z = g
             block_dim.x, block_dim.y, block_dim.z = b
             p.sharedMemBytes = smem
-            scratch[3] = launch
+            scratch[3] = key
         node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
     finally:
         pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
