@@ -169,3 +169,20 @@ def test_repeated_runs_combine_ratio_by_ratio():
     assert pooled["p"].trials_us == [1.0, 3.0, 1.5] and pooled["p"].median == 1.5
     single = table([], combine_ratios(per_run[:1]))
     assert "runs" not in single and single.rstrip().endswith("yes")
+
+
+def test_cold_start_is_set_against_the_driver_floor():
+    """The driver's own cold start (no binding) is measured beside the two bindings: `S*` is the
+    best `S` any binding could reach on the machine, `<mode>:Sf` pygraphrt's over that floor."""
+    import benchmarks.run as run
+
+    label = "import + backend + first device call"
+    figs = {f"pygraphrt: {label} [abi]": Figure("g", "p", [220.0]),
+            f"cuda.bindings: {label}": Figure("g", "c", [300.0]),
+            f"driver floor: {label}": Figure("g", "d", [200.0])}
+    ratios = {r.name: r for r in run.target_ratios(figs)}
+    assert ratios["S*"].value == 200.0 / 300.0 and ratios["abi:Sf"].value == 1.1
+    assert abs(ratios["abi:S"].value - 220.0 / 300.0) < 1e-12 and not ratios["abi:S"].met
+    imp, first = run.IMPORT_PROG["driver floor"]
+    assert imp == "import _cffi_backend" and "cuInit" in first and "cuStreamCreate" in first
+    compile(f"{imp}; {first}", "driver-floor", "exec")  # the program bench_import runs
