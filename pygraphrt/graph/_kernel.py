@@ -112,23 +112,10 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     if (not k._checked or sig is None or sig._struct is None or sig._fast is None
             or (type(args) is not tuple and type(args) is not list)):
         return None
-    # Plain ints (addresses, integers) pack as they are and keep nothing: the common case,
-    # without fast_values' conversion.
-    values: Sequence[Any]
-    pointers: Sequence[Any]
-    fast = False
-    if len(args) == len(sig._fast):
-        for v in args:
-            if type(v) is not int:
-                break
-        else:
-            values, pointers = args, ()
-            fast = True
-    if not fast:
-        r = sig.fast_values(args, k._pointer_of)
-        if r is None:
-            return None
-        values, pointers = r
+    fast = sig.fast_values(args, k._pointer_of)
+    if fast is None:
+        return None
+    values, pointers = fast
     # Launch dimensions given as plain ints are their own key: the struct holds them already
     # when they equal the last node's, and nothing is converted or written.
     key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None

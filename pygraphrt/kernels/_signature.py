@@ -411,7 +411,7 @@ class PackedArgs:
     __slots__ = ("buffer", "offsets", "sizes", "keep")
 
     def __init__(self, buffer: bytearray, offsets: tuple[int, ...], sizes: tuple[int, ...],
-                 keep: tuple[Any, ...] | list[Any] = ()) -> None:
+                 keep: Sequence[Any] = ()) -> None:
         self.buffer = buffer
         self.offsets = offsets
         self.sizes = sizes
@@ -478,13 +478,21 @@ class Signature:
         n = self.names[i]
         return f"argument {i} ({self.params[i].name}{' ' + n if n else ''})"
 
-    def fast_values(self, args: Sequence[Any], pointer_of: PointerOf) -> tuple[list[Any], list[Any]] | None:
+    def fast_values(self, args: Sequence[Any], pointer_of: PointerOf
+                    ) -> tuple[Sequence[Any], Sequence[Any]] | None:
         """(values for ``_struct``, objects to keep) when every argument is a plain int/float
         or a pointer, else None: the caller then takes the checked path (which explains)."""
         fast = self._fast
         if fast is None or len(args) != len(fast):
             return None
-        values = list(args)  # a plain int fits every kind (an address, an integer, a float)
+        # A plain int fits every kind (an address, an integer, a float): arguments that are all
+        # plain ints, the common case, are the values as they are, and keep nothing.
+        for v in args:
+            if type(v) is not int:
+                break
+        else:
+            return args, ()
+        values = list(args)
         keep: list[Any] = []
         try:
             for i, k in enumerate(fast):
