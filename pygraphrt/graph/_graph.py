@@ -301,7 +301,10 @@ class Graph(Owned):
             arr = self._dep_array(deps, n)
         out = self._out1
         calls = self._calls
-        rc = getattr(calls, api)(out, h, arr, n, *args)
+        # One parameter (a node's struct or handle), the common case, is passed as it is: a
+        # call with *args would first build a tuple of all five arguments.
+        fn = getattr(calls, api)
+        rc = fn(out, h, arr, n, args[0]) if len(args) == 1 else fn(out, h, arr, n, *args)
         if rc:
             rc = calls.refused(api, rc, out, h, arr, n, *args)
             if rc:
