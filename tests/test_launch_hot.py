@@ -207,6 +207,91 @@ def test_threads_add_kernel_nodes_of_their_own_shapes(backend):
         g.close()
 
 
+def _node_view(node):
+    p = node.params
+    return (tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], list(p["args"]),
+            sorted(id(d) for d, _ in node.dependencies))
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except errors.GraphRTError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_kernel_nodes_hot_adder_agrees_with_the_general_path(backend):
+    """Where C does not make kernel nodes (here the simulator; ABI mode), a kernel's later nodes
+    go to its generated adder (graph._kernel.build_adder): for every call, usual or not, the
+    node (launch shape, argument values, dependencies) or the error is what the general path
+    gives, and the adder hands only the unusual calls to it."""
+    from pygraphrt.graph import _kernel
+
+    src = 'extern "C" __global__ void hot3(float *y, int n, float v) {}'
+    sig = "float *y, int n, float v"
+    hot_k = rt.Program(src).kernel("hot3", signature=sig)
+    plain_k = rt.Program(src).kernel("hot3", signature=sig)
+    buf, other_buf = rt.malloc(64), rt.malloc(64)
+    g, other = rt.Graph(), rt.Graph()
+    root, second, foreign = g.add_empty(), g.add_empty(), other.add_empty()
+    hot_k_first = g.add_kernel(hot_k, 1, 32, [buf, 1, 1.0])
+    plain_k_first = g.add_kernel(plain_k, 1, 32, [buf, 1, 1.0])
+    hot = hot_k._node_hot
+    assert hot and "pack_into(scratch[0], 0, p0, a1, a2)" in hot.source
+    plain_k._node_hot = False  # the general path throughout
+    slow_calls = []
+    general = hot.__globals__["slow"]
+    hot.__globals__["slow"] = lambda *a: (slow_calls.append(a[4]), general(*a))[1]
+    # (label, grid, block, args, shared_mem, dependencies, taken by the adder itself)
+    cases = [
+        ("ints", 2, 64, (0x1000, 5, 2), 0, [root], True),
+        ("buffer and list", 3, 32, [buf, -7, 0.25], 16, [second], True),
+        ("no dependencies", 3, 32, (buf, 0, 1.5), 16, None, True),
+        ("empty dependencies", 3, 32, (buf, 0, 1.5), 16, (), True),
+        ("two dependencies", 1, 1, (buf, 1, 1.0), 0, [root, second], True),
+        ("null pointer", 1, 1, (None, 1, 1.0), 0, [root], True),
+        ("dims as tuples", (2, 2), (8, 4, 2), (buf, 1, 1.0), 0, [root], False),
+        ("a generator of dependencies", 1, 1, (buf, 1, 1.0), 0, iter([root]), False),
+        ("int too large", 1, 1, (buf, 1 << 31, 1.0), 0, [root], False),
+        ("a bool", 1, 1, (buf, True, 1.0), 0, [root], False),
+        ("a str for a float", 1, 1, (buf, 1, "x"), 0, [root], False),
+        ("too few", 1, 1, (buf, 1), 0, [root], False),
+        ("a str for args", 1, 1, "abc", 0, [root], False),
+        ("grid 0", 0, 1, (buf, 1, 1.0), 0, [root], False),
+        ("block 2**32", 1, 1 << 32, (buf, 1, 1.0), 0, [root], False),
+        ("shared memory 2**32", 1, 1, (buf, 1, 1.0), 1 << 32, [root], False),
+        ("shared memory -1", 1, 1, (buf, 1, 1.0), -1, [root], False),
+        ("another graph's node", 1, 1, (buf, 1, 1.0), 0, [foreign], False),
+        ("another graph's node among two", 1, 1, (buf, 1, 1.0), 0, [root, foreign], True),
+        ("not a node", 1, 1, (buf, 1, 1.0), 0, ["root"], False),
+        ("a closed buffer", 1, 1, (other_buf, 1, 1.0), 0, [root], False),
+        ("back to ints", 2, 64, (0x1000, 5, 2), 0, [root], True),
+    ]
+    for label, grid, block, args, smem, deps, taken in cases:
+        if label == "a closed buffer":
+            other_buf.close()
+        seen = len(slow_calls)
+        a = _outcome(lambda: _node_view(g.add_kernel(hot_k, grid, block, args, shared_mem=smem,
+                                                     dependencies=deps if not hasattr(deps, "__next__")
+                                                     else iter([root]))))
+        b = _outcome(lambda: _node_view(g.add_kernel(plain_k, grid, block, args, shared_mem=smem,
+                                                     dependencies=deps if not hasattr(deps, "__next__")
+                                                     else iter([root]))))
+        assert a == b, label
+        assert (len(slow_calls) == seen) == taken, label
+    # the graph keeps the buffer pointers came from, and the kernel, once each
+    assert g._keep.count(buf) == 1 and g._keep.count(hot_k) == 1
+    assert hot_k_first.params["args"] == plain_k_first.params["args"]
+    # a closed graph, and an unloaded library: the general path says so
+    hot_k._owner.close()
+    assert "unloaded" in _outcome(lambda: g.add_kernel(hot_k, 1, 1, (0, 1, 1.0), dependencies=[root]))
+    g.close()
+    assert _outcome(lambda: g.add_kernel(plain_k, 1, 1, (0, 1, 1.0))) == \
+        _outcome(lambda: hot(g, plain_k, 1, 1, (0, 1, 1.0), 0, None))
+    other.close()
+    buf.close()
+
+
 def test_no_hot_path_without_a_launch_function(backend):
     k = rt.Program('extern "C" __global__ void hot3(float *y, int n, float v) {}').kernel(
         "hot3", signature="float *y, int n, float v")

@@ -9,19 +9,21 @@ explicit node's pointers must stay valid.
 
 from __future__ import annotations
 
+import functools
 import struct
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from .. import errors
+from .._operands import device_address
 from .._operands import keep as keep_alive
 from ..enums import EdgeData
-from ..kernels._hot import c_layout
-from ..kernels._library import Dims, Kernel, as_dims, as_shared_mem, lookup
+from ..kernels._hot import argument_lines, c_layout, memory_types
+from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
 from ._graph import _check_edges
-from ._node import Dim3, KernelNode
+from ._node import Dim3, KernelNode, Node
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -47,6 +49,19 @@ def _packed(kernel: Kernel, args: Sequence[Any]) -> tuple[Any, tuple[Any, ...]]:
 def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
         attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
         edges: Sequence[EdgeData] | None) -> "KernelNode":
+    # Where the C method does not make them (ABI mode, the simulator), a kernel's later nodes
+    # go to its generated hot adder (:func:`build_adder`), which takes the general path below
+    # for anything it does not handle.
+    if type(kernel) is Kernel and edges is None and not attributes:
+        hot = kernel._node_hot
+        if hot:
+            return hot(graph, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
+    return _add_general(graph, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
+
+
+def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any], shared_mem: int,
+                 attributes: dict[str, Any] | None, dependencies: Iterable[Any] | None,
+                 edges: Sequence[EdgeData] | None) -> "KernelNode":
     # A kernel of a node before (so not a foreign one, its signature checked) goes straight to
     # the reusable struct.  (Only checks the path below makes too, in the same order, come
     # before it: a wrong value raises what it would.)  Arguments that do not fit it are packed
@@ -96,9 +111,133 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
 
 def _note_layout(graph: "Graph", k: Kernel) -> None:
     """Once ``k``'s signature is checked against the kernel, let its later nodes be added in C
-    (compiled mode: graph._hot)."""
+    (compiled mode: graph._hot) or, where they cannot be, by its hot adder (:func:`build_adder`)."""
     if k._node_layout is None and k._checked:
         k._node_layout = c_layout(k) if _hot.install_kernel_nodes(graph._backend) else False
+        if not k._node_layout:
+            k._node_hot = build_adder(graph, k) or False
+
+
+def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | None:
+    """``hot(graph, kernel, grid, block, args, shared_mem, dependencies)``: ``kernel``'s nodes
+    added by a function generated for its signature, as ``kernels._hot`` makes its launches; or
+    None where its signature has none (a parameter other than an int, float or pointer).
+
+    It does what :func:`_add_reusing_scratch` and ``Graph._add`` do, in fewer steps: the
+    arguments unpacked into locals, each checked for its kind (pygraphrt's buffers give their
+    ``_address``) and packed by one ``struct.pack_into`` of the kernel's reusable parameter
+    struct and buffer (``_node_scratch``); grid, block and shared memory as plain ints, written
+    into the struct only when they differ from the last node's; at most one dependency, a live
+    node of this graph (more: ``Graph._dep_array``); the node made as ``Graph._add`` makes it.
+    Anything else -- a value of another type or out of range, dims as tuples, another backend, a
+    closed graph, an unloaded library -- takes :func:`_add_general`, which raises the error
+    that names it: the hot adder decides no error but the runtime's result code.
+    """
+    sig = kernel._signature
+    if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
+        return None
+    backend = graph._backend
+    calls = graph._calls
+    try:
+        add_fn = calls.GraphAddKernelNode
+    except errors.GraphRTError:
+        return None
+    kinds = sig._fast
+    library = kernel._owner if isinstance(kernel._owner, Library) else None
+    slow = "return slow(graph, kernel, grid, block, args, smem, None, deps, None)"
+    body = [
+        "def hot(graph, kernel, grid, block, args, smem, deps):",
+        "    h = graph._handle",
+        "    ta = args.__class__",
+        "    if (h is None or graph._backend is not backend or kernel._func is None"
+        + (" or library._handle is None" if library is not None else "")
+        + " or grid.__class__ is not int or block.__class__ is not int or smem.__class__ is not int"
+        " or not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296)"
+        f" or (ta is not tuple and ta is not list) or len(args) != {len(kinds)}):",
+        f"        {slow}",
+    ]
+    lines, values = argument_lines(kinds, slow)
+    body += lines
+    vals = ", ".join(values)
+    pointers = [v for v, k in zip(values, kinds) if k == 0]
+    body += [
+        # the dependencies: none, or a live node of this graph (checked here), or more (checked
+        # by Graph._dep_array, once the arguments have packed: the general path's order)
+        "    if deps is None:",
+        "        nd = 0",
+        "    else:",
+        "        td = deps.__class__",
+        "        if td is not list and td is not tuple:",
+        f"            {slow}",
+        "        nd = len(deps)",
+        "        if nd == 1:",
+        "            d = deps[0]",
+        "            if not isinstance(d, Node) or d._graph is not graph or d._handle is None:",
+        f"                {slow}",
+        "    scratch = pool.pop() if pool else new_scratch(graph, kernel)",
+        "    try:",
+        "        try:",
+        f"            pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        "        except (StructError, OverflowError):",
+        "            node = None",
+        "        else:",
+        "            p = scratch[1]",
+        "            key = (grid, block, smem)",
+        "            if scratch[3] != key:  # written only when they change",
+        "                scratch[3] = None  # (until every field is written)",
+        "                p.func = kernel._func",
+        "                dims = p.gridDim",
+        "                dims.x, dims.y, dims.z = grid, 1, 1",
+        "                dims = p.blockDim",
+        "                dims.x, dims.y, dims.z = block, 1, 1",
+        "                p.sharedMemBytes = smem",
+        "                scratch[3] = key",
+        "            if nd == 1:",
+        "                arr = graph._dep1",
+        "                arr[0] = d._handle",
+        "            elif nd == 0:",
+        "                arr = NULL",
+        "            else:",
+        "                arr = graph._dep_array(deps, nd)",
+        "            out = graph._out1",
+        "            rc = add_fn(out, h, arr, nd, p)",
+        "            if rc:",
+        "                rc = calls.refused(API, rc, out, h, arr, nd, p)",
+        "                if rc:",
+        "                    raise error(rc, NAME)",
+        "            node = new(KernelNode)",
+        "            node._graph = graph",
+        "            node._handle = nh = out[0]",
+        "            graph._nodes[nh] = node",
+        "    finally:",
+        "        pool.append(scratch)",
+        "    if node is None:",
+        f"        {slow}",
+        # the runtime copied the values: the graph keeps what pointers came from, and the kernel
+        # (which keeps its library), as _add_reusing_scratch does
+        "    kept = graph._keep",
+    ]
+    for v, a in ((v, "a" + v[1:]) for v in pointers):
+        body += [f"    if {v} is not {a} and {a} is not None and (not kept or kept[-1] is not {a}):",
+                 f"        keep_alive(kept, {a})"]
+    body += [
+        "    if not kept or kept[-1] is not kernel:",
+        "        keep_alive(kept, kernel)",
+        "    return node",
+    ]
+    ops = backend.ops
+    env: dict[str, Any] = {
+        "backend": backend, "library": library, "slow": _add_general, "memory": memory_types(),
+        "pointer_of": functools.partial(device_address, backend), "StructError": struct.error,
+        "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
+        "Node": Node, "KernelNode": KernelNode, "new": object.__new__, "NULL": backend.ffi.NULL,
+        "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "error": ops.error,
+        "NAME": ops.prefix + "GraphAddKernelNode", "keep_alive": keep_alive,
+    }
+    exec(compile("\n".join(body) + "\n", f"<pygraphrt kernel node of {kernel.name}>", "exec"), env)
+    hot = env["hot"]
+    hot.source = "\n".join(body)  # for tests
+    return hot  # type: ignore[no-any-return]
 
 
 def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem: Any, args: Any,

@@ -119,12 +119,50 @@ def status(backend: Any) -> str:
         f"Python ({backend.__dict__['_hot_launch']})"
 
 
-def _memory_types() -> tuple[type, ...]:
+def memory_types() -> tuple[type, ...]:
     """pygraphrt's buffer types: they carry ``_address`` (valid while ``_handle`` is not None)."""
     from ..device import DeviceBuffer
     from ..mempool import AsyncBuffer
 
     return (DeviceBuffer, AsyncBuffer)
+
+
+def argument_lines(kinds: tuple[int, ...], slow: str) -> tuple[list[str], list[str]]:
+    """The lines of a generated hot function (indented for its body) that unpack ``args`` -- a
+    tuple or list of ``len(kinds)`` -- into ``a0``, ``a1``, ... and check each for its kind
+    (``Signature._fast``), running ``slow`` (a ``return``) for anything else; and the names of
+    the values to pack.  A pointer's value is ``p<i>``: a plain int as it is, the address of one
+    of pygraphrt's open buffers of ``backend`` (``_address``), else ``pointer_of``'s.  The
+    function's globals hold ``memory`` (:func:`memory_types`), ``backend`` and ``pointer_of``."""
+    lines: list[str] = []
+    values: list[str] = []
+    names = [f"a{i}" for i in range(len(kinds))]
+    if names:
+        lines.append(f"    {', '.join(names)}, = args")
+    for i, (a, k) in enumerate(zip(names, kinds)):
+        if k == _KIND_POINTER:
+            v = f"p{i}"
+            lines += [
+                f"    t = {a}.__class__",
+                f"    if t is int:",
+                f"        {v} = {a}",
+                f"    elif t in memory and {a}._handle is not None and {a}._backend is backend:",
+                f"        {v} = {a}._address",
+                f"    else:",
+                f"        try:",
+                f"            {v} = pointer_of({a})",
+                f"        except Exception:",
+                f"            {slow}",
+            ]
+            values.append(v)
+        elif k == _KIND_INT:
+            lines += [f"    if {a}.__class__ is not int:", f"        {slow}"]
+            values.append(a)
+        else:
+            lines += [f"    t = {a}.__class__",
+                      f"    if t is not float and t is not int:", f"        {slow}"]
+            values.append(a)
+    return lines, values
 
 
 def build(kernel: "Kernel") -> Callable[..., None] | None:
@@ -149,8 +187,6 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     ffi = backend.ffi
     packed_launch = compiled_helper(backend, "_pgr_launch_packed") if n <= LAUNCH_MAX_PARAMS else None
     library = kernel._owner if isinstance(kernel._owner, _library.Library) else None
-    names = [f"a{i}" for i in range(n)]
-    values = []
     slow = "return kernel._launch(stream, grid, block, args, smem, NO_ATTRS)"
     body = [
         "def hot(kernel, stream, grid, block, args, smem):",
@@ -171,31 +207,8 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
         f"    if len(args) != {n}:",
         f"        {slow}",
     ]
-    if n:
-        body.append(f"    {', '.join(names)}, = args")
-    for i, (a, k) in enumerate(zip(names, kinds)):
-        if k == _KIND_POINTER:
-            v = f"p{i}"
-            body += [
-                f"    t = {a}.__class__",
-                f"    if t is int:",
-                f"        {v} = {a}",
-                f"    elif t in memory and {a}._handle is not None and {a}._backend is backend:",
-                f"        {v} = {a}._address",
-                f"    else:",
-                f"        try:",
-                f"            {v} = pointer_of({a})",
-                f"        except Exception:",
-                f"            {slow}",
-            ]
-            values.append(v)
-        elif k == _KIND_INT:
-            body += [f"    if {a}.__class__ is not int:", f"        {slow}"]
-            values.append(a)
-        else:
-            body += [f"    t = {a}.__class__",
-                     f"    if t is not float and t is not int:", f"        {slow}"]
-            values.append(a)
+    lines, values = argument_lines(kinds, slow)
+    body += lines
     vals = ", ".join(values)
     if packed_launch is not None:
         body += [
@@ -245,7 +258,7 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
 
     env: dict[str, Any] = {
         "backend": backend, "library": library, "as_dims": _library.as_dims, "NO_ATTRS": {},
-        "memory": _memory_types(), "pointer_of": functools.partial(device_address, backend),
+        "memory": memory_types(), "pointer_of": functools.partial(device_address, backend),
         "StructError": struct.error,
         "failed": failed, "retain": retain, "sig": sig,
     }

@@ -154,7 +154,7 @@ class Kernel:
 
     __slots__ = ("_backend", "_func", "form", "name", "_signature", "_owner", "_checked",
                  "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_launch_layout",
-                 "_node_layout", "_node_scratch", "__weakref__")
+                 "_node_layout", "_node_hot", "_node_scratch", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -178,6 +178,10 @@ class Kernel:
         # (signature, packed layout) for the C Graph.add_kernel (pygraphrt.graph._hot), made after
         # the first kernel node has checked the signature: None until then, False where there is none.
         self._node_layout: Any = None
+        # Graph.add_kernel's generated Python path (graph._kernel.build_adder), where the C one does
+        # not make the kernel's nodes: None until the first node has checked the signature, False
+        # where there is none.
+        self._node_hot: Any = None
         # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
         self._node_scratch: list[list[Any]] = []
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
