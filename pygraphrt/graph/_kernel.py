@@ -5,6 +5,11 @@ in one place.  Argument buffers (and the objects their pointers came from) are
 kept by the graph -- or by the executable graph they were set on -- for as
 long as it lives: the runtime copies argument values, but a captured or
 explicit node's pointers must stay valid.
+
+A kernel's first node checks its signature against the kernel; its later nodes are then
+made in C (compiled mode: ``graph._hot``) or, where C does not make them (ABI mode, the
+simulator, signatures the C does not pack), by a function generated for the signature
+(:func:`build_adder`).  Both hand anything unusual to the general path here.
 """
 
 from __future__ import annotations
@@ -128,10 +133,11 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     ``_address``) and packed by one ``struct.pack_into`` of the kernel's reusable parameter
     struct and buffer (``_node_scratch``); grid, block and shared memory as plain ints, written
     into the struct only when they differ from the last node's; at most one dependency, a live
-    node of this graph (more: ``Graph._dep_array``); the node made as ``Graph._add`` makes it.
-    Anything else -- a value of another type or out of range, dims as tuples, another backend, a
-    closed graph, an unloaded library -- takes :func:`_add_general`, which raises the error
-    that names it: the hot adder decides no error but the runtime's result code.
+    node of this graph (more: ``Graph._dep_array``, which raises what ``Graph._add`` would); the
+    node made as ``Graph._add`` makes it.  Anything else -- a value of another type or out of
+    range, dims as tuples, another backend, a closed graph, an unloaded library -- takes
+    :func:`_add_general`, which raises the error that names it: the hot adder decides no other
+    error but the runtime's result code.
     """
     sig = kernel._signature
     if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
