@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from struct import error as _StructError
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from weakref import ReferenceType as _WeakRef
 
@@ -372,18 +373,25 @@ class Graph(Owned):
         # anything else (and every error) takes the generic validation.
         p, pack, _ = self._memset or self._make_memset_cell()
         limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
-        if (limit is not None and type(value) is int and 0 <= value < limit and type(count) is int
-                and 0 <= count < _ADDRESS_END and type(height) is int and 0 <= height < _ADDRESS_END
-                and type(pitch) is int and 0 <= pitch < _ADDRESS_END):
+        if (limit is not None and type(value) is int and value < limit and type(count) is int
+                and type(height) is int and type(pitch) is int):
+            # The lower bounds and the fields' own upper bounds are pack's: it refuses a value
+            # that does not fit its field (struct.error; OverflowError where HIP's layout is
+            # written by cffi), and the generic validation then says what is wrong.
             td = type(dst)
-            if td is int and 0 <= dst < _ADDRESS_END:
-                pack(dst, value, element_size, count, height, pitch)
-            elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
-                pack(dst._address, value, element_size, count, height, pitch)
-                keep = self._keep  # buffers given as objects live as long as the graph
-                if not keep or keep[-1] is not dst:
-                    _keep_alive(keep, dst)
-            else:
+            try:
+                if td is int:
+                    pack(dst, value, element_size, count, height, pitch)
+                elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
+                    pack(dst._address, value, element_size, count, height, pitch)
+                    keep = self._keep  # buffers given as objects live as long as the graph
+                    if not keep or keep[-1] is not dst:
+                        _keep_alive(keep, dst)
+                else:
+                    td = None
+            except (_StructError, OverflowError):
+                td = None
+            if td is None:
                 _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                       what="add_memset")
                 self._keep_operand(dst)
