@@ -108,6 +108,8 @@ def ptr(backend: Any, p: Any) -> Any:
     if isinstance(p, int):
         if p < 0:
             raise errors.InvalidValue("pointer", detail=f"negative address {p}")
+        if p >= 1 << 64:  # (a cast would wrap it round to another address)
+            raise errors.InvalidValue("pointer", detail=f"address {p} is out of range")
         return ffi.cast("void *", p)
     if isinstance(p, ffi.CData):
         return p
@@ -227,8 +229,11 @@ def keep(kept: list[Any], obj: Any) -> None:
 
 
 def count(n: Any) -> int:
+    """A size or count: an int in 0 .. 2**64-1 (the runtimes' size_t)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise errors.InvalidValue("size", detail=f"expected a non-negative int, got {n!r}")
+    if n >= 1 << 64:
+        raise errors.InvalidValue("size", detail=f"{n} does not fit a 64-bit size")
     return n
 
 

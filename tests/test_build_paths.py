@@ -55,6 +55,9 @@ def test_memset_operands_other_than_ints_and_buffers():
     ({"element_size": [1]}, "1, 2 or 4"), ({"count": -1}, "non-negative"), ({"count": 2.0}, "non-negative"),
     ({"height": -1}, "non-negative"), ({"pitch": None}, "non-negative"), ({"dst": -5}, "negative address"),
     ({"dst": True}, "a bool is not a pointer"), ({"dst": object()}, "not a pointer or buffer"),
+    ({"count": 1 << 64}, "does not fit a 64-bit size"), ({"height": 1 << 64}, "does not fit a 64-bit size"),
+    ({"pitch": 1 << 70}, "does not fit a 64-bit size"), ({"dst": 1 << 64}, "out of range"),
+    ({"dst": (1 << 64) + 0x1000}, "out of range"), ({"value": 1 << 32, "element_size": 4}, "does not fit"),
 ])
 def test_memset_refusals(kw, match):
     buf = rt.malloc(64)
