@@ -145,7 +145,12 @@ class Owned:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _same_backend(self, other: "Owned", what: str) -> None:
+    def _same_backend(self, other: Any, what: str, kind: type | None = None) -> None:
+        """Raise InvalidValue naming ``what`` unless ``other`` is a ``kind`` (where given: the
+        type an argument must have) of this object's backend."""
+        if kind is not None and not isinstance(other, kind):
+            name = kind.__name__
+            raise errors.InvalidValue(what, detail=f"{other!r} is not {'an' if name[0] in 'AEIOU' else 'a'} {name}")
         if other._backend is not self._backend:
             raise errors.InvalidValue(what, detail=f"{type(other).__name__} belongs to the "
                                                    f"{other._backend.vendor} backend, not "

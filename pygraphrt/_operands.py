@@ -228,6 +228,20 @@ def keep(kept: list[Any], obj: Any) -> None:
     kept.append(obj)
 
 
+def listed(v: Any, what: str, of: str) -> list[Any]:
+    """The items of ``v`` (None: none) as a list; InvalidValue naming ``what`` for anything that
+    is not an iterable, or is a str or bytes (which iterate as characters)."""
+    if v is None:
+        return []
+    if isinstance(v, (str, bytes)):
+        raise errors.InvalidValue(what, detail=f"expected an iterable of {of}, got {v!r}")
+    try:
+        items = iter(v)
+    except TypeError:
+        raise errors.InvalidValue(what, detail=f"expected an iterable of {of}, got {v!r}") from None
+    return list(items)  # (outside the try: a TypeError a generator raises is its own)
+
+
 def count(n: Any) -> int:
     """A size or count: an int in 0 .. 2**64-1 (the runtimes' size_t)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:

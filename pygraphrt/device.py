@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -46,7 +47,7 @@ class Device:
     """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread."""
 
     def __init__(self, ordinal: int = 0) -> None:
-        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal < 1 << 31:
             raise errors.InvalidValue("Device", detail=f"ordinal must be a non-negative int, got {ordinal!r}")
         self.ordinal = ordinal
         self._backend = _runtime.active()
@@ -146,10 +147,16 @@ class Stream(Owned):
                  _handle: Any = None, _owned: bool = True) -> None:
         backend = _runtime.active()
         if _handle is None:
+            try:  # (an int, or what stands for one: numpy's integers)
+                level = None if isinstance(priority, bool) else operator.index(priority)
+            except TypeError:
+                level = None
+            if level is None or not -(1 << 31) <= level < 1 << 31:
+                raise errors.InvalidValue("Stream", detail=f"priority must be an int, got {priority!r}")
             ops = backend.ops
             out = backend.ffi.new(f"{ops.prefix}Stream_t *")
             flags = ops.const("StreamNonBlocking") if non_blocking else 0
-            ops.call("StreamCreateWithPriority", out, flags, priority)
+            ops.call("StreamCreateWithPriority", out, flags, level)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
         ops = backend.ops
@@ -225,7 +232,7 @@ class Stream(Owned):
             cap._keep.append(operand)
 
     def record(self, event: "Event") -> None:
-        event._same_backend(self, "Stream.record")
+        self._same_backend(event, "Stream.record", Event)
         self._work("EventRecord", event.handle, self.handle)
         # A waiter on this event joins that capture.  Weak: an event must not keep
         # a finished capture (and so its graph and operands) alive.
@@ -233,7 +240,7 @@ class Stream(Owned):
         event._capture = weakref.ref(cap) if cap is not None else None
 
     def wait(self, event: "Event") -> None:
-        event._same_backend(self, "Stream.wait")
+        self._same_backend(event, "Stream.wait", Event)
         self._work("StreamWaitEvent", self.handle, event.handle, 0)
         ref = event._capture
         cap = ref() if ref is not None else None
@@ -461,6 +468,8 @@ class Event(Owned):
         raise err
 
     def elapsed_ms(self, start: "Event") -> float:
+        """Milliseconds from ``start`` to this event (both recorded, with timing)."""
+        self._same_backend(start, "Event.elapsed_ms", Event)
         out = self._backend.ffi.new("float *")
         self._backend.ops.call("EventElapsedTime", out, start.handle, self.handle)
         return float(out[0])
@@ -487,7 +496,11 @@ class DeviceBuffer(DeviceMemory, Owned):
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:
         """Copy a bytes-like object into the buffer (synchronously when no stream)."""
         b = self._backend
-        buf = b.ffi.from_buffer(data)
+        try:
+            buf = b.ffi.from_buffer(data)
+        except TypeError:
+            raise errors.InvalidValue("DeviceBuffer.copy_from",
+                                      detail=f"expected a bytes-like object, got {type(data).__name__}") from None
         if len(buf) > self.size:
             raise errors.InvalidValue("DeviceBuffer.copy_from",
                                       detail=f"{len(buf)} bytes do not fit in {self.size}")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from . import _runtime, errors
 from ._handles import Owned
+from ._operands import listed
 from .enums import ExternalSemaphoreType
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ def _u(v: Any, bits: int, what: str) -> int:
 def pack(backend: Any, items: Iterable[Any], wait: bool, what: str) -> tuple[Any, Any, int, list[Any]]:
     """(semaphore array, params array, count, objects to keep) for the runtime."""
     cls = SemaphoreWait if wait else SemaphoreSignal
-    entries = [cls(x) if isinstance(x, ExternalSemaphore) else x for x in items]
+    entries = [cls(x) if isinstance(x, ExternalSemaphore) else x for x in listed(items, what, cls.__name__ + "s")]
     if not entries:
         raise errors.InvalidValue(what, detail="give at least one semaphore")
     for e in entries:

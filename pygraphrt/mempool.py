@@ -38,7 +38,7 @@ def _ordinal(device: "Device | int | None", backend: Any) -> int:
         backend.ops.call("GetDevice", out)
         return int(out[0])
     ordinal = getattr(device, "ordinal", device)
-    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or ordinal < 0:
+    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal < 1 << 31:
         raise errors.InvalidValue("MemPool", detail=f"expected a Device or ordinal, got {device!r}")
     return ordinal
 

@@ -137,7 +137,7 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
     """See :meth:`Graph.add_nodes`."""
     names = names or {}
     graph.handle  # raises once the graph is closed
-    seq = specs if type(specs) is list or type(specs) is tuple else list(specs)
+    seq = specs if type(specs) is list or type(specs) is tuple else _operands.listed(specs, "Graph.add_nodes", "node specs")
     n = len(seq)
     made = NodeList(graph, n)
     # Where add_empty/add_memset run in C (graph/_hot.py), the C loop makes the plain specs
@@ -331,13 +331,15 @@ def _plain_memset(params: dict[str, Any], backend: Any) -> tuple[Any, DeviceBuff
 
 def _one_node(graph: "Graph", i: int, spec: Sequence[Any], made: NodeList, names: dict[Any, Node]) -> Node:
     """Spec ``i`` made by the graph's one-node method (every check and refusal is theirs)."""
-    n_items = len(spec)
+    n_items = len(spec) if isinstance(spec, (tuple, list)) else 0
     if n_items == 3:
         kind, params, deps = spec
     elif n_items == 2:
         (kind, params), deps = spec, ()
     else:
         raise errors.InvalidValue("Graph.add_nodes", detail=f"a spec is (kind, params[, deps]), got {spec!r}")
+    if deps is not None and not isinstance(deps, (tuple, list)):
+        deps = _operands.listed(deps, "Graph.add_nodes", "dependencies (earlier specs' indices, nodes, names)")
     if deps and len(deps) == 1:  # the common spec: one dependency
         d = deps[0]
         dep_nodes = [made[d] if type(d) is int and 0 <= d < i
@@ -371,6 +373,8 @@ def add_networkx(graph: "Graph", dag: Any, kind: str, params: str) -> dict[Any, 
     """See :meth:`Graph.add_networkx`."""
     import networkx as nx
 
+    if not isinstance(dag, nx.DiGraph):
+        raise errors.InvalidValue("Graph.add_networkx", detail=f"expected a networkx DiGraph, got {dag!r}")
     order = list(nx.topological_sort(dag))  # NetworkXUnfeasible on a cycle
     index = {v: i for i, v in enumerate(order)}
     attrs = dag.nodes

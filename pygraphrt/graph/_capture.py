@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import errors
 from .._handles import HostPayload, captures
+from .._operands import listed as _listed
 from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
 from ._graph import Graph, _check_edges
 
@@ -42,7 +43,7 @@ class Capture:
         self._active_token: weakref.finalize | None = None  # see begin()
         self.mode = capture_mode(mode, "Stream.capture")
         self._target = graph
-        self._deps = list(dependencies or ())
+        self._deps = _listed(dependencies, "Stream.capture", "Nodes")
         if graph is None and self._deps:
             raise errors.InvalidValue("Stream.capture", detail="dependencies need a target graph")
         if graph is not None:
@@ -109,7 +110,7 @@ class Capture:
         s._capture_failure = None
         try:
             if self._target is not None:
-                s._same_backend(self._target, "Stream.capture")
+                s._same_backend(self._target, "Stream.capture", Graph)
                 self._begin_into_target(mode)
             else:
                 ops.call("StreamBeginCapture", s.handle, mode)

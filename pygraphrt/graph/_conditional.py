@@ -98,7 +98,7 @@ def add(graph: "Graph", kind: str, handle: Any, size: int, dependencies: Iterabl
                                                "uses a handle created on its own graph")
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
         raise errors.InvalidValue(what, detail=f"a {kind} node needs at least one body, got {size!r}")
-    deps = [graph._own(d) for d in (dependencies or ())]
+    deps = graph._own_all(dependencies)
     edge_list = _check_edges(deps, edges)
     b = graph._backend
     ops = b.ops

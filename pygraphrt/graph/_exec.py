@@ -87,9 +87,7 @@ class GraphExec(Owned):
         is made again through the runtime, which sets up what the driver lacked (a thread's
         first context) and launches, or says why not."""
         h = self.handle  # raises when closed
-        if not isinstance(stream, Stream):
-            raise errors.InvalidValue("GraphExec.launch", detail=f"{stream!r} is not a Stream")
-        self._same_backend(stream, "GraphExec.launch")
+        self._same_backend(stream, "GraphExec.launch", Stream)
         ops = self._backend.ops
         if refused:
             rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, stream.handle)
@@ -103,7 +101,7 @@ class GraphExec(Owned):
 
     def upload(self, stream: Stream) -> None:
         """Upload the graph's work to the device ahead of the first launch."""
-        self._same_backend(stream, "GraphExec.upload")
+        self._same_backend(stream, "GraphExec.upload", Stream)
         self._backend.ops.call("GraphUpload", self.handle, stream.handle)
 
     def synchronize(self) -> None:
@@ -132,7 +130,9 @@ class GraphExec(Owned):
     def update(self, graph: "Graph") -> UpdateResult:
         """Update in place from ``graph`` (same topology).  Raises GraphExecUpdateError
         carrying ``result`` (e.g. TOPOLOGY_CHANGED) and ``error_node`` when refused."""
-        self._same_backend(graph, "GraphExec.update")
+        from ._graph import Graph
+
+        self._same_backend(graph, "GraphExec.update", Graph)
         ops = self._backend.ops
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
@@ -215,9 +215,7 @@ class GraphExec(Owned):
         from ._graph import Graph
 
         h = self._node(node, ChildGraphNode)
-        if not isinstance(child, Graph):
-            raise errors.InvalidValue("set_child_graph", detail=f"{child!r} is not a Graph")
-        self._graph._same_backend(child, "set_child_graph")
+        self._graph._same_backend(child, "set_child_graph", Graph)
         self._backend.ops.call("GraphExecChildGraphNodeSetParams", self.handle, h, child.handle)
         self._retain(child._keep, child._sink, _has_host(child._keep))
 
@@ -230,9 +228,7 @@ class GraphExec(Owned):
         else:
             raise errors.InvalidValue("set_event", detail="expected an EventRecordNode or EventWaitNode")
         h = self._node(node)
-        if not isinstance(event, Event):
-            raise errors.InvalidValue("set_event", detail=f"{event!r} is not an Event")
-        self._graph._same_backend(event, "set_event")
+        self._graph._same_backend(event, "set_event", Event)
         self._backend.ops.call(api, self.handle, h, event.handle)
         self._retain([event], self._sinks[0], False)
 

@@ -10,6 +10,7 @@ from .. import _runtime, errors
 from .._handles import ErrorSink, Owned
 from .._operands import count as _count
 from .._operands import keep as _keep_alive
+from .._operands import listed as _listed
 from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 _new = object.__new__  # a Node without running __init__: its two slots are set by the caller
 _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
 _ADDRESS_END = 1 << 64
+_INSTANTIATE_BITS = sum(int(f) for f in InstantiateFlags)  # every flag pygraphrt knows
 
 
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
@@ -76,7 +78,7 @@ def _calls(backend: Any) -> _Calls:
 def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
     if edges is None:
         return None
-    edges = list(edges)
+    edges = _listed(edges, "edges", "EdgeData")
     if len(edges) != len(deps):
         raise errors.InvalidValue("edges", detail=f"{len(edges)} edge data for {len(deps)} dependencies")
     for e in edges:
@@ -239,6 +241,10 @@ class Graph(Owned):
         self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
         return self._memset
 
+    def _own_all(self, dependencies: Iterable[Node] | None) -> list[Node]:
+        """``dependencies`` (None: none), each checked to be a node of this graph."""
+        return [self._own(d) for d in _listed(dependencies, "dependencies", "Nodes")]
+
     def _own(self, node: Node) -> Node:
         if not isinstance(node, Node):
             raise errors.InvalidValue("dependency", detail=f"{node!r} is not a Node")
@@ -284,7 +290,7 @@ class Graph(Owned):
             self.handle  # raises InvalidResourceHandle
         t = type(dependencies)
         deps: Sequence[Node] = (dependencies if t is list or t is tuple  # type: ignore[assignment]
-                                else list(dependencies or ()))
+                                else _listed(dependencies, "dependencies", "Nodes"))
         if edges is not None and any(not e.is_default for e in _check_edges(deps, edges) or ()):
             return self._add_with_edge_data(api, list(deps), list(edges), args, cls)
         n = len(deps)
@@ -440,6 +446,7 @@ class Graph(Owned):
         """A pitched 2D (or 3D with ``depth``) copy of ``width`` bytes x ``height`` rows x ``depth``."""
         b = self._backend
         ffi = b.ffi
+        width, height, depth = _count(width), _count(height), _count(depth)
         p = ffi.new(f"{b.ops.memcpy3d_params_type} *")
         p.srcPtr.ptr = _ptr(b, src)
         p.srcPtr.pitch = _count(src_pitch)
@@ -449,9 +456,9 @@ class Graph(Owned):
         p.dstPtr.pitch = _count(dst_pitch)
         p.dstPtr.xsize = width
         p.dstPtr.ysize = height
-        p.extent.width = _count(width)
-        p.extent.height = _count(height)
-        p.extent.depth = _count(depth)
+        p.extent.width = width
+        p.extent.height = height
+        p.extent.depth = depth
         p.kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst)
         self._keep_operand(src)
@@ -472,9 +479,7 @@ class Graph(Owned):
     def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
                         edges: Sequence[EdgeData] | None = None) -> Node:
         """Embed a copy of ``child`` (its operands are retained here too)."""
-        if not isinstance(child, Graph):
-            raise errors.InvalidValue("add_child_graph", detail=f"{child!r} is not a Graph")
-        self._same_backend(child, "add_child_graph")
+        self._same_backend(child, "add_child_graph", Graph)
         if child is self:
             raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
         self._keep.append(child._keep)
@@ -491,9 +496,7 @@ class Graph(Owned):
         return self._add("GraphAddEventWaitNode", dependencies, edges, event.handle, cls=EventWaitNode)
 
     def _check_event(self, event: Any) -> None:
-        if not isinstance(event, Event):
-            raise errors.InvalidValue("event node", detail=f"{event!r} is not an Event")
-        self._same_backend(event, "event node")
+        self._same_backend(event, "event node", Event)
         self._keep.append(event)
 
     def add_mem_alloc(self, size: int, *, device: int | None = None,
@@ -555,7 +558,7 @@ class Graph(Owned):
         ``event``; MEM_ALLOC ``size[, device]``; MEM_FREE ``dptr``.  Where the
         runtime's form takes edge data (CUDA >= 12.3) it is passed at creation.
         """
-        deps = [self._own(d) for d in (dependencies or ())]
+        deps = self._own_all(dependencies)
         edges = _check_edges(deps, edges)
         p = _params.fill(self, NodeType(node_type), params, self._sink, self._keep.append)
         h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
@@ -815,7 +818,12 @@ class Graph(Owned):
         """Make an executable graph.  ``upload_stream`` uploads it right away."""
         from ._exec import GraphExec
 
-        f = InstantiateFlags(flags)
+        try:
+            f = InstantiateFlags(flags) if not isinstance(flags, bool) else None
+        except ValueError:
+            f = None
+        if f is None or int(f) & ~_INSTANTIATE_BITS:  # (IntFlag keeps bits it has no member for)
+            raise errors.InvalidValue("Graph.instantiate", detail=f"{flags!r} is not an InstantiateFlags")
         if auto_free_on_launch:
             f |= InstantiateFlags.AUTO_FREE_ON_LAUNCH
         if use_node_priority:

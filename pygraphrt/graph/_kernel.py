@@ -89,7 +89,7 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
     argv, keep = _packed(k, args)
     if foreign:
         # A foreign CUfunction: created through the driver, then linked.
-        deps = [graph._own(d) for d in (dependencies or ())]
+        deps = graph._own_all(dependencies)
         checked = _check_edges(deps, edges)
         h = ops.add_kernel_node_unlinked(graph.handle, k.handle, k.form, g, b, smem, argv)
         node = graph._wrap(h, KernelNode)

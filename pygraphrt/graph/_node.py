@@ -267,10 +267,8 @@ class _EventNode(Node):
         """Use ``event`` in this node (in its graph; executables made earlier keep theirs)."""
         from ..device import Event
 
-        if not isinstance(event, Event):
-            raise errors.InvalidValue("set_event", detail=f"{event!r} is not an Event")
         g = self._graph
-        g._same_backend(event, "set_event")
+        g._same_backend(event, "set_event", Event)
         g._backend.ops.call(self._set_api, self.handle, event.handle)
         g._keep.append(event)
 
