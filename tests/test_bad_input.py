@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import pygraphrt as rt
-from pygraphrt import errors
+from pygraphrt import errors, sim
 
 from .backends import selected
 
@@ -18,16 +18,19 @@ BAD = [None, -1, 1 << 64, 1.5, "x", True, object(), (1, 2, 3, 4)]
 @pytest.fixture(scope="module")
 def objs():
     with selected("sim"):
-        s, other = rt.Stream(), rt.Stream()
+        s = rt.Stream()
         g = rt.Graph()
         root = g.add_empty()
+        sim.register_kernel("bad_k", lambda ctx, y, n: None, signature="float *y, int n")
+        program = rt.Program('extern "C" __global__ void bad_k(float *y, int n) {}')
         yield {"s": s, "g": g, "root": root, "buf": rt.malloc(256), "exe": g.instantiate(),
-               "event": rt.Event(), "host": bytearray(64)}
-        other.synchronize()
+               "event": rt.Event(), "host": bytearray(64), "program": program,
+               "kernel": program.kernel("bad_k", signature="float *y, int n"), "handle": g.conditional_handle()}
+        sim.unregister_kernel("bad_k")
 
 
 def _calls(o):
-    s, g, root, buf, exe, event, host = (o[k] for k in ("s", "g", "root", "buf", "exe", "event", "host"))
+    s, g, root, buf, exe, event, host = (o.get(k) for k in ("s", "g", "root", "buf", "exe", "event", "host"))
     return {
         "Stream.record": (lambda v: s.record(v), "all"),
         "Stream.wait": (lambda v: s.wait(v), "all"),
@@ -36,15 +39,15 @@ def _calls(o):
         "GraphExec.update": (lambda v: exe.update(v), "all"),
         "GraphExec.launch": (lambda v: exe.launch(v), "all"),
         "Stream.capture graph": (lambda v: s.capture(graph=v).__enter__(), "not None"),
-        "Graph.add_empty dependencies": (lambda v: g.add_empty(dependencies=v), "not None, not tuple"),
-        "Graph.add_empty edges": (lambda v: g.add_empty(dependencies=[root], edges=v), "not None, not tuple"),
+        "Graph.add_empty dependencies": (lambda v: g.add_empty(dependencies=v), "not None"),
+        "Graph.add_empty edges": (lambda v: g.add_empty(dependencies=[root], edges=v), "not None"),
         "Graph.add_memcpy_2d width": (lambda v: g.add_memcpy_2d(buf, 64, host, 64, v, 1), "all"),
         "Graph.add_memcpy_2d depth": (lambda v: g.add_memcpy_2d(buf, 64, host, 64, 8, 1, v), "all"),
         "Graph.add_memset dst": (lambda v: g.add_memset(v, 0, 8), "all"),
         "Graph.add_memcpy count": (lambda v: g.add_memcpy(buf, host, v), "all"),
-        "Graph.add_nodes": (lambda v: g.add_nodes(v), "not None, not tuple"),
+        "Graph.add_nodes": (lambda v: g.add_nodes(v), "not None"),
         "Graph.add_nodes spec": (lambda v: g.add_nodes([v]), "all"),
-        "Graph.add_nodes spec dependencies": (lambda v: g.add_nodes([("empty", None, v)]), "not None, not tuple"),
+        "Graph.add_nodes spec dependencies": (lambda v: g.add_nodes([("empty", None, v)]), "not None"),
         "Graph.add_networkx": (lambda v: g.add_networkx(v), "all"),
         "Graph.instantiate flags": (lambda v: g.instantiate(flags=v), "all"),
         "DeviceBuffer.copy_from": (lambda v: buf.copy_from(v), "all"),
@@ -52,18 +55,30 @@ def _calls(o):
         "Stream priority": (lambda v: rt.Stream(priority=v), "not -1"),
         "Device": (lambda v: rt.Device(v).set_current(), "all"),
         "MemPool device": (lambda v: rt.MemPool(v), "not None"),
+        "Graph.add_dependencies": (lambda v: g.add_dependencies(v, [root]), "not None"),
+        "Graph.remove_dependencies": (lambda v: g.remove_dependencies([root], v), "not None"),
+        "Graph.add_kernel attributes": (lambda v: g.add_kernel(o["kernel"], 1, 1, [buf, 1], attributes=v),
+                                        "not None"),
+        "Graph.add_kernel kernel": (lambda v: g.add_kernel(v, 1, 1, [buf, 1]), "all"),
+        "Graph.add_kernel grid": (lambda v: g.add_kernel(o["kernel"], v, 1, [buf, 1]), "all"),
+        "Graph.add_kernel args": (lambda v: g.add_kernel(o["kernel"], 1, 1, v), "all"),
+        "Graph.add_conditional switch size": (lambda v: g.add_conditional("switch", o["handle"], v), "not None"),
+        "Graph.add_conditional handle": (lambda v: g.add_conditional("if", v), "all"),
+        "Program.kernel": (lambda v: o["program"].kernel(v), "not 'x'"),  # (a name it lacks: NotFound)
+        "Kernel.occupancy": (lambda v: o["kernel"].occupancy(v), "all"),
+        "Device.graph_mem_attribute": (lambda v: rt.current_device().graph_mem_attribute(v), "all"),
     }
 
 
 _NAMES = ["None", "-1", "2**64", "1.5", "'x'", "True", "object", "tuple"]
-_SKIPS = {"all": set(), "not None": {"None"}, "not None, not tuple": {"None", "tuple"},
-          "not -1": {"-1"}}
+_SKIPS = {"all": set(), "not None": {"None"},
+          "not -1": {"-1"}, "not 'x'": {"'x'"}}
 
 
 def _cases():
-    # (call, value): the values each call refuses (a few are valid for some calls: None means
-    # "no dependencies", a tuple of ints is a dims-like tuple, -1 a stream priority, ...)
-    for name, (_, which) in _calls({k: None for k in ("s", "g", "root", "buf", "exe", "event", "host")}).items():
+    # (call, value): the values each call refuses (a few are valid for some: None means "no
+    # dependencies" or "the current device", -1 is a stream priority, 'x' a kernel name)
+    for name, (_, which) in _calls({}).items():
         skip = _SKIPS[which]
         for label, v in zip(_NAMES, BAD):
             if label not in skip:
@@ -72,7 +87,8 @@ def _cases():
 
 @pytest.mark.parametrize("name, value", list(_cases()))
 def test_bad_arguments_raise_invalid_value(objs, name, value):
-    pytest.importorskip("networkx") if name == "Graph.add_networkx" else None
+    if name == "Graph.add_networkx":
+        pytest.importorskip("networkx")
     with selected("sim"):
         g, s = objs["g"], objs["s"]
         before = len(g)

@@ -242,8 +242,16 @@ class Vendor:
         return out
 
     def value(self, table: dict[Any, str], neutral: Any, what: str) -> int:
-        """The vendor's integer for a neutral enum member, or NotSupported."""
-        member = table.get(neutral)
+        """The vendor's integer for a neutral enum member, or NotSupported (InvalidValue for
+        something that is not one of the table's enum members)."""
+        try:
+            member = table.get(neutral)
+        except TypeError:  # (unhashable)
+            member = None
+        if member is None and table:
+            kind = type(next(iter(table)))
+            if not isinstance(neutral, kind):
+                raise errors.InvalidValue(what, detail=f"{neutral!r} is not a {kind.__name__}")
         if member is None or not self.has(member):
             raise errors.NotSupported(what, detail=f"{neutral} has no {self.name} equivalent "
                                                    f"in binding {self.binding}")

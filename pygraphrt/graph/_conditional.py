@@ -96,7 +96,7 @@ def add(graph: "Graph", kind: str, handle: Any, size: int, dependencies: Iterabl
     if handle.graph is not graph:
         raise errors.InvalidValue(what, detail="the handle belongs to another graph: a conditional node "
                                                "uses a handle created on its own graph")
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size < 1 << 32:
         raise errors.InvalidValue(what, detail=f"a {kind} node needs at least one body, got {size!r}")
     deps = graph._own_all(dependencies)
     edge_list = _check_edges(deps, edges)

@@ -708,7 +708,7 @@ class Graph(Owned):
 
     def _edges_op(self, froms: Sequence[Node], tos: Sequence[Node],
                   edges: Sequence[EdgeData] | None, remove: bool) -> None:
-        froms, tos = [self._own(n) for n in froms], [self._own(n) for n in tos]
+        froms, tos = self._own_all(froms), self._own_all(tos)
         if len(froms) != len(tos):
             raise errors.InvalidValue("dependencies", detail="froms and tos differ in length")
         edges = _check_edges(froms, edges)

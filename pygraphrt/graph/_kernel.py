@@ -57,7 +57,7 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
     # Where the C method does not make them (ABI mode, the simulator), a kernel's later nodes
     # go to its generated hot adder (:func:`build_adder`), which takes the general path below
     # for anything it does not handle.
-    if type(kernel) is Kernel and edges is None and not attributes:
+    if type(kernel) is Kernel and edges is None and attributes is None:
         hot = kernel._node_hot
         if hot:
             return hot(graph, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
@@ -71,6 +71,8 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
     # the reusable struct.  (Only checks the path below makes too, in the same order, come
     # before it: a wrong value raises what it would.)  Arguments that do not fit it are packed
     # afresh below, without trying the struct again.
+    if attributes is not None and not isinstance(attributes, dict):
+        raise errors.InvalidValue("Graph.add_kernel", detail=f"attributes must be a dict, got {attributes!r}")
     reused = (type(kernel) is Kernel and kernel._node_layout is not None and not attributes
               and kernel._backend is graph._backend)
     if reused:

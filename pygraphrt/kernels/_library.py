@@ -262,7 +262,7 @@ class Kernel:
 
     def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_mem: int = 0) -> int:
         """Occupancy: how many blocks of ``block_size`` threads fit on one multiprocessor."""
-        if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size <= 0:
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or not 0 < block_size < 1 << 31:
             raise errors.InvalidValue("occupancy", detail=f"block_size must be a positive int, got {block_size!r}")
         return self._backend.ops.occupancy(self.handle, self.form, block_size, count(dynamic_shared_mem))
 

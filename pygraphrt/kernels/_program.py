@@ -286,6 +286,8 @@ class Program:
 
     def kernel(self, name: str, signature: Any = None) -> "Kernel":
         """A kernel of this program by name or name expression (``"scale<float>"``)."""
+        if not isinstance(name, str):
+            raise errors.InvalidValue("Program.kernel", detail=f"a kernel name is a str, got {name!r}")
         return self.load().kernel(self.lowered_names.get(name, name), signature=signature)
 
     def __repr__(self) -> str:
