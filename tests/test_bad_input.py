@@ -23,7 +23,9 @@ def objs():
         root = g.add_empty()
         sim.register_kernel("bad_k", lambda ctx, y, n: None, signature="float *y, int n")
         program = rt.Program('extern "C" __global__ void bad_k(float *y, int n) {}')
-        yield {"s": s, "g": g, "root": root, "buf": rt.malloc(256), "exe": g.instantiate(),
+        buf = rt.malloc(256)
+        memset = g.add_memset(buf, 0, 8)
+        yield {"s": s, "g": g, "root": root, "buf": buf, "memset": memset, "exe": g.instantiate(),
                "event": rt.Event(), "host": bytearray(64), "program": program,
                "kernel": program.kernel("bad_k", signature="float *y, int n"), "handle": g.conditional_handle()}
         sim.unregister_kernel("bad_k")
@@ -67,12 +69,16 @@ def _calls(o):
         "Program.kernel": (lambda v: o["program"].kernel(v), "not 'x'"),  # (a name it lacks: NotFound)
         "Kernel.occupancy": (lambda v: o["kernel"].occupancy(v), "all"),
         "Device.graph_mem_attribute": (lambda v: rt.current_device().graph_mem_attribute(v), "all"),
+        "Graph.debug_dot flags": (lambda v: g.debug_dot(None, v), "all"),
+        "Graph.debug_dot path": (lambda v: g.debug_dot(v), "not None, not 'x'"),
+        "GraphExec.set_enabled node": (lambda v: exe.set_enabled(v, True), "all"),
+        "GraphExec.set_memset count": (lambda v: exe.set_memset(o["memset"], count=v), "not None"),
     }
 
 
 _NAMES = ["None", "-1", "2**64", "1.5", "'x'", "True", "object", "tuple"]
 _SKIPS = {"all": set(), "not None": {"None"},
-          "not -1": {"-1"}, "not 'x'": {"'x'"}}
+          "not -1": {"-1"}, "not 'x'": {"'x'"}, "not None, not 'x'": {"None", "'x'"}}
 
 
 def _cases():

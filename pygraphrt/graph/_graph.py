@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from struct import error as _StructError
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
 from weakref import ReferenceType as _WeakRef
 
 from .. import _runtime, errors
@@ -29,7 +29,22 @@ if TYPE_CHECKING:
 _new = object.__new__  # a Node without running __init__: its two slots are set by the caller
 _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
 _ADDRESS_END = 1 << 64
-_INSTANTIATE_BITS = sum(int(f) for f in InstantiateFlags)  # every flag pygraphrt knows
+_FlagT = TypeVar("_FlagT", InstantiateFlags, DebugDotFlags)
+
+
+def _flag_set(cls: type[_FlagT], value: Any, what: str) -> _FlagT:
+    """``value`` as a set of ``cls`` flags; InvalidValue naming ``what`` for anything else, bits
+    ``cls`` has no member for included (an IntFlag keeps them, and the vendor table has none)."""
+    try:
+        flags = None if isinstance(value, bool) else cls(value)
+    except ValueError:
+        flags = None
+    known = 0
+    for f in cls:
+        known |= int(f)
+    if flags is None or int(flags) & ~known:
+        raise errors.InvalidValue(what, detail=f"{value!r} is not a set of {cls.__name__}")
+    return flags
 
 
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
@@ -775,6 +790,9 @@ class Graph(Owned):
         import os
         import tempfile
 
+        if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
+            raise errors.InvalidValue("Graph.debug_dot", detail=f"path must be a str or os.PathLike, got {path!r}")
+        flags = _flag_set(DebugDotFlags, flags, "Graph.debug_dot")
         ops = self._backend.ops
         vendor_flags = 0
         for flag in DebugDotFlags:
@@ -818,12 +836,7 @@ class Graph(Owned):
         """Make an executable graph.  ``upload_stream`` uploads it right away."""
         from ._exec import GraphExec
 
-        try:
-            f = InstantiateFlags(flags) if not isinstance(flags, bool) else None
-        except ValueError:
-            f = None
-        if f is None or int(f) & ~_INSTANTIATE_BITS:  # (IntFlag keeps bits it has no member for)
-            raise errors.InvalidValue("Graph.instantiate", detail=f"{flags!r} is not an InstantiateFlags")
+        f = _flag_set(InstantiateFlags, flags, "Graph.instantiate")
         if auto_free_on_launch:
             f |= InstantiateFlags.AUTO_FREE_ON_LAUNCH
         if use_node_priority:
