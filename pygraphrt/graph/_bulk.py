@@ -137,7 +137,8 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
     """See :meth:`Graph.add_nodes`."""
     names = names or {}
     graph.handle  # raises once the graph is closed
-    seq = specs if type(specs) is list or type(specs) is tuple else _operands.listed(specs, "Graph.add_nodes", "node specs")
+    seq = (specs if type(specs) is list or type(specs) is tuple
+           else _operands.listed(specs, "Graph.add_nodes", "node specs"))
     n = len(seq)
     made = NodeList(graph, n)
     # Where add_empty/add_memset run in C (graph/_hot.py), the C loop makes the plain specs
