@@ -8,8 +8,11 @@ import pytest
 
 import pygraphrt as rt
 from pygraphrt import errors, sim
+from pygraphrt.enums import MemPoolAttr
 
 from .backends import selected
+
+SOURCE = 'extern "C" __global__ void bad_k(float *y, int n) {}'
 
 #: Values no call below takes where it wants an Event, Stream, Graph, iterable, size or ordinal.
 BAD = [None, -1, 1 << 64, 1.5, "x", True, object(), (1, 2, 3, 4)]
@@ -22,7 +25,7 @@ def objs():
         g = rt.Graph()
         root = g.add_empty()
         sim.register_kernel("bad_k", lambda ctx, y, n: None, signature="float *y, int n")
-        program = rt.Program('extern "C" __global__ void bad_k(float *y, int n) {}')
+        program = rt.Program(SOURCE)
         buf = rt.malloc(256)
         memset = g.add_memset(buf, 0, 8)
         yield {"s": s, "g": g, "root": root, "buf": buf, "memset": memset, "exe": g.instantiate(),
@@ -73,17 +76,26 @@ def _calls(o):
         "Graph.debug_dot path": (lambda v: g.debug_dot(v), "not None, not 'x'"),
         "GraphExec.set_enabled node": (lambda v: exe.set_enabled(v, True), "all"),
         "GraphExec.set_memset count": (lambda v: exe.set_memset(o["memset"], count=v), "not None"),
+        "Stream.launch priority": (lambda v: s.launch(o["kernel"], 1, 1, buf, 1, priority=v), "not -1"),
+        "Stream.launch cluster_dim": (lambda v: s.launch(o["kernel"], 1, 1, buf, 1, cluster_dim=v), "all"),
+        "MemPool.set_attribute": (lambda v: rt.MemPool().set_attribute(MemPoolAttr.RELEASE_THRESHOLD, v),
+                                  "not True"),
+        "MemPool release_threshold": (lambda v: rt.MemPool(release_threshold=v), "not None, not True"),
+        "Program name": (lambda v: rt.Program(SOURCE, v), "not 'x'"),
+        "Program options": (lambda v: rt.Program(SOURCE, options=v), "not None"),
     }
 
 
 _NAMES = ["None", "-1", "2**64", "1.5", "'x'", "True", "object", "tuple"]
 _SKIPS = {"all": set(), "not None": {"None"},
-          "not -1": {"-1"}, "not 'x'": {"'x'"}, "not None, not 'x'": {"None", "'x'"}}
+          "not -1": {"-1"}, "not 'x'": {"'x'"}, "not None, not 'x'": {"None", "'x'"},
+          "not True": {"True"}, "not None, not True": {"None", "True"}}
 
 
 def _cases():
     # (call, value): the values each call refuses (a few are valid for some: None means "no
-    # dependencies" or "the current device", -1 is a stream priority, 'x' a kernel name)
+    # dependencies", "the current device" or "no options", -1 is a priority, 'x' a kernel
+    # name, True a pool attribute's value)
     for name, (_, which) in _calls({}).items():
         skip = _SKIPS[which]
         for label, v in zip(_NAMES, BAD):

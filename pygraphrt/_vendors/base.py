@@ -625,13 +625,14 @@ class Vendor:
             if not isinstance(value, (bool, int)):
                 raise errors.InvalidValue(api, detail=f"{name} takes a bool, got {value!r}")
             setattr(val, field, int(bool(value)))
-        elif kind == "int":
-            if not isinstance(value, int) or isinstance(value, bool):
+        elif kind == "int":  # (the union's int fields: int, or an enum of the runtime's)
+            if not isinstance(value, int) or isinstance(value, bool) or not -(1 << 31) <= value < 1 << 31:
                 raise errors.InvalidValue(api, detail=f"{name} takes an int, got {value!r}")
             setattr(val, field, value)
         elif kind == "dim3":
-            dims = tuple(value) if not isinstance(value, int) else (value,)
-            if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d > 0 for d in dims):
+            dims = (value,) if isinstance(value, int) else tuple(value) if isinstance(value, (tuple, list)) else ()
+            if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and not isinstance(d, bool)
+                                                  and 0 < d < 1 << 32 for d in dims):
                 raise errors.InvalidValue(api, detail=f"{name} takes 1-3 positive ints, got {value!r}")
             dims = dims + (1,) * (3 - len(dims))
             sub = getattr(val, field)
@@ -739,7 +740,12 @@ class Vendor:
 
     def set_mem_pool_attribute(self, pool: Any, attr: MemPoolAttr, value: int) -> None:
         member, ctype = MEM_POOL_ATTRIBUTES[attr]
-        self.call("MemPoolSetAttribute", pool, self.const(member), self.ffi.new(f"{ctype} *", value))
+        try:
+            cell = self.ffi.new(f"{ctype} *", value)
+        except OverflowError:
+            raise errors.InvalidValue(f"{self.prefix}MemPoolSetAttribute",
+                                      detail=f"{value} does not fit the attribute's {ctype}") from None
+        self.call("MemPoolSetAttribute", pool, self.const(member), cell)
 
     def malloc_async(self, size: int, pool: Any, stream: Any) -> Any:
         out = self.ffi.new("void **")

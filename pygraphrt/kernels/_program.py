@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .. import _runtime, errors
+from .._operands import listed
 
 if TYPE_CHECKING:
     from ._library import Kernel, Library
@@ -204,7 +205,10 @@ class Program:
             source = source.encode()
         if not isinstance(source, (bytes, bytearray)):
             raise errors.InvalidValue("Program", detail=f"source must be str or bytes, got {type(source).__name__}")
-        if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        if not isinstance(name, str):
+            raise errors.InvalidValue("Program", detail=f"name must be a str, got {name!r}")
+        options = listed(options, "Program", "str options")
+        if not all(isinstance(o, str) for o in options):
             raise errors.InvalidValue("Program", detail="options must be a sequence of str")
         backend = _runtime.active()
         self._backend = backend
