@@ -30,7 +30,8 @@ def objs():
         memset = g.add_memset(buf, 0, 8)
         yield {"s": s, "g": g, "root": root, "buf": buf, "memset": memset, "exe": g.instantiate(),
                "event": rt.Event(), "host": bytearray(64), "program": program,
-               "kernel": program.kernel("bad_k", signature="float *y, int n"), "handle": g.conditional_handle()}
+               "kernel": program.kernel("bad_k", signature="float *y, int n"), "handle": g.conditional_handle(),
+               "kernel_node": g.add_kernel(program.kernel("bad_k", signature="float *y, int n"), 1, 1, [buf, 1])}
         sim.unregister_kernel("bad_k")
 
 
@@ -83,6 +84,7 @@ def _calls(o):
         "MemPool release_threshold": (lambda v: rt.MemPool(release_threshold=v), "not None, not True"),
         "Program name": (lambda v: rt.Program(SOURCE, v), "not 'x'"),
         "Program options": (lambda v: rt.Program(SOURCE, options=v), "not None"),
+        "KernelNode.attribute": (lambda v: o["kernel_node"].attribute(v), "all"),
     }
 
 

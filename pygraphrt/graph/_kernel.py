@@ -373,6 +373,6 @@ def set_attribute(node: "KernelNode", name: str, value: Any) -> None:
 def _attr_name(name: Any) -> None:
     from .._vendors.base import LAUNCH_ATTRIBUTE_FIELDS
 
-    if name not in LAUNCH_ATTRIBUTE_FIELDS:
+    if not isinstance(name, str) or name not in LAUNCH_ATTRIBUTE_FIELDS:
         raise errors.InvalidValue("kernel node attribute",
                                   detail=f"unknown attribute {name!r}; known: {sorted(LAUNCH_ATTRIBUTE_FIELDS)}")
