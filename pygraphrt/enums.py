@@ -9,7 +9,7 @@ bindings.  Members a runtime lacks raise :class:`~pygraphrt.errors.NotSupported`
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 __all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "UpdateResult",
            "GraphMemAttr", "MemPoolAttr", "DebugDotFlags", "DependencyType", "EdgeData", "DEFAULT_EDGE",
@@ -68,6 +68,26 @@ def capture_mode(mode: "str | CaptureMode", what: str) -> CaptureMode:
 
         raise InvalidValue(what, detail=f"unknown capture mode {mode!r}; one of "
                                         f"{[m.value for m in CaptureMode]}") from None
+
+
+_FlagT = TypeVar("_FlagT", bound=enum.IntFlag)
+
+
+def flag_set(cls: type[_FlagT], value: Any, what: str) -> _FlagT:
+    """``value`` as a set of ``cls`` flags, or InvalidValue naming ``what``: for anything else,
+    a bool, and bits ``cls`` has no member for (an IntFlag keeps them; no vendor table has them)."""
+    try:
+        flags = None if isinstance(value, bool) else cls(value)
+    except ValueError:
+        flags = None
+    known = 0
+    for f in cls:
+        known |= int(f)
+    if flags is None or int(flags) & ~known:
+        from .errors import InvalidValue
+
+        raise InvalidValue(what, detail=f"{value!r} is not a set of {cls.__name__}")
+    return flags
 
 
 class CaptureStatus(enum.Enum):

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .. import _fast, _operands, errors
 from ..device import DeviceBuffer
 from . import _hot, _params
-from ._graph import _ADDRESS_END
 from ._node import Node
 from ._nodelist import NodeList
 
@@ -282,6 +281,7 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
 
 
 _MAX_DEPS = 16  # dependencies a spec of the loops may have (hot_methods.c: _PGR_MAX_DEPS)
+_ADDRESS_END = 1 << 64  # (a plain memset spec's dst and count: under it, as the C loop's)
 
 
 def _resolve(deps: Sequence[Any], i: int, graph: "Graph", handles: Any, cache: list[Node | None],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from struct import error as _StructError
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from weakref import ReferenceType as _WeakRef
 
 from .. import _runtime, errors
@@ -14,7 +14,7 @@ from .._operands import listed as _listed
 from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
-from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType
+from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set
 from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
                     ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
@@ -28,23 +28,6 @@ if TYPE_CHECKING:
 
 _new = object.__new__  # a Node without running __init__: its two slots are set by the caller
 _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
-_ADDRESS_END = 1 << 64
-_FlagT = TypeVar("_FlagT", InstantiateFlags, DebugDotFlags)
-
-
-def _flag_set(cls: type[_FlagT], value: Any, what: str) -> _FlagT:
-    """``value`` as a set of ``cls`` flags; InvalidValue naming ``what`` for anything else, bits
-    ``cls`` has no member for included (an IntFlag keeps them, and the vendor table has none)."""
-    try:
-        flags = None if isinstance(value, bool) else cls(value)
-    except ValueError:
-        flags = None
-    known = 0
-    for f in cls:
-        known |= int(f)
-    if flags is None or int(flags) & ~known:
-        raise errors.InvalidValue(what, detail=f"{value!r} is not a set of {cls.__name__}")
-    return flags
 
 
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
@@ -792,7 +775,7 @@ class Graph(Owned):
 
         if path is not None and not isinstance(path, (str, bytes, os.PathLike)):
             raise errors.InvalidValue("Graph.debug_dot", detail=f"path must be a str or os.PathLike, got {path!r}")
-        flags = _flag_set(DebugDotFlags, flags, "Graph.debug_dot")
+        flags = flag_set(DebugDotFlags, flags, "Graph.debug_dot")
         ops = self._backend.ops
         vendor_flags = 0
         for flag in DebugDotFlags:
@@ -836,7 +819,7 @@ class Graph(Owned):
         """Make an executable graph.  ``upload_stream`` uploads it right away."""
         from ._exec import GraphExec
 
-        f = _flag_set(InstantiateFlags, flags, "Graph.instantiate")
+        f = flag_set(InstantiateFlags, flags, "Graph.instantiate")
         if auto_free_on_launch:
             f |= InstantiateFlags.AUTO_FREE_ON_LAUNCH
         if use_node_priority:
