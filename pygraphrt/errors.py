@@ -11,6 +11,8 @@ base class.
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "GraphRTError", "InvalidValue", "InvalidDevice", "OutOfMemory", "NotSupported",
     "NotPermitted", "IllegalState", "InvalidResourceHandle", "NotReady", "NoDevice",
@@ -70,6 +72,16 @@ class GraphRTError(RuntimeError):
     def __reduce__(self):  # keep the fields through pickling (multiprocessing)
         return (type(self), (self.api, self.code, self.name, self.vendor, self.message,
                              self.sticky, self.detail))
+
+    if sys.version_info < (3, 11):
+        def add_note(self, note: str) -> None:
+            """Python 3.10 has no exception notes (PEP 678, 3.11): ``note`` is kept in
+            ``__notes__`` as 3.11's ``add_note`` keeps it, and added to the message on a line
+            of its own, since 3.10's traceback does not print notes."""
+            if not isinstance(note, str):
+                raise TypeError(f"note must be a str, not {type(note).__name__}")
+            self.__dict__.setdefault("__notes__", []).append(note)
+            self.args = (f"{self.args[0]}\n{note}" if self.args else note, *self.args[1:])
 
 
 class InvalidValue(GraphRTError, ValueError):

@@ -166,6 +166,22 @@ def test_errors_pickle():
     assert type(e2) is errors.InvalidValue and e2.api == "cudaGraphLaunch" and e2.code == 1
 
 
+def test_errors_take_notes_on_every_python():
+    # Graph.add_nodes adds a note saying which spec failed; Python 3.10 has no add_note of its
+    # own (PEP 678 is 3.11): GraphRTError keeps the note as 3.11 does, and in the message.
+    e = vendor("cuda13").error(1, "cudaGraphAddEmptyNode")
+    first = str(e)
+    e.add_note("(spec 3)")
+    e.add_note("(and another)")
+    assert e.__notes__ == ["(spec 3)", "(and another)"]
+    if sys.version_info < (3, 11):
+        assert str(e) == first + "\n(spec 3)\n(and another)"
+    else:
+        assert str(e) == first  # 3.11+ prints notes after the message itself
+    with pytest.raises(TypeError, match="note must be a str"):
+        e.add_note(3)
+
+
 # -- loading and selection (subprocesses: each gets a fresh backend) -------------
 def test_import_is_lazy():
     r = run_py("""

@@ -177,8 +177,7 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
             i = batch.failed_at
         elif c_loop is not None or abi_loop:
             i = made._made_count()  # one entry per spec, in order: the failing spec is the next
-        exc.add_note(f"(Graph.add_nodes: spec {i}; {i} node(s) added before it stay)") \
-            if hasattr(exc, "add_note") else None
+        exc.add_note(f"(Graph.add_nodes: spec {i}; {i} node(s) added before it stay)")
         raise
     return made
 
