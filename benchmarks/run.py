@@ -374,10 +374,73 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
     expected = float(calls * (trials + 1) * len(cases))
     if got != expected:
         raise RuntimeError(f"tiny kernel ran {got} times, expected {expected}")
+    for name, vals in rotated(_captured_launch_contenders(rt, s, k, buf, calls), trials).items():
+        figs[name] = Figure("kernel launch on a stream", name, vals)
     s.close()
     nodes = build_nodes(q)
     for name, vals in _bench_kernel_nodes(rt, k, buf, nodes, 3 if q else 5).items():
         figs[name] = Figure("build per node", name, vals)
+
+
+def _captured_launch_contenders(rt, s, k, buf, calls: int) -> dict:
+    """The launches of :func:`bench_kernel_launch` made into a stream capture (how graphs of
+    kernels are usually made), per launch: each trial captures ``calls`` launches into one
+    graph (begin and end of the capture, and the graph's destruction, not timed), through
+    pygraphrt and through cuda.bindings' ``cuLaunchKernel`` between its own begin and end."""
+    launch = s.launch
+    py_name = "pygraphrt stream.launch into a capture (tiny kernel)"
+
+    def py() -> dict[str, float]:
+        cap = s.begin_capture()
+        try:
+            t0 = _now()
+            for _ in range(calls):
+                launch(k, 1, 32, buf)
+            per_call = (_now() - t0) / calls
+        finally:
+            graph = cap.end()
+        if len(graph.nodes()) != calls:
+            raise RuntimeError(f"{len(graph.nodes())} nodes captured, expected {calls}")
+        graph.close()
+        return {py_name: per_call}
+
+    out = {py_name: py}
+    try:
+        import ctypes
+
+        from cuda.bindings import driver as cbd
+        from cuda.bindings import runtime as cbr
+    except ImportError as exc:
+        print(f"cuda.bindings captured launch skipped: {exc}")
+        return out
+    err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
+    if err != cbd.CUresult.CUDA_SUCCESS:
+        print(f"cuda.bindings captured launch skipped: cuKernelGetFunction: {err}")
+        return out
+    cs, rs, ptr, cu_launch = cbd.CUstream(int(s)), cbr.cudaStream_t(int(s)), buf.ptr, cbd.cuLaunchKernel
+    cb_name = "cuda.bindings cuLaunchKernel into a capture (tiny kernel)"
+
+    def cb() -> dict[str, float]:
+        (err,) = cbr.cudaStreamBeginCapture(rs, cbr.cudaStreamCaptureMode.cudaStreamCaptureModeGlobal)
+        if err != cbr.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"cudaStreamBeginCapture: {err}")
+        try:
+            t0 = _now()
+            for _ in range(calls):
+                cu_launch(func, 1, 1, 1, 32, 1, 1, 0, cs, ((ptr,), (ctypes.c_void_p,)), 0)
+            per_call = (_now() - t0) / calls
+        finally:
+            err, graph = cbr.cudaStreamEndCapture(rs)
+        if err != cbr.cudaError_t.cudaSuccess:
+            raise RuntimeError(f"cudaStreamEndCapture: {err}")
+        err, _, count = cbr.cudaGraphGetNodes(graph, 0)
+        cbr.cudaGraphDestroy(graph)
+        if count != calls:
+            raise RuntimeError(f"cuda.bindings captured {count} nodes, expected {calls}")
+        return {cb_name: per_call}
+
+    out[cb_name] = cb
+    return out
 
 
 def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[float]]:
@@ -646,6 +709,8 @@ def target_ratios(figs: dict[str, Figure]) -> list:
                     "<= 2.5", limit=2.5),
               ratio(figs, f"{m}:P5", f"pygraphrt stream.launch (tiny kernel){t}",
                     f"cuda.bindings cuLaunchKernel (tiny kernel){t}", "<= 1.2", limit=1.2),
+              ratio(figs, f"{m}:P5c", f"pygraphrt stream.launch into a capture (tiny kernel){t}",
+                    f"cuda.bindings cuLaunchKernel into a capture (tiny kernel){t}", "report", limit=None),
               ratio(figs, f"{m}:P3", f"torch eager, per kernel{t}", f"pygraphrt graph replay, per kernel{t}",
                     ">= 10", at_least=10.0),
               ratio(figs, f"{m}:P4", f"import pygraphrt{t}", "import cuda.bindings.runtime", "<= 0.5", limit=0.5),

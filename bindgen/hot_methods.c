@@ -72,7 +72,7 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture;
+    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep;
 
 /* ---- small helpers ---- */
 
@@ -714,19 +714,34 @@ done:
 /* ---- the plain kernel launch: Stream.launch(kernel, grid, block, *args, shared_mem=0,
  *      **attributes) and Kernel.launch(stream, grid, block, *args, shared_mem=0, **attributes) ---- */
 
+/* A captured launch's objects, into the capture's keep list `keep`: the buffers of the `n`
+ * arguments `items` (the C packs no other object) and the kernel's owner, but for an int (a
+ * wrapped handle: Stream._retain keeps no int either).  0, or -1 with an exception. */
+static int _pgr_capture_keep(PyObject *keep, PyObject *kernel, PyObject *const *items, unsigned int n) {
+    PyObject *owner = _PGR_SLOT(kernel, _pgr_hot.k_owner);
+    unsigned int i;
+    for (i = 0; i < n; i++)
+        if ((Py_IS_TYPE(items[i], _pgr_hot.buffer_cls) || Py_IS_TYPE(items[i], _pgr_hot.async_buffer_cls)) &&
+            _pgr_keep(keep, items[i]) < 0)
+            return -1;
+    return owner != NULL && owner != Py_None && !PyLong_Check(owner) ? _pgr_keep(keep, owner) : 0;
+}
+
 /* The launch of `kernel` on `stream` with positional arguments `args` (nargs of them; the first
  * is the stream or the kernel, then grid, block and the kernel's arguments) and keywords
  * `kwnames`, as the Python hot launch (pygraphrt.kernels._hot) makes it: a Kernel of the bound
  * backend with its C layout -- recorded once its first launch checked the signature --, valid;
- * a Stream of the same backend, open and not part of a pygraphrt capture (whose graph must keep
- * the arguments' objects: the Python method); plain dims and shared memory, no launch
- * attributes; arguments the C packs.  The launch function is the kernel's own (the layout names
+ * a Stream of the same backend, open; plain dims and shared memory, no launch attributes;
+ * arguments the C packs.  On a stream a pygraphrt capture records, the capture's keep list (which
+ * its graph takes) gets, once the launch succeeded, the buffers pointers came from and the
+ * kernel's owner (its library), as the Python launch's retain() gives them (_pgr_keep).  The launch function is the kernel's own (the layout names
  * it: cuLaunchKernel, hipModuleLaunchKernel), called with the GIL released.  A code other than
  * success goes to the layout's `failed` (Python: the vendor's retry, or the error with the
  * stream's note), as the Python hot launch's does.  Anything else: the Python method. */
 static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyObject *kernel,
                                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *layout, *failed = NULL, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *res = NULL;
+    PyObject *layout, *failed = NULL, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *keep = NULL,
+             *res = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *stream_p = NULL;
@@ -767,13 +782,15 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
     sh = _pgr_attr(stream, _pgr_s_handle);
     if (sh == NULL || sh == Py_None || !_pgr_ptr(sh, _pgr_hot.ct_lstream, &stream_p)) goto fallback;
     cap = _pgr_attr(stream, _pgr_s_capture);
-    if (cap != Py_None) goto fallback;
+    if (cap == NULL) goto fallback;
+    if (cap != Py_None && ((keep = _pgr_attr(cap, _pgr_s_keep)) == NULL || !PyList_CheckExact(keep)))
+        goto fallback;
     Py_BEGIN_ALLOW_THREADS
     rc = ((_pgr_launch_fn)(uintptr_t)address)(func_p, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
                                               (unsigned int)smem, stream_p, n ? argv : NULL, NULL);
     Py_END_ALLOW_THREADS
     if (rc == 0) {
-        res = Py_NewRef(Py_None);
+        res = keep != NULL && _pgr_capture_keep(keep, kernel, args + 3, n) < 0 ? NULL : Py_NewRef(Py_None);
     } else {  /* failed(rc, kernel, stream, grid, block, args, smem) */
         PyObject *code = PyLong_FromLong(rc), *rest = PyTuple_New(nargs - 3);
         PyObject *zero = smem_obj == NULL ? PyLong_FromLong(0) : Py_NewRef(smem_obj);
@@ -795,6 +812,7 @@ done:
     Py_XDECREF(sb);
     Py_XDECREF(sh);
     Py_XDECREF(cap);
+    Py_XDECREF(keep);
     return res;
 }
 
@@ -1355,12 +1373,12 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture"};
+                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
                                 &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_backend, &_pgr_s_capture};
+                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

@@ -12,6 +12,7 @@ from ._operands import DeviceMemory
 from ._operands import byte as _byte
 from ._operands import check_fits as _check_fits
 from ._operands import count as _count
+from ._operands import keep as _keep_alive
 from ._operands import ptr as _ptr
 
 # pygraphrt.enums is imported where it is used, not here: a program's first stream then loads it
@@ -226,10 +227,13 @@ class Stream(Owned):
         self._retain(src)
 
     def _retain(self, operand: Any) -> None:
-        """During a capture, the graph being built keeps buffers given as objects alive."""
+        """During a capture, the graph being built keeps buffers given as objects alive (one
+        entry for a run of captured work on the same objects, as the C launch keeps them)."""
         cap = self._capture
         if cap is not None and not isinstance(operand, int):
-            cap._keep.append(operand)
+            kept = cap._keep
+            if not kept or kept[-1] is not operand:
+                _keep_alive(kept, operand)
 
     def record(self, event: "Event") -> None:
         self._same_backend(event, "Stream.record", Event)

@@ -488,11 +488,13 @@ KERNEL_LAUNCH = PROBE + FAKE_KERNEL + """
         before = count.value
         with s.capture() as cap:
             s.launch(k, 6, 32, *args((0, buf)))
+            k.launch(s, 7, 32, *args((0, buf)))
         g = cap.graph
-        (node,) = g.nodes()
-        # no launch: a kernel node, whose graph keeps the buffer the pointer came from
-        return (count.value - before, node.type.name, tuple(node.params["grid"]), node.params["args"][1:3],
-                buf in g._keep)
+        nodes = g.nodes()
+        # no launch: kernel nodes, whose graph keeps the buffer the pointers came from, once
+        # (this kernel wraps a handle: no library to keep)
+        return (count.value - before, [n.type.name for n in nodes], [tuple(n.params["grid"]) for n in nodes],
+                nodes[0].params["args"][1:3], [type(x).__name__ for x in g._keep])
     case("captured", captured)
     case("after the capture", lambda: launched(lambda: s.launch(k, 7, 32, *ARGS)))
     def threads():
@@ -713,7 +715,7 @@ def test_kernel_launch_same_results_c_for_the_common_calls(tmp_path):
     assert {label for label, path in paths.items() if path == "c"} == {
         "stream launch", "kernel launch", "bound before the first launch", "unbound stream launch", "unbound kernel launch", "buffer pointer",
         "ints for floats", "extremes", "legacy stream", "driver error", "runtime's error",
-        "a context again", "after the capture", "four threads", "back on cuda"}
+        "a context again", "captured", "after the capture", "four threads", "back on cuda"}
     assert {label for label, path in paths.items() if path == "?"} == {"no arguments"}
     assert len(paths) == KERNEL_LAUNCH.count("case(\"") + 11 + 8  # (and the two loops' cases)
     rows = {label: result for label, result, _ in _rows(run_mode(lib, "1", KERNEL_LAUNCH))}
@@ -747,7 +749,7 @@ def test_kernel_launch_same_results_c_for_the_common_calls(tmp_path):
     assert rows["a Stream subclass"] == f"(1, 0, True, (1, 1, 1), (32, 1, 1), 0, 'mine', {values})"
     assert rows["closed buffer"].startswith("InvalidResourceHandle")
     assert rows["closed stream"].startswith("InvalidResourceHandle")
-    assert rows["captured"] == "(0, 'KERNEL', (6, 1, 1), [7, 2.5], True)"
+    assert rows["captured"] == "(0, ['KERNEL', 'KERNEL'], [(6, 1, 1), (7, 1, 1)], [7, 2.5], ['DeviceBuffer'])"
     assert rows["after the capture"] == f"(1, 0, True, (7, 1, 1), (32, 1, 1), 0, 's', {values})"
     assert rows["four threads"] == "(401, 0)"
     assert rows["back on cuda"] == f"(1, 0, True, (9, 1, 1), (32, 1, 1), 0, 's', {values})"

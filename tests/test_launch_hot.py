@@ -147,14 +147,18 @@ def test_launch_errors_and_retry(hot, backend, monkeypatch):
 
 def test_capture_keeps_buffers_and_library(hot):
     k, s, rec, buf = hot
+    other = rt.malloc(8)
     cap = types.SimpleNamespace(_keep=[])
     s._capture = cap
     try:
         s.launch(k, 1, 1, buf, 1, 1.0)
-        s.launch(k, 1, 1, 1234, 1, 1.0)
+        s.launch(k, 1, 1, 1234, 1, 1.0)  # an address: nothing more to keep
+        s.launch(k, 1, 1, buf, 2, 1.0)  # the same objects again: kept once (a window of entries)
+        s.launch(k, 1, 1, other, 2, 1.0)
     finally:
         s._capture = None
-    assert cap._keep == [buf, k._owner, k._owner]
+    assert cap._keep == [buf, k._owner, other]
+    assert len(rec.calls) == 4
 
 
 def test_threads_share_a_kernel(hot):
@@ -388,6 +392,20 @@ STUB_SCRIPT = textwrap.dedent("""
         s.launch(k, 1, 32, buf, shared_mem=1 << 20)  # more than the stub's cuLaunchKernel takes
     except errors.InvalidValue as e:
         print("error", e.api, e.name)
+    # A capture (a stand-in with its keep list: the stub records no graphs) keeps the buffers
+    # and the kernel's owner, one entry for a run of launches on the same ones; compiled mode
+    # launches in C meanwhile
+    import types
+    owner, other = types.SimpleNamespace(), rt.malloc(4)
+    k._owner = owner
+    cap = s._capture = types.SimpleNamespace(_keep=[])
+    before = count("stub_launches")
+    s.launch(k, 1, 32, buf)
+    k.launch(s, 2, 32, buf)
+    s.launch(k, 3, 32, buf.ptr)
+    s.launch(k, 4, 32, other)
+    s._capture = None
+    print(count("stub_launches") - before, [("buf", "owner", "other")[[buf, owner, other].index(x)] for x in cap._keep])
 """)
 
 
@@ -408,4 +426,5 @@ def test_stub_cudart_end_to_end(stub_cudart, mode, expect, tmp_path):
     r = subprocess.run([sys.executable, str(script), str(stub_cudart)], capture_output=True, text=True,
                        env=env, cwd=str(REPO))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:3] == [f"{expect} 3 3 True", "1 4 5", "error cuLaunchKernel CUDA_ERROR_INVALID_VALUE"]
+    assert r.stdout.split("\n")[:4] == [f"{expect} 3 3 True", "1 4 5", "error cuLaunchKernel CUDA_ERROR_INVALID_VALUE",
+                                         "4 ['buf', 'owner', 'other']"]

@@ -492,6 +492,42 @@ def test_capture_keeps_argument_arrays_alive(prog, stream):
     assert download(out, n).tolist() == [9.0] * n
 
 
+def test_captured_launches_of_a_hot_kernel_keep_buffers_and_library(stream):
+    # Launched before the capture, the kernel's launches take its hot path in the capture too
+    # (C in compiled mode): the graph keeps each buffer once and the kernel's library, the only
+    # references left to them here.
+    import gc
+    import weakref
+
+    n = 1024
+    prog = rt.Program(SOURCE, name="hot_capture.cu")
+    fill = prog.kernel("fill", signature="float*, float, int")
+    out, tmp = rt.malloc(4 * n), rt.malloc(4 * n)
+    for v in (1.0, 2.0):
+        stream.launch(fill, blocks(n), 256, out, v, n)
+    assert fill._hot or rt.backend().vendor == "sim"  # (the simulator's launches have no hot path)
+    library = weakref.ref(fill._owner)
+    with stream.capture() as cap:
+        for v in (7.0, 8.0, 9.0):
+            stream.launch(fill, blocks(n), 256, tmp, v, n)
+        fill.launch(stream, blocks(n), 256, tmp, 10.0, n)
+        stream.memcpy(out, tmp, 4 * n)
+    graph = cap.graph
+    assert graph._keep.count(tmp) == 1 and graph._keep.count(fill._owner) == 1
+    del tmp, fill, prog
+    gc.collect()
+    assert library() is not None  # the graph's
+    exe = graph.instantiate()
+    exe.launch(stream)
+    stream.synchronize()
+    assert download(out, n).tolist() == [10.0] * n
+    exe.close()
+    graph.close()
+    del exe, graph, cap
+    gc.collect()
+    assert library() is None  # nothing else kept it
+
+
 # ---------------------------------------------------------------- signature round-trip
 SCALARS = [("signed char", ctypes.c_int8, st.integers(-128, 127)),
            ("unsigned char", ctypes.c_uint8, st.integers(0, 255)),
