@@ -189,7 +189,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
         if cl is not None:
             contenders[f"{C_IN} cudaGraphAddEmptyNode ({shape})"] = lambda: _c_adds(rt, cl, shape, nodes)
         contenders.update(_memset_contenders(rt, ffi, lib, cbr, mbuf, shape, nodes))
-        for name, vals in rotated(contenders, 3 if q else 5).items():
+        for name, vals in rotated(contenders, 3 if q else 5, collect=True).items():
             add(name, "instantiate per node" if " instantiate " in name else "build per node", vals)
     s.close()
 
@@ -491,7 +491,7 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
         contenders["cuda.bindings cuGraphAddKernelNode (chain)"] = _driver_kernel_adds(k, buf, nodes)
     except (ImportError, RuntimeError, TypeError, ValueError, AttributeError) as exc:
         print(f"cuda.bindings kernel node add skipped: {exc!r}")
-    return rotated(contenders, trials)
+    return rotated(contenders, trials, collect=True)
 
 
 def _driver_kernel_adds(k, buf, nodes: int):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import statistics
 import time
@@ -48,7 +49,8 @@ def time_per_item(fn: Callable[[int], None], items: int, trials: int, warmup: in
     return out
 
 
-def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials: int) -> dict[str, list[float]]:
+def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials: int, *,
+            collect: bool = False) -> dict[str, list[float]]:
     """Time several contenders trial by trial, in rotating order, under the same conditions.
 
     Timing each contender in its own block lets drifting machine state (GPU queue depth,
@@ -58,13 +60,24 @@ def rotated(contenders: Mapping[str, Callable[[], Mapping[str, float]]], trials:
     figures by name (one contender may give several, such as a build and the instantiate
     after it).  One warm-up round is discarded; then each trial calls every contender, the
     order rotating from trial to trial.
+
+    ``collect``: the cyclic collector runs (untimed) before every call, so that no contender
+    pays for a collection that what another one left behind brings on -- for the builds, whose
+    trials make and drop thousands of objects: a full collection there walks every object of
+    the process (with torch imported, tens of milliseconds, a tenfold "per node" figure for
+    one trial of whichever contender it lands in).  A collection a contender's own objects
+    bring on within its trial is still its own.
     """
     names = list(contenders)
     for name in names:  # warm-up
+        if collect:
+            gc.collect()
         contenders[name]()
     out: dict[str, list[float]] = {}
     for t in range(trials):
         for name in names[t % len(names):] + names[:t % len(names)]:
+            if collect:
+                gc.collect()
             for fig, value in contenders[name]().items():
                 out.setdefault(fig, []).append(value)
     return out

@@ -149,6 +149,39 @@ def test_rotated_contenders_take_turns_and_may_give_several_figures():
     assert res == {"a": [1.0] * 3, "a inst": [2.0] * 3, "b": [3.0] * 3, "c": [4.0] * 3}
 
 
+def test_rotated_collects_before_each_call_when_asked():
+    # What one contender leaves for the cyclic collector is collected before the next is timed.
+    import gc
+    import weakref
+
+    from benchmarks.stats import rotated
+
+    class Cycle:
+        pass
+
+    left: list = []
+
+    def leaves_a_cycle():
+        c = Cycle()
+        c.self = c  # garbage only the cyclic collector frees
+        left.append(weakref.ref(c))
+        return {"leaves": 1.0}
+
+    def sees():
+        return {"alive": float(sum(r() is not None for r in left))}
+
+    was = gc.isenabled()
+    gc.disable()  # (no automatic collection in between)
+    try:
+        assert rotated({"a": leaves_a_cycle, "b": sees}, 2, collect=True)["alive"] == [0.0, 0.0]
+        left.clear()
+        assert rotated({"a": leaves_a_cycle, "b": sees}, 2)["alive"] == [2.0, 2.0]  # (b first in trial 2)
+    finally:
+        if was:
+            gc.enable()
+        gc.collect()
+
+
 def test_repeated_runs_combine_ratio_by_ratio():
     """--repeat: each run's ratio is taken within the run; the combined value is their
     median, judged against the target, and the table gives the range and how many runs met it."""
