@@ -734,8 +734,9 @@ static int _pgr_capture_keep(PyObject *keep, PyObject *kernel, PyObject *const *
  * a Stream of the same backend, open; plain dims and shared memory, no launch attributes;
  * arguments the C packs.  On a stream a pygraphrt capture records, the capture's keep list (which
  * its graph takes) gets, once the launch succeeded, the buffers pointers came from and the
- * kernel's owner (its library), as the Python launch's retain() gives them (_pgr_keep).  The launch function is the kernel's own (the layout names
- * it: cuLaunchKernel, hipModuleLaunchKernel), called with the GIL released.  A code other than
+ * kernel's owner (its library), as the Python launch's retain() gives them (_pgr_capture_keep).
+ * The launch function is the kernel's own (the layout names it: cuLaunchKernel,
+ * hipModuleLaunchKernel), called with the GIL released.  A code other than
  * success goes to the layout's `failed` (Python: the vendor's retry, or the error with the
  * stream's note), as the Python hot launch's does.  Anything else: the Python method. */
 static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyObject *kernel,

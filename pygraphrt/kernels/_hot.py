@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import _fast, errors
 from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS, compiled_helper
 from .._operands import device_address
-from .._operands import keep as keep_alive
 
 if TYPE_CHECKING:
     from ._library import Kernel
@@ -239,16 +238,13 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     pointers = tuple(i for i, k in enumerate(kinds) if k == _KIND_POINTER)
 
     def retain(kernel: "Kernel", stream: Any, args: tuple[Any, ...]) -> None:
-        # The runtime copied the values; the capture's graph keeps what they came from (as
-        # Stream._retain keeps them: objects, not ints; one entry for a run of the same ones).
-        kept = stream._capture._keep
+        # The runtime copied the values; the capture's graph keeps what they came from.
         for i in pointers:
             v = args[i]
-            if v is not None and not isinstance(v, int) and (not kept or kept[-1] is not v):
-                keep_alive(kept, v)
-        v = kernel._owner
-        if v is not None and not isinstance(v, int) and (not kept or kept[-1] is not v):
-            keep_alive(kept, v)
+            if v is not None:
+                stream._retain(v)
+        if kernel._owner is not None:
+            stream._retain(kernel._owner)
 
     retry = entry.retry
 
