@@ -25,9 +25,9 @@ method taken before any launch is the C one too); :func:`install_launch`, at a k
 launch, binds them to the backend, and :func:`build` records the kernel's
 ``_launch_layout`` -- (signature, :func:`c_layout`, the launch function's address, the failure
 handler).  They check, pack and launch without running Python code, the common valid call
-only: anything else, and a launch on a stream that a pygraphrt capture is recording (whose
-graph must keep the arguments' objects), runs the Python method; a launch's error code goes to
-the same failure handler as here.
+only, on a stream a pygraphrt capture is recording too (after the launch, the capture's keep
+list gets what ``retain`` below would give it: the buffers and the kernel's library); anything
+else runs the Python method; a launch's error code goes to the same failure handler as here.
 
 Anything unusual -- a value of another type, a value out of range (``struct``
 refuses it), dims given as tuples out of range, a closed stream or buffer, an
