@@ -348,6 +348,7 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
             launch(k, 1, 32, buf)
 
     cases = {"pygraphrt stream.launch (tiny kernel)": py}
+    func = None  # the kernel as cuda.bindings' CUfunction, where it is installed
     try:
         import ctypes
 
@@ -365,6 +366,7 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
 
         cases["cuda.bindings cuLaunchKernel (tiny kernel)"] = cb
     except (ImportError, RuntimeError) as exc:
+        func = None
         print(f"cuda.bindings kernel launch skipped: {exc}")
     for name, vals in interleaved(cases, calls, trials, between=s.synchronize).items():
         figs[name] = Figure("kernel launch on a stream", name, vals)
@@ -374,7 +376,7 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
     expected = float(calls * (trials + 1) * len(cases))
     if got != expected:
         raise RuntimeError(f"tiny kernel ran {got} times, expected {expected}")
-    for name, vals in rotated(_captured_launch_contenders(rt, s, k, buf, calls), trials).items():
+    for name, vals in rotated(_captured_launch_contenders(rt, s, k, buf, calls, func), trials).items():
         figs[name] = Figure("kernel launch on a stream", name, vals)
     s.close()
     nodes = build_nodes(q)
@@ -382,11 +384,12 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
         figs[name] = Figure("build per node", name, vals)
 
 
-def _captured_launch_contenders(rt, s, k, buf, calls: int) -> dict:
+def _captured_launch_contenders(rt, s, k, buf, calls: int, func) -> dict:
     """The launches of :func:`bench_kernel_launch` made into a stream capture (how graphs of
     kernels are usually made), per launch: each trial captures ``calls`` launches into one
     graph (begin and end of the capture, and the graph's destruction, not timed), through
-    pygraphrt and through cuda.bindings' ``cuLaunchKernel`` between its own begin and end."""
+    pygraphrt and, where ``func`` (the kernel as cuda.bindings' CUfunction) is given, through
+    cuda.bindings' ``cuLaunchKernel`` between its own begin and end."""
     launch = s.launch
     py_name = "pygraphrt stream.launch into a capture (tiny kernel)"
 
@@ -405,18 +408,13 @@ def _captured_launch_contenders(rt, s, k, buf, calls: int) -> dict:
         return {py_name: per_call}
 
     out = {py_name: py}
-    try:
-        import ctypes
+    if func is None:
+        return out
+    import ctypes
 
-        from cuda.bindings import driver as cbd
-        from cuda.bindings import runtime as cbr
-    except ImportError as exc:
-        print(f"cuda.bindings captured launch skipped: {exc}")
-        return out
-    err, func = cbd.cuKernelGetFunction(cbd.CUkernel(int(k)))
-    if err != cbd.CUresult.CUDA_SUCCESS:
-        print(f"cuda.bindings captured launch skipped: cuKernelGetFunction: {err}")
-        return out
+    from cuda.bindings import driver as cbd
+    from cuda.bindings import runtime as cbr
+
     cs, rs, ptr, cu_launch = cbd.CUstream(int(s)), cbr.cudaStream_t(int(s)), buf.ptr, cbd.cuLaunchKernel
     cb_name = "cuda.bindings cuLaunchKernel into a capture (tiny kernel)"
 
