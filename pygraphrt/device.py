@@ -313,10 +313,13 @@ class Stream(Owned):
         hot = getattr(kernel, "_hot", None)  # the kernel's specialised plain launch (kernels._hot)
         if hot and not attributes:
             return hot(kernel, self, grid, block, args, shared_mem)
-        launch = getattr(kernel, "launch", None)
-        if launch is None:
+        # (kernels sit above this module: imported here, by the calls the hot launch did not take.
+        # Not any object's ``launch``: another Stream's would call this one back, without end.)
+        from .kernels._library import Kernel
+
+        if not isinstance(kernel, Kernel):
             raise errors.InvalidValue("Stream.launch", detail=f"{kernel!r} is not a pygraphrt Kernel")
-        launch(self, grid, block, *args, shared_mem=shared_mem, **attributes)
+        kernel.launch(self, grid, block, *args, shared_mem=shared_mem, **attributes)
 
     def _work(self, api: str, *args: Any) -> None:
         ops = self._backend.ops

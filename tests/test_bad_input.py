@@ -117,3 +117,15 @@ def test_bad_arguments_raise_invalid_value(objs, name, value):
             call(value)
         assert len(g) == before
         assert not s.is_capturing
+
+
+@pytest.mark.parametrize("what", ["another stream", "the stream itself", "an executable graph"])
+def test_stream_launch_refuses_what_is_not_a_kernel(objs, what):
+    """Objects with a ``launch`` of their own are not kernels: refused, not called (a stream's
+    launch given another stream called that one back, without end, until RecursionError)."""
+    with selected("sim"):
+        s, buf = objs["s"], objs["buf"]
+        other = {"another stream": rt.Stream(), "the stream itself": s, "an executable graph": objs["exe"]}[what]
+        with pytest.raises(errors.InvalidValue, match="is not a pygraphrt Kernel"):
+            s.launch(other, 1, 1, buf, 1)
+        assert not s.is_capturing
