@@ -1,22 +1,30 @@
-"""Generated calls against the compiled hot methods: each C method against its own Python method.
+"""Generated calls against pygraphrt's fast paths: each method held to a slower path it must agree with.
 
-Run by ``tests/test_hot_fuzz.py`` in a subprocess, in compiled mode, against the fake libcudart
-(``PYGRAPHRT_CUDART``): ``python -m tests.hot_fuzz EXAMPLES``.  The Python methods are taken from
-the classes before the first graph, stream or kernel installs the C ones; hypothesis then draws
-short programs of calls -- ``Graph.add_empty``, ``add_memset``, ``add_kernel``, ``add_nodes``,
-``GraphExec.launch``, ``Stream.launch``, ``Kernel.launch`` -- with arguments from the plain
-(which the C does itself) to the odd (bools, int subclasses, ``__index__`` objects, numpy and
-ctypes scalars, huge and negative ints, NaN, generators, another graph's nodes, closed buffers
-and streams, unknown keywords, capturing streams).  Each call runs twice: through the class (the
-C method) on one twin, through the saved Python method on the other (``add_nodes``: its C loop
-on one, each spec through the one-node methods on the other); the twins -- two graphs,
-two capturing streams -- start alike.  The two must give the same node (type, dependencies,
-parameters read back), the same launch (what the fake's ``cuLaunchKernel`` recorded) or the same
-error (type and message), and leave the twins alike (node count, the graph's keep list, the
-captured graphs).  Afterwards nothing the calls touched may hold a reference more than before.
+Run by ``tests/test_hot_fuzz.py`` in a subprocess against the fake libcudart
+(``PYGRAPHRT_CUDART``): ``python -m tests.hot_fuzz EXAMPLES``, in either mode.
 
-Prints ``ok <examples> <calls> <calls the C made>`` (the last: calls that succeeded on the C
-twin with no Python method frame run) or fails with hypothesis' smallest program.
+- Compiled mode (``PYGRAPHRT_FAST=1``): each compiled hot method against the Python method it
+  replaced (taken from the class before the first graph, stream or kernel installs the C).
+- ABI mode (``PYGRAPHRT_FAST=0``): each Python method -- its inlined fast path, a kernel's
+  generated adder and launch -- against its general path (``Graph._add``,
+  ``_kernel._add_general``, ``GraphExec._launch_slow``, ``Kernel._launch``).
+
+The methods are ``Graph.add_empty``, ``add_memset``, ``add_kernel`` and ``add_nodes`` (whose
+bulk loop, C or ABI mode's Python, is held to each spec through the one-node methods),
+``GraphExec.launch``, ``Stream.launch`` and ``Kernel.launch``.  Hypothesis draws short programs of
+calls with arguments from the plain (which the fast paths take) to the odd: bools, int
+subclasses, ``__index__`` objects, numpy and ctypes scalars, values one past a field's range,
+huge and negative ints, NaN, generators, another graph's nodes, closed buffers and streams,
+unknown keywords, capturing streams.  Each call runs through the class's method on one twin and
+through the reference on the other; the twins -- two graphs, two capturing streams -- start
+alike.  The two must give the same node (type, dependencies, parameters read back), the same
+launch (what the fake's ``cuLaunchKernel`` recorded) or the same error (type, message, notes),
+and leave the twins alike (node count, the graph's and the capture's keep lists, the captured
+graphs).  Afterwards nothing the calls touched may hold a reference more than before.
+
+Prints ``ok <examples> <calls> <calls the fast path made>`` (the last: calls that succeeded on
+the method's twin with no frame of the reference's functions) or fails with hypothesis'
+smallest program.
 """
 
 from __future__ import annotations
@@ -34,13 +42,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pygraphrt as rt
-from pygraphrt import lowlevel
+from pygraphrt import errors, lowlevel
 from pygraphrt._handles import Owned
 from pygraphrt.device import DeviceBuffer, Stream
 from pygraphrt.enums import DEFAULT_EDGE
-from pygraphrt.graph import _bulk
+from pygraphrt.graph import _bulk, _kernel, _params
 from pygraphrt.graph._exec import GraphExec
 from pygraphrt.graph._graph import Graph
+from pygraphrt.graph._node import EmptyNode, MemsetNode
 from pygraphrt.kernels import Kernel
 
 # The Python methods, before any object of the backend installs the C ones in their place.
@@ -48,7 +57,52 @@ PY = {"add_empty": Graph.__dict__["add_empty"], "add_memset": Graph.__dict__["ad
       "add_kernel": Graph.__dict__["add_kernel"], "exec_launch": GraphExec.__dict__["launch"],
       "stream_launch": Stream.__dict__["launch"], "kernel_launch": Kernel.__dict__["launch"]}
 assert all(type(f) is types.FunctionType for f in PY.values()), PY
-PY_NAMES = {f.__name__ for f in PY.values()}
+ABI = rt.backend().ffi_mode.startswith("abi")
+
+
+# ABI mode's reference: each method's general path, which its inlined fast path (and the
+# kernels' generated adders and launches) must agree with.  Same signatures as the methods.
+def general_add_empty(self: Graph, *, dependencies: Any = None, edges: Any = None) -> Any:
+    return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
+
+
+def general_add_memset(self: Graph, dst: Any, value: Any, count: Any, *, element_size: Any = 1, height: Any = 1,
+                       pitch: Any = 0, dependencies: Any = None, edges: Any = None) -> Any:
+    p = (self._memset or self._make_memset_cell())[0]
+    _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch, what="add_memset")
+    self._keep_operand(dst)
+    return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
+
+
+def general_add_kernel(self: Graph, kernel: Any, grid: Any, block: Any, args: Any = (), *, shared_mem: Any = 0,
+                       attributes: Any = None, dependencies: Any = None, edges: Any = None) -> Any:
+    return _kernel._add_general(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
+
+
+def general_exec_launch(self: GraphExec, stream: Any) -> None:
+    self._launch_slow(stream)
+
+
+def general_kernel_launch(self: Kernel, stream: Any, grid: Any, block: Any, *args: Any, shared_mem: Any = 0,
+                          **attributes: Any) -> None:
+    if not isinstance(stream, Stream):
+        raise errors.InvalidValue("Kernel.launch", detail=f"{stream!r} is not a Stream")
+    self._launch(stream, grid, block, args, shared_mem, attributes)
+
+
+def general_stream_launch(self: Stream, kernel: Any, grid: Any, block: Any, *args: Any, shared_mem: Any = 0,
+                          **attributes: Any) -> None:
+    if not isinstance(kernel, Kernel):
+        raise errors.InvalidValue("Stream.launch", detail=f"{kernel!r} is not a pygraphrt Kernel")
+    general_kernel_launch(kernel, self, grid, block, *args, shared_mem=shared_mem, **attributes)
+
+
+# What the class's method is held to: in compiled mode the Python method it replaced, in ABI mode
+# the general path; and the names of the functions whose frames mean the call went that way.
+REFERENCE = {name: globals()["general_" + name] for name in PY} if ABI else PY
+for _name, _general in REFERENCE.items():
+    _general.__qualname__ = PY[_name].__qualname__  # (named as the method in an argument's TypeError)
+SLOW_NAMES = {"_add", "_add_general", "_launch_slow", "_launch", "_one_node"} if ABI else {f.__name__ for f in PY.values()}
 
 try:
     import numpy as np
@@ -245,7 +299,7 @@ def launch_record() -> tuple[Any, ...]:
             tuple(LAST.block), LAST.smem, raw)
 
 
-def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, in_c: bool) -> tuple[Any, bool]:
+def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> tuple[Any, bool]:
     """Make the call on ``twin``: through the class (the C method) or the saved Python method.
     (what it did, whether a Python method frame ran)."""
     name, args, kwargs = op
@@ -256,45 +310,46 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, in_c: bool) -> t
     try:
         if name.endswith("launch"):  # (on the first argument: an executable graph, a stream, a kernel)
             target = args[0]
-            result = target.launch(*args[1:], **kwargs) if in_c else PY[name](target, *args[1:], **kwargs)
+            result = target.launch(*args[1:], **kwargs) if fast else REFERENCE[name](target, *args[1:], **kwargs)
         elif name == "add_nodes":
-            if in_c:
+            if fast:
                 result = twin.graph.add_nodes(*args, **kwargs)
             else:
                 with one_node_methods_only():
                     result = Graph.add_nodes(twin.graph, *args, **kwargs)
         else:
-            fn = getattr(twin.graph, name) if in_c else PY[name].__get__(twin.graph)
+            fn = getattr(twin.graph, name) if fast else REFERENCE[name].__get__(twin.graph)
             result = fn(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 (the error is the result)
         sys.setprofile(None)
-        return error(exc), bool(PY_NAMES & set(seen))
+        return error(exc), bool(SLOW_NAMES & set(seen))
     sys.setprofile(None)
     if name.endswith("launch"):
         made = LAUNCHES.value - launches if LAUNCHES else 0
         return ("launched", made, sum(c.value for c in CALLS) - runtime_calls, launch_record() if made else None), \
-            bool(PY_NAMES & set(seen))
+            bool(SLOW_NAMES & set(seen))
     if name == "add_nodes":
         made = list(result)
         places = twin.nodes + made
         twin.nodes.extend(made)
-        return [describe(n, places, twin.graph) for n in made], bool(PY_NAMES & set(seen))
+        return [describe(n, places, twin.graph) for n in made], bool(SLOW_NAMES & set(seen))
     described = describe(result, twin.nodes, twin.graph)
     twin.nodes.append(result)
-    return described, bool(PY_NAMES & set(seen))
+    return described, bool(SLOW_NAMES & set(seen))
 
 
 @contextlib.contextmanager
 def one_node_methods_only() -> Any:
     """``Graph.add_nodes`` with no loop of its own: each spec through the one-node methods, the
     reference for the C loop (the hot module's ``add_nodes`` and ``make_nodes``)."""
-    saved = _bulk._hot, _bulk._fast
+    saved = _bulk._hot, _bulk._fast, _bulk._abi_loop
     _bulk._hot = types.SimpleNamespace(bulk_adder=lambda backend: None, node_maker=lambda backend: None)
     _bulk._fast = types.SimpleNamespace(compiled_helper=lambda backend, name: None)
+    _bulk._abi_loop = lambda graph, seq, i, made, names: i  # (ABI mode's loop: leaves every spec)
     try:
         yield
     finally:
-        _bulk._hot, _bulk._fast = saved
+        _bulk._hot, _bulk._fast, _bulk._abi_loop = saved
 
 
 # -- the strategies -------------------------------------------------------------------------------
@@ -325,12 +380,13 @@ def mostly(good: Any, odd: Any = num, weight: int = 6) -> Any:
 
 
 node_ref = st.integers(0, 40).map(lambda i: Ref("node", i))
-dep_item = mostly(node_ref, st.one_of(st.just(Ref("foreign")), st.just(Ref("dead")), num, st.just(Ref("k"))), 12)
-dep_list = st.lists(dep_item, max_size=18)
-deps = mostly(st.one_of(st.none(), st.lists(node_ref, max_size=3), st.lists(node_ref, max_size=3).map(tuple),
-                        st.lists(node_ref, max_size=17)),
-              st.one_of(dep_list, dep_list.map(tuple), dep_list.map(gen), dep_item,
-                        st.sampled_from(["ab", b"", {}, set()])), 3)
+dep_item = mostly(node_ref, pick(st.just(Ref("foreign")), st.just(Ref("dead")), st.just(Ref("foreign")),
+                                 st.just(Ref("dead")), num, st.just(Ref("k"))), 3)
+short = st.lists(dep_item, min_size=1, max_size=3)  # (one odd item among good ones, often)
+deps = mostly(pick(st.none(), st.lists(node_ref, max_size=3), st.lists(node_ref, max_size=3).map(tuple),
+                   st.lists(node_ref, min_size=15, max_size=17)),
+              pick(short, short, short, short.map(tuple), short.map(gen), st.lists(dep_item, max_size=18), dep_item,
+                   st.sampled_from(["ab", b"", {}, set()])), 3)
 edges = mostly(st.none(), st.one_of(st.just([]), st.lists(st.sampled_from([DEFAULT_EDGE, 5, None]), max_size=3)))
 good_pointer = st.one_of(st.integers(0, 56).map(lambda i: Ref("addr", i)),
                          st.sampled_from([Ref("buf0"), Ref("buf1"), Ref("buf2")]))
@@ -507,30 +563,35 @@ STATS = {"examples": 0, "calls": 0, "c": 0}
 
 
 def check(ops: list[Any]) -> None:
-    c_twin, py_twin = Twin(), Twin()
+    fast_twin, ref_twin = Twin(), Twin()
     try:
         for op in ops:
-            got_c, py_ran = call(op, c_twin, True)
-            got_py, _ = call(op, py_twin, False)
-            assert got_c == got_py, f"{op!r}:\n  C:      {got_c!r}\n  Python: {got_py!r}"
+            got_fast, slow = call(op, fast_twin, True)
+            got_ref, _ = call(op, ref_twin, False)
+            assert got_fast == got_ref, f"{op!r}:\n  method:    {got_fast!r}\n  reference: {got_ref!r}"
             STATS["calls"] += 1
-            STATS["c"] += not py_ran and not isinstance(got_c, str)
+            STATS["c"] += not slow and not isinstance(got_fast, str)
             state_c, state_py = (
                 (len(t.graph.nodes()), len(t.graph._nodes), keep(t.graph), keep(t.capture), t.capturing.is_capturing)
-                for t in (c_twin, py_twin))
-            assert state_c == state_py, f"after {op!r}:\n  C:      {state_c!r}\n  Python: {state_py!r}"
+                for t in (fast_twin, ref_twin))
+            assert state_c == state_py, f"after {op!r}:\n  method:    {state_c!r}\n  reference: {state_py!r}"
     finally:
-        captured = c_twin.close(), py_twin.close()
-    assert captured[0] == captured[1], f"captured:\n  C:      {captured[0]!r}\n  Python: {captured[1]!r}"
+        captured = fast_twin.close(), ref_twin.close()
+    assert captured[0] == captured[1], f"captured:\n  method:    {captured[0]!r}\n  reference: {captured[1]!r}"
     STATS["examples"] += 1
 
 
 def main(examples: int) -> None:
-    for cls, name in ((Graph, "add_empty"), (Graph, "add_memset"), (GraphExec, "launch"), (Stream, "launch"),
-                      (Kernel, "launch")):
-        assert type(cls.__dict__[name]) is not types.FunctionType, f"{cls.__name__}.{name} is not the C method"
     Twin().close()  # (the kernel's first node, made in Python, installs the C add_kernel)
-    assert type(Graph.__dict__["add_kernel"]) is not types.FunctionType, "Graph.add_kernel is not the C method"
+    if LAST is not None:  # (and its first launch its launch layout, before the references are counted)
+        for k in (K, K2):
+            k.launch(STREAM, 1, 32, *ARGS)
+    # compiled mode: each class's method is the C one; ABI mode: the Python one
+    for cls, name, key in ((Graph, "add_empty", "add_empty"), (Graph, "add_memset", "add_memset"),
+                           (Graph, "add_kernel", "add_kernel"), (GraphExec, "launch", "exec_launch"),
+                           (Stream, "launch", "stream_launch"), (Kernel, "launch", "kernel_launch")):
+        method = cls.__dict__[name]
+        assert (method is PY[key]) == ABI, f"{cls.__name__}.{name}: {method!r} in {'ABI' if ABI else 'compiled'} mode"
     watched = [K, K2, K_WRONG, *BUFS, CLOSED_BUF, STREAM, MY_STREAM, LEGACY, CLOSED_STREAM, EXEC, FOREIGN_NODE,
                *[o for o in ODD if not isinstance(o, (bool, type(None), str, bytes))]]
     EXEC._last_stream = None  # (the stream a launch waits on: one reference, by design)
