@@ -1,7 +1,8 @@
 """Generated calls against pygraphrt's fast paths: each method held to a slower path it must agree with.
 
-Run by ``tests/test_hot_fuzz.py`` in a subprocess against the fake libcudart
-(``PYGRAPHRT_CUDART``): ``python -m tests.hot_fuzz EXAMPLES``, in either mode.
+Run by ``tests/test_hot_fuzz.py`` in a subprocess against a fake runtime -- the fake libcudart
+(``PYGRAPHRT_CUDART``) or the fake libamdhip64 (``PYGRAPHRT_BACKEND=hip``,
+``PYGRAPHRT_HIP_LIB``): ``python -m tests.hot_fuzz EXAMPLES``, in either mode.
 
 - Compiled mode (``PYGRAPHRT_FAST=1``): each compiled hot method against the Python method it
   replaced (taken from the class before the first graph, stream or kernel installs the C).
@@ -18,9 +19,10 @@ huge and negative ints, NaN, generators, another graph's nodes, closed buffers a
 unknown keywords, capturing streams.  Each call runs through the class's method on one twin and
 through the reference on the other; the twins -- two graphs, two capturing streams -- start
 alike.  The two must give the same node (type, dependencies, parameters read back), the same
-launch (what the fake's ``cuLaunchKernel`` recorded) or the same error (type, message, notes),
-and leave the twins alike (node count, the graph's and the capture's keep lists, the captured
-graphs).  Afterwards nothing the calls touched may hold a reference more than before.
+launch (what the fake libcudart's ``cuLaunchKernel`` recorded; the bytes the fake HIP's kernel
+wrote) or the same error (type, message, notes), and leave the twins alike (node count, the
+graph's and the capture's keep lists, the captured graphs).  Afterwards nothing the calls
+touched may hold a reference more than before.
 
 Prints ``ok <examples> <calls> <calls the fast path made>`` (the last: calls that succeeded on
 the method's twin with no frame of the reference's functions) or fails with hypothesis'
@@ -58,6 +60,7 @@ PY = {"add_empty": Graph.__dict__["add_empty"], "add_memset": Graph.__dict__["ad
       "stream_launch": Stream.__dict__["launch"], "kernel_launch": Kernel.__dict__["launch"]}
 assert all(type(f) is types.FunctionType for f in PY.values()), PY
 ABI = rt.backend().ffi_mode.startswith("abi")
+HIP = lowlevel.backend_object().vendor == "hip"  # (the fake libamdhip64: PYGRAPHRT_BACKEND=hip)
 
 
 # ABI mode's reference: each method's general path, which its inlined fast path (and the
@@ -148,11 +151,21 @@ class MyStream(Stream):
 
 
 # -- the objects both twins share, and each twin's own ------------------------------------------
-SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
-ARGS = (A, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)  # arguments for it
-K = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="fake")
-K2 = Kernel.wrap(0x5100, signature=SIG, kind="kernel", name="second")  # (switching kernels)
-K_WRONG = Kernel.wrap(0x5200, signature="int n", kind="kernel", name="wrong")  # the fake's kernels take eight
+if HIP:
+    # the fake HIP module's kernels (tests/fakehip/fake_hip.c): add_int(int *out, int a, int b), which
+    # stores a + b through out when launched (on the host), and noop(), which takes nothing
+    SIG = "int *out, int a, int b"
+    ARGS: tuple[Any, ...] = (A, 7, 2)
+    K = rt.Library(b"FAKEHIP").kernel("add_int", signature=SIG)
+    K2 = rt.Library(b"FAKEHIP").kernel("add_int", signature=SIG)  # (switching kernels)
+    K_WRONG = rt.Library(b"FAKEHIP").kernel("noop", signature="int n")
+else:
+    # the fake libcudart's kernels all take these eight (FAKE_KERNEL_PARAMS)
+    SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
+    ARGS = (A, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
+    K = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="fake")
+    K2 = Kernel.wrap(0x5100, signature=SIG, kind="kernel", name="second")  # (switching kernels)
+    K_WRONG = Kernel.wrap(0x5200, signature="int n", kind="kernel", name="wrong")
 BUFS = [borrowed_buffer(A + 8 * i, 8) for i in range(3)]
 CLOSED_BUF = borrowed_buffer(A, 8)
 CLOSED_BUF.close()
@@ -173,7 +186,7 @@ SHARED: dict[str, Any] = {
     "legacy": LEGACY, "closed_stream": CLOSED_STREAM, "foreign": FOREIGN_NODE, "exec": EXEC,
     "closed_exec": CLOSED_EXEC, **{f"buf{i}": b for i, b in enumerate(BUFS)}}
 NAMES = {id(v): k for k, v in SHARED.items()}
-FAKE = ctypes.CDLL(os.environ["PYGRAPHRT_CUDART"])
+FAKE = ctypes.CDLL(os.environ["PYGRAPHRT_HIP_LIB" if HIP else "PYGRAPHRT_CUDART"])
 
 
 class Launch(ctypes.Structure):
@@ -181,13 +194,15 @@ class Launch(ctypes.Structure):
                 ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint), ("args", ctypes.c_ubyte * 48)]
 
 
-try:  # (the fake built with FAKE_DRIVER_DIRECT: kernel launches, which it records)
+try:  # (the fake libcudart built with FAKE_DRIVER_DIRECT: kernel launches, which it records)
     LAST: Any = Launch.in_dll(FAKE, "fake_last_launch")
     LAUNCHES: Any = ctypes.c_int.in_dll(FAKE, "fake_launches")
 except ValueError:
     LAST = LAUNCHES = None
-# (the runtime's calls and the driver's together: the C may take the driver's function for one)
-CALLS = [ctypes.c_int.in_dll(FAKE, n) for n in ("fake_runtime_calls", "fake_driver_calls")]
+# (the fake libcudart's runtime calls and driver calls together: the C may take the driver's function)
+CALLS = [] if HIP else [ctypes.c_int.in_dll(FAKE, n) for n in ("fake_runtime_calls", "fake_driver_calls")]
+#: Whether the fake launches kernels: the CUDA one records them, the HIP one runs them.
+LAUNCHING = LAST is not None or HIP
 
 
 class Twin:
@@ -306,6 +321,7 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
     args, kwargs = resolve(args, twin), resolve(kwargs, twin)
     seen: list[str] = []
     launches, runtime_calls = LAUNCHES.value if LAUNCHES else 0, sum(c.value for c in CALLS)
+    ctypes.memset(MEM, 0, len(MEM))  # (what a launched kernel writes there, HIP's add_int, is seen after)
     sys.setprofile(lambda frame, event, arg: seen.append(frame.f_code.co_name) if event == "call" else None)
     try:
         if name.endswith("launch"):  # (on the first argument: an executable graph, a stream, a kernel)
@@ -326,8 +342,8 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
     sys.setprofile(None)
     if name.endswith("launch"):
         made = LAUNCHES.value - launches if LAUNCHES else 0
-        return ("launched", made, sum(c.value for c in CALLS) - runtime_calls, launch_record() if made else None), \
-            bool(SLOW_NAMES & set(seen))
+        return ("launched", made, sum(c.value for c in CALLS) - runtime_calls, launch_record() if made else None,
+                MEM.raw), bool(SLOW_NAMES & set(seen))
     if name == "add_nodes":
         made = list(result)
         places = twin.nodes + made
@@ -411,14 +427,22 @@ def float_arg(width: int) -> Any:
     return mostly(pick(st.floats(width=width), st.integers(-2**53, 2**53)), pick(num, pointer), 8)
 
 
-# the arguments of SIG's parameters
-kernel_arg = [mostly(good_pointer, pick(num, pointer), 8), int_arg(-2**31, 2**31 - 1), float_arg(64), int_arg(0, 255),
-              int_arg(-2**15, 2**15 - 1), float_arg(32), int_arg(-2**63, 2**63 - 1), int_arg(0, 2**32 - 1)]
+# the arguments of SIG's parameters: for kernel nodes, and for launches
+pointer_arg = mostly(good_pointer, pick(num, pointer), 8)
+int32_arg = int_arg(-2**31, 2**31 - 1)
+if HIP:
+    # a launched add_int writes through its pointer: there, addresses in MEM or what pygraphrt refuses
+    safe_pointer_arg = pick(good_pointer, good_pointer, good_pointer, st.integers(0, 60).map(lambda i: Ref("ptr", i)),
+                            st.just(Ref("closed_buf")), st.sampled_from(["x", 1.5, -1, 2**64, Index(8), b"p"]))
+    node_args, launch_args = [pointer_arg, int32_arg, int32_arg], [safe_pointer_arg, int32_arg, int32_arg]
+else:
+    node_args = launch_args = [pointer_arg, int32_arg, float_arg(64), int_arg(0, 255), int_arg(-2**15, 2**15 - 1),
+                               float_arg(32), int_arg(-2**63, 2**63 - 1), int_arg(0, 2**32 - 1)]
 
 
 @st.composite
-def kernel_args(draw: Any) -> Any:
-    values = [draw(a) for a in kernel_arg]
+def kernel_args(draw: Any, launch: bool = False) -> Any:
+    values = [draw(a) for a in (launch_args if launch else node_args)]
     shape = draw(st.sampled_from(["tuple"] * 12 + ["list"] * 3 + ["short", "long", "str", "none"]))
     if shape == "list":
         return values
@@ -491,7 +515,7 @@ def exec_launch(draw: Any) -> Any:
 @st.composite
 def plain_launch(draw: Any) -> Any:
     stream, kernel = draw(launch_stream), draw(kernels)
-    values = draw(kernel_args())
+    values = draw(kernel_args(launch=True))
     values = list(values) if isinstance(values, (tuple, list)) else [values]
     kwargs = draw(optional(shared_mem=mostly(st.integers(0, 2**16)), priority=st.just(1), bogus=num))
     for key in ("priority", "bogus"):
@@ -558,7 +582,7 @@ def add_nodes(draw: Any) -> Any:
 
 calls = [add_empty(), add_empty(), add_memset(), add_memset(), add_kernel(), add_kernel(), exec_launch(),
          add_nodes()]
-program = st.lists(pick(*calls, *[plain_launch()] * 2 * (LAST is not None)), min_size=1, max_size=8)
+program = st.lists(pick(*calls, *[plain_launch()] * 2 * LAUNCHING), min_size=1, max_size=8)
 STATS = {"examples": 0, "calls": 0, "c": 0}
 
 
@@ -583,7 +607,7 @@ def check(ops: list[Any]) -> None:
 
 def main(examples: int) -> None:
     Twin().close()  # (the kernel's first node, made in Python, installs the C add_kernel)
-    if LAST is not None:  # (and its first launch its launch layout, before the references are counted)
+    if LAUNCHING:  # (and its first launch its launch layout, before the references are counted)
         for k in (K, K2):
             k.launch(STREAM, 1, 32, *ARGS)
     # compiled mode: each class's method is the C one; ABI mode: the Python one
