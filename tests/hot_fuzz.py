@@ -11,7 +11,8 @@ Run by ``tests/test_hot_fuzz.py`` in a subprocess against a fake runtime -- the 
   ``_kernel._add_general``, ``GraphExec._launch_slow``, ``Kernel._launch``).
 
 The methods are ``Graph.add_empty``, ``add_memset``, ``add_kernel`` and ``add_nodes`` (whose
-bulk loop, C or ABI mode's Python, is held to each spec through the one-node methods),
+bulk loop, C or ABI mode's Python, is held to each spec through the one-node methods; its
+NodeList's entries are read by index and slice, some only after nodes were destroyed),
 ``GraphExec.launch``, ``Stream.launch`` and ``Kernel.launch``.  Hypothesis draws short programs of
 calls with arguments from the plain (which the fast paths take) to the odd: bools, int
 subclasses, ``__index__`` objects, numpy and ctypes scalars, values one past a field's range,
@@ -216,7 +217,8 @@ class Twin:
         # (a kernel's first node is always the Python method's: made here, it is so on both twins)
         self.nodes += [PY["add_kernel"](self.graph, k, 1, 32, ARGS, dependencies=self.nodes[:1]) for k in (K, K2)]
         self.dead = self.graph.add_empty()
-        self.dead._handle = None  # what Node.destroy leaves
+        self.dead.destroy()  # (its address is the next node's: the fake reuses the slot)
+        self.lists: list[Any] = []  # what add_nodes returned, in order
         self.capturing = Stream()
         self.capture = self.capturing.capture()
         self.capture.__enter__()
@@ -319,6 +321,15 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
     (what it did, whether a Python method frame ran)."""
     name, args, kwargs = op
     args, kwargs = resolve(args, twin), resolve(kwargs, twin)
+    if name == "read":
+        return read(twin, *args), True
+    if name == "destroy":  # the graph's last node (the only one the fakes destroy)
+        try:
+            last = twin.graph.nodes()[-1]
+            last.destroy()
+            return ("destroyed", type(last).__name__), True
+        except Exception as exc:  # noqa: BLE001
+            return error(exc), True
     seen: list[str] = []
     launches, runtime_calls = LAUNCHES.value if LAUNCHES else 0, sum(c.value for c in CALLS)
     ctypes.memset(MEM, 0, len(MEM))  # (what a launched kernel writes there, HIP's add_int, is seen after)
@@ -327,7 +338,7 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
         if name.endswith("launch"):  # (on the first argument: an executable graph, a stream, a kernel)
             target = args[0]
             result = target.launch(*args[1:], **kwargs) if fast else REFERENCE[name](target, *args[1:], **kwargs)
-        elif name == "add_nodes":
+        elif name.startswith("add_nodes"):
             if fast:
                 result = twin.graph.add_nodes(*args, **kwargs)
             else:
@@ -344,7 +355,10 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
         made = LAUNCHES.value - launches if LAUNCHES else 0
         return ("launched", made, sum(c.value for c in CALLS) - runtime_calls, launch_record() if made else None,
                 MEM.raw), bool(SLOW_NAMES & set(seen))
-    if name == "add_nodes":
+    if name.startswith("add_nodes"):
+        twin.lists.append(result)
+        if name == "add_nodes_lazy":  # (its entries read later, by "read", or never)
+            return ("made", len(result)), bool(SLOW_NAMES & set(seen))
         made = list(result)
         places = twin.nodes + made
         twin.nodes.extend(made)
@@ -352,6 +366,29 @@ def call(op: tuple[str, list[Any], dict[str, Any]], twin: Twin, fast: bool) -> t
     described = describe(result, twin.nodes, twin.graph)
     twin.nodes.append(result)
     return described, bool(SLOW_NAMES & set(seen))
+
+
+def read(twin: Twin, which: int, plan: list[Any]) -> Any:
+    """Entries of one of ``twin``'s NodeLists, by index or slice: for each, what it is and which
+    of the graph's nodes (``graph.nodes()``) it is; a node destroyed since reads as destroyed."""
+    if not twin.lists:
+        return "no list"
+    made = twin.lists[which % len(twin.lists)]
+    live = twin.graph.nodes()
+
+    def state(n: Any) -> Any:
+        at = next((j for j, x in enumerate(live) if x is n), None)
+        return (type(n).__name__, n._handle is None, at, n is made[made.index(n)] if n in made else "?")
+
+    out: list[Any] = [len(made)]
+    for item in plan:
+        try:
+            got = made[slice(*item)] if isinstance(item, tuple) else made[item]
+            out.append([state(n) for n in got] if isinstance(got, list) else (state(got), got is made[item]))
+        except Exception as exc:  # noqa: BLE001
+            out.append(error(exc))
+    out.append(list(made) == [made[i] for i in range(len(made))])
+    return out
 
 
 @contextlib.contextmanager
@@ -570,19 +607,42 @@ def spec(draw: Any, i: int) -> Any:
 SPECS = [spec(i) for i in range(10)]
 
 
+def plain_spec(i: int) -> Any:
+    """Spec ``i`` as the bulk loops take it, mostly: an empty or plain memset node after earlier
+    specs or nodes."""
+    after = st.lists(pick(*[st.integers(0, i - 1)] * 3 * bool(i), node_ref), max_size=3)
+    plain = st.tuples(st.just("empty"), st.sampled_from([None, {}]), after) | st.tuples(
+        st.just("memset"), st.fixed_dictionaries({"dst": good_pointer, "value": st.integers(0, 255),
+                                                  "count": st.integers(0, 8)}), after)
+    return mostly(plain, SPECS[i], 12)
+
+
+PLAIN_SPECS = [plain_spec(i) for i in range(10)]
+
+
 @st.composite
-def add_nodes(draw: Any) -> Any:
-    specs = [draw(SPECS[i]) for i in range(draw(st.integers(0, 10)))]
+def add_nodes(draw: Any, lazy: bool | None = None) -> Any:
+    specs = [draw((PLAIN_SPECS if lazy else SPECS)[i]) for i in range(draw(st.integers(0, 10)))]
     container = draw(st.sampled_from(["list"] * 6 + ["tuple", "generator", "none"]))
     specs = {"list": specs, "tuple": tuple(specs), "generator": gen(specs), "none": None}[container]
     names = draw(mostly(st.just({"r": Ref("node", 0), "m": Ref("node", 1)}),
                         st.sampled_from([None, {}, {"r": Ref("dead")}, {"m": Ref("foreign")}])))
-    return ("add_nodes", [specs], {"names": names})
+    if lazy is None:  # (lazy: its entries are read by later "read" calls, or never)
+        lazy = draw(st.booleans())
+    return ("add_nodes_lazy" if lazy else "add_nodes", [specs], {"names": names})
 
 
+entry = st.integers(-12, 12)
+bound = st.one_of(st.none(), entry)
+reads = st.tuples(st.integers(0, 3), st.lists(pick(entry, entry, st.tuples(bound, bound, st.sampled_from(
+    [None, None, 1, 2, -1, -2, 3, 0]))), min_size=1, max_size=5)).map(lambda r: ("read", list(r), {}))
+destroy = st.just(("destroy", [], {}))
+# a lazy add_nodes, then its entries read, nodes destroyed (the graph's last), read again
+bulk_then_reads = st.tuples(add_nodes(lazy=True), st.lists(pick(reads, reads, destroy), min_size=1, max_size=4))
 calls = [add_empty(), add_empty(), add_memset(), add_memset(), add_kernel(), add_kernel(), exec_launch(),
-         add_nodes()]
-program = st.lists(pick(*calls, *[plain_launch()] * 2 * LAUNCHING), min_size=1, max_size=8)
+         add_nodes(), reads, destroy, *[plain_launch()] * 2 * LAUNCHING]
+program = st.lists(pick(*[c.map(lambda op: [op]) for c in calls], bulk_then_reads.map(lambda t: [t[0], *t[1]])),
+                   min_size=1, max_size=8).map(lambda chunks: [op for chunk in chunks for op in chunk])
 STATS = {"examples": 0, "calls": 0, "c": 0}
 
 
