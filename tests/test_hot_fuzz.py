@@ -50,6 +50,7 @@ def test_fast_paths_agree_with_the_paths_they_shortcut(fake, tmp_path):
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     ok, made, calls, fast = r.stdout.split()
     assert ok == "ok" and made == examples
-    # the programs must reach the fast paths: in compiled mode a quarter of the calls or more are
-    # plain enough for the C; ABI mode's inlined paths take fewer (one dependency at most, ...)
-    assert int(fast) > int(calls) // (5 if mode == "1" else 20), r.stdout
+    # the programs must reach the fast paths: in compiled mode a fifth to a third of the calls
+    # succeed in C; ABI mode's inlined paths take fewer (at most one dependency, for instance),
+    # a tenth to a seventh.  (The bounds leave room for another hypothesis to draw otherwise.)
+    assert int(fast) > int(calls) // (8 if mode == "1" else 20), r.stdout
