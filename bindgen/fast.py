@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -61,6 +62,7 @@ int _pgr_bound(int i);
 int _pgr_next_unbound(int i);
 int _pgr_set_direct(int slot, void *fn);
 const char *_pgr_abi_hash(void);
+const char *_pgr_source_hash(void);
 int _pgr_launch_packed(const uintptr_t *state, void *stream, const char *packed);
 int _pgr_capture_status(void *stream);
 int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, const int *dep_ref,
@@ -492,6 +494,8 @@ class FastSource:
 
 #: The committed file (beside each binding's ``_ffi.py``) that holds a :class:`FastSource`.
 SOURCE_FILE = "fast_source.json"
+# (where _pgr_source_hash's value goes, once the source around it is hashed)
+_SOURCE_HASH_SLOT = "@PGR_SOURCE_HASH@"
 
 
 def source_json(src: FastSource) -> str:
@@ -588,6 +592,10 @@ def c_source(binding: str, types: list[str], packed: str, functions: dict[str, F
         "    return -1;",
         "}",
         f'static const char *_pgr_abi_hash(void) {{ return "{hash_}"; }}',
+        "/* The sha256 of this extension's whole source (cdef and C, this line's value left out):",
+        " * the binding package's FAST_SHA256, checked at load, so that an extension built from",
+        " * an older hot_methods.c or generator is refused as stale. */",
+        f'static const char *_pgr_source_hash(void) {{ return "{_SOURCE_HASH_SLOT}"; }}',
         "",
         *DIRECT_TABLE,
         "",
@@ -604,8 +612,18 @@ def fast_source(binding: str, module: Module, functions: dict[str, Function], ha
     calls straight to the driver, the driver binding's: ``driver``, its module and functions)."""
     types, decls, packed, _omitted = emit.build_cdef_parts(module, functions)
     cdef = "\n".join(types + decls) + "\n" + HELPERS_CDEF
-    return FastSource(module_name(binding), cdef, packed,
-                      c_source(binding, types, packed, functions, hash_, module, driver))
+    c = c_source(binding, types, packed, functions, hash_, module, driver)
+    digest = hashlib.sha256("\0".join([cdef, packed, c]).encode()).hexdigest()
+    return FastSource(module_name(binding), cdef, packed, c.replace(_SOURCE_HASH_SLOT, digest, 1))
+
+
+def source_hash(src: FastSource) -> str:
+    """What ``src``'s extension returns from ``_pgr_source_hash()`` (the binding package's
+    ``FAST_SHA256``)."""
+    m = re.search(r'_pgr_source_hash\(void\) \{ return "([0-9a-f]{64})"; \}', src.c_source)
+    if m is None:
+        raise ValueError(f"{src.name}: no _pgr_source_hash in its C source")
+    return m.group(1)
 
 
 def make_api_ffi(src: FastSource):

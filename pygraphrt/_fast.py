@@ -285,14 +285,21 @@ def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     built = ffi.string(ext._pgr_abi_hash()).decode()
     # The binding's package carries its ABI module's sha256 (generated with it), so the
     # check neither reads nor imports the ABI module.
-    if built != importlib.import_module(f"pygraphrt._bindings.{binding}").ABI_SHA256:
+    package = importlib.import_module(f"pygraphrt._bindings.{binding}")
+    if built != package.ABI_SHA256:
         raise RuntimeError(f"{mod.__file__} was built from another version of binding {binding} "
                            f"(stale); rebuild it with `python -m bindgen build-fast`")
-    try:
-        open_library, next_unbound = ext._pgr_open, ext._pgr_next_unbound
-    except AttributeError:
-        raise RuntimeError(f"{mod.__file__} was built by an older pygraphrt (no _pgr_open) "
-                           f"(stale); rebuild it with `python -m bindgen build-fast`") from None
+    lacks = next((n for n in ("_pgr_open", "_pgr_next_unbound", "_pgr_source_hash") if not hasattr(ext, n)), None)
+    if lacks is not None:
+        raise RuntimeError(f"{mod.__file__} was built by an older pygraphrt (no {lacks}) "
+                           f"(stale); rebuild it with `python -m bindgen build-fast`")
+    open_library, next_unbound = ext._pgr_open, ext._pgr_next_unbound
+    source = ffi.string(ext._pgr_source_hash()).decode()
+    # ... and its fast source's (the same ABI module, another hot_methods.c: other C methods)
+    if source != package.FAST_SHA256:
+        raise RuntimeError(f"{mod.__file__} was built from another version of its source (the hot "
+                           f"methods' C, bindgen's generator) (stale); rebuild it with `python -m bindgen "
+                           f"build-fast`")
     # The handle of the library pygraphrt chose (already loaded: same handle, refcount + 1,
     # kept for the life of the process like ffi.dlopen's).
     handle = open_library(os.fsencode(path))

@@ -147,6 +147,31 @@ def test_a_stale_extension_is_not_used(monkeypatch, fake_cudart):
 
 
 @needs_fast
+def test_an_extension_built_from_another_source_is_stale(monkeypatch, fake_cudart):
+    """The same ABI module but another fast source (an older hot_methods.c: other C methods)."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("pygraphrt._bindings.cuda13"), "FAST_SHA256", "0" * 64)
+    _refused_as_stale(monkeypatch, fake_cudart, "built from another version of its source")
+
+
+@needs_fast
+def test_the_committed_fast_source_is_what_the_package_expects():
+    """FAST_SHA256 in each binding package is the hash of its committed fast_source.json, and
+    the built extension returns it."""
+    import importlib
+
+    from bindgen import fast
+    from bindgen.generate import BINDINGS_DIR
+
+    for binding in fast.FAST_BINDINGS:
+        expected = importlib.import_module(f"pygraphrt._bindings.{binding}").FAST_SHA256
+        assert fast.source_hash(fast.load_source(BINDINGS_DIR / binding / fast.SOURCE_FILE)) == expected
+        ext = importlib.import_module(f"pygraphrt._fastlib._{binding}")
+        assert ext.ffi.string(ext.lib._pgr_source_hash()).decode() == expected
+
+
+@needs_fast
 def test_an_extension_built_before_pgr_open_is_stale(monkeypatch, fake_cudart):
     """An extension from an older pygraphrt (same ABI module, no ``_pgr_open``) is refused as
     stale, naming the rebuild, rather than failing with an AttributeError."""

@@ -338,3 +338,19 @@ def test_direct_adds_take_the_driver_bindings_layout():
         assert "        dp.kern = func;\n" in c and "        dp.ctx = NULL;\n" in c and "        dp.dst = (uintptr_t)dst;\n" in c
     for name in ("hip6", "hip7"):
         assert "_pgr_drv_" not in fast_source_of(HEADER_SETS[name]).c_source
+
+
+def test_source_hash_covers_the_whole_source_but_itself():
+    """``_pgr_source_hash()`` returns the sha256 of the cdefs and the C with its own value left
+    out: what generate writes as the package's FAST_SHA256, and it changes with any line of C."""
+    import hashlib
+
+    src = _source()
+    digest = fast.source_hash(src)
+    unstamped = src.c_source.replace(digest, fast._SOURCE_HASH_SLOT, 1)
+    assert hashlib.sha256("\0".join([src.cdef, src.cdef_packed, unstamped]).encode()).hexdigest() == digest
+    assert fast.source_hash(_source()) == digest  # (the same IR: the same source, the same hash)
+    other = fast.FastSource(src.name, src.cdef, src.cdef_packed, unstamped.replace("return -1;", "return -2;", 1))
+    assert hashlib.sha256("\0".join([other.cdef, other.cdef_packed, other.c_source]).encode()).hexdigest() != digest
+    with pytest.raises(ValueError, match="no _pgr_source_hash"):
+        fast.source_hash(fast.FastSource(src.name, src.cdef, src.cdef_packed, "int x;"))

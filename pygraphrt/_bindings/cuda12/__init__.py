@@ -5,12 +5,15 @@
 ``CONSTANTS`` and ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads
 ``manifest.json``.  ``ABI_SHA256`` is the sha256 of ``_ffi.py``: a compiled fast-path
 extension built from this binding returns the same from ``_pgr_abi_hash()``.
+``FAST_SHA256`` is the sha256 of the extension's source (``fast_source.json``): one built
+from another (an older ``hot_methods.c``) returns another from ``_pgr_source_hash()``.
 """
 
 NAME = 'cuda12'
 VENDOR = 'cuda'
 VERSION = '12.9'
 ABI_SHA256 = '4873e1181b79a191de0a4b956602f56694c3ef33960e6741d7ecc6714758bf1d'
+FAST_SHA256 = 'dbda1e8306aafa69253838c741ac6dbb758769068e9cbff887b067a06c11d0a5'
 
 
 def __getattr__(name):
@@ -31,4 +34,4 @@ def manifest():
     return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
-__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256"]
+__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256", "FAST_SHA256"]

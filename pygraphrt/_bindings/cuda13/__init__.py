@@ -5,12 +5,15 @@
 ``CONSTANTS`` and ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads
 ``manifest.json``.  ``ABI_SHA256`` is the sha256 of ``_ffi.py``: a compiled fast-path
 extension built from this binding returns the same from ``_pgr_abi_hash()``.
+``FAST_SHA256`` is the sha256 of the extension's source (``fast_source.json``): one built
+from another (an older ``hot_methods.c``) returns another from ``_pgr_source_hash()``.
 """
 
 NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
+FAST_SHA256 = 'f8f84b29ee8e801e4ab416eb455f139f98752a98d704db18472cf776783ebeba'
 
 
 def __getattr__(name):
@@ -31,4 +34,4 @@ def manifest():
     return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
-__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256"]
+__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256", "FAST_SHA256"]

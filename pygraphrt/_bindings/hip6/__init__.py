@@ -5,12 +5,15 @@
 ``CONSTANTS`` and ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads
 ``manifest.json``.  ``ABI_SHA256`` is the sha256 of ``_ffi.py``: a compiled fast-path
 extension built from this binding returns the same from ``_pgr_abi_hash()``.
+``FAST_SHA256`` is the sha256 of the extension's source (``fast_source.json``): one built
+from another (an older ``hot_methods.c``) returns another from ``_pgr_source_hash()``.
 """
 
 NAME = 'hip6'
 VENDOR = 'hip'
 VERSION = '6.2'
 ABI_SHA256 = 'f3b34c06a1791bd5941fc1f81197be984b219e0c7f7214a1a935b887359b16c8'
+FAST_SHA256 = 'f8a6f305d65dfab4b96fe7093c279bad6d558084c33e5c31bcc835b7b736e935'
 
 
 def __getattr__(name):
@@ -31,4 +34,4 @@ def manifest():
     return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
-__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256"]
+__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256", "FAST_SHA256"]

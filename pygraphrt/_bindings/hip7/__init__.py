@@ -5,12 +5,15 @@
 ``CONSTANTS`` and ``API_SYMBOLS`` (plain dicts, quick to import); ``manifest()`` loads
 ``manifest.json``.  ``ABI_SHA256`` is the sha256 of ``_ffi.py``: a compiled fast-path
 extension built from this binding returns the same from ``_pgr_abi_hash()``.
+``FAST_SHA256`` is the sha256 of the extension's source (``fast_source.json``): one built
+from another (an older ``hot_methods.c``) returns another from ``_pgr_source_hash()``.
 """
 
 NAME = 'hip7'
 VENDOR = 'hip'
 VERSION = '7.1'
 ABI_SHA256 = '5562f7f8ed61897745c2493111549953bc4baefc887d5f77d670594f996ecacd'
+FAST_SHA256 = '03de0f85fc39d4f523f11fb527b41cecdc9def31921db22855d062b4cfc4caa0'
 
 
 def __getattr__(name):
@@ -31,4 +34,4 @@ def manifest():
     return json.loads(Path(__file__).with_name("manifest.json").read_text())
 
 
-__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256"]
+__all__ = ["ffi", "manifest", "NAME", "VENDOR", "VERSION", "ABI_SHA256", "FAST_SHA256"]

@@ -142,6 +142,10 @@ static int _pgr_next_unbound(int i) {
     return -1;
 }
 static const char *_pgr_abi_hash(void) { return "ca1507397cd3f1e767b7fd9df791e60ef1d6af6798e38f7108f91e581ac17aac"; }
+/* The sha256 of this extension's whole source (cdef and C, this line's value left out):
+ * the binding package's FAST_SHA256, checked at load, so that an extension built from
+ * an older hot_methods.c or generator is refused as stale. */
+static const char *_pgr_source_hash(void) { return "a36133fd16767f1f138f78e1942c3c0c0a59ffee3b4e9a2066bbd643b90b9f87"; }
 
 /* -- calls straight to the driver (see bindgen/fast.py, DIRECT_TABLE) -- */
 #define _PGR_DIRECT_N 6
