@@ -138,13 +138,14 @@ def generate(hs: HeaderSet, override_include: Path | None = None,
     from . import fast
 
     ffi_text = emit.ffi_module_source(module_name, p.cdef, p.cdef_packed)
+    abi = fast.abi_hash(ffi_text)
     src = None
     if hs.name in fast.FAST_BINDINGS and history_version is None and override_include is None:
         # The compiled fast path's source, committed like the rest, so that building it
         # (python -m bindgen build-fast, pip install) needs a C compiler but no headers.
-        src = fast.fast_source(hs.name, p.module, p.functions, fast.abi_hash(ffi_text), driver_ir(hs.name))
+        src = fast.fast_source(hs.name, p.module, p.functions, abi, driver_ir(hs.name))
     files = {
-        "__init__.py": emit.package_init_source(hs.name, source, fast.abi_hash(ffi_text),
+        "__init__.py": emit.package_init_source(hs.name, source, abi,
                                                 fast.source_hash(src) if src is not None else None),
         "_ffi.py": ffi_text,
         "enums.py": emit.enums_module_source(hs.name, p.module),
