@@ -108,6 +108,10 @@ class Capture:
             raise errors.IllegalState(f"{ops.prefix}StreamBeginCapture",
                                       detail="the stream is already capturing")
         s._capture_failure = None
+        # Counted before the runtime begins: from the moment the capture runs, a finalizer's
+        # destroy (the collector can run at any allocation, even before this method returns)
+        # must be deferred, or its cudaFree would invalidate a global-mode capture just begun.
+        captures.began()
         try:
             if self._target is not None:
                 s._same_backend(self._target, "Stream.capture", Graph)
@@ -115,10 +119,12 @@ class Capture:
             else:
                 ops.call("StreamBeginCapture", s.handle, mode)
         except BaseException:
-            self._ensure_not_capturing()
+            try:
+                self._ensure_not_capturing()
+            finally:
+                captures.ended()
             raise
         self._state = "active"
-        captures.began()
         # This capture's share of ``captures`` ends exactly once: at end()/abort() (``_leave``),
         # or, when this object is dropped while still active, in this finalizer, which also
         # ends the capture in the runtime.  Left running, a global-mode capture would refuse
