@@ -251,6 +251,16 @@ def count(n: Any) -> int:
     return n
 
 
+def ordinal(device: Any, what: str) -> int:
+    """A device ordinal: a :class:`~pygraphrt.Device` (its ordinal) or an int in 0 .. 2**31-1
+    (the runtimes' ``int`` device)."""
+    value = getattr(device, "ordinal", device)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << 31:
+        raise errors.InvalidValue(what, detail=f"expected a Device or a device ordinal (an int from 0), "
+                                               f"got {device!r}")
+    return value
+
+
 def byte(v: Any) -> int:
     if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 255:
         raise errors.InvalidValue("value", detail=f"expected an int in 0..255, got {v!r}")

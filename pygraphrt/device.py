@@ -13,6 +13,7 @@ from ._operands import byte as _byte
 from ._operands import check_fits as _check_fits
 from ._operands import count as _count
 from ._operands import keep as _keep_alive
+from ._operands import ordinal as _ordinal
 from ._operands import ptr as _ptr
 
 # pygraphrt.enums is imported where it is used, not here: a program's first stream then loads it
@@ -48,9 +49,7 @@ class Device:
     """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread."""
 
     def __init__(self, ordinal: int = 0) -> None:
-        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal < 1 << 31:
-            raise errors.InvalidValue("Device", detail=f"ordinal must be a non-negative int, got {ordinal!r}")
-        self.ordinal = ordinal
+        self.ordinal = _ordinal(ordinal, "Device")
         self._backend = _runtime.active()
 
     def __repr__(self) -> str:
@@ -122,16 +121,30 @@ def _stream_int(obj: Any) -> int:
     """The stream handle of a foreign stream object, as an int."""
     if isinstance(obj, bool):
         raise errors.InvalidValue("Stream.wrap", detail="a bool is not a stream")
+    if isinstance(obj, Stream):  # (its handle is cffi's, which int() refuses: say what to do)
+        raise errors.InvalidValue("Stream.wrap", detail=f"{obj!r} is a pygraphrt Stream already: use it as it is")
     if isinstance(obj, int):
-        return obj
-    proto = getattr(obj, "__cuda_stream__", None)
-    if proto is not None:  # cuda.core protocol: (version, handle)
-        value = proto() if callable(proto) else proto
-        return int(value[1])
-    for attr in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy.cuda.Stream
-        if hasattr(obj, attr):
-            return int(getattr(obj, attr))
-    raise errors.InvalidValue("Stream.wrap", detail=f"cannot find a stream handle in {obj!r}")
+        value: Any = obj
+    else:
+        proto = getattr(obj, "__cuda_stream__", None)
+        if proto is not None:  # cuda.core protocol: (version, handle)
+            value = proto() if callable(proto) else proto
+            value = value[1] if isinstance(value, tuple) and len(value) == 2 else None
+        else:
+            value = None
+            for attr in ("cuda_stream", "ptr", "handle"):  # torch.cuda.Stream, cupy.cuda.Stream
+                if hasattr(obj, attr):
+                    value = getattr(obj, attr)
+                    break
+        try:
+            value = None if value is None or isinstance(value, bool) else int(value)
+        except (TypeError, ValueError):
+            value = None
+        if value is None:
+            raise errors.InvalidValue("Stream.wrap", detail=f"cannot find a stream handle in {obj!r}")
+    if not 0 <= value < 1 << 64:
+        raise errors.InvalidValue("Stream.wrap", detail=f"{obj!r} is not a stream handle (an address)")
+    return value  # type: ignore[no-any-return]
 
 
 class Stream(Owned):
@@ -511,7 +524,7 @@ class DeviceBuffer(DeviceMemory, Owned):
         if len(buf) > self.size:
             raise errors.InvalidValue("DeviceBuffer.copy_from",
                                       detail=f"{len(buf)} bytes do not fit in {self.size}")
-        self._copy(self.handle, buf, len(buf), stream)
+        self._copy(self.handle, buf, len(buf), stream, "DeviceBuffer.copy_from")
         if stream is None:
             # cudaMemcpy/hipMemcpy from pageable host memory returns once the data is staged, not
             # once it reached the device ("the DMA to final destination may not have completed"),
@@ -521,14 +534,20 @@ class DeviceBuffer(DeviceMemory, Owned):
             b.ops.call("StreamSynchronize", b.ffi.NULL)
 
     def to_bytes(self, count: int | None = None, stream: Stream | None = None) -> bytes:
+        """The buffer's first ``count`` bytes (all of them by default), copied to the host
+        (in order on ``stream`` where given, which is then synchronized)."""
         n = self.size if count is None else _count(count)
+        if n > self.size:
+            raise errors.InvalidValue("DeviceBuffer.to_bytes", detail=f"{n} bytes: the buffer has {self.size}")
         out = bytearray(n)
-        self._copy(self._backend.ffi.from_buffer(out), self.handle, n, stream)
+        self._copy(self._backend.ffi.from_buffer(out), self.handle, n, stream, "DeviceBuffer.to_bytes")
         return bytes(out)
 
-    def _copy(self, dst: Any, src: Any, n: int, stream: Stream | None) -> None:
+    def _copy(self, dst: Any, src: Any, n: int, stream: Stream | None, what: str) -> None:
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
+        if stream is not None:
+            self._same_backend(stream, what, Stream)
         if stream is None:
             b.ops.call("Memcpy", dst, src, n, kind)
         else:

@@ -71,6 +71,18 @@ def capture_mode(mode: "str | CaptureMode", what: str) -> CaptureMode:
 
 
 _FlagT = TypeVar("_FlagT", bound=enum.IntFlag)
+_EnumT = TypeVar("_EnumT", bound=enum.Enum)
+
+
+def member(cls: type[_EnumT], value: Any, what: str) -> _EnumT:
+    """``value`` as a member of ``cls`` (a member, or a member's value), or InvalidValue naming ``what``."""
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        from .errors import InvalidValue
+
+        raise InvalidValue(what, detail=f"{value!r} is not a {cls.__name__} "
+                                        f"(one of {[m.value for m in cls]})") from None
 
 
 def flag_set(cls: type[_FlagT], value: Any, what: str) -> _FlagT:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
 from ._handles import Owned
-from ._operands import DeviceMemory, count
+from ._operands import DeviceMemory, count, ordinal
 from .enums import MemPoolAttr
 
 if TYPE_CHECKING:
@@ -37,10 +37,7 @@ def _ordinal(device: "Device | int | None", backend: Any) -> int:
         out = backend.ffi.new("int *")
         backend.ops.call("GetDevice", out)
         return int(out[0])
-    ordinal = getattr(device, "ordinal", device)
-    if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal < 1 << 31:
-        raise errors.InvalidValue("MemPool", detail=f"expected a Device or ordinal, got {device!r}")
-    return ordinal
+    return ordinal(device, "MemPool")
 
 
 class MemPool(Owned):
@@ -168,6 +165,9 @@ class AsyncBuffer(DeviceMemory, Owned):
 
     def free(self, stream: "Stream") -> None:
         """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""
+        from .device import Stream  # (device sits above this module)
+
+        self._same_backend(stream, "AsyncBuffer.free", Stream)
         free_async(stream, self)
 
     def __repr__(self) -> str:

@@ -28,10 +28,14 @@ def objs():
         program = rt.Program(SOURCE)
         buf = rt.malloc(256)
         memset = g.add_memset(buf, 0, 8)
-        yield {"s": s, "g": g, "root": root, "buf": buf, "memset": memset, "exe": g.instantiate(),
+        o = {"s": s, "g": g, "root": root, "buf": buf, "memset": memset, "exe": g.instantiate(),
                "event": rt.Event(), "host": bytearray(64), "program": program,
                "kernel": program.kernel("bad_k", signature="float *y, int n"), "handle": g.conditional_handle(),
-               "kernel_node": g.add_kernel(program.kernel("bad_k", signature="float *y, int n"), 1, 1, [buf, 1])}
+               "kernel_node": g.add_kernel(program.kernel("bad_k", signature="float *y, int n"), 1, 1, [buf, 1]),
+               "async_buf": s.malloc_async(64), "conditional": g.add_if(g.conditional_handle()),
+               "capture": rt.Stream().begin_capture("relaxed")}
+        yield o
+        o["capture"].abort()
         sim.unregister_kernel("bad_k")
 
 
@@ -85,6 +89,33 @@ def _calls(o):
         "Program name": (lambda v: rt.Program(SOURCE, v), "not 'x'"),
         "Program options": (lambda v: rt.Program(SOURCE, options=v), "not None"),
         "KernelNode.attribute": (lambda v: o["kernel_node"].attribute(v), "all"),
+        # found by tests/api_fuzz.py (each raised AttributeError, TypeError, OverflowError or a
+        # plain ValueError from inside pygraphrt or cffi, or read past the buffer)
+        "DeviceBuffer.to_bytes count": (lambda v: buf.to_bytes(v), "not None"),
+        "DeviceBuffer.to_bytes stream": (lambda v: buf.to_bytes(8, v), "not None"),
+        "DeviceBuffer.copy_from stream": (lambda v: buf.copy_from(b"12345678", v), "not None"),
+        "AsyncBuffer.free stream": (lambda v: o["async_buf"].free(v), "all"),
+        "ConditionalNode.capture stream": (lambda v: o["conditional"].capture(v), "all"),
+        "Graph.add_mem_alloc device": (lambda v: g.add_mem_alloc(64, device=v), "not None"),
+        "Graph.add_node type": (lambda v: g.add_node(v), "all"),
+        "Graph.add_nodes spec params": (lambda v: g.add_nodes([("memset", v)]), "all"),
+        "Graph.add_nodes spec params keys": (lambda v: g.add_nodes([("memset", {"dst": buf, "value": 0,
+                                                                                "count": 8, "bogus": v})]), "all"),
+        "Graph.find_clone clone": (lambda v: g.find_clone(root, v), "all"),
+        "Graph.same_structure": (lambda v: g.same_structure(v), "all"),
+        "Kernel.pack": (lambda v: o["kernel"].pack(v), "all"),
+        "Kernel.argv": (lambda v: o["kernel"].argv(v), "all"),
+        "Kernel.decode": (lambda v: o["kernel"].decode(v), "all"),
+        "Library.from_data": (lambda v: rt.Library.from_data(v), "all"),
+        "Library.from_file": (lambda v: rt.Library.from_file(v), "all"),
+        "Stream.wrap": (lambda v: rt.Stream.wrap(v), "all"),
+        "Stream.capture graph target": (lambda v: s.capture(graph=v, dependencies=[root]), "not None"),
+        "Capture.update_dependencies": (lambda v: o["capture"].update_dependencies(v), "not None"),
+        "Program headers": (lambda v: rt.Program(SOURCE, headers=v), "not None"),
+        "Program header text": (lambda v: rt.Program(SOURCE, headers={"h.cuh": v}), "not 'x'"),
+        "compute.infer": (lambda v: rt.compute.infer(v), "not None"),
+        "compute.infer access": (lambda v: rt.compute.infer([v]), "all"),
+        "Program name_expressions": (lambda v: rt.Program(SOURCE, name_expressions=v), "not None"),
     }
 
 
@@ -129,3 +160,20 @@ def test_stream_launch_refuses_what_is_not_a_kernel(objs, what):
         with pytest.raises(errors.InvalidValue, match="is not a pygraphrt Kernel"):
             s.launch(other, 1, 1, buf, 1)
         assert not s.is_capturing
+
+
+def test_to_bytes_reads_no_more_than_the_buffer(objs):
+    """``to_bytes(count)`` past the buffer's size is refused (it copied from past the end)."""
+    with selected("sim"):
+        buf = objs["buf"]
+        with pytest.raises(errors.InvalidValue, match="the buffer has 256"):
+            buf.to_bytes(257)
+        assert len(buf.to_bytes(256)) == 256
+
+
+def test_stream_wrap_refuses_a_pygraphrt_stream_and_what_holds_no_int_handle(objs):
+    with selected("sim"):
+        with pytest.raises(errors.InvalidValue, match="a pygraphrt Stream already"):
+            rt.Stream.wrap(objs["s"])
+        with pytest.raises(errors.InvalidValue, match="cannot find a stream handle"):
+            rt.Stream.wrap(objs["event"])  # (its ``handle`` is cffi's: int() refuses it)

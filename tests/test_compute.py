@@ -70,6 +70,8 @@ def test_muda_example_edges_and_why():
     assert g["cal_x_0"].work == ["kernel"] and g["copy_to_x"].work == ["memcpy"]
     with pytest.raises(errors.InvalidValue, match="no node 'nope'"):
         g.why("nope", "cal_x_0")
+    # Iterating gives the nodes in program order (it called __getitem__(0): KeyError).
+    assert list(g) == g.nodes() and [n.name for n in g][0] == "cal_x_0"
 
 
 def test_dot_draws_nodes_edges_reads_and_writes():

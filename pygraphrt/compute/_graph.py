@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
 from ._topology import Hazard, infer
@@ -179,6 +179,10 @@ class ComputeGraph:
 
     def __getitem__(self, name: str) -> ComputeNode:
         return self._by_name[name]
+
+    def __iter__(self) -> Iterator[ComputeNode]:
+        """The nodes in program order (without it, iterating would call ``__getitem__`` with 0, 1, ...)."""
+        return iter(list(self._nodes))
 
     def _resolve(self, n: "ComputeNode | str") -> ComputeNode:
         if isinstance(n, ComputeNode):

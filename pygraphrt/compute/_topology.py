@@ -13,6 +13,9 @@ import enum
 from dataclasses import dataclass
 from typing import Hashable, Sequence
 
+from .. import errors
+from .._operands import listed
+
 
 class HazardKind(str, enum.Enum):
     READ_AFTER_WRITE = "RAW"
@@ -55,9 +58,16 @@ def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
         if h not in got:
             got.append(h)
 
-    for j, (reads, writes) in enumerate(accesses):
-        wset = set(writes)
-        touched = list(dict.fromkeys([*reads, *writes]))
+    for j, access in enumerate(listed(accesses, "compute.infer", "(reads, writes) pairs")):
+        try:
+            reads, writes = access
+            reads, writes = list(reads), list(writes)
+            wset = set(writes)
+            touched = list(dict.fromkeys([*reads, *writes]))
+        except (TypeError, ValueError):
+            raise errors.InvalidValue("compute.infer", detail=f"accesses[{j}] must be (reads, writes), two "
+                                                              f"collections of hashable variables, got {access!r}"
+                                      ) from None
         for v in touched:
             i = last_writer.get(v)
             if i is not None:

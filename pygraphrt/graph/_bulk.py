@@ -14,7 +14,7 @@ theirs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .. import _fast, _operands, errors
 from ..device import DeviceBuffer
@@ -350,14 +350,25 @@ def _one_node(graph: "Graph", i: int, spec: Sequence[Any], made: NodeList, names
                      for d in (deps or ())]
     if kind == "empty" and not params:
         return graph.add_empty(dependencies=dep_nodes)
-    if kind == "memset" and type(params) is dict:
-        if len(params) == 3 and "dst" in params and "value" in params and "count" in params:
-            return graph.add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)
-        return graph.add_memset(**params, dependencies=dep_nodes)
+    if (kind == "memset" and type(params) is dict and len(params) == 3 and "dst" in params
+            and "value" in params and "count" in params):
+        return graph.add_memset(params["dst"], params["value"], params["count"], dependencies=dep_nodes)
     method = getattr(graph, "add_" + kind, None) if isinstance(kind, str) else None
     if method is None or kind in ("nodes", "dependencies"):
         raise errors.InvalidValue("Graph.add_nodes", detail=f"unknown node kind {kind!r}")
-    return method(**(params or {}), dependencies=dep_nodes)  # type: ignore[no-any-return]
+    if params is None or (type(params) in (tuple, list) and not params):
+        params = {}
+    elif not isinstance(params, Mapping) or not all(type(k) is str for k in params):
+        raise errors.InvalidValue("Graph.add_nodes", detail=f"a spec's params are add_{kind}'s keyword "
+                                                            f"arguments (a dict), got {params!r}")
+    try:
+        return method(**params, dependencies=dep_nodes)  # type: ignore[no-any-return]
+    except TypeError as exc:
+        # Python refusing the arguments themselves (an unknown or missing one, "dependencies"
+        # among them) raises here, before the method runs: its traceback has this frame alone.
+        if exc.__traceback__ is None or exc.__traceback__.tb_next is not None:
+            raise
+        raise errors.InvalidValue("Graph.add_nodes", detail=f"{kind!r} spec: {exc}") from None
 
 
 def _dep_key(key: Any, names: dict[Any, Node], i: int) -> Node:

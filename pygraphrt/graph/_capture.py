@@ -11,10 +11,10 @@ from .._handles import HostPayload, captures
 from .._operands import listed as _listed
 from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
 from ._graph import Graph, _check_edges
+from ._node import Node
 
 if TYPE_CHECKING:
     from ..device import Stream
-    from ._node import Node
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class Capture:
         self.stream = stream
         self._active_token: weakref.finalize | None = None  # see begin()
         self.mode = capture_mode(mode, "Stream.capture")
+        if graph is not None:
+            stream._same_backend(graph, "Stream.capture", Graph)
         self._target = graph
         self._deps = _listed(dependencies, "Stream.capture", "Nodes")
         if graph is None and self._deps:
@@ -114,7 +116,6 @@ class Capture:
         captures.began()
         try:
             if self._target is not None:
-                s._same_backend(self._target, "Stream.capture", Graph)
                 self._begin_into_target(mode)
             else:
                 ops.call("StreamBeginCapture", s.handle, mode)
@@ -168,12 +169,14 @@ class Capture:
         """Add to (or with ``replace``, set) the capture's current dependencies."""
         if self._state != "active":
             raise errors.IllegalState("Capture.update_dependencies", detail="capture is not active")
-        nodes = list(nodes)
+        nodes = _listed(nodes, "Capture.update_dependencies", "Nodes")
         edges = _check_edges(nodes, edges)
         info = self.info()
-        if info.graph is not None:
-            for n in nodes:
+        for n in nodes:
+            if info.graph is not None:
                 info.graph._own(n)
+            elif not isinstance(n, Node):
+                raise errors.InvalidValue("Capture.update_dependencies", detail=f"{n!r} is not a Node")
         self.stream.backend.ops.update_capture_dependencies(
             self.stream.handle, [n.handle for n in nodes], edges, replace)
 

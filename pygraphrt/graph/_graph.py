@@ -14,7 +14,7 @@ from .._operands import listed as _listed
 from .._operands import ptr as _ptr
 from ..device import DeviceBuffer, Event, Stream
 from . import _params
-from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set
+from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
 from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
                     ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
@@ -556,11 +556,12 @@ class Graph(Owned):
         ``event``; MEM_ALLOC ``size[, device]``; MEM_FREE ``dptr``.  Where the
         runtime's form takes edge data (CUDA >= 12.3) it is passed at creation.
         """
+        node_type = member(NodeType, node_type, "Graph.add_node")
         deps = self._own_all(dependencies)
         edges = _check_edges(deps, edges)
-        p = _params.fill(self, NodeType(node_type), params, self._sink, self._keep.append)
+        p = _params.fill(self, node_type, params, self._sink, self._keep.append)
         h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
-        return self._wrap(h, NODE_CLASSES.get(NodeType(node_type), OtherNode))
+        return self._wrap(h, NODE_CLASSES.get(node_type, OtherNode))
 
     def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
                    shared_mem: int = 0, attributes: dict[str, Any] | None = None,
@@ -763,6 +764,7 @@ class Graph(Owned):
 
     def find_clone(self, node: Node, clone: "Graph") -> Node:
         """The node of ``clone`` that was copied from ``node`` of this graph."""
+        self._same_backend(clone, "Graph.find_clone", Graph)
         self._own(node)
         out = self._backend.ffi.new(f"{self._backend.ops.prefix}GraphNode_t *")
         self._backend.ops.call("GraphNodeFindInClone", out, node.handle, clone.handle)
@@ -810,6 +812,7 @@ class Graph(Owned):
         """Same shape, node types and edge data (node identities aside)."""
         from ._export import same_structure
 
+        self._same_backend(other, "Graph.same_structure", Graph)
         return same_structure(self, other)
 
     # -- instantiate ---------------------------------------------------------

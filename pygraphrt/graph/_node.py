@@ -455,6 +455,10 @@ class ConditionalNode(Node):
         if not isinstance(body, int) or not 0 <= body < len(bodies):
             raise errors.InvalidValue("ConditionalNode.capture", detail=f"body {body!r}: this "
                                       f"{self.kind} node has {len(bodies)} bodies")
+        from ..device import Stream  # (device sits above the graph package's modules)
+
+        if not isinstance(stream, Stream):
+            raise errors.InvalidValue("ConditionalNode.capture", detail=f"{stream!r} is not a Stream")
         return stream.capture(mode, graph=bodies[body])
 
 

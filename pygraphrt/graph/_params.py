@@ -15,6 +15,7 @@ from typing import Any, Callable
 from .. import errors
 from .._handles import HostPayload, trampoline
 from .._operands import count as _count
+from .._operands import ordinal as _ordinal
 from .._operands import ptr as _ptr
 from ..enums import NodeType
 
@@ -97,6 +98,8 @@ def alloc_fields(backend: Any, target: Any, size: int, device: int | None) -> No
         cur = backend.ffi.new("int *")
         ops.call("GetDevice", cur)
         device = cur[0]
+    else:
+        device = _ordinal(device, "mem alloc node")
     target.poolProps.allocType = ops.const("MemAllocationTypePinned")
     target.poolProps.location.type = ops.const("MemLocationTypeDevice")
     target.poolProps.location.id = device

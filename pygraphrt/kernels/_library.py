@@ -112,11 +112,20 @@ class Library(Owned):
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Library":
+        """Load the cubin, fatbin or PTX (code object on HIP) in the file at ``path``."""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, (str, os.PathLike)):
+            raise errors.InvalidValue("Library.from_file", detail=f"expected a path, got {path!r}")
         return cls(path)
 
     @classmethod
     def from_data(cls, image: bytes) -> "Library":
-        return cls(bytes(image))
+        """Load an image held in memory (anything bytes-like)."""
+        if isinstance(image, (str, os.PathLike)):
+            raise errors.InvalidValue("Library.from_data", detail=f"expected bytes, got {image!r} "
+                                                                 "(a path: Library.from_file)")
+        return cls(image)
 
     def kernel(self, name: str, signature: Any = None) -> "Kernel":
         """The kernel ``name`` (its lowered name for C++ kernels), typed by ``signature``.
@@ -277,7 +286,10 @@ class Kernel:
 
     # -- arguments ------------------------------------------------------------------
     def pack(self, args: Sequence[Any]) -> PackedArgs:
-        """Pack ``args`` by the signature (checked against the kernel once) or by their types."""
+        """Pack ``args`` (a list or tuple) by the signature (checked against the kernel once) or
+        by their types."""
+        if not isinstance(args, (list, tuple)):
+            raise errors.InvalidValue("Kernel.pack", detail=f"args must be a list or tuple, got {type(args).__name__}")
         sig = self.signature
         if sig is None:
             sig = infer_signature(args, f"kernel {self.name}")
@@ -297,6 +309,8 @@ class Kernel:
 
     def argv(self, packed: PackedArgs) -> tuple[Any, Any]:
         """(``void *[]`` of argument addresses, the cffi buffer it points into): keep both."""
+        if not isinstance(packed, PackedArgs):
+            raise errors.InvalidValue("Kernel.argv", detail=f"{packed!r} is not PackedArgs (what Kernel.pack returns)")
         ffi = self._backend.ffi
         offsets = packed.offsets
         if not offsets:
@@ -305,7 +319,14 @@ class Kernel:
         return ffi.new("void *[]", [base + off for off in offsets]), base
 
     def decode(self, argv_address: int) -> list[Any] | None:
-        """Argument values from a ``kernelParams`` array (None without a signature)."""
+        """Argument values from a ``kernelParams`` array (None without a signature).
+
+        ``argv_address`` is the array's address as an int, as a runtime reports it (a kernel
+        node's parameters).  It is read as it is: like ``ctypes.string_at``, nothing can check
+        that it points to such an array.
+        """
+        if not isinstance(argv_address, int) or isinstance(argv_address, bool) or not 0 <= argv_address < 1 << 64:
+            raise errors.InvalidValue("Kernel.decode", detail=f"expected an address (an int), got {argv_address!r}")
         sig = self.signature
         if sig is None:
             return None

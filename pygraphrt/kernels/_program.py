@@ -210,6 +210,15 @@ class Program:
         options = listed(options, "Program", "str options")
         if not all(isinstance(o, str) for o in options):
             raise errors.InvalidValue("Program", detail="options must be a sequence of str")
+        if headers is None:
+            headers = {}
+        elif not isinstance(headers, Mapping) or not all(isinstance(k, str) and isinstance(v, str)
+                                                         for k, v in headers.items()):
+            raise errors.InvalidValue("Program", detail=f"headers must map include names to source text "
+                                                        f"(str to str), got {headers!r}")
+        name_expressions = listed(name_expressions, "Program", "str name expressions")
+        if not all(isinstance(e, str) for e in name_expressions):
+            raise errors.InvalidValue("Program", detail="name_expressions must be a sequence of str")
         backend = _runtime.active()
         self._backend = backend
         c = compiler(backend)
@@ -218,7 +227,7 @@ class Program:
         self.options = tuple(options) + self._arch_options(c, options)
         self.arch = next((o.split("=", 1)[1] for o in self.options if "=" in o and _ARCH_OPTION.match(o)), "")
         self.log, self.image, self.image_kind, self.lowered_names = self._compile(
-            c, bytes(source), dict(headers or {}), list(name_expressions))
+            c, bytes(source), dict(headers), name_expressions)
         self.warnings = [ln for ln in self.log.splitlines() if "warning" in ln.lower()]
         self._library: Library | None = None
 
