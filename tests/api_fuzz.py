@@ -1,0 +1,497 @@
+"""Generated calls of the whole public API, on the simulator: bad input is refused, never a crash.
+
+Run by ``tests/test_api_fuzz.py`` in a subprocess (``PYGRAPHRT_BACKEND=sim``): ``python -m
+tests.api_fuzz EXAMPLES``.  The methods and properties called are not listed here: they are read
+off the objects' classes (every public method, property and property setter of streams, events,
+buffers, devices, graphs, every node type, executable graphs, captures, node lists, pools,
+programs, libraries and kernels, the compute graph's manager, variables, graph and nodes), and
+the module's constructors and functions beside them, so a method added later is called too;
+``EXCLUDED`` names the few that are not, and why.
+
+Each example makes a fresh set of objects -- live ones, closed ones (a closed stream, event,
+graph, buffer, executable graph, library and its kernel, pool; a destroyed node; an ended
+capture; a freed stream-ordered buffer), a capture in progress, another graph's nodes -- and
+makes one to four calls.  Each argument is drawn from values that suit its parameter's name
+(streams for ``stream``, nodes for ``node``, small sizes for ``count``) or from everything: the
+objects above in the wrong places, None, bools, ints of every range (negative, 2**64, 10**30),
+``__index__`` objects, NaN and inf, strings, bytes, lists, dicts, tuples, iterators, callables.
+
+What must hold for every call:
+
+- it returns, or raises a :class:`pygraphrt.errors.GraphRTError` (a wrong value is
+  InvalidValue naming the call), or a TypeError from Python's own argument binding (too many,
+  too few or unknown arguments) -- never an AttributeError, KeyError, OverflowError, plain
+  TypeError or ValueError from inside pygraphrt or cffi, never a crash;
+- a call that raised leaves every stream's capture as it found it (none begun) and every
+  graph's node count as it was.
+
+Raw addresses are the one thing no binding can check: a positive int is taken as an address as
+it is (the runtimes read host memory through it), so parameters that take one (``dst``,
+``src``, ``ptr``, a handle to wrap) are given 0, negative and too-large ints, never other
+positive ones.
+
+Prints ``ok <examples> <calls> <returned> <refused>`` or fails with hypothesis' smallest program
+(each call written as ``object.method(arguments)`` with the objects' names below).  A process
+that dies (a segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import sys
+from typing import Any, Callable
+
+import hypothesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import pygraphrt as rt
+from pygraphrt import compute, errors, sim
+from pygraphrt.enums import CaptureMode, EdgeData, GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType
+
+SOURCE = 'extern "C" __global__ void fz_k(float *y, int n) {}'
+SIGNATURE = "float *y, int n"
+
+#: Not called, and why.
+EXCLUDED = {
+    "Kernel.decode": "reads host memory at the address it is given (a kernelParams array a runtime "
+                     "handed out): like ctypes.string_at, nothing can check it",
+    "Kernel.__init__": "not a public constructor (Library.kernel and Kernel.wrap make kernels)",
+    "NodeList.index": "collections.abc.Sequence's mixin: it raises what list.index does (TypeError "
+                      "for a start or stop that is not an int)",
+    "NodeList.count": "collections.abc.Sequence's mixin, as list.count",
+}
+
+#: Parameters that take a raw address or handle: given no positive int but 0 (see the docstring).
+ADDRESS_PARAMS = {"dst", "src", "ptr", "dptr", "symbol", "obj", "argv_address"}
+
+
+class Index:
+    """An object with ``__index__``: an int to pygraphrt wherever an int is taken."""
+
+    def __init__(self, v: int) -> None:
+        self.v = v
+
+    def __index__(self) -> int:
+        return self.v
+
+    def __repr__(self) -> str:
+        return f"Index({self.v})"
+
+
+def _raise() -> None:
+    raise RuntimeError("raised by a host function")
+
+
+# (label, factory): literal values, made anew for each use (some are mutable or single-use).
+LITERALS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
+    ("None", lambda o: None), ("0", lambda o: 0), ("1", lambda o: 1), ("2", lambda o: 2), ("7", lambda o: 7),
+    ("-1", lambda o: -1), ("255", lambda o: 255), ("256", lambda o: 256), ("2**31", lambda o: 1 << 31),
+    ("2**32", lambda o: 1 << 32), ("2**63", lambda o: 1 << 63), ("2**64", lambda o: 1 << 64),
+    ("-2**63-1", lambda o: -(1 << 63) - 1), ("10**30", lambda o: 10 ** 30), ("2**40", lambda o: 1 << 40),
+    ("True", lambda o: True), ("False", lambda o: False), ("1.5", lambda o: 1.5), ("0.0", lambda o: 0.0),
+    ("nan", lambda o: float("nan")), ("inf", lambda o: float("inf")), ("'x'", lambda o: "x"), ("''", lambda o: ""),
+    ("b'x'", lambda o: b"x"), ("object()", lambda o: object()), ("()", lambda o: ()), ("[]", lambda o: []),
+    ("(1, 2, 3, 4)", lambda o: (1, 2, 3, 4)), ("(1, 1, 1)", lambda o: (1, 1, 1)), ("(2, 1)", lambda o: (2, 1)),
+    ("[None]", lambda o: [None]), ("{}", lambda o: {}), ("{'a': 1}", lambda o: {"a": 1}),
+    ("Index(3)", lambda o: Index(3)), ("Index(-1)", lambda o: Index(-1)), ("iter([1])", lambda o: iter([1])),
+    ("noop", lambda o: (lambda: None)), ("raiser", lambda o: _raise), ("lambda *a: 0", lambda o: (lambda *a: 0)),
+    ("'global'", lambda o: "global"), ("'thread_local'", lambda o: "thread_local"), ("'relaxed'", lambda o: "relaxed"),
+    ("'if'", lambda o: "if"), ("'while'", lambda o: "while"), ("'switch'", lambda o: "switch"),
+    ("'if_else'", lambda o: "if_else"), ("'function'", lambda o: "function"), ("'kernel'", lambda o: "kernel"),
+    ("'fz_k'", lambda o: "fz_k"), ("'init'", lambda o: "init"), ("'copy'", lambda o: "copy"), ("SIGNATURE", lambda o: SIGNATURE), ("SOURCE", lambda o: SOURCE),
+    ("EdgeData()", lambda o: EdgeData()), ("[EdgeData()]", lambda o: [EdgeData()]),
+    ("CaptureMode.GLOBAL", lambda o: CaptureMode.GLOBAL), ("InstantiateFlags.NONE", lambda o: InstantiateFlags.NONE),
+    ("InstantiateFlags.AUTO_FREE_ON_LAUNCH", lambda o: InstantiateFlags.AUTO_FREE_ON_LAUNCH),
+    ("NodeType.EMPTY", lambda o: NodeType.EMPTY), ("NodeType.KERNEL", lambda o: NodeType.KERNEL),
+    ("GraphMemAttr.USED_MEM_CURRENT", lambda o: GraphMemAttr.USED_MEM_CURRENT),
+    ("MemPoolAttr.RELEASE_THRESHOLD", lambda o: MemPoolAttr.RELEASE_THRESHOLD),
+    ("[root]", lambda o: [o["root"]]), ("[root, ms]", lambda o: [o["root"], o["ms"]]),
+    ("[foreign]", lambda o: [o["foreign"]]), ("[dead_n]", lambda o: [o["dead_n"]]), ("[root, None]", lambda o: [o["root"], None]),
+    ("[buf, 1]", lambda o: [o["buf"], 1]), ("[buf, 2**31]", lambda o: [o["buf"], 1 << 31]), ("[1, buf]", lambda o: [1, o["buf"]]),
+    ("[('empty', None, [])]", lambda o: [("empty", None, [])]),
+    ("[('memset', (buf, 0, 8), [])]", lambda o: [("memset", (o["buf"], 0, 8), [])]),
+    ("[('memset', (buf, 0, 8), [0])]", lambda o: [("memset", (o["buf"], 0, 8), [0])]),
+    ("[('memset', 5, [])]", lambda o: [("memset", 5, [])]), ("[('kernel', (k, 1, 1, [buf, 1]), [])]",
+                                                          lambda o: [("kernel", (o["k"], 1, 1, [o["buf"], 1]), [])]),
+    ("[('nope', (), [])]", lambda o: [("nope", (), [])]), ("[('empty',)]", lambda o: [("empty",)]),
+    ("bytearray(8)", lambda o: bytearray(8)), ("bytes(300)", lambda o: bytes(300)),
+    ("packed", lambda o: o["k"].pack([o["buf"], 1])),
+]
+_LITERAL = {label: make for label, make in LITERALS}
+
+STREAMS = ["s", "s2", "cap_s", "legacy", "dead_s"]
+GRAPHS = ["g", "g2", "child", "dead_g"]
+NODES = ["root", "ms", "mc", "hn", "cn", "er", "ew", "al", "fr", "kn", "cond", "foreign", "dead_n"]
+NODE_LISTS = ["[root]", "[root, ms]", "[foreign]", "[dead_n]", "[]", "None", "[root, None]"]
+SIZES = ["0", "1", "2", "7", "255", "256"]
+BUFFERS = ["buf", "buf2", "ab", "host", "dead_b", "dead_ab", "0"]
+
+#: Values that suit a parameter, by its name (drawn three times in four).
+GOOD: dict[str, list[str]] = {
+    "stream": STREAMS, "graph": GRAPHS, "child": GRAPHS, "clone": GRAPHS, "other": GRAPHS + ["kn"],
+    "event": ["e", "e2", "dead_e"], "start": ["e", "e2", "dead_e"],
+    "node": NODES, "nodes": NODE_LISTS, "froms": NODE_LISTS, "tos": NODE_LISTS, "dependencies": NODE_LISTS,
+    "dst": BUFFERS, "src": BUFFERS, "ptr": BUFFERS, "dptr": ["al", "ab", "buf", "dead_ab", "0"],
+    "data": ["bytearray(8)", "bytes(300)", "host"], "image": ["bytes(300)", "b'x'"],
+    "count": SIZES, "size": SIZES, "nbytes": SIZES, "width": SIZES, "height": SIZES, "depth": SIZES,
+    "n": SIZES, "min_bytes_to_keep": SIZES, "block_size": SIZES, "dynamic_shared_mem": SIZES,
+    "shared_mem": SIZES, "value": SIZES, "element_size": ["1", "2", "7"], "dst_pitch": ["256", "7"],
+    "src_pitch": ["256", "7"], "offset": ["0", "7"], "default": ["0", "1"], "body": ["0", "1", "2"],
+    "kernel": ["k", "dead_k"], "grid": ["1", "(1, 1, 1)", "(2, 1)", "0"], "block": ["1", "(1, 1, 1)", "0"],
+    "args": ["[buf, 1]", "[buf, 2**31]", "[1, buf]", "[]"], "packed": ["packed"],
+    "flags": ["0", "InstantiateFlags.NONE", "InstantiateFlags.AUTO_FREE_ON_LAUNCH"],
+    "mode": ["'global'", "'thread_local'", "'relaxed'", "CaptureMode.GLOBAL"],
+    "attr": ["GraphMemAttr.USED_MEM_CURRENT", "MemPoolAttr.RELEASE_THRESHOLD"],
+    "kind": ["'if'", "'while'", "'switch'", "'if_else'", "'function'", "'kernel'"],
+    "node_type": ["NodeType.EMPTY", "NodeType.KERNEL"],
+    "handle": ["h"], "fn": ["noop", "raiser", "lambda *a: 0"], "enabled": ["True", "False"],
+    "name": ["'fz_k'", "'x'"], "signature": ["SIGNATURE", "None"], "source": ["SOURCE"],
+    "specs": ["[('empty', None, [])]", "[('memset', (buf, 0, 8), [])]", "[('memset', (buf, 0, 8), [0])]",
+              "[('memset', 5, [])]", "[('kernel', (k, 1, 1, [buf, 1]), [])]", "[('nope', (), [])]",
+              "[('empty',)]"],
+    "edges": ["[EdgeData()]", "None"], "edge": ["EdgeData()"], "pool": ["mp", "dead_mp", "None"],
+    "device": ["0", "dev", "None"], "priority": ["0", "-1"], "options": ["()", "None"],
+    "buf": ["ab", "dead_ab", "0"], "obj": ["0", "-1", "2**64", "s", "k", "buf", "buf2", "dead_b"],
+    "manager": ["vm"], "a": ["'init'", "'copy'", "cnode"], "b": ["'init'", "'copy'", "cnode"],
+    "single_stream": ["True", "False"], "variables": ["True", "False"],
+}
+
+
+def make_objects() -> dict[str, Any]:
+    """A fresh set of objects on the active (simulator) backend, named as the programs name them."""
+    o: dict[str, Any] = {}
+    o["s"], o["s2"], o["cap_s"] = rt.Stream(), rt.Stream(), rt.Stream()
+    o["legacy"] = rt.Stream.legacy_default()
+    o["e"], o["e2"] = rt.Event(), rt.Event()
+    o["buf"], o["buf2"] = rt.malloc(256), rt.malloc(256)
+    o["host"] = bytearray(256)
+    o["prog"] = rt.Program(SOURCE)
+    o["lib"] = o["prog"].load()
+    o["k"] = o["lib"].kernel("fz_k", signature=SIGNATURE)
+    g = o["g"] = rt.Graph()
+    o["root"] = g.add_empty()
+    o["ms"] = g.add_memset(o["buf"], 0, 8, dependencies=[o["root"]])
+    o["mc"] = g.add_memcpy(o["buf2"], o["host"], 8)
+    o["hn"] = g.add_host(lambda: None)
+    o["child"] = rt.Graph()
+    o["child"].add_empty()
+    o["cn"] = g.add_child_graph(o["child"])
+    o["er"] = g.add_event_record(o["e"])
+    o["ew"] = g.add_event_wait(o["e2"])
+    o["al"] = g.add_mem_alloc(64)
+    o["fr"] = g.add_mem_free(o["al"], dependencies=[o["al"]])
+    o["kn"] = g.add_kernel(o["k"], 1, 1, [o["buf"], 1])
+    o["h"] = g.conditional_handle()
+    o["cond"] = g.add_if(o["h"])
+    o["nl"] = g.add_nodes([("empty", None, []), ("memset", {"dst": o["buf"], "value": 1, "count": 4}, [0])])
+    o["exe"] = g.instantiate()
+    o["g2"] = rt.Graph()
+    o["foreign"] = o["g2"].add_empty()
+    o["mp"] = rt.MemPool()
+    o["ab"] = o["s"].malloc_async(64, o["mp"])
+    o["dev"] = rt.current_device()
+    # closed, destroyed, ended, freed
+    o["dead_s"] = rt.Stream()
+    o["dead_s"].close()
+    o["dead_e"] = rt.Event()
+    o["dead_e"].close()
+    o["dead_g"] = rt.Graph()
+    o["dead_g"].add_empty()
+    o["dead_g"].close()
+    o["dead_b"] = rt.malloc(64)
+    o["dead_b"].close()
+    o["dead_x"] = o["g2"].instantiate()
+    o["dead_x"].close()
+    o["dead_n"] = o["g2"].add_empty()
+    o["dead_n"].destroy()
+    dead_lib = rt.Program(SOURCE).load()
+    o["dead_k"] = dead_lib.kernel("fz_k", signature=SIGNATURE)
+    dead_lib.close()
+    o["dead_lib"] = dead_lib
+    o["dead_mp"] = rt.MemPool()
+    o["dead_mp"].close()
+    o["dead_ab"] = o["s2"].malloc_async(64)
+    o["dead_ab"].free(o["s2"])
+    ended = rt.Stream().begin_capture()
+    ended.end()
+    o["dead_cap"] = ended
+    # the automatic compute graph: a manager, its variables, a graph of two nodes, built
+    vm = o["vm"] = compute.VarManager()
+    x = o["xvar"] = vm.buffer("x", o["buf2"])
+    o["vvar"] = vm.value("v", 3)
+    cg = o["cg"] = compute.ComputeGraph(vm, "fz")
+    cg.node("init", lambda ctx: ctx.memset(x.write(), 1))
+    o["cnode"] = cg.node("copy", lambda ctx: ctx.memcpy(o["host"], x.read(), 8))
+    cg.build()
+    o["s"].synchronize()
+    o["s2"].synchronize()
+    # Last: a capture in progress (relaxed, so that it does not refuse the others' malloc and such)
+    o["cap"] = o["cap_s"].begin_capture("relaxed")
+    o["info"] = o["cap"].info()
+    return o
+
+
+#: Objects whose methods and properties are called (their classes' public attributes).
+OWNERS = ["s", "legacy", "e", "buf", "prog", "lib", "k", "g", "root", "ms", "mc", "hn", "cn", "er", "ew",
+          "al", "fr", "kn", "h", "cond", "nl", "exe", "mp", "ab", "dev", "cap", "info",
+          "dead_s", "dead_e", "dead_g", "dead_b", "dead_x", "dead_n", "dead_k", "dead_lib", "dead_mp",
+          "dead_ab", "dead_cap", "vm", "xvar", "vvar", "cg", "cnode"]
+
+#: The module's constructors and functions (called as ``rt.<name>``).
+MODULE = ["malloc", "current_device", "exchange_capture_mode", "link", "Stream", "Event", "Graph",
+          "MemPool", "Program", "Device", "Library", "ConditionalHandle", "ExternalSemaphore",
+          "SemaphoreSignal", "SemaphoreWait", "capabilities", "compute.ComputeGraph", "compute.VarManager",
+          "compute.infer"]
+
+
+def _owner_class(obj: Any) -> type:
+    return type(obj)
+
+
+def targets(objs: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(owner, attribute, how): ``call``, ``get`` or ``set``; read off the classes."""
+    out: list[tuple[str, str, str]] = []
+    for owner in OWNERS:
+        cls = _owner_class(objs[owner])
+        for attr in sorted(dir(cls)):
+            if attr.startswith("_") or f"{cls.__name__}.{attr}" in EXCLUDED:
+                continue
+            raw = inspect.getattr_static(cls, attr)
+            if isinstance(raw, property):
+                out.append((owner, attr, "get"))
+                if raw.fset is not None:
+                    out.append((owner, attr, "set"))
+            elif callable(getattr(cls, attr)):
+                out.append((owner, attr, "call"))
+    for name in MODULE:
+        if f"{name}.__init__" not in EXCLUDED:
+            out.append(("rt", name, "call"))
+    return out
+
+
+def _module_attr(name: str) -> Any:
+    """``rt.<name>``; ``compute.<name>`` for a dotted one."""
+    obj: Any = rt
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def parameters(objs: dict[str, Any], owner: str, attr: str) -> list[inspect.Parameter]:
+    fn = _module_attr(attr) if owner == "rt" else getattr(objs[owner], attr)
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # (a C method: its text signature, where it has one)
+        return []
+
+
+Token = Any  # a name of ``make_objects``' dict, a literal's label, or a list of tokens
+
+
+def resolve(objs: dict[str, Any], token: Token) -> Any:
+    if isinstance(token, list):
+        return [resolve(objs, t) for t in token]
+    if token in _LITERAL:
+        return _LITERAL[token](objs)
+    return objs[token]
+
+
+def describe(token: Token) -> str:
+    if isinstance(token, list):
+        return "[" + ", ".join(describe(t) for t in token) + "]"
+    return token
+
+
+ANY_TOKENS = sorted(_LITERAL) + sorted(set(OWNERS) | {"s2", "e2", "buf2", "host", "g2", "child", "foreign",
+                                                      "cap_s"})
+_POSITIVE = re.compile(r"^(\d+|2\*\*\d+|10\*\*\d+|Index\(3\)|True)$")
+
+
+def token_strategy(name: str) -> st.SearchStrategy[Token]:
+    anything = ANY_TOKENS
+    if name in ADDRESS_PARAMS:  # no positive int as an address (see the docstring)
+        anything = [t for t in ANY_TOKENS if not _POSITIVE.match(t) or t == "0"] + ["2**64", "10**30"]
+    good = GOOD.get(name)
+    anywhere = st.sampled_from(anything)
+    if not good:
+        return anywhere
+    return st.sampled_from([True, True, True, False]).flatmap(
+        lambda suits: st.sampled_from(good) if suits else anywhere)
+
+
+@st.composite
+def calls(draw: Any, target_list: list[tuple[str, str, str]], params: dict[tuple[str, str], list[Any]]) -> Any:
+    owner, attr, how = draw(st.sampled_from(target_list))
+    if how == "get":
+        return (owner, attr, how, [], {})
+    if how == "set":
+        return (owner, attr, how, [draw(token_strategy(attr))], {})
+    args: list[Token] = []
+    kw: dict[str, Token] = {}
+    for p in params[(owner, attr)]:
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            if p.default is p.empty or draw(st.booleans()):
+                if p.default is not p.empty and draw(st.booleans()):
+                    kw[p.name] = draw(token_strategy(p.name))
+                else:
+                    if kw:  # (a positional after a keyword: Python refuses; keep the call well formed)
+                        break
+                    args.append(draw(token_strategy(p.name)))
+        elif p.kind == p.VAR_POSITIONAL:
+            args.extend(draw(st.lists(token_strategy(p.name), max_size=3)))
+        elif p.kind == p.KEYWORD_ONLY:
+            if draw(st.integers(0, 2)) == 0:
+                kw[p.name] = draw(token_strategy(p.name))
+        elif p.kind == p.VAR_KEYWORD:
+            if draw(st.integers(0, 3)) == 0:
+                kw[draw(st.sampled_from(["priority", "cluster_dim", "bogus", "edge"]))] = draw(token_strategy("x"))
+    if args and draw(st.integers(0, 9)) == 0:  # a required argument left out, now and then
+        args.pop()
+    return (owner, attr, how, args, kw)
+
+
+def show(call: Any) -> str:
+    owner, attr, how, args, kw = call
+    if how == "get":
+        return f"{owner}.{attr}"
+    if how == "set":
+        return f"{owner}.{attr} = {describe(args[0])}"
+    parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kw.items()]
+    return f"{owner}.{attr}({', '.join(parts)})"
+
+
+_BINDING = re.compile(r"missing \d+ required|takes \d+ positional|takes from \d+ to \d+ positional|"
+                      r"takes no arguments|unexpected keyword argument|multiple values for argument|"
+                      r"takes exactly one argument|takes at most \d+|positional argument")
+
+
+def _binding_error(fn: Any, args: list[Any], kw: dict[str, Any], exc: TypeError) -> bool:
+    """Python's own refusal of the arguments (too many, too few, unknown keyword), raised by the
+    call itself or by a method that passes ``*args, **kw`` on (Node's builders)."""
+    try:
+        inspect.signature(fn).bind(*args, **kw)
+    except TypeError:
+        return True
+    except ValueError:
+        pass
+    return bool(_BINDING.search(str(exc)))
+
+
+def _capturing(stream: Any) -> bool | None:
+    if not stream.is_valid:
+        return None
+    return stream.is_capturing
+
+
+def tear_down(objs: dict[str, Any], mode: Any) -> None:
+    """End every capture the program left open and restore thread-wide state for the next."""
+    for v in list(objs.values()):
+        if isinstance(v, rt.Stream) and v.is_valid and v.is_capturing:
+            cap = v._capture
+            if cap is not None:
+                cap.abort()
+            else:  # begun outside pygraphrt's Capture: end it through the runtime
+                b = v.backend
+                out = b.ffi.new(f"{b.ops.prefix}Graph_t *")
+                b.lib.cudaStreamEndCapture(v.handle, out)
+                if out[0] != b.ffi.NULL:
+                    b.lib.cudaGraphDestroy(out[0])
+    rt.exchange_capture_mode(mode)
+    rt.MemPool.default().set_current()
+
+
+class Stats:
+    calls = returned = refused = 0
+
+
+def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
+    owner, attr, how, arg_tokens, kw_tokens = call
+    target = rt if owner == "rt" else objs[owner]
+    args = [resolve(objs, t) for t in arg_tokens]
+    kw = {k: resolve(objs, t) for k, t in kw_tokens.items()}
+    streams = {name: v for name, v in objs.items() if isinstance(v, rt.Stream)}
+    graphs = {name: v for name, v in objs.items() if isinstance(v, rt.Graph) and v.is_valid}
+    before = {name: _capturing(v) for name, v in streams.items()}
+    sizes = {name: len(v) for name, v in graphs.items()}
+    current = os.environ.get("PYGRAPHRT_FUZZ_CURRENT")
+    if current:
+        with open(current, "w") as f:
+            f.write(show(call) + "\n")
+    stats.calls += 1
+    fn = None
+    try:
+        if how == "get":
+            getattr(target, attr)
+        elif how == "set":
+            setattr(target, attr, args[0])
+        else:
+            fn = _module_attr(attr) if owner == "rt" else getattr(target, attr)
+            result = fn(*args, **kw)
+            if isinstance(result, rt.Capture):  # (a capture to end later)
+                objs.setdefault("_made", []).append(result)
+        stats.returned += 1
+        return
+    except errors.GraphRTError:
+        stats.refused += 1
+    except TypeError as exc:
+        if fn is None or not _binding_error(fn, args, kw, exc):
+            raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
+        stats.refused += 1
+    except Exception as exc:
+        raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
+    # It raised: nothing may have changed.
+    for name, v in streams.items():
+        if before[name] is False and _capturing(v):
+            raise AssertionError(f"{show(call)} failed and left {name} capturing")
+    for name, v in graphs.items():
+        if v.is_valid and len(v) != sizes[name]:
+            raise AssertionError(f"{show(call)} failed and changed {name}'s node count "
+                                 f"from {sizes[name]} to {len(v)}")
+
+
+def main(examples: int) -> None:
+    rt.use("sim")
+    sim.register_kernel("fz_k", lambda ctx, y, n: None, signature=SIGNATURE)
+    mode = rt.exchange_capture_mode("global")
+    rt.exchange_capture_mode(mode)
+    probe = make_objects()
+    target_list = targets(probe)
+    params = {(o, a): parameters(probe, o, a) for o, a, how in target_list if how == "call"}
+    tear_down(probe, mode)
+    del probe
+
+    seed = os.environ.get("PYGRAPHRT_FUZZ_SEED")  # (exploring: other programs than the test's)
+
+    @settings(max_examples=examples, deadline=None, derandomize=seed is None, database=None,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @hypothesis.seed(int(seed or 0))
+    @given(st.lists(calls(target_list, params), min_size=1, max_size=4))
+    def program(call_list: list[Any]) -> None:
+        objs = make_objects()
+        try:
+            for call in call_list:
+                if collect is None:
+                    run_call(objs, call, Stats)
+                    continue
+                try:  # (collecting: every kind of failure once, the run goes on)
+                    run_call(objs, call, Stats)
+                except AssertionError as exc:
+                    cause = exc.__cause__
+                    owner = "rt" if call[0] == "rt" else type(objs[call[0]]).__name__
+                    key = (owner, call[1], type(cause).__name__ if cause else str(exc).split(" failed ")[-1][:40])
+                    collect.setdefault(key, str(exc))
+        finally:
+            tear_down(objs, mode)
+
+    collect: dict[Any, str] | None = {} if os.environ.get("PYGRAPHRT_FUZZ_COLLECT") else None
+    program()
+    for key, text in sorted((collect or {}).items()):
+        print(key, "\n   ", text[:300])
+    print("ok", examples, Stats.calls, Stats.returned, Stats.refused, len(target_list))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 500)
