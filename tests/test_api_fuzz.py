@@ -20,8 +20,9 @@ EXAMPLES = os.environ.get("PYGRAPHRT_API_FUZZ_EXAMPLES", "1500")
 
 def test_every_public_call_refuses_bad_input_cleanly(tmp_path):
     current = tmp_path / "current-call.txt"
-    env = {**os.environ, "PYGRAPHRT_BACKEND": "sim", "PYTHONPATH": str(REPO),
-           "PYGRAPHRT_FUZZ_CURRENT": str(current)}
+    # (the repository first; what PYTHONPATH held stays: on the GPU machine, where cffi comes from)
+    path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    env = {**os.environ, "PYGRAPHRT_BACKEND": "sim", "PYTHONPATH": path, "PYGRAPHRT_FUZZ_CURRENT": str(current)}
     env.pop("PYGRAPHRT_FUZZ_COLLECT", None)
     env.pop("PYGRAPHRT_FUZZ_SEED", None)
     # (in tmp_path: Graph.debug_dot and Library.from_file are given relative paths)
