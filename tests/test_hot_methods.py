@@ -348,7 +348,7 @@ def test_bulk_results_are_made_when_read_and_follow_the_nodes_that_go(either_fak
         "sequence True True True True True 3 True False",
         "IndexError NodeList index out of range",
         "IndexError NodeList index out of range",
-        "TypeError 'str' object cannot be interpreted as an integer",
+        "TypeError NodeList indices must be integers or slices, not str",
         "destroyed True True False True",
         "later call [1, 4]",
         "kept only the first [True, False, False] True ['EmptyNode', 'EmptyNode', 'EmptyNode']",

@@ -248,6 +248,7 @@ def test_readme_seed_workflow(stream, bufs):
     cap, info = seed_capture(stream, a, b, c, d, N)
     assert info.status is CaptureStatus.ACTIVE and info.id != 0
     assert [(n.type, e) for n, e in info.dependencies] == [(NodeType.MEMCPY, EdgeData(0, 0, DependencyType.DEFAULT))]
+    assert {info: 1}[info] == 1  # hashable (the frozen dataclass' own hash raised: a list field)
     assert a.to_bytes(8) == bytes(8), "captured work must not run"
     g = cap.graph
     assert len(g.nodes()) == 4 and len(g.edges()) == 4

@@ -26,6 +26,11 @@ class CaptureInfo:
     graph: Graph | None
     dependencies: list[tuple["Node", EdgeData]]
 
+    def __hash__(self) -> int:
+        # (the generated one hashed the list of dependencies, and raised; equal infos have
+        # equal status and id)
+        return hash((self.status, self.id))
+
 
 class Capture:
     """``with stream.capture() as cap: ...`` then ``cap.graph``.

@@ -129,7 +129,10 @@ class NodeList(Sequence[Node]):
             if r:
                 self._make(min(r), max(r) + 1)
             return [self._node(j) for j in r]
-        j = operator.index(i)
+        try:
+            j = operator.index(i)
+        except TypeError:  # (as list says it)
+            raise TypeError(f"NodeList indices must be integers or slices, not {type(i).__name__}") from None
         if j < 0:
             j += self._n
         if not 0 <= j < self._n:
