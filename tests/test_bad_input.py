@@ -114,6 +114,8 @@ def _calls(o):
         "Program headers": (lambda v: rt.Program(SOURCE, headers=v), "not None"),
         "Program header text": (lambda v: rt.Program(SOURCE, headers={"h.cuh": v}), "not 'x'"),
         "compute.infer": (lambda v: rt.compute.infer(v), "not None"),
+        "KernelNode.set_launch_dims shared_mem_bytes": (
+            lambda v: o["kernel_node"].set_launch_dims(shared_mem_bytes=v), "not None"),
         "compute.infer access": (lambda v: rt.compute.infer([v]), "all"),
         "Program name_expressions": (lambda v: rt.Program(SOURCE, name_expressions=v), "not None"),
     }

@@ -394,9 +394,9 @@ def _apply_dims(k: Any, grid: Any, block: Any, shared: int | None) -> None:
         d = _as_dim3(block, "block")
         k.block = (d.x, d.y, d.z)
     if shared is not None:
-        if not isinstance(shared, int) or isinstance(shared, bool) or shared < 0:
-            raise errors.InvalidValue("shared_mem_bytes", detail=f"{shared!r}")
-        k.shared_mem_bytes = shared
+        from ..kernels._library import as_shared_mem  # (the kernels' rule: an unsigned int)
+
+        k.shared_mem_bytes = as_shared_mem(shared)
 
 
 class ConditionalNode(Node):
