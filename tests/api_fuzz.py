@@ -8,10 +8,12 @@ programs, libraries and kernels, the compute graph's manager, variables, graph a
 the module's constructors and functions beside them, so a method added later is called too;
 ``EXCLUDED`` names the few that are not, and why.
 
-Each example makes a fresh set of objects -- live ones, closed ones (a closed stream, event,
-graph, buffer, executable graph, library and its kernel, pool; a destroyed node; an ended
-capture; a freed stream-ordered buffer), a capture in progress, another graph's nodes -- and
-makes one to four calls.  Each argument is drawn from values that suit its parameter's name
+The run begins with a sweep: for each method, each parameter is given each of ``SWEEP`` (some
+30 odd values) in turn, the required others a value that suits their name; each property
+setter and protocol gets each value too.  Then hypothesis' programs: each example makes a fresh
+set of objects -- live ones, closed ones (a closed stream, event, graph, buffer, executable
+graph, library and its kernel, pool; a destroyed node; an ended capture; a freed stream-ordered
+buffer), a capture in progress, another graph's nodes -- and makes one to four calls.  Each argument is drawn from values that suit its parameter's name
 (streams for ``stream``, nodes for ``node``, small sizes for ``count``) or from everything: the
 objects above in the wrong places, None, bools, ints of every range (negative, 2**64, 10**30),
 ``__index__`` objects, NaN and inf, strings, bytes, lists, dicts, tuples, iterators, callables.
@@ -21,7 +23,8 @@ What must hold for every call:
 - it returns, or raises a :class:`pygraphrt.errors.GraphRTError` (a wrong value is
   InvalidValue naming the call), or a TypeError from Python's own argument binding (too many,
   too few or unknown arguments) -- never an AttributeError, KeyError, OverflowError, plain
-  TypeError or ValueError from inside pygraphrt or cffi, never a crash;
+  TypeError or ValueError from inside pygraphrt or cffi, never a crash (``PROTOCOL`` says what
+  ``[]`` and ``repr`` may raise);
 - a call that raised leaves every stream's capture as it found it (none begun) and every
   graph's node count as it was.
 
@@ -30,9 +33,12 @@ it is (the runtimes read host memory through it), so parameters that take one (`
 ``src``, ``ptr``, a handle to wrap) are given 0, negative and too-large ints, never other
 positive ones.
 
-Prints ``ok <examples> <calls> <returned> <refused>`` or fails with hypothesis' smallest program
-(each call written as ``object.method(arguments)`` with the objects' names below).  A process
-that dies (a segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``.
+Prints ``ok <examples> <calls> <returned> <refused> <targets> <calls of the sweep>``, or fails
+at the sweep's first bad call or with hypothesis' smallest program (each call written as
+``object.method(arguments)`` with the objects' names below).  A process that dies (a
+segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``.
+``PYGRAPHRT_FUZZ_COLLECT=1`` reports every kind of failure once instead of stopping;
+``PYGRAPHRT_FUZZ_SEED=N`` draws other programs than the test's.
 """
 
 from __future__ import annotations
@@ -118,7 +124,6 @@ LITERALS: list[tuple[str, Callable[[dict[str, Any]], Any]]] = [
                                                           lambda o: [("kernel", (o["k"], 1, 1, [o["buf"], 1]), [])]),
     ("[('nope', (), [])]", lambda o: [("nope", (), [])]), ("[('empty',)]", lambda o: [("empty",)]),
     ("bytearray(8)", lambda o: bytearray(8)), ("bytes(300)", lambda o: bytes(300)),
-    ("packed", lambda o: o["k"].pack([o["buf"], 1])),
 ]
 _LITERAL = {label: make for label, make in LITERALS}
 
@@ -157,6 +162,7 @@ GOOD: dict[str, list[str]] = {
     "buf": ["ab", "dead_ab", "0"], "obj": ["0", "-1", "2**64", "s", "k", "buf", "buf2", "dead_b"],
     "manager": ["vm"], "a": ["'init'", "'copy'", "cnode"], "b": ["'init'", "'copy'", "cnode"],
     "single_stream": ["True", "False"], "variables": ["True", "False"],
+    "index": ["0", "1", "-1", "7", "'init'", "'x'", "root", "(1, 2, 3, 4)"],  # (for [] and ``in``)
 }
 
 
@@ -184,6 +190,7 @@ def make_objects() -> dict[str, Any]:
     o["al"] = g.add_mem_alloc(64)
     o["fr"] = g.add_mem_free(o["al"], dependencies=[o["al"]])
     o["kn"] = g.add_kernel(o["k"], 1, 1, [o["buf"], 1])
+    o["packed"] = o["k"].pack([o["buf"], 1])
     o["h"] = g.conditional_handle()
     o["cond"] = g.add_if(o["h"])
     o["nl"] = g.add_nodes([("empty", None, []), ("memset", {"dst": o["buf"], "value": 1, "count": 4}, [0])])
@@ -251,8 +258,36 @@ def _owner_class(obj: Any) -> type:
     return type(obj)
 
 
+#: Protocols used through Python's syntax and builtins (where a class defines them): ``repr``
+#: never raises; ``[]`` may raise what a sequence or mapping raises (IndexError, KeyError, and
+#: TypeError for an index that is not an int or a key that is not hashable) besides
+#: pygraphrt's errors.
+PROTOCOL = {
+    "__repr__": lambda obj, arg: repr(obj),
+    "__int__": lambda obj, arg: int(obj),
+    "__len__": lambda obj, arg: len(obj),
+    "__iter__": lambda obj, arg: list(obj),
+    "__getitem__": lambda obj, arg: obj[arg],
+    "__contains__": lambda obj, arg: arg in obj,
+    "__enter__": lambda obj, arg: obj.__enter__(),
+    "__exit__": lambda obj, arg: obj.__exit__(None, None, None),
+    "__eq__": lambda obj, arg: obj == arg,
+    "__hash__": lambda obj, arg: hash(obj),
+}
+
+
+def _defines(cls: type, dunder: str) -> bool:
+    """Whether ``cls`` (not object) defines ``dunder``."""
+    for klass in cls.__mro__:
+        if klass is object:
+            return False
+        if dunder in klass.__dict__:
+            return klass.__dict__[dunder] is not None
+    return False
+
+
 def targets(objs: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(owner, attribute, how): ``call``, ``get`` or ``set``; read off the classes."""
+    """(owner, attribute, how): ``call``, ``get``, ``set`` or ``protocol``; read off the classes."""
     out: list[tuple[str, str, str]] = []
     for owner in OWNERS:
         cls = _owner_class(objs[owner])
@@ -266,6 +301,9 @@ def targets(objs: dict[str, Any]) -> list[tuple[str, str, str]]:
                     out.append((owner, attr, "set"))
             elif callable(getattr(cls, attr)):
                 out.append((owner, attr, "call"))
+        for dunder in PROTOCOL:
+            if _defines(cls, dunder):
+                out.append((owner, dunder, "protocol"))
     for name in MODULE:
         if f"{name}.__init__" not in EXCLUDED:
             out.append(("rt", name, "call"))
@@ -327,8 +365,8 @@ def calls(draw: Any, target_list: list[tuple[str, str, str]], params: dict[tuple
     owner, attr, how = draw(st.sampled_from(target_list))
     if how == "get":
         return (owner, attr, how, [], {})
-    if how == "set":
-        return (owner, attr, how, [draw(token_strategy(attr))], {})
+    if how in ("set", "protocol"):
+        return (owner, attr, how, [draw(token_strategy("index" if how == "protocol" else attr))], {})
     args: list[Token] = []
     kw: dict[str, Token] = {}
     for p in params[(owner, attr)]:
@@ -359,6 +397,11 @@ def show(call: Any) -> str:
         return f"{owner}.{attr}"
     if how == "set":
         return f"{owner}.{attr} = {describe(args[0])}"
+    if how == "protocol":
+        return {"__repr__": f"repr({owner})", "__int__": f"int({owner})", "__len__": f"len({owner})",
+                "__iter__": f"list({owner})", "__getitem__": f"{owner}[{describe(args[0])}]",
+                "__contains__": f"{describe(args[0])} in {owner}", "__eq__": f"{owner} == {describe(args[0])}",
+                "__hash__": f"hash({owner})"}.get(attr, f"{owner}.{attr}(...)")
     parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in kw.items()]
     return f"{owner}.{attr}({', '.join(parts)})"
 
@@ -427,6 +470,15 @@ def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
             getattr(target, attr)
         elif how == "set":
             setattr(target, attr, args[0])
+        elif how == "protocol":
+            try:
+                PROTOCOL[attr](target, args[0])
+            except (IndexError, KeyError, TypeError) as exc:
+                if attr == "__repr__" or not (attr == "__getitem__" and (
+                        not isinstance(exc, TypeError) or re.search("indices must be|unhashable type", str(exc)))):
+                    raise
+                stats.refused += 1
+                return
         else:
             fn = _module_attr(attr) if owner == "rt" else getattr(target, attr)
             result = fn(*args, **kw)
@@ -434,7 +486,9 @@ def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
                 objs.setdefault("_made", []).append(result)
         stats.returned += 1
         return
-    except errors.GraphRTError:
+    except errors.GraphRTError as exc:
+        if how == "protocol" and attr == "__repr__":
+            raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
         stats.refused += 1
     except TypeError as exc:
         if fn is None or not _binding_error(fn, args, kw, exc):
@@ -450,6 +504,46 @@ def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
         if v.is_valid and len(v) != sizes[name]:
             raise AssertionError(f"{show(call)} failed and changed {name}'s node count "
                                  f"from {sizes[name]} to {len(v)}")
+
+
+#: What the sweep gives each parameter in turn (the others at a value that suits them).
+SWEEP = ["None", "0", "-1", "2**64", "10**30", "1.5", "nan", "'x'", "b'x'", "True", "object()", "(1, 2, 3, 4)",
+         "[None]", "{}", "Index(-1)", "iter([1])", "noop", "s", "dead_s", "g", "dead_g", "root", "dead_n",
+         "foreign", "e", "dead_e", "buf", "dead_b", "k", "dead_k", "exe", "dead_x", "mp", "cnode"]
+
+
+def _sweep_value(name: str, token: str) -> bool:
+    return name not in ADDRESS_PARAMS or not _POSITIVE.match(token) or token == "0"
+
+
+def sweep_calls(target_list: list[tuple[str, str, str]],
+                params: dict[tuple[str, str], list[Any]]) -> Any:
+    """Per target, its calls: each parameter given each of ``SWEEP`` in turn, the others (the
+    required ones) the first value that suits their name."""
+    for owner, attr, how in target_list:
+        calls: list[Any] = []
+        if how == "get":
+            calls.append((owner, attr, how, [], {}))
+        elif how in ("set", "protocol"):
+            name = "index" if how == "protocol" else attr
+            calls += [(owner, attr, how, [t], {}) for t in SWEEP if _sweep_value(name, t)]
+        else:
+            ps = [p for p in params[(owner, attr)] if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+            positional = [p for p in ps if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                          and p.default is p.empty]
+            base = [GOOD.get(p.name, ["0"])[0] for p in positional]
+            calls.append((owner, attr, how, list(base), {}))
+            for i, p in enumerate(ps):
+                for t in SWEEP:
+                    if not _sweep_value(p.name, t):
+                        continue
+                    if p in positional:
+                        args = list(base)
+                        args[positional.index(p)] = t
+                        calls.append((owner, attr, how, args, {}))
+                    else:
+                        calls.append((owner, attr, how, list(base), {p.name: t}))
+        yield owner, attr, calls
 
 
 def main(examples: int) -> None:
@@ -473,24 +567,37 @@ def main(examples: int) -> None:
         objs = make_objects()
         try:
             for call in call_list:
-                if collect is None:
-                    run_call(objs, call, Stats)
-                    continue
-                try:  # (collecting: every kind of failure once, the run goes on)
-                    run_call(objs, call, Stats)
-                except AssertionError as exc:
-                    cause = exc.__cause__
-                    owner = "rt" if call[0] == "rt" else type(objs[call[0]]).__name__
-                    key = (owner, call[1], type(cause).__name__ if cause else str(exc).split(" failed ")[-1][:40])
-                    collect.setdefault(key, str(exc))
+                run_collecting(objs, call)
         finally:
             tear_down(objs, mode)
 
+    def run_collecting(objs: dict[str, Any], call: Any) -> None:
+        if collect is None:
+            run_call(objs, call, Stats)
+            return
+        try:  # (collecting: every kind of failure once, the run goes on)
+            run_call(objs, call, Stats)
+        except AssertionError as exc:
+            cause = exc.__cause__
+            owner = "rt" if call[0] == "rt" else type(objs[call[0]]).__name__
+            key = (owner, call[1], type(cause).__name__ if cause else str(exc).split(" failed ")[-1][:40])
+            collect.setdefault(key, str(exc))
+
     collect: dict[Any, str] | None = {} if os.environ.get("PYGRAPHRT_FUZZ_COLLECT") else None
+    # First the sweep (each parameter of each target given each odd value: one fresh set of
+    # objects per target), then hypothesis' programs (several calls on one set).
+    for _, _, swept_calls in sweep_calls(target_list, params):
+        objs = make_objects()
+        try:
+            for call in swept_calls:
+                run_collecting(objs, call)
+        finally:
+            tear_down(objs, mode)
+    swept = Stats.calls
     program()
     for key, text in sorted((collect or {}).items()):
         print(key, "\n   ", text[:300])
-    print("ok", examples, Stats.calls, Stats.returned, Stats.refused, len(target_list))
+    print("ok", examples, Stats.calls, Stats.returned, Stats.refused, len(target_list), swept)
 
 
 if __name__ == "__main__":
