@@ -57,6 +57,8 @@ import pygraphrt as rt
 from pygraphrt import compute, errors, sim
 from pygraphrt.enums import CaptureMode, EdgeData, GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType
 
+from .hot_fuzz import Index  # (an object with __index__ only)
+
 SOURCE = 'extern "C" __global__ void fz_k(float *y, int n) {}'
 SIGNATURE = "float *y, int n"
 
@@ -72,19 +74,6 @@ EXCLUDED = {
 
 #: Parameters that take a raw address or handle: given no positive int but 0 (see the docstring).
 ADDRESS_PARAMS = {"dst", "src", "ptr", "dptr", "symbol", "obj", "argv_address"}
-
-
-class Index:
-    """An object with ``__index__``: an int to pygraphrt wherever an int is taken."""
-
-    def __init__(self, v: int) -> None:
-        self.v = v
-
-    def __index__(self) -> int:
-        return self.v
-
-    def __repr__(self) -> str:
-        return f"Index({self.v})"
 
 
 def _raise() -> None:
@@ -564,6 +553,9 @@ def main(examples: int) -> None:
     @hypothesis.seed(int(seed or 0))
     @given(st.lists(calls(target_list, params), min_size=1, max_size=4))
     def program(call_list: list[Any]) -> None:
+        run_on_fresh_objects(call_list)
+
+    def run_on_fresh_objects(call_list: list[Any]) -> None:
         objs = make_objects()
         try:
             for call in call_list:
@@ -587,12 +579,7 @@ def main(examples: int) -> None:
     # First the sweep (each parameter of each target given each odd value: one fresh set of
     # objects per target), then hypothesis' programs (several calls on one set).
     for _, _, swept_calls in sweep_calls(target_list, params):
-        objs = make_objects()
-        try:
-            for call in swept_calls:
-                run_collecting(objs, call)
-        finally:
-            tear_down(objs, mode)
+        run_on_fresh_objects(swept_calls)
     swept = Stats.calls
     program()
     for key, text in sorted((collect or {}).items()):

@@ -22,3 +22,31 @@ def selected(vendor: str) -> Iterator[Any]:
     finally:
         with _runtime._state.lock:
             _runtime._state.active = saved
+
+
+@contextlib.contextmanager
+def collecting_after(api: str) -> Iterator[None]:
+    """Run the garbage collector right after each call of the runtime function ``api`` (its
+    name without the vendor prefix) through the active backend: where a collection may happen in
+    real code, as soon as the call has returned, before pygraphrt's method does."""
+    import gc
+
+    from pygraphrt import _runtime
+
+    ops = _runtime.active().ops
+    real_call = ops.__dict__.get("call")
+
+    def call_then_collect(name: str, *args: Any) -> Any:
+        rc = type(ops).call(ops, name, *args)
+        if name == api:
+            gc.collect()
+        return rc
+
+    ops.call = call_then_collect
+    try:
+        yield
+    finally:
+        if real_call is None:
+            del ops.call
+        else:
+            ops.call = real_call

@@ -28,7 +28,7 @@ from pygraphrt import errors, sim
 from pygraphrt.enums import (PORT_PROGRAMMATIC, CaptureMode, CaptureStatus, DependencyType, EdgeData,
                              GraphMemAttr, InstantiateFlags, NodeType, UpdateResult)
 
-from .backends import selected
+from .backends import collecting_after, selected
 
 REPO = Path(__file__).resolve().parent.parent
 N = 4096
@@ -832,7 +832,7 @@ def test_garbage_collected_buffer_does_not_break_a_capture(stream, bufs):
         sim.read(address, 64)  # freed once the capture ended
 
 
-def test_a_collection_as_the_capture_begins_is_deferred_too(stream, bufs, monkeypatch):
+def test_a_collection_as_the_capture_begins_is_deferred_too(stream, bufs):
     """The collector can run as soon as the runtime has begun the capture, before
     ``Capture.begin`` returns (the simulator's begin is Python; on a GPU, any allocation after
     the call): its destroys must already wait.  Counting the capture only after the begin
@@ -842,28 +842,16 @@ def test_a_collection_as_the_capture_begins_is_deferred_too(stream, bufs, monkey
     class Cycle:
         pass
 
-    from pygraphrt import _runtime
-
-    ops = _runtime.active().ops
-    real_call = ops.call
-
-    def call_then_collect(api, *args):
-        rc = real_call(api, *args)
-        if api == "StreamBeginCapture":
-            gc.collect()  # (where the collector may run: the capture has begun)
-        return rc
-
     gc.disable()
     try:
         c = Cycle()
         c.me, c.buf = c, rt.malloc(64)
         address = c.buf.ptr
         del c
-        monkeypatch.setattr(ops, "call", call_then_collect)
-        with stream.capture() as cap:
-            sim.read(address, 64)  # still allocated
-            stream.memset(bufs[0], 1, N)
-        monkeypatch.undo()
+        with collecting_after("StreamBeginCapture"):
+            with stream.capture() as cap:
+                sim.read(address, 64)  # still allocated
+                stream.memset(bufs[0], 1, N)
     finally:
         gc.enable()
     assert [n.type for n in cap.graph.nodes()] == [NodeType.MEMSET]

@@ -761,35 +761,25 @@ def test_garbage_collected_buffer_during_capture_is_freed_after_it(stream, bufs)
     assert bufs[1].to_bytes(4) == b"\x02" * 4
 
 
-def test_a_collection_right_after_the_capture_began_is_deferred(stream, bufs, monkeypatch):
+def test_a_collection_right_after_the_capture_began_is_deferred(stream, bufs):
     """The collector may run as soon as cudaStreamBeginCapture has returned, before
     ``Capture.begin`` does: its destroys must already wait (the capture was counted only after
     the call, so such a cudaFree invalidated the new capture; found on the simulator)."""
     import gc
 
-    from pygraphrt import _runtime
+    from ..backends import collecting_after
 
     class Cycle:
         pass
-
-    ops = _runtime.active().ops
-    real_call = ops.call
-
-    def call_then_collect(api, *args):
-        rc = real_call(api, *args)
-        if api == "StreamBeginCapture":
-            gc.collect()
-        return rc
 
     gc.disable()
     try:
         c = Cycle()
         c.me, c.buf = c, rt.malloc(64 << 20)
         del c
-        monkeypatch.setattr(ops, "call", call_then_collect)
-        with stream.capture() as cap:
-            stream.memset(bufs[0], 3, N)
-        monkeypatch.undo()
+        with collecting_after("StreamBeginCapture"):
+            with stream.capture() as cap:
+                stream.memset(bufs[0], 3, N)
     finally:
         gc.enable()
     assert [n.type for n in cap.graph.nodes()] == [NodeType.MEMSET]
