@@ -57,7 +57,7 @@ import pygraphrt as rt
 from pygraphrt import compute, errors, sim
 from pygraphrt.enums import CaptureMode, EdgeData, GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType
 
-from .hot_fuzz import Index  # (an object with __index__ only)
+from .odd import Index
 
 SOURCE = 'extern "C" __global__ void fz_k(float *y, int n) {}'
 SIGNATURE = "float *y, int n"

@@ -55,6 +55,8 @@ from pygraphrt.graph._graph import Graph
 from pygraphrt.graph._node import EmptyNode, MemsetNode
 from pygraphrt.kernels import Kernel
 
+from .odd import Index
+
 # The Python methods, before any object of the backend installs the C ones in their place.
 PY = {"add_empty": Graph.__dict__["add_empty"], "add_memset": Graph.__dict__["add_memset"],
       "add_kernel": Graph.__dict__["add_kernel"], "exec_launch": GraphExec.__dict__["launch"],
@@ -132,19 +134,6 @@ class MyInt(int):
 
 class MyFloat(float):
     pass
-
-
-class Index:
-    """An object with __index__ only: not an int."""
-
-    def __init__(self, v: int) -> None:
-        self.v = v
-
-    def __index__(self) -> int:
-        return self.v
-
-    def __repr__(self) -> str:
-        return f"Index({self.v})"
 
 
 class MyStream(Stream):
