@@ -210,6 +210,17 @@ class Stream(Owned):
         state = "closed" if self._handle is None else hex(int(self))
         return f"<Stream {state}{'' if self._owned else ' (borrowed)'}>"
 
+    def close(self) -> None:
+        """Destroy the stream now (idempotent).  Refused while it is capturing: destroying it
+        would leave the capture running, and a global-mode capture refuses every thread's
+        cudaMalloc and synchronizations until it ends.  End or abort the capture first."""
+        if self._handle is not None and self._owned and self.capture_status() is not _capture_status().NONE:
+            raise errors.IllegalState("Stream.close", detail="the stream is capturing: end or abort the capture "
+                                                             "first")
+        super().close()
+
+    destroy = close
+
     @property
     def is_legacy_default(self) -> bool:
         return int(self) in (0, 1)

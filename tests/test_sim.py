@@ -832,6 +832,24 @@ def test_garbage_collected_buffer_does_not_break_a_capture(stream, bufs):
         sim.read(address, 64)  # freed once the capture ended
 
 
+def test_closing_a_capturing_stream_is_refused(bufs):
+    """Closing the stream a capture runs on would leave the capture running (a global-mode one
+    refusing every thread's cudaMalloc for ever): refused until the capture ends (found by
+    tests/api_fuzz.py, whose later examples could no longer allocate)."""
+    s = rt.Stream()
+    cap = s.begin_capture()
+    s.memset(bufs[0], 1, N)
+    with pytest.raises(errors.IllegalState, match="capturing: end or abort the capture first"):
+        s.close()
+    with pytest.raises(errors.IllegalState):
+        s.destroy()
+    assert s.is_valid and s.is_capturing
+    cap.abort()
+    s.close()
+    assert not s.is_valid
+    rt.malloc(64).close()  # no capture left behind
+
+
 def test_a_collection_as_the_capture_begins_is_deferred_too(stream, bufs):
     """The collector can run as soon as the runtime has begun the capture, before
     ``Capture.begin`` returns (the simulator's begin is Python; on a GPU, any allocation after

@@ -761,6 +761,20 @@ def test_garbage_collected_buffer_during_capture_is_freed_after_it(stream, bufs)
     assert bufs[1].to_bytes(4) == b"\x02" * 4
 
 
+def test_closing_a_capturing_stream_is_refused(bufs):
+    """Refused until the capture ends (destroying the stream would leave it running)."""
+    s = rt.Stream()
+    cap = s.begin_capture()
+    s.memset(bufs[0], 1, N)
+    with pytest.raises(errors.IllegalState, match="capturing: end or abort the capture first"):
+        s.close()
+    assert s.is_valid and s.is_capturing
+    graph = cap.end()
+    s.close()
+    assert not s.is_valid and [n.type for n in graph.nodes()] == [NodeType.MEMSET]
+    rt.malloc(64).close()
+
+
 def test_a_collection_right_after_the_capture_began_is_deferred(stream, bufs):
     """The collector may run as soon as cudaStreamBeginCapture has returned, before
     ``Capture.begin`` does: its destroys must already wait (the capture was counted only after
