@@ -26,7 +26,9 @@ What must hold for every call:
   TypeError or ValueError from inside pygraphrt or cffi, never a crash (``PROTOCOL`` says what
   ``[]`` and ``repr`` may raise);
 - a call that raised leaves every stream's capture as it found it (none begun) and every
-  graph's node count as it was.
+  graph's node count as it was;
+- once a program's captures are ended through their streams, none is left running (one that
+  outlived its stream would refuse every later cudaMalloc).
 
 Raw addresses are the one thing no binding can check: a positive int is taken as an address as
 it is (the runtimes read host memory through it), so parameters that take one (``dst``,
@@ -55,7 +57,8 @@ from hypothesis import strategies as st
 
 import pygraphrt as rt
 from pygraphrt import compute, errors, sim
-from pygraphrt.enums import CaptureMode, EdgeData, GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType
+from pygraphrt._handles import captures
+from pygraphrt.enums import CaptureMode, CaptureStatus, EdgeData, GraphMemAttr, InstantiateFlags, MemPoolAttr, NodeType
 
 from .odd import Index
 
@@ -231,7 +234,7 @@ def make_objects() -> dict[str, Any]:
 
 
 #: Objects whose methods and properties are called (their classes' public attributes).
-OWNERS = ["s", "legacy", "e", "buf", "prog", "lib", "k", "g", "root", "ms", "mc", "hn", "cn", "er", "ew",
+OWNERS = ["s", "cap_s", "legacy", "e", "buf", "prog", "lib", "k", "g", "root", "ms", "mc", "hn", "cn", "er", "ew",
           "al", "fr", "kn", "h", "cond", "nl", "exe", "mp", "ab", "dev", "cap", "info",
           "dead_s", "dead_e", "dead_g", "dead_b", "dead_x", "dead_n", "dead_k", "dead_lib", "dead_mp",
           "dead_ab", "dead_cap", "vm", "xvar", "vvar", "cg", "cnode"]
@@ -420,8 +423,8 @@ def _capturing(stream: Any) -> bool | None:
 
 def tear_down(objs: dict[str, Any], mode: Any) -> None:
     """End every capture the program left open and restore thread-wide state for the next."""
-    for v in list(objs.values()):
-        if isinstance(v, rt.Stream) and v.is_valid and v.is_capturing:
+    for v in list(objs.values()):  # (an invalidated capture is not ``is_capturing``, but runs till ended)
+        if isinstance(v, rt.Stream) and v.is_valid and v.capture_status() is not CaptureStatus.NONE:
             cap = v._capture
             if cap is not None:
                 cap.abort()
@@ -433,6 +436,15 @@ def tear_down(objs: dict[str, Any], mode: Any) -> None:
                     b.lib.cudaGraphDestroy(out[0])
     rt.exchange_capture_mode(mode)
     rt.MemPool.default().set_current()
+    # No capture may outlive the streams it ran on: pygraphrt counts none still running, and
+    # the runtime has none that refuses an allocation (a global-mode one would).
+    if captures.active:
+        raise AssertionError(f"{captures.active} capture(s) still running after the program's streams "
+                             "ended theirs")
+    try:
+        rt.malloc(1).close()
+    except errors.StreamCaptureError as exc:
+        raise AssertionError(f"a capture outlived the program's objects: {exc}") from exc
 
 
 class Stats:
@@ -561,7 +573,11 @@ def main(examples: int) -> None:
             for call in call_list:
                 run_collecting(objs, call)
         finally:
-            tear_down(objs, mode)
+            try:
+                tear_down(objs, mode)
+            except AssertionError as exc:
+                calls_made = "; ".join(show(c) for c in call_list[:3])
+                raise AssertionError(f"{exc} (after {calls_made}{' ...' if len(call_list) > 3 else ''})") from None
 
     def run_collecting(objs: dict[str, Any], call: Any) -> None:
         if collect is None:
