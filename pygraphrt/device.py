@@ -214,9 +214,14 @@ class Stream(Owned):
         """Destroy the stream now (idempotent).  Refused while it is capturing: destroying it
         would leave the capture running, and a global-mode capture refuses every thread's
         cudaMalloc and synchronizations until it ends.  End or abort the capture first."""
-        if self._handle is not None and self._owned and self.capture_status() is not _capture_status().NONE:
-            raise errors.IllegalState("Stream.close", detail="the stream is capturing: end or abort the capture "
-                                                             "first")
+        if self._handle is not None and self._owned:
+            try:
+                capturing = self.capture_status() is not _capture_status().NONE
+            except errors.GraphRTError:  # (a stream the runtime no longer knows: destroy what is left)
+                capturing = False
+            if capturing:
+                raise errors.IllegalState("Stream.close", detail="the stream is capturing: end or abort the "
+                                                                 "capture first")
         super().close()
 
     destroy = close
@@ -557,11 +562,10 @@ class DeviceBuffer(DeviceMemory, Owned):
     def _copy(self, dst: Any, src: Any, n: int, stream: Stream | None, what: str) -> None:
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
-        if stream is not None:
-            self._same_backend(stream, what, Stream)
         if stream is None:
             b.ops.call("Memcpy", dst, src, n, kind)
         else:
+            self._same_backend(stream, what, Stream)
             stream.memcpy(dst, src, n)
             stream.synchronize()
 

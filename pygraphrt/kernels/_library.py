@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import os
 import struct
 import weakref
@@ -325,8 +326,13 @@ class Kernel:
         node's parameters).  It is read as it is: like ``ctypes.string_at``, nothing can check
         that it points to such an array.
         """
-        if not isinstance(argv_address, int) or isinstance(argv_address, bool) or not 0 <= argv_address < 1 << 64:
+        try:  # (an int, or what stands for one; never an object that only converts with int())
+            address = None if isinstance(argv_address, bool) else operator.index(argv_address)
+        except TypeError:
+            address = None
+        if address is None or not 0 <= address < 1 << 64:
             raise errors.InvalidValue("Kernel.decode", detail=f"expected an address (an int), got {argv_address!r}")
+        argv_address = address
         sig = self.signature
         if sig is None:
             return None
