@@ -344,6 +344,8 @@ def token_strategy(name: str) -> st.SearchStrategy[Token]:
     anything = ANY_TOKENS
     if name in ADDRESS_PARAMS:  # no positive int as an address (see the docstring)
         anything = [t for t in ANY_TOKENS if not _POSITIVE.match(t) or t == "0"] + ["2**64", "10**30"]
+    elif name == "n":  # (a switch node's size: see SWEEP)
+        anything = [t for t in ANY_TOKENS if t != "2**31"]
     good = GOOD.get(name)
     anywhere = st.sampled_from(anything)
     if not good:
@@ -507,8 +509,10 @@ def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
                                  f"from {sizes[name]} to {len(v)}")
 
 
-#: What the sweep gives each parameter in turn (the others at a value that suits them).
-SWEEP = ["None", "0", "-1", "2**64", "10**30", "1.5", "nan", "'x'", "b'x'", "True", "object()", "(1, 2, 3, 4)",
+#: What the sweep gives each parameter in turn (the others at a value that suits them).  No 2**31:
+#: as a switch node's size it is valid to the runtimes (an unsigned int), and the simulator then
+#: makes 2**31 body graphs, until memory runs out.
+SWEEP = ["None", "0", "-1", "2**63", "2**64", "10**30", "1.5", "nan", "'x'", "b'x'", "True", "object()", "(1, 2, 3, 4)",
          "[None]", "{}", "Index(-1)", "iter([1])", "noop", "s", "dead_s", "g", "dead_g", "root", "dead_n",
          "foreign", "e", "dead_e", "buf", "dead_b", "k", "dead_k", "exe", "dead_x", "mp", "cnode"]
 

@@ -2,7 +2,7 @@
 refused with pygraphrt's exceptions, never an AttributeError, TypeError, OverflowError or crash
 from inside, and a refused call leaves no capture begun and no node added.
 
-First a sweep (each parameter of each method given each of some 30 odd values, about 32 000
+First a sweep (each parameter of each method given each of some 35 odd values, about 34 000
 calls), then ``PYGRAPHRT_API_FUZZ_EXAMPLES`` programs (default 1500; the same ones each run:
 derandomized) of one to four calls each; about 40 s in all.  The run is a subprocess, so that a
 crash fails this test with the call that caused it rather than ending the suite.

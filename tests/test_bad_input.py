@@ -114,6 +114,7 @@ def _calls(o):
         "Program headers": (lambda v: rt.Program(SOURCE, headers=v), "not None"),
         "Program header text": (lambda v: rt.Program(SOURCE, headers={"h.cuh": v}), "not 'x'"),
         "compute.infer": (lambda v: rt.compute.infer(v), "not None"),
+        "Kernel.set_max_dynamic_shared_memory": (lambda v: o["kernel"].set_max_dynamic_shared_memory(v), "all"),
         "KernelNode.set_launch_dims shared_mem_bytes": (
             lambda v: o["kernel_node"].set_launch_dims(shared_mem_bytes=v), "not None"),
         "compute.infer access": (lambda v: rt.compute.infer([v]), "all"),
@@ -179,3 +180,12 @@ def test_stream_wrap_refuses_a_pygraphrt_stream_and_what_holds_no_int_handle(obj
             rt.Stream.wrap(objs["s"])
         with pytest.raises(errors.InvalidValue, match="cannot find a stream handle"):
             rt.Stream.wrap(objs["event"])  # (its ``handle`` is cffi's: int() refuses it)
+
+
+def test_max_dynamic_shared_memory_must_fit_the_runtimes_int(objs):
+    """The attribute's value is an int to the runtimes: 2**31 and 2**63 are refused (2**63 raised
+    OverflowError from cffi; found by tests/api_fuzz.py with another seed)."""
+    with selected("sim"):
+        for n in (1 << 31, 1 << 63):
+            with pytest.raises(errors.InvalidValue, match="int attribute"):
+                objs["kernel"].set_max_dynamic_shared_memory(n)

@@ -268,7 +268,11 @@ class Kernel:
 
     def set_max_dynamic_shared_memory(self, nbytes: int) -> None:
         """Allow launches with up to ``nbytes`` of dynamic shared memory."""
-        self._backend.ops.set_max_dynamic_shared_memory(self.handle, self.form, count(nbytes))
+        n = count(nbytes)
+        if n >= 1 << 31:  # (the runtimes take the attribute's value as an int)
+            raise errors.InvalidValue("Kernel.set_max_dynamic_shared_memory",
+                                      detail=f"{n} bytes do not fit the runtime's int attribute")
+        self._backend.ops.set_max_dynamic_shared_memory(self.handle, self.form, n)
 
     def max_active_blocks_per_multiprocessor(self, block_size: int, dynamic_shared_mem: int = 0) -> int:
         """Occupancy: how many blocks of ``block_size`` threads fit on one multiprocessor."""
