@@ -24,7 +24,8 @@ What must hold for every call:
   InvalidValue naming the call), or a TypeError from Python's own argument binding (too many,
   too few or unknown arguments) -- never an AttributeError, KeyError, OverflowError, plain
   TypeError or ValueError from inside pygraphrt or cffi, never a crash (``PROTOCOL`` says what
-  ``[]`` and ``repr`` may raise);
+  ``[]`` and ``repr`` may raise, and an ImportError that says what to install is allowed where an
+  optional dependency, networkx, is missing);
 - a call that raised leaves every stream's capture as it found it (none begun) and every
   graph's node count as it was;
 - once a program's captures are ended through their streams, none is left running (one that
@@ -489,6 +490,10 @@ def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
                 objs.setdefault("_made", []).append(result)
         stats.returned += 1
         return
+    except ImportError as exc:  # an optional dependency missing: allowed where it says what to install
+        if "pip install" not in str(exc):
+            raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
+        stats.refused += 1
     except errors.GraphRTError as exc:
         if how == "protocol" and attr == "__repr__":
             raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc

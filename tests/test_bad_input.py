@@ -4,6 +4,8 @@ pygraphrt or cffi, never an address wrapped round), adds no node and leaves no s
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 import pygraphrt as rt
@@ -189,3 +191,19 @@ def test_max_dynamic_shared_memory_must_fit_the_runtimes_int(objs):
         for n in (1 << 31, 1 << 63):
             with pytest.raises(errors.InvalidValue, match="int attribute"):
                 objs["kernel"].set_max_dynamic_shared_memory(n)
+
+
+def test_a_missing_networkx_is_named_with_what_to_install(objs, monkeypatch):
+    """networkx is optional: without it each call that needs it raises ImportError naming the
+    call and the extra (it was a bare ModuleNotFoundError; found by tests/api_fuzz.py run under
+    an interpreter without networkx)."""
+    monkeypatch.setitem(sys.modules, "networkx", None)  # (import networkx now raises ImportError)
+    with selected("sim"):
+        g = objs["g"]
+        cg = rt.compute.ComputeGraph(rt.compute.VarManager(), "nx")
+        for name, call in [("Graph.same_structure", lambda: g.same_structure(g)),
+                           ("Graph.to_networkx", g.to_networkx),
+                           ("Graph.add_networkx", lambda: g.add_networkx(object())),
+                           ("ComputeGraph.to_networkx", cg.to_networkx)]:
+            with pytest.raises(ImportError, match=rf"{name} needs networkx: pip install 'pygraphrt\[networkx\]'"):
+                call()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import _optional
 from ._vars import ValueVar
 
 if TYPE_CHECKING:
@@ -49,10 +50,7 @@ def to_dot(g: "ComputeGraph", *, variables: bool = True) -> str:
 
 
 def to_networkx(g: "ComputeGraph") -> Any:
-    try:
-        import networkx as nx
-    except ImportError as exc:  # optional dependency
-        raise ImportError("ComputeGraph.to_networkx needs networkx (pip install networkx)") from exc
+    nx = _optional.networkx("ComputeGraph.to_networkx")
     d = nx.DiGraph(name=g.name)
     edges = g.edges()
     for n in g.nodes():

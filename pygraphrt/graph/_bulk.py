@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
-from .. import _fast, _operands, errors
+from .. import _fast, _operands, _optional, errors
 from ..device import DeviceBuffer
 from . import _hot, _params
 from ._node import Node
@@ -382,7 +382,7 @@ def _dep_key(key: Any, names: dict[Any, Node], i: int) -> Node:
 
 def add_networkx(graph: "Graph", dag: Any, kind: str, params: str) -> dict[Any, Node]:
     """See :meth:`Graph.add_networkx`."""
-    import networkx as nx
+    nx = _optional.networkx("Graph.add_networkx")
 
     if not isinstance(dag, nx.DiGraph):
         raise errors.InvalidValue("Graph.add_networkx", detail=f"expected a networkx DiGraph, got {dag!r}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from .. import _optional
+
 if TYPE_CHECKING:
     from ._graph import Graph
 
@@ -38,7 +40,7 @@ def _params(node: Any) -> dict[str, Any]:
 
 def to_networkx(graph: "Graph") -> Any:
     """A ``networkx.DiGraph``: nodes 0..n-1 with ``type`` and ``params``; edges with ``edge_data``."""
-    import networkx as nx
+    nx = _optional.networkx("Graph.to_networkx")
 
     nodes, _, edges = _describe(graph)
     g = nx.DiGraph()
@@ -62,7 +64,7 @@ def to_json(graph: "Graph") -> str:
 
 def same_structure(a: "Graph", b: "Graph") -> bool:
     """Exact comparison: isomorphic as directed graphs, matching node types and edge data."""
-    import networkx as nx
+    nx = _optional.networkx("Graph.same_structure")
 
     def graph_of(g: "Graph") -> Any:
         nodes, _, edges = _describe(g)
