@@ -32,6 +32,11 @@ of devices, default 1), ``PYGRAPHRT_SIM_MEMORY`` (bytes per device, k/m/g suffix
 dependencies); :func:`set_order` changes the order later.  ``PYGRAPHRT_SIM_RACES`` (``off``,
 ``warn`` or ``raise``): check every graph launch for data races (:func:`set_race_check`).
 
+Handles: a handle that is not a live one of its kind (destroyed, or another kind's: a buffer's
+address given as a stream) is refused with the runtime's error code -- and recorded, since a GPU's
+runtime follows it and may crash: :func:`undefined_calls` lists such calls, so that code tested
+here can be held to what a GPU needs.
+
 Race checking: :func:`check_races` reports pairs of nodes with no path between them that touch
 overlapping memory, one of them writing -- a missing dependency that runs fine here (one node at
 a time) and bites on a GPU.  Memset / memcpy nodes touch the bytes their parameters name (2-D
@@ -49,7 +54,7 @@ if TYPE_CHECKING:
     from ._vendors.sim._races import Race, RaceNode
 
 __all__ = ["register_kernel", "unregister_kernel", "registered_kernels", "KernelContext", "set_order",
-           "runtime", "is_active", "read", "write", "memory", "check_races", "set_race_check", "Race",
+           "runtime", "is_active", "read", "write", "memory", "check_races", "set_race_check", "undefined_calls", "Race",
            "RaceNode", "RaceDetected", "RaceWarning"]
 
 
@@ -194,6 +199,25 @@ def set_race_check(mode: str = "off") -> str:
     with rt.lock:
         previous, rt.race_check = rt.race_check, m
     return str(previous)
+
+
+def undefined_calls(clear: bool = False) -> list[tuple[str, str]]:
+    """Calls the simulator was given that a real runtime has undefined behaviour for.
+
+    A handle that is not a live one of its kind -- a destroyed stream, event, graph, node,
+    executable graph, library, kernel or pool, or a handle of another kind (a buffer's address
+    as a stream) -- is refused here with the runtime's error code; a GPU's runtime follows it
+    as a pointer and may crash.  pygraphrt never passes one on from its own objects (the
+    generated API test, ``tests/api_fuzz.py``, checks this after every call), so an entry here
+    means a raw call or a handle wrapped from outside.  Each entry is ``(api, why)``, oldest
+    first (the latest 1000); ``clear`` empties the record.
+    """
+    rt = runtime()
+    with rt.lock:
+        out = list(rt.undefined)
+        if clear:
+            rt.undefined.clear()
+    return out
 
 
 def memory(address: int, nbytes: int) -> memoryview:

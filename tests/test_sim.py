@@ -212,6 +212,31 @@ def test_raw_layer_behaves_like_the_c_library():
     assert not DEVICE_BASE <= int(g) < DEVICE_END  # handles are not device addresses
 
 
+def test_handles_that_are_not_live_are_recorded_as_undefined_behaviour():
+    """A destroyed handle, or one of another kind, is refused with the runtime's error code and
+    recorded by ``sim.undefined_calls`` (a GPU's runtime may crash on it); NULL is an ordinary
+    refusal, not recorded."""
+    from pygraphrt import lowlevel
+
+    ffi, lib = lowlevel.ffi, lowlevel.lib
+    sim.undefined_calls(clear=True)
+    s = rt.Stream()
+    h = s.handle
+    s.close()
+    g = rt.Graph()
+    buf = rt.malloc(64)
+    assert lib.cudaStreamSynchronize(h) == lib.cudaErrorInvalidResourceHandle
+    assert lib.cudaGraphLaunch(ffi.NULL, ffi.cast("cudaStream_t", 0)) == lib.cudaErrorInvalidValue
+    assert lib.cudaStreamQuery(ffi.cast("cudaStream_t", int(g))) == lib.cudaErrorInvalidResourceHandle
+    assert lib.cudaGraphDestroy(ffi.cast("cudaGraph_t", buf.ptr)) == lib.cudaErrorInvalidValue
+    seen = sim.undefined_calls()
+    assert [api for api, _ in seen] == ["cudaStreamSynchronize", "cudaStreamQuery", "cudaGraphDestroy"]
+    assert seen[0][1] == f"{int(ffi.cast('uintptr_t', h)):#x} is not a live stream"
+    assert seen[2][1] == f"{buf.ptr:#x} is not a live graph"
+    assert sim.undefined_calls(clear=True) == seen and sim.undefined_calls() == []
+    buf.close()
+
+
 def test_unsimulated_functions_raise_not_supported():
     g = rt.Graph()
     with pytest.raises(errors.NotSupported, match="not simulated"):

@@ -12,6 +12,7 @@ events and capture, :mod:`._memory` for memory, :mod:`._graph` for graphs.
 
 from __future__ import annotations
 
+import collections
 import random
 import threading
 import time
@@ -108,6 +109,9 @@ class SimRuntime:
         self.rng: random.Random | None = None
         self.set_order(order, seed)
         self.race_check = "off"  # "warn" / "raise": check each graph launch for races (see _races)
+        # Calls a real runtime would have undefined behaviour for (SimError.undefined): (api, why),
+        # the latest ones (see pygraphrt.sim.undefined_calls)
+        self.undefined: collections.deque[tuple[str, str]] = collections.deque(maxlen=1000)
 
     def set_order(self, mode: str, seed: int | None = None) -> None:
         """``"creation"``: ready nodes run in creation order; ``"random"``: a random valid order."""
@@ -132,7 +136,7 @@ class SimRuntime:
             return s
         s = self.streams.get(v)
         if s is None:
-            raise SimError("InvalidResourceHandle", f"{v:#x} is not a live stream")
+            raise SimError("InvalidResourceHandle", f"{v:#x} is not a live stream", undefined=True)
         return s
 
     @staticmethod
@@ -141,7 +145,7 @@ class SimRuntime:
         v = addr(h)
         obj = table.get(v)
         if obj is None:
-            raise SimError(code, f"NULL {what}" if v == 0 else f"{v:#x} is not a live {what}")
+            raise SimError(code, f"NULL {what}" if v == 0 else f"{v:#x} is not a live {what}", undefined=v != 0)
         return obj
 
     def _event(self, h: Any) -> Event:
@@ -165,14 +169,15 @@ class SimRuntime:
         k = self.kernels.get(v)
         if k is None:
             raise SimError("InvalidDeviceFunction", f"{v:#x} is not a kernel of a library loaded into the "
-                                                    "simulator (host stubs and CUfunctions do not exist here)")
+                                                    "simulator (host stubs and CUfunctions do not exist here)",
+                           undefined=v != 0)
         return k
 
     def _pool(self, h: Any) -> Pool:
         v = addr(h)
         p = self.memory.pools.get(v)
         if p is None or p.destroyed:
-            raise SimError("InvalidValue", f"{v:#x} is not a live memory pool")
+            raise SimError("InvalidValue", f"{v:#x} is not a live memory pool", undefined=v != 0)
         return p
 
     def _device(self, d: int) -> int:
@@ -2039,7 +2044,7 @@ class SimRuntime:
         v = addr(library)
         lib = self.libraries.pop(v, None)
         if lib is None:
-            raise SimError("InvalidResourceHandle", f"{v:#x} is not a loaded library")
+            raise SimError("InvalidResourceHandle", f"{v:#x} is not a loaded library", undefined=v != 0)
         lib.unloaded = True
 
     def cudaLibraryGetKernel(self, out: Any, library: Any, name: Any) -> None:
@@ -2047,7 +2052,7 @@ class SimRuntime:
         v = addr(library)
         lib = self.libraries.get(v)
         if lib is None:
-            raise SimError("InvalidResourceHandle", f"{v:#x} is not a loaded library")
+            raise SimError("InvalidResourceHandle", f"{v:#x} is not a loaded library", undefined=v != 0)
         k = lib.kernel(ffi.string(name).decode())
         self.kernels[k.handle] = k
         out[0] = handle("cudaKernel_t", k.handle)

@@ -29,14 +29,22 @@ SUCCESS = 0
 
 
 class SimError(Exception):
-    """A simulated call fails with ``cudaError<name>``; ``detail`` says why (shown by pygraphrt)."""
+    """A simulated call fails with ``cudaError<name>``; ``detail`` says why (shown by pygraphrt).
 
-    def __init__(self, name: str, detail: str = "", cause: BaseException | None = None) -> None:
+    ``undefined``: what the call was given has undefined behaviour on a real runtime (a handle
+    that is not a live one of its kind -- destroyed, or another kind's -- which a GPU's runtime
+    follows as a pointer and may crash on); the simulator still fails the call with ``name``,
+    and records it (:func:`pygraphrt.sim.undefined_calls`).
+    """
+
+    def __init__(self, name: str, detail: str = "", cause: BaseException | None = None, *,
+                 undefined: bool = False) -> None:
         super().__init__(f"{name}: {detail}")
         self.code = code(name)
         self.name = name
         self.detail = detail
         self.cause = cause
+        self.undefined = undefined
 
 
 def enum(ctype: str) -> dict[str, int]:

@@ -105,6 +105,8 @@ class SimLib:
                     impl(*args)
                 return 0
             except SimError as e:
+                if e.undefined:
+                    rt.undefined.append((symbol, e.detail))
                 t.failure = (symbol, e.code, e.detail, e.cause)
                 t.last_error = e.code
                 return e.code
