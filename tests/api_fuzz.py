@@ -1,7 +1,7 @@
-"""Generated calls of the whole public API, on the simulator: bad input is refused, never a crash.
+"""Generated calls of the whole public API, on the simulator or a GPU: bad input is refused, never a crash.
 
-Run by ``tests/test_api_fuzz.py`` in a subprocess (``PYGRAPHRT_BACKEND=sim``): ``python -m
-tests.api_fuzz EXAMPLES``.  The methods and properties called are not listed here: they are read
+Run by ``tests/test_api_fuzz.py`` in a subprocess, on the simulator (``PYGRAPHRT_FUZZ_BACKEND=sim``,
+the default) and, on a GPU machine, on CUDA (``cuda``): ``python -m tests.api_fuzz EXAMPLES``.  The methods and properties called are not listed here: they are read
 off the objects' classes (every public method, property and property setter of streams, events,
 buffers, devices, graphs, every node type, executable graphs, captures, node lists, pools,
 programs, libraries and kernels, the compute graph's manager, variables, graph and nodes), and
@@ -30,6 +30,9 @@ What must hold for every call:
   graph's node count as it was;
 - once a program's captures are ended through their streams, none is left running (one that
   outlived its stream would refuse every later cudaMalloc).
+- on the simulator: the runtime was given no handle that is not a live one of its kind
+  (:func:`pygraphrt.sim.undefined_calls`), which a GPU's runtime follows and may crash on --
+  ``exe.launch(buf)`` passed a buffer's ``void *`` as the stream, and the process died on an H100.
 
 Raw addresses are the one thing no binding can check: a positive int is taken as an address as
 it is (the runtimes read host memory through it), so parameters that take one (``dst``,
@@ -41,7 +44,9 @@ at the sweep's first bad call or with hypothesis' smallest program (each call wr
 ``object.method(arguments)`` with the objects' names below).  A process that dies (a
 segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``.
 ``PYGRAPHRT_FUZZ_COLLECT=1`` reports every kind of failure once instead of stopping;
-``PYGRAPHRT_FUZZ_SEED=N`` draws other programs than the test's.
+``PYGRAPHRT_FUZZ_SEED=N`` draws other programs than the test's; ``PYGRAPHRT_FUZZ_PROGRESS=1``
+times the sweep and, on SIGTERM (a timeout), shows where it was; ``PYGRAPHRT_FUZZ_BACKEND=cuda``
+makes the calls on a GPU.
 """
 
 from __future__ import annotations
@@ -65,6 +70,19 @@ from .odd import Index
 
 SOURCE = 'extern "C" __global__ void fz_k(float *y, int n) {}'
 SIGNATURE = "float *y, int n"
+
+#: The backend the calls run on: the simulator (the default), or ``cuda`` on a GPU machine,
+#: where the runtime itself sees every call that pygraphrt lets through.
+BACKEND = os.environ.get("PYGRAPHRT_FUZZ_BACKEND", "sim")
+_compiled: dict[str, Any] = {}
+
+
+def _program() -> Any:
+    """``Program(SOURCE)``, compiled once per run (a compile per fresh set of objects would cost
+    NVRTC's time thousands of times over); each set still loads its own libraries."""
+    if "prog" not in _compiled:
+        _compiled["prog"] = rt.Program(SOURCE)
+    return _compiled["prog"]
 
 #: Not called, and why.
 EXCLUDED = {
@@ -160,15 +178,15 @@ GOOD: dict[str, list[str]] = {
 
 
 def make_objects() -> dict[str, Any]:
-    """A fresh set of objects on the active (simulator) backend, named as the programs name them."""
+    """A fresh set of objects on the active backend, named as the programs name them."""
     o: dict[str, Any] = {}
     o["s"], o["s2"], o["cap_s"] = rt.Stream(), rt.Stream(), rt.Stream()
     o["legacy"] = rt.Stream.legacy_default()
     o["e"], o["e2"] = rt.Event(), rt.Event()
     o["buf"], o["buf2"] = rt.malloc(256), rt.malloc(256)
     o["host"] = bytearray(256)
-    o["prog"] = rt.Program(SOURCE)
-    o["lib"] = o["prog"].load()
+    o["prog"] = _program()
+    o["lib"] = rt.Library(o["prog"].image)
     o["k"] = o["lib"].kernel("fz_k", signature=SIGNATURE)
     g = o["g"] = rt.Graph()
     o["root"] = g.add_empty()
@@ -207,7 +225,7 @@ def make_objects() -> dict[str, Any]:
     o["dead_x"].close()
     o["dead_n"] = o["g2"].add_empty()
     o["dead_n"].destroy()
-    dead_lib = rt.Program(SOURCE).load()
+    dead_lib = rt.Library(o["prog"].image)
     o["dead_k"] = dead_lib.kernel("fz_k", signature=SIGNATURE)
     dead_lib.close()
     o["dead_lib"] = dead_lib
@@ -455,6 +473,26 @@ class Stats:
 
 
 def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
+    """Make one call and check what must hold (see the docstring)."""
+    _undefined_calls(f"before {show(call)}, something")
+    try:
+        _run_call(objs, call, stats)
+    finally:
+        _undefined_calls(show(call))
+
+
+def _undefined_calls(during: str) -> None:
+    """Fail if the simulator was given what a real runtime has undefined behaviour for: a handle
+    that is not a live one of its kind, which a GPU's runtime follows and may crash on (as
+    ``exe.launch(buf)`` did: a buffer's address taken as a stream)."""
+    if BACKEND == "sim":
+        seen = sim.undefined_calls(clear=True)
+        if seen:
+            raise AssertionError(f"{during} passed the runtime what it has undefined behaviour for (a GPU's "
+                                 "runtime may crash): " + "; ".join(f"{api}: {why}" for api, why in seen))
+
+
+def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
     owner, attr, how, arg_tokens, kw_tokens = call
     target = rt if owner == "rt" else objs[owner]
     args = [resolve(objs, t) for t in arg_tokens]
@@ -557,8 +595,9 @@ def sweep_calls(target_list: list[tuple[str, str, str]],
 
 
 def main(examples: int) -> None:
-    rt.use("sim")
-    sim.register_kernel("fz_k", lambda ctx, y, n: None, signature=SIGNATURE)
+    rt.use(BACKEND)
+    if BACKEND == "sim":
+        sim.register_kernel("fz_k", lambda ctx, y, n: None, signature=SIGNATURE)
     mode = rt.exchange_capture_mode("global")
     rt.exchange_capture_mode(mode)
     probe = make_objects()
@@ -603,8 +642,20 @@ def main(examples: int) -> None:
     collect: dict[Any, str] | None = {} if os.environ.get("PYGRAPHRT_FUZZ_COLLECT") else None
     # First the sweep (each parameter of each target given each odd value: one fresh set of
     # objects per target), then hypothesis' programs (several calls on one set).
-    for _, _, swept_calls in sweep_calls(target_list, params):
+    progress = os.environ.get("PYGRAPHRT_FUZZ_PROGRESS")  # (exploring: where the time goes, where it hangs)
+    if progress:
+        import faulthandler
+        import signal
+        import time
+
+        faulthandler.register(signal.SIGTERM, chain=True)  # (a timeout's SIGTERM shows where it was)
+        t0 = time.perf_counter()
+    for i, (owner, attr, swept_calls) in enumerate(sweep_calls(target_list, params)):
+        if progress and i % 50 == 0:
+            print(f"[{time.perf_counter() - t0:7.1f}s] sweep target {i} {owner}.{attr}", file=sys.stderr, flush=True)
         run_on_fresh_objects(swept_calls)
+    if progress:
+        print(f"[{time.perf_counter() - t0:7.1f}s] sweep done", file=sys.stderr, flush=True)
     swept = Stats.calls
     program()
     for key, text in sorted((collect or {}).items()):

@@ -1,6 +1,9 @@
-"""Generated calls of every public method on the simulator (tests/api_fuzz.py): bad input is
-refused with pygraphrt's exceptions, never an AttributeError, TypeError, OverflowError or crash
-from inside, and a refused call leaves no capture begun and no node added.
+"""Generated calls of every public method (tests/api_fuzz.py): bad input is refused with
+pygraphrt's exceptions, never an AttributeError, TypeError, OverflowError or crash from inside, a
+refused call leaves no capture begun and no node added, and the runtime is never given a handle
+that is not a live one of its kind.  On the simulator, which records such handles (a GPU's
+runtime may crash on them), and on a GPU (marked ``gpu``), where the runtime itself sees every
+call pygraphrt lets through: ``exe.launch(buf)`` crashed it.
 
 First a sweep (each parameter of each method given each of some 35 odd values, about 34 000
 calls), then ``PYGRAPHRT_API_FUZZ_EXAMPLES`` programs (default 1500; the same ones each run:
@@ -14,18 +17,22 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from .test_cuda13x import REPO
 
 EXAMPLES = os.environ.get("PYGRAPHRT_API_FUZZ_EXAMPLES", "1500")
 
 
-def test_every_public_call_refuses_bad_input_cleanly(tmp_path):
+@pytest.mark.parametrize("backend", ["sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_every_public_call_refuses_bad_input_cleanly(tmp_path, backend):
     current = tmp_path / "current-call.txt"
     # (the repository first; what PYTHONPATH held stays: on the GPU machine, where cffi comes from)
     path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    env = {**os.environ, "PYGRAPHRT_BACKEND": "sim", "PYTHONPATH": path, "PYGRAPHRT_FUZZ_CURRENT": str(current)}
-    env.pop("PYGRAPHRT_FUZZ_COLLECT", None)
-    env.pop("PYGRAPHRT_FUZZ_SEED", None)
+    env = {**os.environ, "PYGRAPHRT_BACKEND": backend, "PYGRAPHRT_FUZZ_BACKEND": backend, "PYTHONPATH": path,
+           "PYGRAPHRT_FUZZ_CURRENT": str(current)}
+    for exploring in ("PYGRAPHRT_FUZZ_COLLECT", "PYGRAPHRT_FUZZ_SEED", "PYGRAPHRT_FUZZ_PROGRESS"):
+        env.pop(exploring, None)
     # (in tmp_path: Graph.debug_dot and Library.from_file are given relative paths)
     r = subprocess.run([sys.executable, "-m", "tests.api_fuzz", EXAMPLES], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=900)

@@ -149,9 +149,34 @@ def test_bad_arguments_raise_invalid_value(objs, name, value):
         g, s = objs["g"], objs["s"]
         before = len(g)
         call = _calls(objs)[name][0]
+        sim.undefined_calls(clear=True)
         with pytest.raises(errors.InvalidValue):
             call(value)
         assert len(g) == before
+        assert not s.is_capturing
+        assert sim.undefined_calls(clear=True) == []  # (refused before the runtime was given it)
+
+
+@pytest.mark.parametrize("kind", ["buffer", "stream-ordered buffer", "graph", "node", "executable graph",
+                                  "kernel", "memory pool"])
+@pytest.mark.parametrize("call", ["GraphExec.launch", "GraphExec.upload", "Stream.wait",
+                                  "Stream.record"])
+def test_an_object_of_another_kind_is_refused_before_the_runtime_sees_it(objs, call, kind):
+    """An object where a stream or event is wanted is refused with InvalidValue, and never reaches
+    the runtime: a buffer's handle is a ``void *``, which cffi passes as any pointer, and
+    ``exe.launch(buf)`` gave a GPU's runtime a device address as a stream -- it crashed (found
+    by tests/api_fuzz.py on an H100; the simulator records such calls, ``sim.undefined_calls``)."""
+    with selected("sim"):
+        wrong = {"buffer": objs["buf"], "stream-ordered buffer": objs["async_buf"], "graph": objs["g"],
+                 "node": objs["root"], "executable graph": objs["exe"], "kernel": objs["kernel"],
+                 "memory pool": rt.MemPool.default()}[kind]
+        s, exe = objs["s"], objs["exe"]
+        fn = {"GraphExec.launch": exe.launch, "GraphExec.upload": exe.upload,
+              "Stream.wait": s.wait, "Stream.record": s.record}[call]
+        sim.undefined_calls(clear=True)
+        with pytest.raises(errors.InvalidValue):
+            fn(wrong)
+        assert sim.undefined_calls(clear=True) == []
         assert not s.is_capturing
 
 

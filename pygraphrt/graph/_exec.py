@@ -65,10 +65,15 @@ class GraphExec(Owned):
         """Launch on ``stream``.
 
         The hot path: one C call and one check.  A closed executable graph or
-        stream (handle None), a non-stream or a stream of another backend makes
-        cffi refuse the arguments; the slow path then says precisely why.
+        stream (handle None), or a stream of another backend makes cffi refuse the
+        arguments; the slow path then says precisely why.  Anything but a Stream goes
+        there first: a buffer's handle is a ``void *``, which cffi passes as any
+        pointer, and a GPU's runtime crashed on a device address taken as a stream.
         """
         fn = self._launch_fn  # (an attribute load, not a method lookup: CPython specializes it)
+        if stream.__class__ is not Stream:
+            self._launch_slow(stream)
+            return
         try:
             rc = fn(self._handle, stream._handle)
         except (TypeError, AttributeError):

@@ -775,6 +775,25 @@ def test_closing_a_capturing_stream_is_refused(bufs):
     rt.malloc(64).close()
 
 
+def test_a_buffer_given_as_the_stream_is_refused(stream, bufs):
+    """A buffer's handle is a ``void *``, which cffi passes as any pointer: ``exe.launch(buf)``
+    gave the runtime a device address as the stream, and the process died (found by
+    tests/api_fuzz.py on this machine).  Refused now, and the graph still launches."""
+    g = rt.Graph()
+    g.add_memset(bufs[0], 7, N)
+    exe = g.instantiate()
+    pool_buf = stream.malloc_async(64)
+    for wrong in (bufs[0], pool_buf, g, exe):
+        with pytest.raises(errors.InvalidValue, match="GraphExec.launch"):
+            exe.launch(wrong)
+        with pytest.raises(errors.InvalidValue, match="GraphExec.upload"):
+            exe.upload(wrong)
+    exe.launch(stream)
+    pool_buf.free(stream)
+    stream.synchronize()
+    assert bufs[0].to_bytes(N) == bytes([7]) * N
+
+
 def test_a_collection_right_after_the_capture_began_is_deferred(stream, bufs):
     """The collector may run as soon as cudaStreamBeginCapture has returned, before
     ``Capture.begin`` does: its destroys must already wait (the capture was counted only after
