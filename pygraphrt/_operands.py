@@ -100,17 +100,21 @@ def _check_backend(backend: Any, obj: Any) -> None:
                                                     f"{other.vendor} backend, not {backend.vendor}")
 
 
+def as_address(value: int, api: str, what: str = "address") -> int:
+    """``value`` (an int) as an address: 0 to 2**64 - 1, else InvalidValue for ``api`` (a cast
+    would wrap a negative or larger one round to another address)."""
+    if not 0 <= value < 1 << 64:
+        raise errors.InvalidValue(api, detail=f"{what} {value} is out of range (an address is 0 to 2**64 - 1)")
+    return value
+
+
 def ptr(backend: Any, p: Any) -> Any:
     """A ``void *`` for a copy/memset operand (device or host memory)."""
     ffi = backend.ffi
     if isinstance(p, bool):
         raise errors.InvalidValue("pointer", detail="a bool is not a pointer")
     if isinstance(p, int):
-        if p < 0:
-            raise errors.InvalidValue("pointer", detail=f"negative address {p}")
-        if p >= 1 << 64:  # (a cast would wrap it round to another address)
-            raise errors.InvalidValue("pointer", detail=f"address {p} is out of range")
-        return ffi.cast("void *", p)
+        return ffi.cast("void *", as_address(p, "pointer"))
     if isinstance(p, ffi.CData):
         return p
     _check_backend(backend, p)
@@ -134,9 +138,7 @@ def device_address(backend: Any, p: Any) -> int:
     if isinstance(p, bool) or isinstance(p, float):
         raise errors.InvalidValue("pointer", detail=f"a {type(p).__name__} where a pointer is declared")
     if isinstance(p, int):
-        if not 0 <= p < 1 << 64:
-            raise errors.InvalidValue("pointer", detail=f"address {p} is out of range")
-        return p
+        return as_address(p, "pointer")
     if p is None:
         return 0
     ctypes = sys.modules.get("ctypes")  # a ctypes pointer exists only where ctypes is imported

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from . import _fast, _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
 from ._operands import DeviceMemory
+from ._operands import as_address as _as_address
 from ._operands import byte as _byte
 from ._operands import check_fits as _check_fits
 from ._operands import count as _count
@@ -142,9 +143,7 @@ def _stream_int(obj: Any) -> int:
             value = None
         if value is None:
             raise errors.InvalidValue("Stream.wrap", detail=f"cannot find a stream handle in {obj!r}")
-    if not 0 <= value < 1 << 64:
-        raise errors.InvalidValue("Stream.wrap", detail=f"{obj!r} is not a stream handle (an address)")
-    return value  # type: ignore[no-any-return]
+    return _as_address(value, "Stream.wrap", "the stream handle")  # type: ignore[arg-type]
 
 
 class Stream(Owned):

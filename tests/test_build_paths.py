@@ -53,7 +53,7 @@ def test_memset_operands_other_than_ints_and_buffers():
     ({"value": 256}, "does not fit"), ({"value": -1}, "does not fit"), ({"value": True}, "does not fit"),
     ({"value": 1 << 16, "element_size": 2}, "does not fit"), ({"element_size": 3}, "1, 2 or 4"),
     ({"element_size": [1]}, "1, 2 or 4"), ({"count": -1}, "non-negative"), ({"count": 2.0}, "non-negative"),
-    ({"height": -1}, "non-negative"), ({"pitch": None}, "non-negative"), ({"dst": -5}, "negative address"),
+    ({"height": -1}, "non-negative"), ({"pitch": None}, "non-negative"), ({"dst": -5}, "address -5 is out of range"),
     ({"dst": True}, "a bool is not a pointer"), ({"dst": object()}, "not a pointer or buffer"),
     ({"count": 1 << 64}, "does not fit a 64-bit size"), ({"height": 1 << 64}, "does not fit a 64-bit size"),
     ({"pitch": 1 << 70}, "does not fit a 64-bit size"), ({"dst": 1 << 64}, "out of range"),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import _fast, _runtime, errors
 from .._handles import Owned
+from .._operands import as_address as _as_address
 from .._operands import count, device_address
 from ..device import Stream
 from ._signature import PackedArgs, Signature, infer_signature, parse_signature
@@ -334,9 +335,9 @@ class Kernel:
             address = None if isinstance(argv_address, bool) else operator.index(argv_address)
         except TypeError:
             address = None
-        if address is None or not 0 <= address < 1 << 64:
+        if address is None:
             raise errors.InvalidValue("Kernel.decode", detail=f"expected an address (an int), got {argv_address!r}")
-        argv_address = address
+        argv_address = _as_address(address, "Kernel.decode")
         sig = self.signature
         if sig is None:
             return None
