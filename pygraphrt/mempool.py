@@ -48,7 +48,12 @@ class MemPool(Owned):
     device : Device or int, optional
         Where the pool's memory lives (the current device by default).
     max_size : int
-        Upper bound on the pool's reserved memory in bytes (0: no limit).
+        Upper bound on the pool's reserved memory in bytes (0: no limit), at most the
+        device's memory: a larger bound could never be reached (the pool holds pinned
+        device memory), and is refused with InvalidValue -- the CUDA 12.9 runtime was seen
+        to spin without end in ``cudaMemPoolCreate`` for ``2**63`` in a process that had
+        made many pools before (on an H100; in a fresh process it returned
+        ``cudaErrorMemoryAllocation``).
     release_threshold : int, optional
         Bytes the pool keeps reserved when streams synchronize
         (:attr:`MemPoolAttr.RELEASE_THRESHOLD`); ``None`` leaves the runtime's 0.
@@ -61,7 +66,13 @@ class MemPool(Owned):
                  release_threshold: int | None = None) -> None:
         backend = _runtime.active()
         self.device = _ordinal(device, backend)
-        handle = backend.ops.create_mem_pool(self.device, count(max_size))
+        max_size = count(max_size)
+        if max_size:
+            total = backend.ops.device_name_and_arch(self.device)[2]
+            if max_size > total:
+                raise errors.InvalidValue("MemPool", detail=f"max_size {max_size} is more than the device's memory "
+                                                            f"({total} bytes); 0 sets no limit")
+        handle = backend.ops.create_mem_pool(self.device, max_size)
         super().__init__(backend, handle, True)
         if release_threshold is not None:
             self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, release_threshold)

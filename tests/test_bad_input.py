@@ -232,3 +232,17 @@ def test_a_missing_networkx_is_named_with_what_to_install(objs, monkeypatch):
                            ("ComputeGraph.to_networkx", cg.to_networkx)]:
             with pytest.raises(ImportError, match=rf"{name} needs networkx: pip install 'pygraphrt\[networkx\]'"):
                 call()
+
+
+def test_a_pool_bound_past_the_devices_memory_is_refused(objs):
+    """``MemPool(max_size=)`` past the device's memory is refused before the runtime sees it (the
+    CUDA 12.9 runtime spun without end in cudaMemPoolCreate for 2**63; found by tests/api_fuzz.py
+    on an H100).  Up to the device's memory it is the runtime's bound."""
+    with selected("sim"):
+        total = rt.current_device().info().total_memory
+        rt.MemPool(max_size=total).close()
+        for too_big in (total + 1, 1 << 63):
+            with pytest.raises(errors.InvalidValue, match="more than the device's memory"):
+                rt.MemPool(max_size=too_big)
+        with pytest.raises(errors.InvalidValue):
+            rt.MemPool(max_size=1 << 64)

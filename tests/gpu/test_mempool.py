@@ -93,6 +93,26 @@ def test_pools_attributes_trim_and_current(stream):
         stream.malloc_async(16, pool=pool)
 
 
+def test_max_size_caps_the_pool_and_may_not_pass_the_devices_memory(stream):
+    """``max_size`` bounds what the pool reserves; one past the device's memory is refused before
+    the runtime sees it (the CUDA 12.9 runtime spun without end in cudaMemPoolCreate for 2**63,
+    found by tests/api_fuzz.py on an H100)."""
+    total = rt.current_device().info().total_memory
+    pool = rt.MemPool(max_size=64 * MiB)
+    try:
+        small = stream.malloc_async(MiB, pool)
+        with pytest.raises(errors.OutOfMemory):
+            stream.malloc_async(128 * MiB, pool)
+        small.free(stream)
+        stream.synchronize()
+    finally:
+        pool.close()
+    rt.MemPool(max_size=total).close()
+    for too_big in (total + 1, 1 << 63, (1 << 64) - 1):
+        with pytest.raises(errors.InvalidValue, match="more than the device's memory"):
+            rt.MemPool(max_size=too_big)
+
+
 def test_capture_makes_alloc_and_free_nodes(stream, fill):
     n = 1 << 16
     out = rt.malloc(4 * n)
