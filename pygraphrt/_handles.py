@@ -8,6 +8,7 @@ interpreter may be shutting down); ``close()`` reports them.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from typing import Any, Callable
@@ -175,9 +176,20 @@ class ErrorSink:
 
 
 class HostPayload:
-    """One Python callable the GPU may run; its cffi handle is the C ``userData``."""
+    """One Python callable the GPU may run.
 
-    __slots__ = ("fn", "sink", "c_handle", "calls")
+    The C ``userData`` the runtime is given is a token (``c_handle``: a number, never an
+    address) that the trampoline looks up, so a call the runtime makes after every Python
+    owner of the payload is gone finds nothing and does nothing -- it cannot follow a freed
+    pointer (a ``ffi.new_handle`` pointer did: cffi aborted the process, when a stream or an
+    executable graph was dropped before its host function ran).  And a payload is *held*
+    (:func:`hold`) while the runtime may still run it: from a stream's ``launch_host_func``
+    until it has run, from each launch of an executable graph whose nodes run it until it
+    has run as often -- so dropping the stream, the graph or the executable graph early
+    loses nothing.
+    """
+
+    __slots__ = ("fn", "sink", "c_handle", "calls", "token", "pending", "__weakref__")
 
     def __init__(self, backend: _runtime.Backend, fn: Callable[[], Any], sink: ErrorSink) -> None:
         if not callable(fn):
@@ -185,10 +197,17 @@ class HostPayload:
         self.fn = fn
         self.sink = sink
         self.calls = 0
-        self.c_handle = backend.ffi.new_handle(self)
+        self.pending = 0  # runs the runtime has been asked for and not yet made (guarded by _held_lock)
+        self.token = next(_tokens)
+        self.c_handle = backend.ffi.cast("void *", self.token)
+        _payloads[self.token] = self
 
     def run(self) -> None:
-        self.calls += 1
+        with _held_lock:
+            self.calls += 1
+            self.pending -= 1
+            if self.pending <= 0:
+                _held.pop(self.token, None)
         try:
             self.fn()
         except BaseException as exc:  # noqa: BLE001 - must never unwind into the runtime
@@ -196,17 +215,73 @@ class HostPayload:
                 self.sink.errors.append(exc)
 
 
+# Payloads by token: weakly (the trampoline's lookup), and strongly while a run is pending.
+_payloads: "weakref.WeakValueDictionary[int, HostPayload]" = weakref.WeakValueDictionary()
+_held: dict[int, HostPayload] = {}
+_held_lock = threading.Lock()
+_tokens = itertools.count(1)
+# Runs the runtime asked for whose payload was gone (see HostPayload): none in pygraphrt's own
+# use; a host node in a graph copied outside pygraphrt (a raw clone) can run after its owners.
+lost_runs = [0]
+
+
+def hold(payloads: "tuple[HostPayload, ...] | list[HostPayload]") -> None:
+    """The runtime was (about to be) asked to run each of ``payloads`` once more: keep each
+    until it has (a launch of an executable graph with host nodes; a stream host function).
+    Nodes that do not run (an untaken conditional branch) keep theirs: one payload each."""
+    with _held_lock:
+        for p in payloads:
+            p.pending += 1
+            _held[p.token] = p
+
+
+def unhold(payloads: "tuple[HostPayload, ...] | list[HostPayload]") -> None:
+    """Undo :func:`hold` (the launch was refused)."""
+    with _held_lock:
+        for p in payloads:
+            p.pending -= 1
+            if p.pending <= 0:
+                _held.pop(p.token, None)
+
+
+def payload_of(ffi: Any, user: Any) -> HostPayload | None:
+    """The live payload whose token ``user`` (a host function's ``userData``) is, or None."""
+    return _payloads.get(int(ffi.cast("uintptr_t", user)))
+
+
+def host_payloads(keep: Any) -> tuple[HostPayload, ...]:
+    """The host callables in retained operands (nested for child graphs, once each).
+
+    The nesting is a graph of lists, not a tree: a graph added as its own child (legal: the
+    runtime copies the child) holds its own list, and a child added twice is there twice.
+    So each list is walked once."""
+    found: dict[int, HostPayload] = {}
+    stack, seen = [keep], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, HostPayload):
+            found[item.token] = item
+        elif isinstance(item, list) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(item)
+    return tuple(found.values())
+
+
 _trampolines: dict[int, Any] = {}
 
 
 def trampoline(backend: _runtime.Backend) -> Any:
-    """The one C host function of a backend; it runs the payload behind ``userData``."""
+    """The one C host function of a backend; it runs the payload whose token is ``userData``."""
     t = _trampolines.get(id(backend))
     if t is None:
         ffi = backend.ffi
 
         def run(user: Any) -> None:
-            ffi.from_handle(user).run()
+            payload = _payloads.get(int(ffi.cast("uintptr_t", user)))
+            if payload is None:
+                lost_runs[0] += 1
+                return
+            payload.run()
 
         t = ffi.callback(backend.ops.host_fn_type, run)
         _trampolines[id(backend)] = t

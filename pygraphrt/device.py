@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import _fast, _runtime, errors
 from ._handles import ErrorSink, HostPayload, Owned, trampoline
+from ._handles import hold as _hold
+from ._handles import unhold as _unhold
 from ._operands import DeviceMemory
 from ._operands import as_address as _as_address
 from ._operands import byte as _byte
@@ -182,8 +184,6 @@ class Stream(Owned):
         self._capture_status_fn = _fast.compiled_helper(backend, "_pgr_capture_status")
         self._sinks: set[ErrorSink] = set()
         self._own_sink = ErrorSink()
-        # Host callables launched outside a capture, kept until they have run.
-        self._pending: list[HostPayload] = []
         # The pygraphrt capture this stream takes part in (began it, or joined it
         # by waiting on an event recorded inside it): its operands go to the graph.
         self._capture: Capture | None = None
@@ -291,18 +291,25 @@ class Stream(Owned):
         """
         b = self._backend
         payload = HostPayload(b, fn, self._own_sink)
-        if spin_wait:
-            b.ops.fn("LaunchHostFunc_v2")  # NotSupported, naming the versions, where the runtime lacks it
-            self._work("LaunchHostFunc_v2", self.handle, trampoline(b), payload.c_handle,
-                       b.ops.const("HostTaskSpinWait"))
-        else:
-            self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
-        # Keep the payload alive until it has run, or, captured, for the graph's
-        # lifetime (the capture hands it to the graph, whose sink it then reports to).
-        if self._capture is not None:
-            self._capture._keep.append(payload)
-        else:
-            self._pending.append(payload)
+        # Held until it has run, whatever becomes of this stream (closed, collected) meanwhile;
+        # captured, the graph keeps it instead (the capture hands it to the graph, whose sink it
+        # then reports to, and each launch of an executable graph holds it again).
+        eager = self._capture is None
+        if eager:
+            _hold((payload,))
+        try:
+            if spin_wait:
+                b.ops.fn("LaunchHostFunc_v2")  # NotSupported, naming the versions, where the runtime lacks it
+                self._work("LaunchHostFunc_v2", self.handle, trampoline(b), payload.c_handle,
+                           b.ops.const("HostTaskSpinWait"))
+            else:
+                self._work("LaunchHostFunc", self.handle, trampoline(b), payload.c_handle)
+        except BaseException:
+            if eager:
+                _unhold((payload,))
+            raise
+        if not eager:
+            self._capture._keep.append(payload)  # type: ignore[union-attr]
 
     def signal_external_semaphores(self, signals: "Sequence[Any]") -> None:
         """Signal external semaphores in stream order (:class:`pygraphrt.SemaphoreSignal` items)."""
@@ -376,7 +383,6 @@ class Stream(Owned):
         sinks, self._sinks = self._sinks, set()
         for sink in sinks:
             sink.raise_pending("Stream.synchronize")
-        self._pending = [p for p in self._pending if p.calls == 0]
 
     def query(self) -> bool:
         """True when all work is done."""

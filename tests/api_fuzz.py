@@ -606,7 +606,7 @@ def main(examples: int) -> None:
     tear_down(probe, mode)
     del probe
 
-    seed = os.environ.get("PYGRAPHRT_FUZZ_SEED")  # (exploring: other programs than the test's)
+    seed = os.environ.get("PYGRAPHRT_FUZZ_SEED") or None  # (exploring: other programs than the test's)
 
     @settings(max_examples=examples, deadline=None, derandomize=seed is None, database=None,
               suppress_health_check=list(HealthCheck), print_blob=False)

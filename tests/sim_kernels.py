@@ -43,6 +43,12 @@ def noop(ctx: Any) -> None:
     pass
 
 
+@sim.register_kernel("spin")
+def spin(ctx: Any, cycles: int) -> None:
+    """Busy for ``cycles`` clock ticks on a GPU (to keep work in flight); nothing to do here, where
+    work runs when it is submitted."""
+
+
 @sim.register_kernel("fill")
 def fill(ctx: Any, y: int, v: Any, n: int) -> None:
     _view(ctx, y, 0, _covered(ctx, n))[:] = v

@@ -520,6 +520,58 @@ def test_host_functions_run_in_order_and_errors_surface(stream):
         exe.synchronize()
 
 
+def test_host_payloads_are_held_per_launch_and_found_by_token(stream):
+    """The runtime is given a token, not a pointer to the Python object: a run asked for after the
+    payload is gone finds nothing (counted, nothing followed), a launch holds its graph's
+    payloads until they have run, and a node that does not run keeps one held payload."""
+    from pygraphrt import _handles
+
+    ran = []
+    g = rt.Graph()
+    g.add_host(lambda: ran.append("node"))
+    body_graph_handle = g.conditional_handle(default=0)
+    cond = g.add_if(body_graph_handle)
+    cond.bodies[0].add_host(lambda: ran.append("untaken"))
+    exe = g.instantiate()
+    held = dict(_handles._held)
+    for _ in range(3):
+        exe.launch(stream)
+    stream.synchronize()
+    assert ran == ["node"] * 3
+    new = {t: p for t, p in _handles._held.items() if t not in held}
+    assert [p.fn() for p in new.values()] == [None] and ran[-1] == "untaken"  # the untaken one, once
+    payload = _handles.HostPayload(stream.backend, lambda: ran.append("gone"), _handles.ErrorSink())
+    token = payload.c_handle
+    assert _handles.payload_of(stream.backend.ffi, token) is payload
+    del payload
+    import gc
+
+    gc.collect()
+    lost = _handles.lost_runs[0]
+    _handles.trampoline(stream.backend)(token)  # the runtime's late call
+    assert _handles.lost_runs[0] == lost + 1 and ran[-1] == "untaken"
+    stream.launch_host_func(lambda: ran.append("eager"))
+    stream.synchronize()
+    assert ran[-1] == "eager" and {t: p for t, p in _handles._held.items() if t not in held} == new
+
+
+def test_a_host_node_made_by_other_code_is_read_without_following_its_user_data():
+    """``HostNode.params`` of a host node whose function is not pygraphrt's gives fn None: its
+    ``userData`` is someone else's (here 0xdead0) and is never followed (cffi's from_handle on
+    it would abort the process)."""
+    from pygraphrt import lowlevel
+
+    ffi, lib = lowlevel.ffi, lowlevel.lib
+    g = rt.Graph()
+    theirs = ffi.callback("void(void *)", lambda user: None)
+    p = ffi.new("struct cudaHostNodeParams *")
+    p.fn, p.userData = theirs, ffi.cast("void *", 0xDEAD0)
+    out = ffi.new("cudaGraphNode_t *")
+    lowlevel.check(lib.cudaGraphAddHostNode(out, g.handle, ffi.NULL, 0, p), "cudaGraphAddHostNode")
+    (node,) = g.nodes()
+    assert node.type is NodeType.HOST and node.params["fn"] is None
+
+
 def test_events(stream, bufs):
     start, end = rt.Event(timing=True), rt.Event(timing=True)
     stream.record(start)

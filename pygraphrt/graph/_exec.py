@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
-from .._handles import HostPayload, Owned
+from .._handles import HostPayload, Owned, host_payloads
+from .._handles import hold as _hold
+from .._handles import unhold as _unhold
 from .._operands import count as _count
 from .._operands import ptr as _ptr
 from ..device import Event, Stream
@@ -40,15 +42,31 @@ class GraphExec(Owned):
         self._sinks = [graph._sink]
         # Only graphs with Python host callables need their errors routed to the
         # stream's next synchronize: the others skip that on every launch.
-        self._host_sinks = (graph._sink,) if _has_host(graph._keep) else ()
+        self._host_payloads: tuple[HostPayload, ...] = ()
+        self._host_sinks: tuple[Any, ...] = ()
+        self._add_host(host_payloads(graph._keep), graph._sink)
+
+    def _add_host(self, payloads: tuple[HostPayload, ...], sink: Any) -> None:
+        """Host callables its nodes run: each launch holds them until they have run (see
+        ``_handles.HostPayload``), and their errors go to the launching stream."""
+        if not payloads:
+            return
+        known = set(self._host_payloads)
+        self._host_payloads += tuple(p for p in payloads if p not in known)
+        if sink not in self._host_sinks:
+            self._host_sinks = self._host_sinks + (sink,)
+        # Its launches take _launch_slow, which holds the payloads: calling None raises the
+        # TypeError the hot path hands there (so graphs without host nodes pay nothing).
+        self._launch_fn = None
 
     def _retain(self, keep: Any, sink: Any, has_host: bool) -> None:
-        """Keep more operands alive (a graph updated in, a new host callable)."""
+        """Keep more operands alive (a graph updated in, a new host callable); ``has_host``:
+        whether they may hold host callables (False for an event, a buffer)."""
         self._keep = [self._keep, keep]
         if sink not in self._sinks:
             self._sinks.append(sink)
-        if has_host and sink not in self._host_sinks:
-            self._host_sinks = self._host_sinks + (sink,)
+        if has_host:
+            self._add_host(host_payloads(keep), sink)
 
     @property
     def graph(self) -> "Graph":
@@ -69,6 +87,8 @@ class GraphExec(Owned):
         arguments; the slow path then says precisely why.  Anything but a Stream goes
         there first: a buffer's handle is a ``void *``, which cffi passes as any
         pointer, and a GPU's runtime crashed on a device address taken as a stream.
+        So does a graph whose nodes run Python callables (its ``_launch_fn`` is None):
+        the slow path holds them until they have run.
         """
         fn = self._launch_fn  # (an attribute load, not a method lookup: CPython specializes it)
         if stream.__class__ is not Stream:
@@ -77,10 +97,9 @@ class GraphExec(Owned):
         try:
             rc = fn(self._handle, stream._handle)
         except (TypeError, AttributeError):
-            self._launch_slow(stream)
-            return
+            rc = -1  # (the slow path raises outside this handler: no TypeError as its context)
         if rc:
-            self._launch_slow(stream, rc)
+            self._launch_slow(stream, rc if rc > 0 else 0)
             return
         if self._host_sinks:
             stream._sinks.update(self._host_sinks)
@@ -94,12 +113,20 @@ class GraphExec(Owned):
         h = self.handle  # raises when closed
         self._same_backend(stream, "GraphExec.launch", Stream)
         ops = self._backend.ops
-        if refused:
-            rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, stream.handle)
-            if rc:
-                raise ops.error(rc, ops.prefix + "GraphLaunch")
-        else:
-            ops.call("GraphLaunch", h, stream.handle)
+        payloads = self._host_payloads
+        if payloads:
+            _hold(payloads)  # (before the call: a host node may run before it returns)
+        try:
+            if refused:
+                rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, stream.handle)
+                if rc:
+                    raise ops.error(rc, ops.prefix + "GraphLaunch")
+            else:
+                ops.call("GraphLaunch", h, stream.handle)
+        except BaseException:
+            if payloads:
+                _unhold(payloads)
+            raise
         if self._host_sinks:
             stream._sinks.update(self._host_sinks)
         self._last_stream = stream
@@ -141,7 +168,7 @@ class GraphExec(Owned):
         ops = self._backend.ops
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
-            self._retain(graph._keep, graph._sink, _has_host(graph._keep))
+            self._retain(graph._keep, graph._sink, True)
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:
@@ -181,7 +208,7 @@ class GraphExec(Owned):
         kept: list[Any] = []
         p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append)
         self._backend.ops.call("GraphExecNodeSetParams", self.handle, h, p)
-        self._retain(kept, self._sinks[0], _has_host(kept))
+        self._retain(kept, self._sinks[0], True)
 
     def set_memset(self, node: MemsetNode, *, dst: Any = None, value: int | None = None,
                    count: int | None = None) -> None:
@@ -222,7 +249,7 @@ class GraphExec(Owned):
         h = self._node(node, ChildGraphNode)
         self._graph._same_backend(child, "set_child_graph", Graph)
         self._backend.ops.call("GraphExecChildGraphNodeSetParams", self.handle, h, child.handle)
-        self._retain(child._keep, child._sink, _has_host(child._keep))
+        self._retain(child._keep, child._sink, True)
 
     def set_event(self, node: "EventRecordNode | EventWaitNode", event: Event) -> None:
         """Change the event an event-record or event-wait node uses, in this executable graph only."""
@@ -303,22 +330,6 @@ class GraphExec(Owned):
         kept: list[Any] = []
         _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
         self._retain(kept, self._sinks[0], False)
-
-def _has_host(keep: Any) -> bool:
-    """Whether a graph's retained operands (nested for child graphs) hold a host callable.
-
-    The nesting is a graph of lists, not a tree: a graph added as its own child (legal: the
-    runtime copies the child) holds its own list, and a child added twice is there twice.
-    So each list is walked once."""
-    stack, seen = [keep], set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, HostPayload):
-            return True
-        if isinstance(item, list) and id(item) not in seen:
-            seen.add(id(item))
-            stack.extend(item)
-    return False
 
 
 __all__ = ["GraphExec"]

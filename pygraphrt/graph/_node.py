@@ -230,15 +230,10 @@ class HostNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
-        ffi = self._graph._backend.ffi
+        from ._readback import host_callable
+
         p = self._query(self._graph._backend.ops.host_params_type, "GraphHostNodeGetParams")
-        fn = None
-        if p.userData != ffi.NULL:
-            try:
-                fn = ffi.from_handle(p.userData).fn
-            except Exception:  # a host node made by other code: not our payload
-                fn = None
-        return {"fn": fn}
+        return {"fn": host_callable(self._graph._backend, p.fn, p.userData)}
 
 
 class ChildGraphNode(Node):

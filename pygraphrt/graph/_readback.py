@@ -46,18 +46,23 @@ def _memcpy(graph: "Graph", p: Any) -> dict[str, Any]:
 
 
 def _host(graph: "Graph", p: Any) -> dict[str, Any]:
-    from .._handles import trampoline
-
     b = graph._backend
-    ffi = b.ffi
-    fn = None
-    # Only pygraphrt's own trampoline carries a HostPayload as userData.
-    if p.host.userData != ffi.NULL and _addr(ffi, p.host.fn) == _addr(ffi, trampoline(b)):
-        fn = ffi.from_handle(p.host.userData).fn
-    out: dict[str, Any] = {"fn": fn}
+    out: dict[str, Any] = {"fn": host_callable(b, p.host.fn, p.host.userData)}
     if hasattr(p.host, "syncMode"):
         out["spin_wait"] = p.host.syncMode == b.ops.const("HostTaskSpinWait")
     return out
+
+
+def host_callable(backend: Any, fn: Any, user: Any) -> Any:
+    """The Python callable of a host function, where it is pygraphrt's (its trampoline with a
+    live payload's token); None for anyone else's (their ``userData`` is never followed)."""
+    from .._handles import payload_of, trampoline
+
+    ffi = backend.ffi
+    if user == ffi.NULL or _addr(ffi, fn) != _addr(ffi, trampoline(backend)):
+        return None
+    payload = payload_of(ffi, user)
+    return None if payload is None else payload.fn
 
 
 def _child(graph: "Graph", p: Any, owner: Any) -> dict[str, Any]:

@@ -129,6 +129,48 @@ def test_host_node_sees_predecessor_data_and_runs_each_launch(stream, bufs):
     assert len(seen) == 1000 and seen[0] == b"\x5a" * 4
 
 
+SPIN = r'''extern "C" __global__ void spin(long long cycles) {
+    long long t0 = clock64(); while (clock64() - t0 < cycles) {} }'''
+
+
+@pytest.mark.parametrize("dropped", ["stream", "graph and executable graph"])
+def test_host_callables_outlive_what_launched_them(dropped):
+    """A host function queued behind a long kernel still runs after its stream, or its graph and
+    executable graph, were closed and collected: the runtime runs it later, and it used to find
+    its payload freed (cffi aborted the process: "ffi.from_handle() detected that the address
+    passed points to garbage"; found by tests/api_fuzz.py on this machine)."""
+    import gc
+
+    from pygraphrt import _handles
+
+    spin = rt.Program(SPIN).kernel("spin", signature="long long cycles")
+    ran = []
+    lost = _handles.lost_runs[0]
+    if dropped == "stream":
+        s = rt.Stream()
+        s.launch(spin, 1, 1, 200_000_000)  # some 0.1 s
+        s.launch_host_func(lambda: ran.append(dropped))
+        s.close()
+        del s
+    else:
+        s = rt.Stream()
+        g = rt.Graph()
+        k = g.add_kernel(spin, 1, 1, [200_000_000])
+        g.add_host(lambda: ran.append(dropped), dependencies=[k])
+        exe = g.instantiate()
+        exe.launch(s)
+        exe.close()
+        g.close()
+        del exe, g
+    gc.collect()
+    junk = [bytearray(64) for _ in range(10000)]  # (reuses what was freed)
+    rt.current_device().synchronize()
+    del junk
+    assert ran == [dropped] and _handles.lost_runs[0] == lost
+    if dropped != "stream":
+        s.close()
+
+
 def test_host_callable_error_raised_at_synchronize(stream):
     g = rt.Graph()
     g.add_host(lambda: 1 / 0)
