@@ -46,7 +46,10 @@ segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``
 ``PYGRAPHRT_FUZZ_COLLECT=1`` reports every kind of failure once instead of stopping;
 ``PYGRAPHRT_FUZZ_SEED=N`` draws other programs than the test's; ``PYGRAPHRT_FUZZ_PROGRESS=1``
 times the sweep and, on SIGTERM (a timeout), shows where it was; ``PYGRAPHRT_FUZZ_BACKEND=cuda``
-makes the calls on a GPU.
+makes the calls on a GPU; ``PYGRAPHRT_FUZZ_LOG=FILE`` appends each program to FILE as it starts
+(so a crash's program is the last line); ``PYGRAPHRT_FUZZ_SYNC=1`` waits for the device to be
+idle before each program's objects are dropped (a crash that goes away with it comes from work
+still in flight when its objects went).
 """
 
 from __future__ import annotations
@@ -615,12 +618,23 @@ def main(examples: int) -> None:
     def program(call_list: list[Any]) -> None:
         run_on_fresh_objects(call_list)
 
+    log = os.environ.get("PYGRAPHRT_FUZZ_LOG")  # (exploring: every program, one line each, as it starts)
+    settle = os.environ.get("PYGRAPHRT_FUZZ_SYNC")  # (exploring: the device idle before objects go)
+
     def run_on_fresh_objects(call_list: list[Any]) -> None:
+        if log:
+            with open(log, "a") as f:
+                f.write(" ; ".join(show(c) for c in call_list) + "\n")
         objs = make_objects()
         try:
             for call in call_list:
                 run_collecting(objs, call)
         finally:
+            if settle:
+                try:
+                    rt.current_device().synchronize()
+                except errors.GraphRTError:
+                    pass
             try:
                 tear_down(objs, mode)
             except AssertionError as exc:

@@ -31,7 +31,8 @@ def test_every_public_call_refuses_bad_input_cleanly(tmp_path, backend):
     path = os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
     env = {**os.environ, "PYGRAPHRT_BACKEND": backend, "PYGRAPHRT_FUZZ_BACKEND": backend, "PYTHONPATH": path,
            "PYGRAPHRT_FUZZ_CURRENT": str(current)}
-    for exploring in ("PYGRAPHRT_FUZZ_COLLECT", "PYGRAPHRT_FUZZ_SEED", "PYGRAPHRT_FUZZ_PROGRESS"):
+    for exploring in ("PYGRAPHRT_FUZZ_COLLECT", "PYGRAPHRT_FUZZ_SEED", "PYGRAPHRT_FUZZ_PROGRESS", "PYGRAPHRT_FUZZ_LOG",
+                      "PYGRAPHRT_FUZZ_SYNC"):
         env.pop(exploring, None)
     # (in tmp_path: Graph.debug_dot and Library.from_file are given relative paths)
     r = subprocess.run([sys.executable, "-m", "tests.api_fuzz", EXAMPLES], cwd=tmp_path, env=env,
