@@ -205,9 +205,7 @@ class HostPayload:
     def run(self) -> None:
         with _held_lock:
             self.calls += 1
-            self.pending -= 1
-            if self.pending <= 0:
-                _held.pop(self.token, None)
+            _release(self)
         try:
             self.fn()
         except BaseException as exc:  # noqa: BLE001 - must never unwind into the runtime
@@ -239,9 +237,14 @@ def unhold(payloads: "tuple[HostPayload, ...] | list[HostPayload]") -> None:
     """Undo :func:`hold` (the launch was refused)."""
     with _held_lock:
         for p in payloads:
-            p.pending -= 1
-            if p.pending <= 0:
-                _held.pop(p.token, None)
+            _release(p)
+
+
+def _release(p: HostPayload) -> None:
+    """One run of ``p`` made or called off (``_held_lock`` held): let it go once none is pending."""
+    p.pending -= 1
+    if p.pending <= 0:
+        _held.pop(p.token, None)
 
 
 def payload_of(ffi: Any, user: Any) -> HostPayload | None:
@@ -277,7 +280,7 @@ def trampoline(backend: _runtime.Backend) -> Any:
         ffi = backend.ffi
 
         def run(user: Any) -> None:
-            payload = _payloads.get(int(ffi.cast("uintptr_t", user)))
+            payload = payload_of(ffi, user)
             if payload is None:
                 lost_runs[0] += 1
                 return

@@ -68,7 +68,7 @@ class MemPool(Owned):
         self.device = _ordinal(device, backend)
         max_size = count(max_size)
         if max_size:
-            total = backend.ops.device_name_and_arch(self.device)[2]
+            _, _, total = backend.ops.device_name_and_arch(self.device)  # (name, arch, total memory)
             if max_size > total:
                 raise errors.InvalidValue("MemPool", detail=f"max_size {max_size} is more than the device's memory "
                                                             f"({total} bytes); 0 sets no limit")

@@ -54,6 +54,7 @@ still in flight when its objects went).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -77,15 +78,14 @@ SIGNATURE = "float *y, int n"
 #: The backend the calls run on: the simulator (the default), or ``cuda`` on a GPU machine,
 #: where the runtime itself sees every call that pygraphrt lets through.
 BACKEND = os.environ.get("PYGRAPHRT_FUZZ_BACKEND", "sim")
-_compiled: dict[str, Any] = {}
 
 
+@functools.lru_cache(maxsize=None)
 def _program() -> Any:
     """``Program(SOURCE)``, compiled once per run (a compile per fresh set of objects would cost
     NVRTC's time thousands of times over); each set still loads its own libraries."""
-    if "prog" not in _compiled:
-        _compiled["prog"] = rt.Program(SOURCE)
-    return _compiled["prog"]
+    return rt.Program(SOURCE)
+
 
 #: Not called, and why.
 EXCLUDED = {
@@ -268,10 +268,6 @@ MODULE = ["malloc", "current_device", "exchange_capture_mode", "link", "Stream",
           "compute.infer"]
 
 
-def _owner_class(obj: Any) -> type:
-    return type(obj)
-
-
 #: Protocols used through Python's syntax and builtins (where a class defines them): ``repr``
 #: never raises; ``[]`` may raise what a sequence or mapping raises (IndexError, KeyError, and
 #: TypeError for an index that is not an int or a key that is not hashable) besides
@@ -304,7 +300,7 @@ def targets(objs: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(owner, attribute, how): ``call``, ``get``, ``set`` or ``protocol``; read off the classes."""
     out: list[tuple[str, str, str]] = []
     for owner in OWNERS:
-        cls = _owner_class(objs[owner])
+        cls = type(objs[owner])
         for attr in sorted(dir(cls)):
             if attr.startswith("_") or f"{cls.__name__}.{attr}" in EXCLUDED:
                 continue
