@@ -49,7 +49,10 @@ times the sweep and, on SIGTERM (a timeout), shows where it was; ``PYGRAPHRT_FUZ
 makes the calls on a GPU; ``PYGRAPHRT_FUZZ_LOG=FILE`` appends each program to FILE as it starts
 (so a crash's program is the last line); ``PYGRAPHRT_FUZZ_SYNC=1`` waits for the device to be
 idle before each program's objects are dropped (a crash that goes away with it comes from work
-still in flight when its objects went).
+still in flight when its objects went); ``PYGRAPHRT_FUZZ_ONLY=A:B`` runs only hypothesis' programs
+A to B-1 (counted from 0; the others are drawn, so the programs are the same, but not run) and
+``PYGRAPHRT_FUZZ_SWEEP=0`` leaves the sweep out: together they bisect a crash that shows itself
+programs after its cause.
 """
 
 from __future__ import annotations
@@ -612,10 +615,24 @@ def main(examples: int) -> None:
     @hypothesis.seed(int(seed or 0))
     @given(st.lists(calls(target_list, params), min_size=1, max_size=4))
     def program(call_list: list[Any]) -> None:
-        run_on_fresh_objects(call_list)
+        run_program(call_list)
 
     log = os.environ.get("PYGRAPHRT_FUZZ_LOG")  # (exploring: every program, one line each, as it starts)
     settle = os.environ.get("PYGRAPHRT_FUZZ_SYNC")  # (exploring: the device idle before objects go)
+
+    only = os.environ.get("PYGRAPHRT_FUZZ_ONLY")  # (exploring: bisecting, "A:B")
+    first, stop = (int(x) for x in only.split(":")) if only else (0, None)
+    drawn = [0]
+
+    def run_program(call_list: list[Any]) -> None:
+        index = drawn[0]
+        drawn[0] += 1
+        if index < first or (stop is not None and index >= stop):
+            return
+        if log:
+            with open(log, "a") as f:
+                f.write(f"#{index} ")
+        run_on_fresh_objects(call_list)
 
     def run_on_fresh_objects(call_list: list[Any]) -> None:
         if log:
@@ -660,7 +677,8 @@ def main(examples: int) -> None:
 
         faulthandler.register(signal.SIGTERM, chain=True)  # (a timeout's SIGTERM shows where it was)
         t0 = time.perf_counter()
-    for i, (owner, attr, swept_calls) in enumerate(sweep_calls(target_list, params)):
+    sweep = sweep_calls(target_list, params) if os.environ.get("PYGRAPHRT_FUZZ_SWEEP", "1") != "0" else ()
+    for i, (owner, attr, swept_calls) in enumerate(sweep):
         if progress and i % 50 == 0:
             print(f"[{time.perf_counter() - t0:7.1f}s] sweep target {i} {owner}.{attr}", file=sys.stderr, flush=True)
         run_on_fresh_objects(swept_calls)
