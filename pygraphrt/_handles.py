@@ -16,13 +16,16 @@ from typing import Any, Callable
 from . import _runtime, errors
 
 
-def _destroy(backend: _runtime.Backend, api: str, handle: Any, report: list[Any] | None) -> None:
+def _destroy(backend: _runtime.Backend, api: "str | Callable[[Any, Any], int]", handle: Any,
+             report: list[Any] | None) -> None:
+    """``api(handle)``: the runtime's destroy function by name, or a function of (backend,
+    handle) that returns the runtime's code (a destroy that needs more than one call)."""
     try:
-        rc = backend.ops.fn(api)(handle)
+        rc = api(backend, handle) if callable(api) else backend.ops.fn(api)(handle)
     except Exception:  # interpreter shutdown: the library may be gone
         return
     if rc and report is not None:
-        report.append(backend.ops.error(rc, backend.ops.prefix + api))
+        report.append(backend.ops.error(rc, backend.ops.prefix + api if isinstance(api, str) else api.__name__))
 
 
 class _Captures:
@@ -38,7 +41,7 @@ class _Captures:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.active = 0
-        self.deferred: list[tuple[_runtime.Backend, str, Any]] = []
+        self.deferred: list[tuple[_runtime.Backend, Any, Any, Any]] = []
 
     def began(self) -> None:
         with self.lock:
@@ -50,16 +53,43 @@ class _Captures:
             if self.active:
                 return
             todo, self.deferred = self.deferred, []
-        for backend, api, handle in todo:
+        for backend, api, handle, lease in todo:
             _destroy(backend, api, handle, None)
+            del lease  # (what had to outlive the handle may go now: see finalize)
 
-    def finalize(self, backend: _runtime.Backend, api: str, handle: Any, report: list[Any] | None) -> None:
-        """A finalizer's destroy: now, or when the running captures have ended."""
+    def finalize(self, backend: _runtime.Backend, api: "str | Callable[[Any, Any], int]", handle: Any,
+                 report: list[Any] | None, lease: Any = None) -> None:
+        """A finalizer's destroy: now, or when the running captures have ended.  ``lease`` is
+        held until the destroy has run: what must outlive the handle (a pool outlives the
+        memory it gave; its own destroy is the lease's finalizer)."""
         with self.lock:
             if self.active:
-                self.deferred.append((backend, api, handle))
+                self.deferred.append((backend, api, handle, lease))
                 return
         _destroy(backend, api, handle, report)
+
+
+def kept_by_live_graphs(backend: _runtime.Backend, found: Callable[[Any], bool]) -> bool:
+    """Whether the keep list of a live graph, executable graph or capture in progress holds an
+    object for which ``found`` is true: what their runtime objects still refer to.  Walks
+    every list (explicit closes are rare; building graphs pays nothing for this)."""
+    seen: set[int] = set()
+    stack: list[Any] = []
+    for obj in list(backend.live):
+        if obj._keeps_for_runtime:
+            stack.append(obj._keep)
+        cap = getattr(obj, "_capture", None)  # (a stream's capture; an event's is a weak reference)
+        if cap is not None:
+            stack.append(getattr(cap, "_keep", None))
+    while stack:
+        item = stack.pop()
+        if item.__class__ in (list, tuple):
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.extend(item)
+        elif item is not None and found(item):
+            return True
+    return False
 
 
 captures = _Captures()
@@ -70,9 +100,13 @@ class Owned:
 
     _destroy_api: str = ""
     _kind: str = "handle"
+    # Whether _keep lists what the runtime object refers to (a graph's nodes, an executable
+    # graph's): kept_by_live_graphs looks there.  Elsewhere _keep is the wrapper's own operands.
+    _keeps_for_runtime = False
     _handle: Any = None  # also what a half-constructed object reports
 
-    def __init__(self, backend: _runtime.Backend, handle: Any, owned: bool, keep: Any = None) -> None:
+    def __init__(self, backend: _runtime.Backend, handle: Any, owned: bool, keep: Any = None,
+                 lease: Any = None) -> None:
         self._backend = backend
         self._handle = handle
         self._owned = owned
@@ -80,8 +114,10 @@ class Owned:
         self._finalizer: weakref.finalize | None = None
         if owned:
             self._report: list[Any] = []
+            # ``lease``: held by the finalizer itself, so that even in a collected cycle it is
+            # released only after the destroy has run (see _Captures.finalize)
             self._finalizer = weakref.finalize(self, captures.finalize, backend, self._destroy_api, handle,
-                                               None)
+                                               None, lease)
         backend.live.add(self)
 
     def _take_ownership(self, handle: Any) -> None:
@@ -132,13 +168,17 @@ class Owned:
         handle, self._handle = self._handle, None
         fin, self._finalizer = self._finalizer, None
         self._backend.live.discard(self)
-        if fin is not None and fin.detach() is not None:
+        held = fin.detach() if fin is not None else None  # (its lease, if any, until the destroy has run)
+        if held is not None:
             report: list[Any] = []
             _destroy(self._backend, self._destroy_api, handle, report)
+            del held
             if report:
                 raise report[0]
 
-    destroy = close
+    def destroy(self) -> None:
+        """The same as :meth:`close` (the runtimes' word), including a subclass's own close."""
+        self.close()
 
     def __enter__(self):
         return self

@@ -223,8 +223,6 @@ class Stream(Owned):
                                                                  "capture first")
         super().close()
 
-    destroy = close
-
     @property
     def is_legacy_default(self) -> bool:
         return int(self) in (0, 1)

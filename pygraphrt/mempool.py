@@ -19,10 +19,12 @@ capturing stream without an explicit pool come from it.
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
-from ._handles import Owned
+from ._handles import Owned, captures, kept_by_live_graphs
 from ._operands import DeviceMemory, count, ordinal
 from .enums import MemPoolAttr
 
@@ -30,6 +32,54 @@ if TYPE_CHECKING:
     from .device import Device, Stream
 
 __all__ = ["MemPool", "AsyncBuffer", "malloc_async", "free_async"]
+
+
+class _PoolLease:
+    """An owned pool's runtime object, while anything needs it.
+
+    The pool is destroyed when this goes: the MemPool holds it until closed, each of its live
+    allocations holds it in its finalizer (so even a collected cycle frees the memory first),
+    and a capture that freed its memory holds it for the graph.  A pool destroyed before the
+    memory it gave was freed, or while work on that memory or a stream-ordered free of it was
+    still queued, corrupted the process's heap or failed the next launch (sticky
+    cudaErrorLaunchFailure) under CUDA 12.9 and 13.0 on an H100 -- where the documentation
+    says the runtime releases the pool once its allocations are gone.
+    """
+
+    __slots__ = ("__weakref__",)
+
+
+@functools.lru_cache(maxsize=None)
+def _after_device(device: int, api: str) -> Any:
+    """A destroy (``api``: ``Free``, ``MemPoolDestroy``) made once the work queued on ``device``
+    has run; returns the runtime's code.  ``cudaFree`` does not wait for stream-ordered work
+    on memory from a pool: a kernel or memset still queued on it failed, and the context with
+    it (sticky cudaErrorLaunchFailure, CUDA 12.9 and 13.0 on an H100).  Finalizers run it
+    after the running captures have ended (a device synchronization would break them)."""
+
+    def destroy_after_device(backend: Any, handle: Any) -> int:
+        ops, ffi = backend.ops, backend.ffi
+        current = ffi.new("int *")
+        rc = ops.fn("GetDevice")(current)
+        if rc:
+            return int(rc)
+        if current[0] != device:
+            ops.fn("SetDevice")(device)
+        try:
+            rc = ops.fn("DeviceSynchronize")()
+        finally:
+            if current[0] != device:
+                ops.fn("SetDevice")(current[0])
+        return int(rc or ops.fn(api)(handle))
+
+    destroy_after_device.__name__ = api
+    return destroy_after_device
+
+
+def _hold_for_capture(lease: "_PoolLease | None", stream: "Stream") -> None:
+    """A free node of the pool's memory: the capture's graph keeps the pool until it is gone."""
+    if lease is not None and stream._capture is not None:
+        stream._retain(lease)
 
 
 def _ordinal(device: "Device | int | None", backend: Any) -> int:
@@ -74,6 +124,12 @@ class MemPool(Owned):
                                                             f"({total} bytes); 0 sets no limit")
         handle = backend.ops.create_mem_pool(self.device, max_size)
         super().__init__(backend, handle, True)
+        # The destroy waits for the pool's memory: it is the lease's finalizer, not this object's.
+        assert self._finalizer is not None
+        self._finalizer.detach()
+        lease = self._lease = _PoolLease()
+        self._finalizer = weakref.finalize(lease, captures.finalize, backend,
+                                           _after_device(self.device, "MemPoolDestroy"), handle, None)
         if release_threshold is not None:
             self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, release_threshold)
 
@@ -81,8 +137,29 @@ class MemPool(Owned):
     def _borrow(cls, backend: Any, handle: Any, device: int) -> "MemPool":
         pool = cls.__new__(cls)
         pool.device = device
+        pool._lease = None
         Owned.__init__(pool, backend, handle, False)
         return pool
+
+    def close(self) -> None:
+        """Close the pool: it becomes invalid at once.
+
+        The runtime destroys it once nothing needs it: now, or when the last allocation from
+        it is freed (and a stream-ordered free has run), or -- while a live graph, executable
+        graph or capture refers to it -- when this object and they are gone.  A borrowed pool
+        is only forgotten.
+        """
+        lease = self._lease
+        if self._handle is None or lease is None:
+            super().close()
+            return
+        self._handle = None
+        self._finalizer = None
+        self._backend.live.discard(self)
+        if kept_by_live_graphs(self._backend, lambda o: o is self or o is lease):
+            return  # (this object keeps the lease; the graphs keep this object)
+        self._lease = None
+        del lease  # the last holder: destroyed now
 
     @classmethod
     def default(cls, device: "Device | int | None" = None) -> "MemPool":
@@ -167,8 +244,11 @@ class AsyncBuffer(DeviceMemory, Owned):
     # graph/_hot.py); the rest of the state is in the __dict__.
     __slots__ = ("_backend", "_handle")
 
-    def __init__(self, backend: Any, handle: Any, size: int, pool: MemPool | None, captured: bool) -> None:
-        super().__init__(backend, handle, not captured, keep=pool)
+    def __init__(self, backend: Any, handle: Any, size: int, pool: MemPool | None, captured: bool,
+                 device: int = 0) -> None:
+        self._destroy_api = _after_device(device, "Free")  # (work queued on it runs first)
+        super().__init__(backend, handle, not captured, keep=pool,
+                         lease=None if pool is None or captured else pool._lease)
         self.size = size
         self._address = int(backend.ffi.cast("uintptr_t", handle))  # while _handle is not None
         self.pool = pool
@@ -203,7 +283,8 @@ def malloc_async(stream: "Stream", size: int, pool: MemPool | None = None) -> As
     except errors.GraphRTError as err:
         stream._note_failure("Stream.malloc_async", err)
         raise
-    buf = AsyncBuffer(backend, handle, size, pool, captured=capturing)
+    buf = AsyncBuffer(backend, handle, size, pool, captured=capturing,
+                      device=pool.device if pool is not None else _ordinal(None, backend))
     if capturing and pool is not None:
         stream._retain(pool)
     return buf
@@ -228,6 +309,6 @@ def free_async(stream: "Stream", buf: Any) -> None:
         # Freed in stream order: forget the handle without destroying it again.
         buf._handle = None
         fin, buf._finalizer = buf._finalizer, None
-        if fin is not None:
-            fin.detach()
+        held = fin.detach() if fin is not None else None
         backend.live.discard(buf)
+        _hold_for_capture(held[2][4] if held is not None else None, stream)  # (finalize's args: see Owned)

@@ -237,6 +237,80 @@ def test_handles_that_are_not_live_are_recorded_as_undefined_behaviour():
     buf.close()
 
 
+def test_kernels_of_an_unloaded_library_are_recorded_as_undefined_behaviour():
+    """CUDA 12.9 and 13.0 crashed reading back a kernel node whose library had been unloaded (the
+    generated API test on an H100): the simulator refuses and records that, and running such a
+    node, and any use of the kernel's handle."""
+    from pygraphrt import lowlevel
+
+    import tests.sim_kernels  # noqa: F401  (the kernel "fill")
+
+    ffi, lib = lowlevel.ffi, lowlevel.lib
+    sim.undefined_calls(clear=True)
+    library = rt.Library(rt.Program('extern "C" __global__ void fill(float *y, float v, int n) {}').image)
+    fill = library.kernel("fill", signature="float*, float, int")
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    node = g.add_kernel(fill, 1, 1, [buf, 1.0, 16])
+    exe = g.instantiate()
+    assert lib.cudaLibraryUnload(library.handle) == 0  # under the Library's feet, as the old close() did
+    library._runtime_destroyed("unloaded by the test")
+    raw = ffi.new("struct cudaKernelNodeParams *")
+    assert lib.cudaGraphKernelNodeGetParams(node.handle, raw) == lib.cudaErrorInvalidDeviceFunction
+    assert lib.cudaGraphLaunch(exe.handle, ffi.cast("cudaStream_t", 0)) == lib.cudaErrorInvalidDeviceFunction
+    out = ffi.new("cudaGraphExec_t *")
+    assert lib.cudaGraphInstantiate(out, g.handle, 0) == lib.cudaErrorInvalidDeviceFunction
+    attrs = ffi.new("struct cudaFuncAttributes *")
+    assert lib.cudaFuncGetAttributes(attrs, ffi.cast("void *", fill._func)) == lib.cudaErrorInvalidDeviceFunction
+    seen = sim.undefined_calls(clear=True)
+    assert [api for api, _ in seen] == ["cudaGraphKernelNodeGetParams", "cudaGraphLaunch", "cudaGraphInstantiate",
+                                        "cudaFuncGetAttributes"]
+    assert all("'fill' belongs to a library that was unloaded" in why for _, why in seen)
+    exe.close()
+    g.close()
+
+
+def test_memory_freed_after_its_pool_was_destroyed_is_recorded_as_undefined_behaviour():
+    """Documented as allowed, but CUDA 12.9 and 13.0 corrupted their heap when the memory was
+    freed after its pool was destroyed (the generated API test on an H100): recorded, not
+    refused."""
+    from pygraphrt import lowlevel
+
+    ffi, lib = lowlevel.ffi, lowlevel.lib
+    sim.undefined_calls(clear=True)
+    props = ffi.new("struct cudaMemPoolProps *")
+    props.allocType = lib.cudaMemAllocationTypePinned
+    props.location.type = lib.cudaMemLocationTypeDevice
+    pool = ffi.new("cudaMemPool_t *")
+    assert lib.cudaMemPoolCreate(pool, props) == 0
+    ptr = ffi.new("void **")
+    assert lib.cudaMallocFromPoolAsync(ptr, 64, pool[0], ffi.cast("cudaStream_t", 0)) == 0
+    assert lib.cudaMemPoolDestroy(pool[0]) == 0
+    assert sim.undefined_calls() == []  # (a pool may be destroyed with its memory out: it leaks)
+    assert lib.cudaFree(ptr[0]) == 0
+    assert sim.undefined_calls(clear=True) == [
+        ("cudaFree", f"{int(ffi.cast('uintptr_t', ptr[0])):#x} comes from pool "
+                     f"{int(ffi.cast('uintptr_t', pool[0])):#x}, destroyed before this free (a real runtime's "
+                     "heap is corrupted)")]
+
+
+def test_destroy_is_each_classes_own_close():
+    """``destroy()`` runs the class's own ``close()``: Library.destroy() used to skip the library's
+    (which invalidates its kernels and waits for graphs that run them) and Graph.destroy() the
+    graph's, both being the base class's close under another name."""
+    g = rt.Graph()
+    g.add_empty()
+    g.destroy()
+    assert not g.is_valid and not g._nodes  # the graph's close() empties its node table
+    s = rt.Stream()
+    cap = s.begin_capture()
+    with pytest.raises(errors.IllegalState, match="capturing"):
+        s.destroy()
+    cap.abort()
+    s.destroy()
+    assert not s.is_valid
+
+
 def test_unsimulated_functions_raise_not_supported():
     g = rt.Graph()
     with pytest.raises(errors.NotSupported, match="not simulated"):

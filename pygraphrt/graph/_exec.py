@@ -26,6 +26,7 @@ class GraphExec(Owned):
 
     _destroy_api = "GraphExecDestroy"
     _kind = "executable graph"
+    _keeps_for_runtime = True
     # The attributes the compiled launch (graph/_hot.py) reads and writes at fixed offsets.  (A
     # slot has no class default: ``_handle`` exists once Owned.__init__ has run.)
     __slots__ = ("_backend", "_handle", "_host_sinks", "_last_stream")

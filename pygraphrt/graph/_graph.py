@@ -100,6 +100,7 @@ class Graph(Owned):
 
     _destroy_api = "GraphDestroy"
     _kind = "graph"
+    _keeps_for_runtime = True
     # The attributes the compiled hot methods (graph/_hot.py) read at fixed offsets.  (A slot
     # has no class default: ``_handle`` exists once Owned.__init__ has run.)
     __slots__ = ("_backend", "_handle", "_nodes", "_keep")

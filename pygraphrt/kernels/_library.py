@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import _fast, _runtime, errors
-from .._handles import Owned
+from .._handles import Owned, kept_by_live_graphs
 from .._operands import as_address as _as_address
 from .._operands import count, device_address
 from ..device import Stream
@@ -146,11 +146,32 @@ class Library(Owned):
         return k if sig is None else k.with_signature(sig)
 
     def close(self) -> None:
-        """Unload the library; its kernels become invalid."""
+        """Close the library: it and its kernels become invalid at once.
+
+        The runtime unloads it now, unless a live graph, executable graph or capture in progress
+        has work that runs one of its kernels: then it stays loaded until this object and they
+        are gone (their nodes still run, read back and update).  The runtimes follow a kernel
+        node's function when its parameters are read or the graph runs, and CUDA 12.9 and 13.0
+        crashed reading back a node whose library had been unloaded.
+        """
+        if self._handle is None:
+            return
         for k in self._kernels.values():
             k._func = None
         self._kernels.clear()
-        super().close()
+        if not self._in_use():
+            super().close()
+            return
+        # Closed for the caller; the finalizer, which unloads, runs once the users let go of
+        # this object (their keep lists hold it, or a kernel whose _owner it is).
+        self._handle = None
+        self._backend.live.discard(self)
+
+    def _in_use(self) -> bool:
+        """Whether a live graph, executable graph or capture keeps this library or one of its
+        kernels."""
+        return kept_by_live_graphs(self._backend,
+                                   lambda o: o is self or (o.__class__ is Kernel and o._owner is self))
 
 
 class Kernel:

@@ -528,6 +528,72 @@ def test_captured_launches_of_a_hot_kernel_keep_buffers_and_library(stream):
     assert library() is None  # nothing else kept it
 
 
+@pytest.mark.parametrize("how", ["close", "destroy"])
+def test_a_library_closed_while_graphs_run_its_kernels_stays_loaded_until_they_go(stream, how):
+    # Found by the generated API test on an H100: lib.destroy() unloaded the library under a
+    # graph's kernel node, and reading the node back (g.to_networkx()) crashed CUDA 12.9 and 13.0
+    # inside cudaGraphKernelNodeGetParams.  Now the library closes for the caller at once and
+    # is unloaded when the graph, the executable graph and the capture that use it are gone.
+    import gc
+    import weakref
+
+    if rt.backend().vendor == "sim":
+        from pygraphrt import sim
+
+        sim.undefined_calls(clear=True)
+    n = 256
+    lib = rt.Library(rt.Program(SOURCE, name="closed_library.cu").image)
+    fill = lib.kernel("fill", signature="float*, float, int")
+    out, other = rt.malloc(4 * n), rt.malloc(4 * n)
+    g = rt.Graph()
+    node = g.add_kernel(fill, 1, n, [out, 5.0, n])
+    exe = g.instantiate()
+    cap_stream = rt.Stream()
+    cap = cap_stream.begin_capture()
+    cap_stream.launch(fill, 1, n, other, 6.0, n)
+    getattr(lib, how)()
+    assert not lib.is_valid and not fill.is_valid
+    with pytest.raises(errors.InvalidResourceHandle):
+        lib.kernel("fill")
+    with pytest.raises(errors.InvalidResourceHandle):
+        g.add_kernel(fill, 1, n, [out, 1.0, n])
+    p = node.params  # read back (this crashed): the arguments are still decoded by the signature
+    assert tuple(p["grid"]) == (1, 1, 1) and tuple(p["block"]) == (n, 1, 1) and p["args"][1:] == [5.0, n]
+    assert len(g.to_networkx()) == 1
+    exe.launch(stream)
+    captured = cap.end()
+    captured_exe = captured.instantiate()
+    captured_exe.launch(stream)
+    stream.synchronize()
+    assert download(out, n).tolist() == [5.0] * n and download(other, n).tolist() == [6.0] * n
+    library = weakref.ref(lib)
+    del lib, fill, node, p, g, exe, cap, captured, captured_exe
+    cap_stream.close()
+    gc.collect()
+    assert library() is None  # unloaded with the last of them (its finalizer)
+    if rt.backend().vendor == "sim":
+        assert not sim.undefined_calls()
+
+
+def test_a_library_nothing_runs_is_unloaded_at_close(stream):
+    n = 64
+    lib = rt.Library(rt.Program(SOURCE, name="closed_library.cu").image)
+    fill = lib.kernel("fill", signature="float*, float, int")
+    out = rt.malloc(4 * n)
+    stream.launch(fill, 1, n, out, 2.0, n)  # launched work is not a graph's: it does not count
+    g = rt.Graph()
+    g.add_kernel(fill, 1, n, [out, 1.0, n])
+    g.close()  # a closed graph does not count either
+    handle = int(lib)
+    lib.close()
+    stream.synchronize()
+    assert download(out, n).tolist() == [2.0] * n
+    if rt.backend().vendor == "sim":
+        from pygraphrt import sim
+
+        assert handle not in sim.runtime().libraries
+
+
 # ---------------------------------------------------------------- signature round-trip
 SCALARS = [("signed char", ctypes.c_int8, st.integers(-128, 127)),
            ("unsigned char", ctypes.c_uint8, st.integers(0, 255)),

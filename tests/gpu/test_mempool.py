@@ -224,3 +224,88 @@ def test_kernel_nodes_on_stream_ordered_memory(stream, fill):
     with pytest.raises(errors.InvalidResourceHandle):
         g.add_kernel(fill, 4, 256, (buf, 7, n), dependencies=[nodes[-1]])
     assert len(g.nodes()) == before
+
+
+@pytest.mark.parametrize("order", ["pool closed, then the memory freed", "pool closed, then freed in stream order",
+                                   "freed in stream order behind a kernel, then the pool closed",
+                                   "pool and memory dropped together in a cycle"])
+def test_a_pool_outlives_the_memory_it_gave_in_any_order(order):
+    """A pool destroyed before its memory was freed -- or while a stream-ordered free of it was
+    still queued -- corrupted the heap under CUDA 12.9 and 13.0 (found by the generated API
+    test on an H100: the next pool call crashed).  pygraphrt destroys the pool only after its
+    memory is freed and the frees have run; the pool is invalid to the caller at close()."""
+    import gc
+
+    from .test_graphs import SPIN
+
+    spin = rt.Program(SPIN).kernel("spin", signature="long long cycles")
+    sim = rt.backend().vendor == "sim"
+    if sim:
+        from pygraphrt import sim as simulator
+
+        simulator.undefined_calls(clear=True)
+        pools = simulator.runtime().memory.pools
+    s = rt.Stream()
+    for _ in range(3):
+        pool = rt.MemPool()
+        handle = int(pool)
+        buf = s.malloc_async(64, pool)
+        s.memset(buf, 1, 64)
+        if order == "pool closed, then the memory freed":
+            pool.close()
+            assert not pool.is_valid and (not sim or not pools[handle].destroyed)  # the memory is still out
+            buf.close()
+        elif order == "pool closed, then freed in stream order":
+            pool.close()
+            buf.free(s)
+        elif order == "freed in stream order behind a kernel, then the pool closed":
+            s.launch(spin, 1, 1, 50_000_000)
+            buf.free(s)
+            pool.close()
+        else:
+            cycle: list = [pool, buf]
+            cycle.append(cycle)
+            del cycle
+        del pool, buf
+        gc.collect()
+        if sim:
+            assert pools[handle].destroyed
+        other = rt.MemPool()  # the runtime is sound: a new pool allocates, frees and goes
+        other_buf = s.malloc_async(1 << 20, other)
+        s.memset(other_buf, 2, 1 << 20)
+        other_buf.free(s)
+        other.close()
+        s.synchronize()
+    rt.current_device().synchronize()
+    s.close()
+    if sim:
+        assert not simulator.undefined_calls()
+
+
+@pytest.mark.parametrize("pool", ["default pool", "owned pool"])
+def test_an_allocation_closed_while_work_on_it_is_queued_waits_for_that_work(pool):
+    """``cudaFree`` does not wait for stream-ordered work on memory from a pool: closing an
+    allocation with a memset on it queued behind a kernel failed the memset and the context
+    (sticky cudaErrorLaunchFailure, CUDA 12.9 and 13.0 on an H100).  close() waits for the
+    device first, as the class says."""
+    from .test_graphs import SPIN
+
+    spin = rt.Program(SPIN).kernel("spin", signature="long long cycles")
+    s = rt.Stream()
+    owned = rt.MemPool() if pool == "owned pool" else None
+    buf = s.malloc_async(64, owned)
+    s.launch(spin, 1, 1, 100_000_000)  # some 50 ms
+    s.memset(buf, 7, 64)
+    buf.close()
+    s.synchronize()  # raised cudaErrorLaunchFailure
+    again = s.malloc_async(64, owned)
+    s.memset(again, 3, 64)
+    host = bytearray(4)
+    s.memcpy(host, again, 4)
+    s.synchronize()
+    assert host == b"\x03" * 4
+    again.free(s)
+    s.synchronize()
+    if owned is not None:
+        owned.close()
+    s.close()

@@ -16,7 +16,7 @@ import collections
 import random
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..._bindings.cuda13 import ffi
 from . import _kernels
@@ -171,7 +171,23 @@ class SimRuntime:
             raise SimError("InvalidDeviceFunction", f"{v:#x} is not a kernel of a library loaded into the "
                                                     "simulator (host stubs and CUfunctions do not exist here)",
                            undefined=v != 0)
+        self._loaded(k, "the kernel")
         return k
+
+    @staticmethod
+    def _loaded(k: _kernels.SimKernel, what: str) -> None:
+        """A kernel whose library was unloaded is gone: the runtimes follow it and may crash (CUDA
+        12.9 and 13.0 did, reading back a kernel node's parameters after cudaLibraryUnload; found
+        by the generated API test on an H100), so it is refused and recorded as undefined."""
+        if k.library.unloaded:
+            raise SimError("InvalidDeviceFunction", f"{what} {k.name!r} belongs to a library that was unloaded",
+                           undefined=True)
+
+    def _kernels_loaded(self, graphs: Iterator[Any], what: str) -> None:
+        for sub in graphs:
+            for n in sub.nodes:
+                if n.type == KERNEL:
+                    self._loaded(n.params.kernel, f"{what}: the kernel node's kernel")
 
     def _pool(self, h: Any) -> Pool:
         v = addr(h)
@@ -382,7 +398,16 @@ class SimRuntime:
         b = self.memory.find(v)
         if b is None or b.base != v or (b.kind == "graph" and b.data is None):
             raise SimError("InvalidValue", f"cudaFree: {v:#x} is not the start of a live allocation")
+        self._pool_outlived(b, "cudaFree")
         self.memory.free(b)
+
+    def _pool_outlived(self, b: Any, what: str) -> None:
+        """Freeing memory whose pool was destroyed is documented as allowed (the pool goes once
+        its memory is freed), but it corrupted the heap under CUDA 12.9 and 13.0 on an H100
+        (the generated API test): recorded as undefined, not refused."""
+        if b.kind == "async" and b.pool is not None and b.pool.destroyed:
+            self.undefined.append((what, f"{b.base:#x} comes from pool {b.pool.handle:#x}, destroyed before "
+                                         "this free (a real runtime's heap is corrupted)"))
 
     def _copy(self, dst: int, src: int, n: int, kind: int, what: str, error: str = "InvalidValue") -> None:
         if n == 0:
@@ -583,6 +608,7 @@ class SimRuntime:
             return
         if b.kind == "graph" and b.data is None:
             raise SimError("InvalidValue", f"cudaFreeAsync: the graph allocation at {v:#x} is not allocated now")
+        self._pool_outlived(b, "cudaFreeAsync")
         self._submit(st, "cudaFreeAsync", lambda: (MEM_FREE, FreeP(v)), lambda: self.memory.free(b))
 
     # =========================================================================== streams
@@ -1211,6 +1237,7 @@ class SimRuntime:
 
     def cudaGraphKernelNodeGetParams(self, node: Any, p: Any) -> None:
         kp = self._typed(node, KERNEL, "cudaGraphKernelNodeGetParams").params
+        self._loaded(kp.kernel, "cudaGraphKernelNodeGetParams: the node's kernel")
         p.func = ffi.cast("void *", kp.kernel.handle)
         p.gridDim.x, p.gridDim.y, p.gridDim.z = kp.grid
         p.blockDim.x, p.blockDim.y, p.blockDim.z = kp.block
@@ -1633,6 +1660,7 @@ class SimRuntime:
         for sub in g.walk():  # cycles are refused here
             order(sub.nodes, lambda n: [d for d, _ in n.deps])
         self._check_memset_bounds(g, what)
+        self._kernels_loaded(g.walk(), what)
         ex = Exec(g, flags)
         for b in ex.alloc_blocks:
             self.memory.ref_graph(b)
@@ -1723,6 +1751,7 @@ class SimRuntime:
 
     # -- running --------------------------------------------------------------------------------
     def _launch(self, ex: Exec, st: Stream) -> None:
+        self._kernels_loaded(ex.snapshot.walk(), "cudaGraphLaunch")
         if self.race_check != "off":  # before anything runs: "raise" refuses the launch
             from ._races import on_launch
 
