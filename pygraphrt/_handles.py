@@ -25,7 +25,7 @@ def _destroy(backend: _runtime.Backend, api: "str | Callable[[Any, Any], int]", 
     except Exception:  # interpreter shutdown: the library may be gone
         return
     if rc and report is not None:
-        report.append(backend.ops.error(rc, backend.ops.prefix + api if isinstance(api, str) else api.__name__))
+        report.append(backend.ops.error(rc, backend.ops.prefix + (api if isinstance(api, str) else api.__name__)))
 
 
 class _Captures:

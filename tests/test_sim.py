@@ -294,6 +294,22 @@ def test_memory_freed_after_its_pool_was_destroyed_is_recorded_as_undefined_beha
                      "heap is corrupted)")]
 
 
+def test_a_refused_free_of_stream_ordered_memory_names_the_runtimes_function():
+    """AsyncBuffer.close() frees through a destroy that first waits for the device; the error
+    the runtime gives names ``cudaFree`` (it named ``Free``: the prefix was lost)."""
+    from pygraphrt import lowlevel
+
+    s = rt.Stream()
+    buf = s.malloc_async(64)
+    s.synchronize()
+    assert lowlevel.lib.cudaFree(lowlevel.ffi.cast("void *", buf.ptr)) == 0  # under the buffer's feet
+    with pytest.raises(errors.InvalidValue) as info:
+        buf.close()
+    assert info.value.api == "cudaFree"
+    assert "cudaFree" in str(info.value) and not buf.is_valid
+    s.close()
+
+
 def test_destroy_is_each_classes_own_close():
     """``destroy()`` runs the class's own ``close()``: Library.destroy() used to skip the library's
     (which invalidates its kernels and waits for graphs that run them) and Graph.destroy() the
