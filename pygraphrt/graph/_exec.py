@@ -102,8 +102,8 @@ class GraphExec(Owned):
         if rc:
             self._launch_slow(stream, rc if rc > 0 else 0)
             return
-        if self._host_sinks:
-            stream._sinks.update(self._host_sinks)
+        # (no host sinks to hand the stream here: a graph with host callables has no _launch_fn,
+        # so its launches all take _launch_slow, which does)
         self._last_stream = stream
 
     def _launch_slow(self, stream: Any, refused: int = 0) -> None:
