@@ -124,8 +124,19 @@ class Owned:
         """Become the owner of ``handle`` (e.g. a graph the runtime held during capture)."""
         self._handle = handle
         self._owned = True
-        self._finalizer = weakref.finalize(self, captures.finalize, self._backend, self._destroy_api, handle, None)
+        self._finalizer = weakref.finalize(self, captures.finalize, self._backend, self._destroy_api, handle, None,
+                                           None)
         self._backend.live.add(self)
+
+    def _disown(self) -> Any:
+        """Drop the handle without destroying it (the runtime destroys it, or has).  Returns the
+        lease the finalizer held (see __init__): the caller holds it as long as the runtime may
+        still need what it keeps, or drops it."""
+        self._handle = None
+        fin, self._finalizer = self._finalizer, None
+        self._backend.live.discard(self)
+        held = fin.detach() if fin is not None else None  # (obj, func, args, kwargs)
+        return held[2][4] if held is not None else None
 
     @property
     def handle(self) -> Any:
@@ -142,11 +153,7 @@ class Owned:
         (a second destroy could hit a reused handle); later use raises saying ``why``."""
         if self._handle is None:
             return
-        self._handle = None
-        fin, self._finalizer = self._finalizer, None
-        if fin is not None:
-            fin.detach()
-        self._backend.live.discard(self)
+        self._disown()
         if hasattr(self, "__dict__"):
             self.__dict__["_gone_why"] = why
 

@@ -129,7 +129,7 @@ class MemPool(Owned):
         self._finalizer.detach()
         lease = self._lease = _PoolLease()
         self._finalizer = weakref.finalize(lease, captures.finalize, backend,
-                                           _after_device(self.device, "MemPoolDestroy"), handle, None)
+                                           _after_device(self.device, "MemPoolDestroy"), handle, None, None)
         if release_threshold is not None:
             self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, release_threshold)
 
@@ -307,8 +307,4 @@ def free_async(stream: "Stream", buf: Any) -> None:
         raise
     if isinstance(buf, AsyncBuffer):
         # Freed in stream order: forget the handle without destroying it again.
-        buf._handle = None
-        fin, buf._finalizer = buf._finalizer, None
-        held = fin.detach() if fin is not None else None
-        backend.live.discard(buf)
-        _hold_for_capture(held[2][4] if held is not None else None, stream)  # (finalize's args: see Owned)
+        _hold_for_capture(buf._disown(), stream)
