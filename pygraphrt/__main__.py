@@ -9,7 +9,8 @@ import sys
 
 def info(out=sys.stdout) -> int:
     from . import _runtime, errors
-    from ._runtime import SIM_HINT
+    from ._versions import version_str
+    from .errors import SIM_HINT
     from .capabilities import capabilities
     from .device import Device
 
@@ -47,7 +48,7 @@ def info(out=sys.stdout) -> int:
 
         p(f"    kernel launches: {_launch_hot.status(active)}")
         p(f"    straight to the driver: {_hot.direct_status(active)}")
-    p(f"    driver version: {_runtime._version_str(bi.vendor, bi.driver_version)}"
+    p(f"    driver version: {version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))
     if bi.device_error:
         p(f"    devices: none ({bi.device_error})")  # the error says that the simulator exists

@@ -65,9 +65,9 @@ class BackendInfo:
 
     @property
     def runtime_version_str(self) -> str:
-        from ._runtime import _version_str
+        from ._versions import version_str
 
-        return _version_str(self.vendor, self.runtime_version)
+        return version_str(self.vendor, self.runtime_version)
 
 
 # Their public homes (set after the decorator, which reads the defining module's namespace).

@@ -15,15 +15,15 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import errors
+from . import _backends, errors
+from ._versions import version_str as _version_str
+from ._versions import version_tuple as version_tuple
+from .errors import SIM_HINT as SIM_HINT
 
 if TYPE_CHECKING:
     from ._vendors import Vendor
 
 SUPPORTED = {"cuda": {12: "cuda12", 13: "cuda13"}, "hip": {6: "hip6", 7: "hip7"}}
-# Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
-SIM_HINT = ("no GPU? the 'sim' backend runs graph code on the CPU: pygraphrt.use('sim') or "
-            "PYGRAPHRT_BACKEND=sim")
 
 
 if TYPE_CHECKING:
@@ -36,21 +36,6 @@ def __getattr__(name: str) -> Any:  # BackendInfo: a dataclass, defined on first
 
         return _records.lazy(globals(), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def version_tuple(vendor: str, v: int) -> tuple[int, int]:
-    """(major, minor) of a version as the vendor's runtime reports it (13050, 70125424)."""
-    if vendor in ("cuda", "sim"):  # the simulator reports the CUDA version it implements
-        return v // 1000, (v % 1000) // 10
-    return v // 10_000_000, (v // 100_000) % 100
-
-
-def _version_str(vendor: str, v: int | None) -> str:
-    if v is None:
-        return "none"
-    if vendor in ("cuda", "sim"):
-        return f"{v // 1000}.{(v % 1000) // 10}"
-    return f"{v // 10_000_000}.{(v // 100_000) % 100}.{v % 100_000}"
 
 
 def _binding_of(vendor: str, version: int) -> str | None:
@@ -299,16 +284,13 @@ def load(vendor: str) -> Backend:
     with _state.lock:
         if vendor in _state.loaded:
             return _state.loaded[vendor]
-        if vendor == "sim":  # the CPU simulator (pygraphrt._vendors.sim): nothing to find or dlopen
-            from ._vendors.sim import SimBackend
-
-            sim = SimBackend()
-            _state.attempts.append(Attempt("sim", sim.path, "requested",
-                                           f"started the simulator ({sim.runtime.device_count} device(s))"))
-            _state.loaded["sim"] = sim
-            return sim
+        if vendor in _backends.PLUGINS:  # the CPU simulator (a plug-in): nothing to find or dlopen
+            plugin, outcome = _backends.create(vendor)
+            _state.attempts.append(Attempt(vendor, plugin.path, "requested", outcome))
+            _state.loaded[vendor] = plugin
+            return plugin
         if vendor not in SUPPORTED:
-            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
+            raise errors.BackendError(f"unknown backend {vendor!r}; use {_known_names()}")
         reasons = []
         t0 = time.perf_counter()
         candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
@@ -348,6 +330,11 @@ def load(vendor: str) -> Backend:
                                   + "; ".join(reasons))
 
 
+def _known_names() -> str:
+    """The names :func:`use` takes, for its error: "'cuda', 'hip', 'sim' or 'auto'"."""
+    return ", ".join(repr(name) for name in (*SUPPORTED, *_backends.PLUGINS)) + " or 'auto'"
+
+
 def use(vendor: str = "auto") -> Backend:
     """Select the active backend: ``"cuda"``, ``"hip"``, ``"sim"`` or ``"auto"``.
 
@@ -357,8 +344,8 @@ def use(vendor: str = "auto") -> Backend:
     that still has live objects (streams, graphs, ...) raises BackendError.
     """
     with _state.lock:
-        if vendor not in ("auto", "cuda", "hip", "sim"):
-            raise errors.BackendError(f"unknown backend {vendor!r}; use 'cuda', 'hip', 'sim' or 'auto'")
+        if vendor != "auto" and vendor not in SUPPORTED and vendor not in _backends.PLUGINS:
+            raise errors.BackendError(f"unknown backend {vendor!r}; use {_known_names()}")
         current = _state.active
         if current is not None and current.vendor == vendor:
             return current

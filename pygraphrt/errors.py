@@ -25,6 +25,11 @@ __all__ = [
     "RaceDetected", "RaceWarning",
 ]
 
+# Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
+# Here, below every module that says it (the backend switch, the vendor tables' error builder).
+SIM_HINT = ("no GPU? the 'sim' backend runs graph code on the CPU: pygraphrt.use('sim') or "
+            "PYGRAPHRT_BACKEND=sim")
+
 
 class GraphRTError(RuntimeError):
     """A runtime call failed.

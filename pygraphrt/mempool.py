@@ -256,7 +256,7 @@ class AsyncBuffer(DeviceMemory, Owned):
 
     def free(self, stream: "Stream") -> None:
         """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""
-        from .device import Stream  # (device sits above this module)
+        from .device import Stream  # (device sits below this module: Stream.malloc_async calls it)
 
         self._same_backend(stream, "AsyncBuffer.free", Stream)
         free_async(stream, self)

@@ -350,9 +350,7 @@ class Vendor:
             name = raw or f"{self.prefix}Error{code}"
         message = self._call_str("GetErrorString", code)
         if not detail and (cls is errors.NoDevice or (cls is errors.InsufficientDriver and self.driver_version is None)):
-            from .._runtime import SIM_HINT  # no GPU here: say that the simulator exists
-
-            detail = SIM_HINT
+            detail = errors.SIM_HINT  # no GPU here: say that the simulator exists
         return cls(api, code, name, self.name, message, code in self._sticky_codes, detail)
 
     def _call_str(self, api: str, code: int) -> str:

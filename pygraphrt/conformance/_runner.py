@@ -207,7 +207,7 @@ class Environment:
     def active(cls, fake: bool | None = None) -> "Environment":
         """The environment of pygraphrt's active backend (selecting one if needed)."""
         import pygraphrt
-        from pygraphrt import _runtime, errors
+        from pygraphrt import _runtime, _versions, errors
         from pygraphrt.capabilities import capabilities
 
         if fake is None:
@@ -239,7 +239,7 @@ class Environment:
             "vendor": bi.vendor, "binding": bi.binding, "library_path": bi.library_path,
             "runtime_version": bi.runtime_version, "runtime_version_str": bi.runtime_version_str,
             "driver_version": bi.driver_version,
-            "driver_version_str": _runtime._version_str(bi.vendor, bi.driver_version),
+            "driver_version_str": _versions.version_str(bi.vendor, bi.driver_version),
             "device_count": bi.device_count, "gpu": gpu, "capabilities": caps,
         }
 

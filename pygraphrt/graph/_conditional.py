@@ -55,7 +55,7 @@ class ConditionalHandle:
 def _require(graph: "Graph", what: str, kind: str | None = None) -> None:
     b = graph._backend
     ops = b.ops
-    from .._runtime import _version_str
+    from .._versions import version_str as _version_str
 
     version = f"{b.vendor} {_version_str(b.vendor, b.runtime_version)}"
     if not ops.conditional_kinds or not ops.has(f"{ops.prefix}GraphConditionalHandleCreate"):
