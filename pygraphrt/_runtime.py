@@ -15,7 +15,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
-from . import _backends, errors
+from . import errors
 from ._versions import version_str as _version_str
 from ._versions import version_tuple as version_tuple
 from .errors import SIM_HINT as SIM_HINT
@@ -284,13 +284,16 @@ def load(vendor: str) -> Backend:
     with _state.lock:
         if vendor in _state.loaded:
             return _state.loaded[vendor]
-        if vendor in _backends.PLUGINS:  # the CPU simulator (a plug-in): nothing to find or dlopen
+        if vendor not in SUPPORTED:
+            from . import _backends  # (not on a GPU runtime's cold start)
+
+            if vendor not in _backends.PLUGINS:
+                raise errors.BackendError(f"unknown backend {vendor!r}; use {_known_names()}")
+            # a plug-in, e.g. the CPU simulator: nothing to find or dlopen
             plugin, outcome = _backends.create(vendor)
             _state.attempts.append(Attempt(vendor, plugin.path, "requested", outcome))
             _state.loaded[vendor] = plugin
             return plugin
-        if vendor not in SUPPORTED:
-            raise errors.BackendError(f"unknown backend {vendor!r}; use {_known_names()}")
         reasons = []
         t0 = time.perf_counter()
         candidates = _cuda_candidates() if vendor == "cuda" else _hip_candidates()
@@ -330,9 +333,15 @@ def load(vendor: str) -> Backend:
                                   + "; ".join(reasons))
 
 
+def _plugins() -> dict[str, Any]:
+    from . import _backends
+
+    return _backends.PLUGINS
+
+
 def _known_names() -> str:
     """The names :func:`use` takes, for its error: "'cuda', 'hip', 'sim' or 'auto'"."""
-    return ", ".join(repr(name) for name in (*SUPPORTED, *_backends.PLUGINS)) + " or 'auto'"
+    return ", ".join(repr(name) for name in (*SUPPORTED, *_plugins())) + " or 'auto'"
 
 
 def use(vendor: str = "auto") -> Backend:
@@ -344,7 +353,7 @@ def use(vendor: str = "auto") -> Backend:
     that still has live objects (streams, graphs, ...) raises BackendError.
     """
     with _state.lock:
-        if vendor != "auto" and vendor not in SUPPORTED and vendor not in _backends.PLUGINS:
+        if vendor != "auto" and vendor not in SUPPORTED and vendor not in _plugins():
             raise errors.BackendError(f"unknown backend {vendor!r}; use {_known_names()}")
         current = _state.active
         if current is not None and current.vendor == vendor:

@@ -331,3 +331,53 @@ def test_a_binding_package_carries_its_abi_modules_hash_and_imports_it_lazily(bi
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [f"{digest} False", "FFI True",
                                      f"module 'pygraphrt._bindings.{binding}' has no attribute 'nothing'"]
+
+
+EXPECTED_MODULES = REPO / "tests" / "cold_start_modules.txt"
+
+
+def _expected_modules() -> dict[str, list[str]]:
+    sections: dict[str, list[str]] = {}
+    current = None
+    for line in EXPECTED_MODULES.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), [])
+        else:
+            current.append(line)
+    return sections
+
+
+def _collapse(modules: list[str], expected: list[str]) -> set[str]:
+    """``modules`` with those under an expected ``package.*`` line counted as that line."""
+    wild = [e[:-1] for e in expected if e.endswith(".*")]
+    return {next((w + "*" for w in wild if m.startswith(w)), m) for m in modules}
+
+
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_cold_start_loads_no_more_pygraphrt_modules_than_the_committed_list(mode):
+    """``import pygraphrt`` and the first ``rt.Stream()`` on sim load exactly the pygraphrt
+    modules of tests/cold_start_modules.txt: a module that starts loading there (an eager
+    import, a lazy one made eager) fails here, and so does one that stops (keep the list true)."""
+    r = run_py("""
+        import json, sys
+        def ours():
+            return sorted(m for m in sys.modules if m == "pygraphrt" or m.startswith("pygraphrt."))
+        import pygraphrt as rt
+        at_import = ours()
+        s = rt.Stream()
+        print(json.dumps({"import pygraphrt": at_import, "first rt.Stream() on sim": ours(),
+                          "vendor": rt.backend().vendor}))
+    """, PYGRAPHRT_BACKEND="sim", PYGRAPHRT_FAST=mode)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["vendor"] == "sim"
+    expected = _expected_modules()
+    assert set(expected) == {"import pygraphrt", "first rt.Stream() on sim"}
+    for stage, want in expected.items():
+        got = _collapse(out[stage], want)
+        grew, shrank = sorted(got - set(want)), sorted(set(want) - got)
+        assert not grew, f"{stage} now also loads {grew} (cold start grew; see {EXPECTED_MODULES.name})"
+        assert not shrank, f"{stage} no longer loads {shrank}: remove them from {EXPECTED_MODULES.name}"
