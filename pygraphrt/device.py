@@ -148,6 +148,14 @@ def _stream_int(obj: Any) -> int:
     return _as_address(value, "Stream.wrap", "the stream handle")  # type: ignore[arg-type]
 
 
+class Launchable:
+    """What :meth:`Stream.launch` launches: :class:`pygraphrt.kernels.Kernel` derives from it, so
+    that a stream recognises a kernel without importing the kernels layer above it (see
+    ARCHITECTURE.md).  No state (its empty ``__slots__`` leave a Kernel's layout as it was)."""
+
+    __slots__ = ()
+
+
 class Stream(Owned):
     """A stream.  ``Stream()`` creates one; ``Stream.wrap(obj)`` borrows a foreign one."""
 
@@ -346,11 +354,9 @@ class Stream(Owned):
         hot = getattr(kernel, "_hot", None)  # the kernel's specialised plain launch (kernels._hot)
         if hot and not attributes:
             return hot(kernel, self, grid, block, args, shared_mem)
-        # (kernels sit above this module: imported here, by the calls the hot launch did not take.
-        # Not any object's ``launch``: another Stream's would call this one back, without end.)
-        from .kernels._library import Kernel
-
-        if not isinstance(kernel, Kernel):
+        # (Not any object's ``launch``: another Stream's would call this one back, without end.
+        # A pygraphrt Kernel derives from Launchable: the kernels layer sits above this module.)
+        if not isinstance(kernel, Launchable):
             raise errors.InvalidValue("Stream.launch", detail=f"{kernel!r} is not a pygraphrt Kernel")
         kernel.launch(self, grid, block, *args, shared_mem=shared_mem, **attributes)
 

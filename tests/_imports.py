@@ -271,7 +271,7 @@ def module_cycles(edges: list[Import]) -> list[list[str]]:
     return cycles({m for e in es for m in e}, es)
 
 
-if __name__ == "__main__":  # a report: python tests/_imports.py
+if __name__ == "__main__":  # a report: python -m tests._imports
     edges, unresolved = import_graph()
     print(len(edges), "imports;", "unresolved:", unresolved)
     for comp in module_cycles(edges):

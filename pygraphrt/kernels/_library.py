@@ -13,7 +13,7 @@ from .. import _fast, _runtime, errors
 from .._handles import Owned, kept_by_live_graphs
 from .._operands import as_address as _as_address
 from .._operands import count, device_address
-from ..device import Stream
+from ..device import Launchable, Stream
 from ._signature import PackedArgs, Signature, infer_signature, parse_signature
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ class Library(Owned):
                                    lambda o: o is self or (o.__class__ is Kernel and o._owner is self))
 
 
-class Kernel:
+class Kernel(Launchable):
     """A kernel of a :class:`Library`, or a foreign kernel wrapped by handle (not owned).
 
     With a signature, launch arguments are packed and checked by it (and, where
