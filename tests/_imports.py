@@ -203,6 +203,12 @@ def import_graph(root: Path = REPO) -> tuple[list[Import], list[str]]:
                     if not hits:
                         hits = sorted(m for m in known if re.fullmatch(pattern.replace(FIELD, r"[^.]+"), m))
                     if not hits:
+                        # compiled modules not built in this checkout (_fastlib/_{binding}):
+                        # the package they would be in
+                        package = re.sub(r"\\(.)", r"\1", pattern.split(FIELD)[0]).rpartition(".")[0]
+                        if FIELD in pattern and package in files and files[package].name == "__init__.py":
+                            hits = [package]
+                    if not hits:
                         unresolved.append(f"{module}:{node.lineno}: {ast.unparse(node)} names no module")
                     found.extend((h, node.lineno) for h in hits)
         for target, line in found:
