@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from . import errors
 from ._versions import version_str as _version_str
-from ._versions import version_tuple as version_tuple
-from .errors import SIM_HINT as SIM_HINT
+from ._versions import version_tuple
+from .errors import SIM_HINT
 
 if TYPE_CHECKING:
     from ._vendors import Vendor
