@@ -15,6 +15,7 @@ children's face: ``graph/__init__`` re-exports ``graph._graph``), not out of the
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ class Import:
     own_child: bool = False  # a package importing one of its descendants
 
 
+@functools.lru_cache(maxsize=None)
 def module_files(root: Path = REPO) -> dict[str, Path]:
     """Every pygraphrt module (packages by their ``__init__``) -> its file."""
     found = {}
@@ -194,6 +196,9 @@ def import_graph(root: Path = REPO) -> tuple[list[Import], list[str]]:
                     unresolved.append(f"{module}:{node.lineno}: {ast.unparse(node)}")
                     continue
                 for pattern in patterns:
+                    if pattern.startswith(FIELD):  # f"{package}.x": any package, pygraphrt's too
+                        unresolved.append(f"{module}:{node.lineno}: {ast.unparse(node)} starts with a computed name")
+                        continue
                     if not re.match(r"pygraphrt(\\\.|$)", pattern):
                         continue  # another package's module (nvidia.cu13)
                     # a field takes the file's own string constants where they name modules
