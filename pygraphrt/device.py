@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .mempool import AsyncBuffer, MemPool
     from .graph import Capture, Graph, Node, Recapture
     from .kernels import Kernel
+    from .multidevice import DeviceProperties, P2PAttributes
 
 __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_device",
            "exchange_capture_mode"]
@@ -49,7 +50,12 @@ def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first 
 
 
 class Device:
-    """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread."""
+    """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread.
+
+    ``with Device(1): ...`` makes device 1 current for the block and the previous device
+    current again when it ends, also when it raises (per thread, as the runtime's current
+    device).  Several devices: see :mod:`pygraphrt.multidevice`.
+    """
 
     def __init__(self, ordinal: int = 0) -> None:
         self.ordinal = _ordinal(ordinal, "Device")
@@ -63,6 +69,54 @@ class Device:
 
     def __hash__(self) -> int:
         return hash(("Device", self.ordinal))
+
+    def __enter__(self) -> "Device":
+        from . import multidevice
+
+        multidevice.scope_enter(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        from . import multidevice
+
+        multidevice.scope_exit()
+
+    def properties(self) -> "DeviceProperties":
+        """Name, architecture, compute capability, memory, multiprocessors, UUID, PCI bus id."""
+        from . import multidevice
+
+        return multidevice.properties(self)
+
+    def can_access_peer(self, other: "Device | int") -> bool:
+        """Whether this device can access ``other``'s memory once peer access is enabled."""
+        from . import multidevice
+
+        return multidevice.can_access_peer(self, other)
+
+    def enable_peer_access(self, other: "Device | int") -> None:
+        """Let kernels on this device access ``other``'s memory (enabling it twice is no error)."""
+        from . import multidevice
+
+        multidevice.enable_peer_access(self, other)
+
+    def disable_peer_access(self, other: "Device | int") -> None:
+        """Withdraw this device's access to ``other``'s memory."""
+        from . import multidevice
+
+        multidevice.disable_peer_access(self, other)
+
+    def peer_access_enabled(self, other: "Device | int") -> bool:
+        """Whether pygraphrt enabled this device's access to ``other`` -- pygraphrt's own record
+        (the runtime has no such query): blind to access that PyTorch or CuPy enabled."""
+        from . import multidevice
+
+        return multidevice.peer_access_enabled(self, other)
+
+    def p2p_attributes(self, other: "Device | int") -> "P2PAttributes":
+        """Performance rank, access, native atomics and array access from this device to ``other``."""
+        from . import multidevice
+
+        return multidevice.p2p_attributes(self, other)
 
     def set_current(self) -> "Device":
         self._backend.ops.call("SetDevice", self.ordinal)
@@ -111,6 +165,12 @@ class Device:
     def graph_mem_trim(self) -> None:
         """Return unused graph memory reserved on this device to the OS."""
         self._backend.ops.call("DeviceGraphMemTrim", self.ordinal)
+
+
+def _current_ordinal(backend: Any) -> int:
+    cur = backend.ffi.new("int *")
+    backend.ops.call("GetDevice", cur)
+    return int(cur[0])
 
 
 def current_device() -> Device:
@@ -181,7 +241,12 @@ class Stream(Owned):
             flags = ops.const("StreamNonBlocking") if non_blocking else 0
             ops.call("StreamCreateWithPriority", out, flags, level)
             _handle = out[0]
+            # A stream belongs to the device current at its creation (the runtime's rule).
+            device: int | None = _current_ordinal(backend)
+        else:
+            device = None  # a borrowed stream: asked of the runtime when first wanted
         super().__init__(backend, _handle, _owned)
+        self._device = device
         ops = backend.ops
         # Pre-bound for the cheap, frequent queries (is_capturing).
         self._status_cell = backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
@@ -235,6 +300,19 @@ class Stream(Owned):
     def is_legacy_default(self) -> bool:
         return int(self) in (0, 1)
 
+    @property
+    def device(self) -> int:
+        """The ordinal of the device this stream belongs to (the legacy default stream: the
+        current device's)."""
+        d = self._device
+        if d is None:
+            from . import multidevice
+
+            d = multidevice.stream_device(self._backend, self.handle)
+            if not self.is_legacy_default:  # (the legacy stream is each device's own)
+                self._device = d
+        return d
+
     # -- work --------------------------------------------------------------
     def memset(self, ptr: Any, value: int, count: int) -> None:
         """Set ``count`` bytes at device pointer ``ptr`` to ``value``."""
@@ -271,6 +349,13 @@ class Stream(Owned):
 
     def record(self, event: "Event") -> None:
         self._same_backend(event, "Stream.record", Event)
+        if event._device is not None and self._device is not None and event._device != self._device:
+            # The runtime answers only "invalid resource handle": say which devices.
+            raise errors.InvalidResourceHandle(
+                f"{self._backend.ops.prefix}EventRecord",
+                detail=f"the event belongs to device {event._device} and the stream to device {self._device}: "
+                       f"an event is recorded only on streams of its own device (create it with device "
+                       f"{self._device} current; a stream may wait on another device's event)")
         self._work("EventRecord", event.handle, self.handle)
         # A waiter on this event joins that capture.  Weak: an event must not keep
         # a finished capture (and so its graph and operands) alive.
@@ -488,6 +573,7 @@ class Event(Owned):
 
     def __init__(self, *, timing: bool = False, _handle: Any = None, _owned: bool = True) -> None:
         backend = _runtime.active()
+        made_here = _handle is None
         if _handle is None:
             ops = backend.ops
             out = backend.ffi.new(f"{ops.prefix}Event_t *")
@@ -495,7 +581,15 @@ class Event(Owned):
             ops.call("EventCreateWithFlags", out, flags)
             _handle = out[0]
         super().__init__(backend, _handle, _owned)
+        # The device current at creation, which the event belongs to (None: borrowed, unknown;
+        # the runtime has no query of an event's device).
+        self._device: int | None = _current_ordinal(backend) if made_here else None
         self._capture: weakref.ref[Capture] | None = None  # the capture it was last recorded in
+
+    @property
+    def device(self) -> int | None:
+        """The device current when pygraphrt created the event (None for a borrowed one)."""
+        return self._device
 
     def synchronize(self) -> None:
         _checked(self._backend, "Event.synchronize", "EventSynchronize", self.handle)
@@ -536,6 +630,7 @@ class DeviceBuffer(DeviceMemory, Owned):
         _checked(backend, "malloc", "Malloc", out, size)
         super().__init__(backend, out[0], True)
         self.size = size
+        self.device = _current_ordinal(backend)  # the device whose memory it is (the current one)
         self._address = int(backend.ffi.cast("uintptr_t", out[0]))  # while _handle is not None
 
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:

@@ -227,6 +227,27 @@ class MemPool(Owned):
         """Release reserved memory the pool is not using, keeping at least ``min_bytes_to_keep``."""
         self._backend.ops.call("MemPoolTrimTo", self.handle, count(min_bytes_to_keep))
 
+    # -- access from other devices ---------------------------------------------------
+    _ACCESS = ("none", "read", "read_write")
+
+    def set_access(self, device: "Device | int", access: str = "read_write") -> None:
+        """Let ``device`` access this pool's memory (``access``: ``"read_write"``, ``"read"`` or
+        ``"none"``; ``MemPoolSetAccess``).  The pool's own device always reads and writes.
+        A captured allocation takes the access the pool had when it was captured."""
+        from .multidevice import checked_ordinal
+
+        d = checked_ordinal(self._backend, device, "MemPool.set_access")
+        if access not in self._ACCESS:
+            raise errors.InvalidValue("MemPool.set_access", detail=f"access is one of {self._ACCESS}, got {access!r}")
+        self._backend.ops.set_mem_pool_access(self.handle, d, access)
+
+    def access(self, device: "Device | int") -> str:
+        """``device``'s access to this pool's memory: ``"none"``, ``"read"`` or ``"read_write"``."""
+        from .multidevice import checked_ordinal
+
+        d = checked_ordinal(self._backend, device, "MemPool.access")
+        return self._backend.ops.mem_pool_access(self.handle, d)
+
 
 class AsyncBuffer(DeviceMemory, Owned):
     """Memory from ``malloc_async``: valid in stream order after the allocation.
@@ -253,6 +274,7 @@ class AsyncBuffer(DeviceMemory, Owned):
         self._address = int(backend.ffi.cast("uintptr_t", handle))  # while _handle is not None
         self.pool = pool
         self.captured = captured
+        self.device = device  # the device whose memory it is
 
     def free(self, stream: "Stream") -> None:
         """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""
@@ -284,7 +306,7 @@ def malloc_async(stream: "Stream", size: int, pool: MemPool | None = None) -> As
         stream._note_failure("Stream.malloc_async", err)
         raise
     buf = AsyncBuffer(backend, handle, size, pool, captured=capturing,
-                      device=pool.device if pool is not None else _ordinal(None, backend))
+                      device=pool.device if pool is not None else stream.device)
     if capturing and pool is not None:
         stream._retain(pool)
     return buf

@@ -140,6 +140,13 @@ class Vendor:
     mem_pool_props_type: str = ""
     device_prop_type: str = ""
     node_params_type: str = ""
+    # Several devices (pygraphrt.multidevice): the C types of a pointer's attributes and of one
+    # memory-access descriptor, and neutral peer-to-peer attribute -> the vendor's enum member
+    # (whose values differ: cudaDevP2PAttr counts from 1, hipDeviceP2PAttr from 0).
+    pointer_attributes_type: str = ""
+    mem_access_desc_type: str = ""
+    mem_access_flags_type: str = ""
+    p2p_attributes: dict[str, str] = {}
     # neutral external-semaphore type -> vendor enum member
     ext_sem_types: dict[Any, str] = {}
     # C types of the external-semaphore structs: handle desc, signal/wait params, node params
@@ -778,3 +785,67 @@ class Vendor:
     def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
         """(name, architecture, total memory in bytes) of a device."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ several devices
+    def device_properties(self, device: int) -> dict[str, Any]:
+        """The fields of the runtime's device-properties struct that pygraphrt reports, by
+        neutral name (``arch`` is the vendor's: ``sm_90``, ``gfx942``); the same field names
+        on CUDA and HIP but for the architecture (:meth:`_arch_of`)."""
+        ffi = self.ffi
+        prop = ffi.new(f"{self.device_prop_type} *")
+        self.call("GetDeviceProperties", prop, device)
+        uuid = bytes(ffi.buffer(ffi.addressof(prop.uuid), ffi.sizeof(prop.uuid)))
+        return {"name": ffi.string(prop.name).decode(errors="replace"), "arch": self._arch_of(prop),
+                "compute_capability": (int(prop.major), int(prop.minor)),
+                "total_memory": int(prop.totalGlobalMem), "multiprocessor_count": int(prop.multiProcessorCount),
+                "uuid": uuid, "pci_bus_id": f"{int(prop.pciDomainID):04x}:{int(prop.pciBusID):02x}:"
+                                           f"{int(prop.pciDeviceID):02x}.0"}
+
+    def _arch_of(self, prop: Any) -> str:
+        raise NotImplementedError
+
+    def p2p_attribute(self, device: int, peer: int, name: str) -> int:
+        """``DeviceGetP2PAttribute(name)`` from ``device`` to ``peer``."""
+        out = self.ffi.new("int *")
+        self.call("DeviceGetP2PAttribute", out, int(getattr(self.lib, self.p2p_attributes[name])), device, peer)
+        return int(out[0])
+
+    def pointer_device(self, address: int) -> int | None:
+        """The device whose memory ``address`` is (``PointerGetAttributes``), or None for host
+        memory, memory the runtime does not know, and addresses it refuses to describe."""
+        attrs = self.ffi.new(f"{self.pointer_attributes_type} *")
+        rc = self.fn("PointerGetAttributes")(attrs, self.ffi.cast("void *", address))
+        if rc:
+            self.error(rc, self.prefix + "PointerGetAttributes")  # (clears the last-error slot)
+            return None
+        if int(attrs.type) not in (self.const("MemoryTypeDevice"), self.const("MemoryTypeManaged")):
+            return None
+        return int(attrs.device)
+
+    def access_descs(self, devices: list[int]) -> Any:
+        """A C array of read-write access descriptors for ``devices`` (memory-access descriptors
+        of graph allocations and pools: same fields on CUDA and HIP)."""
+        arr = self.ffi.new(f"{self.mem_access_desc_type}[]", max(len(devices), 1))
+        for i, d in enumerate(devices):
+            arr[i].location.type = self.const("MemLocationTypeDevice")
+            arr[i].location.id = d
+            arr[i].flags = self.const("MemAccessFlagsProtReadWrite")
+        return arr
+
+    def mem_pool_access(self, pool: Any, device: int) -> str:
+        """``"none"``, ``"read"`` or ``"read_write"``: ``device``'s access to ``pool``."""
+        loc = self.ffi.new(f"{self.mem_access_desc_type} *")
+        loc.location.type = self.const("MemLocationTypeDevice")
+        loc.location.id = device
+        out = self.ffi.new(f"{self.mem_access_flags_type} *")
+        self.call("MemPoolGetAccess", out, pool, self.ffi.addressof(loc, "location"))
+        names = {self.const("MemAccessFlagsProtNone"): "none", self.const("MemAccessFlagsProtRead"): "read",
+                 self.const("MemAccessFlagsProtReadWrite"): "read_write"}
+        return names.get(int(out[0]), str(int(out[0])))
+
+    def set_mem_pool_access(self, pool: Any, device: int, access: str) -> None:
+        flags = {"none": "MemAccessFlagsProtNone", "read": "MemAccessFlagsProtRead",
+                 "read_write": "MemAccessFlagsProtReadWrite"}[access]
+        desc = self.access_descs([device])
+        desc[0].flags = self.const(flags)
+        self.call("MemPoolSetAccess", pool, desc, 1)

@@ -217,6 +217,13 @@ class CudaVendor(Vendor):
     mem_pool_props_type = "struct cudaMemPoolProps"
     device_prop_type = "struct cudaDeviceProp"
     node_params_type = "struct cudaGraphNodeParams"
+    pointer_attributes_type = "struct cudaPointerAttributes"
+    mem_access_desc_type = "struct cudaMemAccessDesc"
+    mem_access_flags_type = "enum cudaMemAccessFlags"
+    p2p_attributes = {"performance_rank": "cudaDevP2PAttrPerformanceRank",
+                      "access_supported": "cudaDevP2PAttrAccessSupported",
+                      "native_atomic_supported": "cudaDevP2PAttrNativeAtomicSupported",
+                      "array_access_supported": "cudaDevP2PAttrCudaArrayAccessSupported"}
     # (symbol, takes edge data), best first: CUDA 13 folded edge data into
     # cudaGraphAddNode; CUDA 12.3-12.9 have it as cudaGraphAddNode_v2.
     generic_add_forms = (("cudaGraphAddNode_v2", True), ("cudaGraphAddNode", None))
@@ -375,7 +382,10 @@ class CudaVendor(Vendor):
         prop = self.ffi.new(f"{self.device_prop_type} *")
         self.call("GetDeviceProperties", prop, device)
         name = self.ffi.string(prop.name).decode(errors="replace")
-        return name, f"sm_{prop.major}{prop.minor}", int(prop.totalGlobalMem)
+        return name, self._arch_of(prop), int(prop.totalGlobalMem)
+
+    def _arch_of(self, prop: Any) -> str:
+        return f"sm_{prop.major}{prop.minor}"
 
     # -- kernels ------------------------------------------------------------------
     # Library kernels (cudaKernel_t) go through the runtime API, which takes them

@@ -106,6 +106,13 @@ class HipVendor(Vendor):
     mem_pool_props_type = "hipMemPoolProps"
     device_prop_type = "hipDeviceProp_tR0600"
     node_params_type = "hipGraphNodeParams"
+    pointer_attributes_type = "hipPointerAttribute_t"
+    mem_access_desc_type = "hipMemAccessDesc"
+    mem_access_flags_type = "hipMemAccessFlags"
+    p2p_attributes = {"performance_rank": "hipDevP2PAttrPerformanceRank",
+                      "access_supported": "hipDevP2PAttrAccessSupported",
+                      "native_atomic_supported": "hipDevP2PAttrNativeAtomicSupported",
+                      "array_access_supported": "hipDevP2PAttrHipArrayAccessSupported"}
     ext_sem_types = _hip(CudaVendor.ext_sem_types)
     ext_sem_desc_type = "hipExternalSemaphoreHandleDesc"
     ext_sem_signal_params_type = "hipExternalSemaphoreSignalParams"
@@ -163,8 +170,10 @@ class HipVendor(Vendor):
         prop = self.ffi.new(f"{self.device_prop_type} *")
         self.call("GetDeviceProperties", prop, device)
         name = self.ffi.string(prop.name).decode(errors="replace")
-        arch = self.ffi.string(prop.gcnArchName).decode(errors="replace")
-        return name, arch, int(prop.totalGlobalMem)
+        return name, self._arch_of(prop), int(prop.totalGlobalMem)
+
+    def _arch_of(self, prop: Any) -> str:
+        return str(self.ffi.string(prop.gcnArchName).decode(errors="replace"))
 
     # -- kernels: code objects load as modules; kernels are hipFunction_t ---------------
     def load_library(self, image: Any, path: bytes | None) -> Any:

@@ -12,7 +12,7 @@ from .._operands import count as _count
 from .._operands import keep as _keep_alive
 from .._operands import listed as _listed
 from .._operands import ptr as _ptr
-from ..device import DeviceBuffer, Event, Stream
+from ..device import Device, DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
 from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
@@ -71,6 +71,14 @@ def _calls(backend: Any) -> _Calls:
 
         _hot.install(backend)
     return c
+
+
+def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
+    """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported only by calls
+    that name a device)."""
+    from ..multidevice import placed
+
+    return placed(graph, device, what, add)
 
 
 def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
@@ -371,8 +379,15 @@ class Graph(Owned):
 
     def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
                    height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
-                   edges: Sequence[EdgeData] | None = None) -> Node:
-        """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch)."""
+                   edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> Node:
+        """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch).
+
+        ``device``: the device the node runs on (made with it current; default: the current
+        device) -- the same keyword on every ``add_*`` that makes device work."""
+        if device is not None:
+            return _placed(self, device, "add_memset", lambda: self.add_memset(
+                dst, value, count, element_size=element_size, height=height, pitch=pitch,
+                dependencies=dependencies, edges=edges))
         # The runtime copies the parameters when it makes the node: one struct per graph,
         # refilled each time.  Plain ints and pygraphrt buffers are written directly;
         # anything else (and every error) takes the generic validation.
@@ -430,8 +445,12 @@ class Graph(Owned):
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,
                    dependencies: Iterable[Node] | None = None,
-                   edges: Sequence[EdgeData] | None = None) -> Node:
-        """Copy ``count`` bytes; host or device memory on either side (unified addressing)."""
+                   edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> Node:
+        """Copy ``count`` bytes; host or device memory on either side (unified addressing),
+        also between devices (``MemcpyDefault``: the runtime tells the devices by address)."""
+        if device is not None:
+            return _placed(self, device, "add_memcpy", lambda: self.add_memcpy(
+                dst, src, count, dependencies=dependencies, edges=edges))
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
         self._keep_operand(dst)
@@ -441,8 +460,11 @@ class Graph(Owned):
 
     def add_memcpy_2d(self, dst: Any, dst_pitch: int, src: Any, src_pitch: int, width: int,
                       height: int, depth: int = 1, *, dependencies: Iterable[Node] | None = None,
-                      edges: Sequence[EdgeData] | None = None) -> Node:
+                      edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> Node:
         """A pitched 2D (or 3D with ``depth``) copy of ``width`` bytes x ``height`` rows x ``depth``."""
+        if device is not None:
+            return _placed(self, device, "add_memcpy_2d", lambda: self.add_memcpy_2d(
+                dst, dst_pitch, src, src_pitch, width, height, depth, dependencies=dependencies, edges=edges))
         b = self._backend
         ffi = b.ffi
         width, height, depth = _count(width), _count(height), _count(depth)
@@ -498,20 +520,43 @@ class Graph(Owned):
         self._same_backend(event, "event node", Event)
         self._keep.append(event)
 
-    def add_mem_alloc(self, size: int, *, device: int | None = None,
+    def add_mem_alloc(self, size: int, *, device: "Device | int | None" = None,
                       dependencies: Iterable[Node] | None = None,
-                      edges: Sequence[EdgeData] | None = None) -> MemAllocNode:
-        """Allocate ``size`` bytes of graph memory on ``device``; the node's ``dptr`` is the address."""
+                      edges: Sequence[EdgeData] | None = None,
+                      peers: "Iterable[Device | int] | None" = None) -> MemAllocNode:
+        """Allocate ``size`` bytes of graph memory on ``device`` (default: the current device);
+        the node's ``dptr`` is the address.  ``peers``: devices whose nodes may read and write
+        the memory too (the allocation's access descriptors)."""
         b = self._backend
+        if device is not None or peers is not None:
+            from ..multidevice import checked_ordinal
+
+            if device is not None:
+                device = checked_ordinal(b, device, "Graph.add_mem_alloc")
+            peer_list = [checked_ordinal(b, d, "Graph.add_mem_alloc") for d in
+                         _listed(peers, "peers", "devices")]
         p = b.ffi.new(f"{b.ops.mem_alloc_params_type} *")
         _params.alloc_fields(b, p, size, device)
+        if peers is not None:
+            own = int(p.poolProps.location.id)
+            others = sorted({d for d in peer_list if d != own})  # (its own device has access)
+            descs = b.ops.access_descs(others)  # (alive until the runtime copied it, below)
+            if others:
+                p.accessDescs = descs
+                p.accessDescCount = len(others)
+        if device is not None:
+            return _placed(self, device, "add_mem_alloc", lambda: self._add(
+                "GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode))  # type: ignore[return-value]
         node = self._add("GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode)
         assert isinstance(node, MemAllocNode)
         return node
 
     def add_mem_free(self, dptr: Any, *, dependencies: Iterable[Node] | None = None,
-                     edges: Sequence[EdgeData] | None = None) -> Node:
+                     edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> Node:
         """Free graph memory (``dptr``: an address or the MemAllocNode that made it)."""
+        if device is not None:
+            return _placed(self, device, "add_mem_free", lambda: self.add_mem_free(
+                dptr, dependencies=dependencies, edges=edges))
         if isinstance(dptr, MemAllocNode):
             dptr = dptr.dptr
         return self._add("GraphAddMemFreeNode", dependencies, edges, _ptr(self._backend, dptr), cls=MemFreeNode)
@@ -567,7 +612,7 @@ class Graph(Owned):
     def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
                    shared_mem: int = 0, attributes: dict[str, Any] | None = None,
                    dependencies: Iterable[Node] | None = None,
-                   edges: Sequence[EdgeData] | None = None) -> KernelNode:
+                   edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> KernelNode:
         """Add a kernel node: ``kernel`` launched on ``grid`` x ``block`` with ``args``.
 
         Parameters
@@ -586,7 +631,19 @@ class Graph(Owned):
         attributes : dict, optional
             Kernel-node attributes by name (``priority``, ``cluster_dim``, ...),
             set once the node exists.
+        device : Device or int, optional
+            The device the kernel runs on (the node is made with it current; default: the
+            current device).  A pygraphrt buffer among ``args`` whose memory is another
+            device's, without peer access enabled through pygraphrt, is refused (the kernel
+            would fault on the GPU).
         """
+        if device is not None:
+            from ..multidevice import check_kernel_buffers
+
+            check_kernel_buffers(self._backend, device, args, "Graph.add_kernel")
+            return _placed(self, device, "add_kernel", lambda: self.add_kernel(
+                kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes,
+                dependencies=dependencies, edges=edges))
         kernel_nodes = _kernel_nodes or _load_kernel_nodes()
         return kernel_nodes.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
 

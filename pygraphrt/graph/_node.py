@@ -103,6 +103,15 @@ class Node:
         """The node's parameters as the runtime reports them."""
         return {}
 
+    @property
+    def device(self) -> int | None:
+        """The device the node runs on, where known: the ``device=`` it was made with, or a graph
+        allocation's device; None for a node made without ``device=`` (it runs on the device
+        that was current then: see :func:`pygraphrt.multidevice.node_device`)."""
+        from ..multidevice import node_device
+
+        return node_device(self)
+
     def __init_subclass__(cls, **kw: Any) -> None:
         # ``params`` asks the runtime's generic readback first (cudaGraphNodeGetParams,
         # CUDA >= 13.2) and falls back to the type-specific getter a class defines.
@@ -222,6 +231,24 @@ class MemcpyNode(Node):
                    b.ops.const("MemcpyDefault"))
         g._keep_operand(dst)
         g._keep_operand(src)
+
+
+def _copy_devices(getter: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+    def params(self: "MemcpyNode") -> dict[str, Any]:
+        from ..multidevice import with_copy_devices
+
+        return with_copy_devices(getter(self), self._graph._backend)
+
+    params.__doc__ = ("The copy's parameters, with ``dst_device`` and ``src_device``: the devices whose "
+                      "memory its operands are (None for host memory).")
+    return params
+
+
+# Both of a copy's devices in its parameters, for the generic readback and the typed one alike.
+_generic_memcpy_params = MemcpyNode.__dict__["params"].fget
+_with_devices = _copy_devices(_generic_memcpy_params)
+setattr(_with_devices, "__wrapped__", _copy_devices(_generic_memcpy_params.__wrapped__))
+MemcpyNode.params = property(_with_devices, doc=_with_devices.__doc__)  # type: ignore[assignment]
 
 
 class HostNode(Node):

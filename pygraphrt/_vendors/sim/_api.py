@@ -35,9 +35,10 @@ from ._rt_graph_memory import GraphMemorySection
 from ._rt_graphs import GraphSection
 from ._rt_kernels import KernelSection
 from ._rt_memory import MemorySection
+from ._rt_peers import PeerSection
 from ._rt_streams import StreamSection
 
 
 class SimRuntime(DeviceSection, MemorySection, StreamSection, EventSection, GraphSection, ExecSection,
-                 ExecUpdateSection, GraphMemorySection, KernelSection):
+                 ExecUpdateSection, GraphMemorySection, KernelSection, PeerSection):
     """All state of one simulated CUDA runtime (one per ``sim`` backend)."""

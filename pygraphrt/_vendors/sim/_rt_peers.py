@@ -1,0 +1,135 @@
+"""The simulator's answers to the runtime's several-device calls: peer access, peer-to-peer
+attributes, pointer attributes, pool access and a stream's device.
+
+A section of :class:`._api.SimRuntime` (same conventions as the other ``_rt_*`` sections: methods named like the C functions,
+taking the ``cuda13`` binding's cffi arguments, writing outputs through the given pointers and
+raising :class:`SimError` for the ``cudaError_t`` they return).  What is modelled: the answers
+the runtime documents for valid and invalid ordinals, the per-context record of enabled peers
+(``cudaErrorPeerAccessAlreadyEnabled`` / ``cudaErrorPeerAccessNotEnabled``), each pool's
+access table (its own device always reads and writes), and which device's memory an address
+is.  The simulated devices all reach each other (an NVLink machine); the per-device rules of
+work (events, kernels touching memory without access) are not modelled here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._bindings.cuda13 import ffi
+from ._core import SimError, addr, enum
+from ._rt_base import RuntimeBase
+
+P2P = enum("enum cudaDeviceP2PAttr")
+MEMORY_TYPE = enum("enum cudaMemoryType")
+ACCESS = enum("enum cudaMemAccessFlags")
+LOCATION = enum("enum cudaMemLocationType")
+# cudaPointerGetAttributes' device for memory that belongs to no device
+NO_DEVICE = -2
+
+
+class PeerSection(RuntimeBase):
+    """Several-device calls: peer access, peer-to-peer attributes, pointer attributes, pool
+    access and a stream's device."""
+
+    @property
+    def _peers(self) -> set[tuple[int, int]]:
+        """(device, peer) pairs whose peer access is enabled (the runtime's per-context record)."""
+        peers: set[tuple[int, int]] | None = self.__dict__.get("_peer_pairs")
+        if peers is None:
+            peers = self.__dict__["_peer_pairs"] = set()
+        return peers
+
+    @property
+    def _pool_access(self) -> dict[tuple[int, int], int]:
+        """(pool handle, device) -> cudaMemAccessFlags granted by cudaMemPoolSetAccess."""
+        table: dict[tuple[int, int], int] | None = self.__dict__.get("_pool_access_table")
+        if table is None:
+            table = self.__dict__["_pool_access_table"] = {}
+        return table
+
+    def _pair(self, d: int, peer: int, what: str) -> None:
+        self._device(d)
+        self._device(peer)
+        if d == peer:  # documented: a device is not its own peer
+            raise SimError("InvalidDevice", f"{what}: device {d} and its peer are the same device")
+
+    def cudaDeviceCanAccessPeer(self, out: Any, d: int, peer: int) -> None:
+        self._pair(d, peer, "cudaDeviceCanAccessPeer")
+        out[0] = 1
+
+    def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> None:
+        if flags != 0:
+            raise SimError("InvalidValue", f"cudaDeviceEnablePeerAccess: flags must be 0, got {flags}")
+        d = self.thread.device
+        self._pair(d, peer, "cudaDeviceEnablePeerAccess")
+        if (d, peer) in self._peers:
+            raise SimError("PeerAccessAlreadyEnabled", f"device {d} has peer access to device {peer} already")
+        self._peers.add((d, peer))
+
+    def cudaDeviceDisablePeerAccess(self, peer: int) -> None:
+        d = self.thread.device
+        self._pair(d, peer, "cudaDeviceDisablePeerAccess")
+        if (d, peer) not in self._peers:
+            raise SimError("PeerAccessNotEnabled", f"device {d} has no peer access to device {peer} to disable")
+        self._peers.discard((d, peer))
+
+    def cudaDeviceGetP2PAttribute(self, out: Any, attr: int, d: int, peer: int) -> None:
+        self._pair(d, peer, "cudaDeviceGetP2PAttribute")
+        values = {P2P["cudaDevP2PAttrPerformanceRank"]: 0, P2P["cudaDevP2PAttrAccessSupported"]: 1,
+                  P2P["cudaDevP2PAttrNativeAtomicSupported"]: 1, P2P["cudaDevP2PAttrCudaArrayAccessSupported"]: 0,
+                  P2P["cudaDevP2PAttrOnlyPartialNativeAtomicSupported"]: 0}
+        if attr not in values:
+            raise SimError("InvalidValue", f"cudaDeviceGetP2PAttribute: {attr} is not a cudaDeviceP2PAttr")
+        out[0] = values[attr]
+
+    def cudaPointerGetAttributes(self, attrs: Any, ptr: Any) -> None:
+        if attrs == ffi.NULL:
+            raise SimError("InvalidValue", "cudaPointerGetAttributes: NULL output pointer")
+        v = addr(ptr)
+        block = self.memory.find(v) if self.memory.is_device(v) else None
+        if self.memory.is_device(v) and block is None:
+            raise SimError("InvalidValue", f"cudaPointerGetAttributes: {v:#x} is in no allocation of a "
+                                           "simulated device")
+        if block is None:  # host memory the runtime does not know (unified addressing)
+            attrs.type = MEMORY_TYPE["cudaMemoryTypeUnregistered"]
+            attrs.device = NO_DEVICE
+            attrs.devicePointer = ffi.NULL
+            attrs.hostPointer = ffi.cast("void *", v)
+            return
+        attrs.type = MEMORY_TYPE["cudaMemoryTypeDevice"]
+        attrs.device = block.device
+        attrs.devicePointer = ffi.cast("void *", v)
+        attrs.hostPointer = ffi.NULL
+
+    def _location(self, loc: Any, what: str) -> int:
+        if int(loc.type) != LOCATION["cudaMemLocationTypeDevice"]:
+            raise SimError("InvalidValue", f"{what}: only device locations are simulated")
+        return self._device(int(loc.id))
+
+    def cudaMemPoolSetAccess(self, pool: Any, descs: Any, n: int) -> None:
+        p = self._pool(pool)
+        if n and descs == ffi.NULL:
+            raise SimError("InvalidValue", f"cudaMemPoolSetAccess: NULL array for {n} descriptors")
+        changes = []
+        for i in range(n):  # all checked before any applies
+            d = self._location(descs[i].location, "cudaMemPoolSetAccess")
+            flags = int(descs[i].flags)
+            if flags not in ACCESS.values():
+                raise SimError("InvalidValue", f"cudaMemPoolSetAccess: {flags} is not a cudaMemAccessFlags")
+            if d == p.device and flags != ACCESS["cudaMemAccessFlagsProtReadWrite"]:
+                raise SimError("InvalidDevice", f"cudaMemPoolSetAccess: the pool's own device {d} always "
+                                                "reads and writes its memory")
+            changes.append((d, flags))
+        for d, flags in changes:
+            self._pool_access[(p.handle, d)] = flags
+
+    def cudaMemPoolGetAccess(self, out: Any, pool: Any, loc: Any) -> None:
+        p = self._pool(pool)
+        d = self._location(loc, "cudaMemPoolGetAccess")
+        if d == p.device:
+            out[0] = ACCESS["cudaMemAccessFlagsProtReadWrite"]
+        else:
+            out[0] = self._pool_access.get((p.handle, d), ACCESS["cudaMemAccessFlagsProtNone"])
+
+    def cudaStreamGetDevice(self, stream: Any, out: Any) -> None:
+        out[0] = self._stream(stream).device

@@ -1,0 +1,326 @@
+"""Several devices: the device count, device scopes, properties, peer access and
+peer-to-peer attributes, and where memory and graph nodes live.
+
+Most of it is reached through :class:`pygraphrt.Device` (``with rt.Device(1):``,
+``dev.properties()``, ``dev.enable_peer_access(other)``, ...) and the objects that know
+their device (``Stream.device``, ``DeviceBuffer.device``, ``AsyncBuffer.device``,
+``MemPool.device``, ``Event.device``, ``Node.device``); the functions here are the same
+operations by ordinal.
+
+The current device is per thread, as the runtime's is.  A device switch that pygraphrt
+makes for you (``device=`` on a graph's ``add_*`` methods, ``Device.synchronize``) happens
+only when that device is not current already, and the previous device is current again
+afterwards, also when the call raises.
+
+Peer access: the runtime has no query of whether peer access is enabled, so
+:func:`peer_access_enabled` answers from pygraphrt's own record of the
+:func:`enable_peer_access` / :func:`disable_peer_access` calls made through it.  It is blind
+to peer access enabled by other libraries in the process (PyTorch, CuPy call
+``cudaDeviceEnablePeerAccess`` themselves).  Copies between devices need no peer access
+(the runtime stages them); kernels touching another device's memory do.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from . import _runtime, errors
+from ._operands import ordinal as _ordinal
+
+if TYPE_CHECKING:
+    from .device import Device
+
+__all__ = ["device_count", "DeviceProperties", "P2PAttributes", "properties", "can_access_peer",
+           "enable_peer_access", "disable_peer_access", "peer_access_enabled", "p2p_attributes",
+           "pointer_device"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What :meth:`pygraphrt.Device.properties` reports (``GetDeviceProperties``).
+
+    ``arch`` is the vendor's architecture name (``sm_90`` on CUDA, the ``gcnArchName`` such as
+    ``gfx942:sramecc+:xnack-`` on HIP); ``compute_capability`` is (major, minor) on both.
+    ``uuid`` is the device's UUID as text, ``pci_bus_id`` its ``domain:bus:device.0``.
+    """
+
+    ordinal: int
+    name: str
+    arch: str
+    compute_capability: tuple[int, int]
+    total_memory: int
+    multiprocessor_count: int
+    uuid: str
+    pci_bus_id: str
+
+
+@dataclass(frozen=True)
+class P2PAttributes:
+    """Peer-to-peer attributes from one device to another (``DeviceGetP2PAttribute``)."""
+
+    performance_rank: int
+    access_supported: bool
+    native_atomic_supported: bool
+    array_access_supported: bool
+
+
+# -------------------------------------------------------------------- ordinals and scopes
+def device_count() -> int:
+    """The number of devices the active backend's runtime reports."""
+    return _count(_runtime.active())
+
+
+def _count(backend: Any) -> int:
+    """The runtime's device count (asked once per backend: it does not change in a process)."""
+    n: int | None = backend.__dict__.get("_device_count")
+    if n is None:
+        cell = backend.ffi.new("int *")
+        backend.ops.call("GetDeviceCount", cell)
+        n = backend.__dict__["_device_count"] = int(cell[0])
+    return n
+
+
+def checked_ordinal(backend: Any, device: Any, what: str) -> int:
+    """``device`` (a Device or an int) as an ordinal of one of the runtime's devices; else
+    InvalidDevice naming ``what`` and the device count."""
+    d = _ordinal(device, what)
+    n = _count(backend)
+    if d >= n:
+        raise errors.InvalidDevice(what, detail=f"device {d} does not exist: the {backend.ops.name} runtime "
+                                                f"reports {n} device(s) (ordinals 0 to {n - 1})")
+    return d
+
+
+def current(backend: Any) -> int:
+    """This thread's current device (``GetDevice``)."""
+    cell = backend.ffi.new("int *")
+    backend.ops.call("GetDevice", cell)
+    return int(cell[0])
+
+
+def enter(backend: Any, device: int) -> int | None:
+    """Make ``device`` current; the device to restore afterwards, or None where ``device``
+    was current already (no switch made, nothing to restore)."""
+    previous = current(backend)
+    if previous == device:
+        return None
+    backend.ops.call("SetDevice", device)
+    return previous
+
+
+def leave(backend: Any, previous: int | None) -> None:
+    if previous is not None:
+        backend.ops.call("SetDevice", previous)
+
+
+def on_device(backend: Any, device: int, call: Callable[[], T]) -> T:
+    """``call()`` with ``device`` current, the previous device restored afterwards (a switch
+    only where ``device`` is not current)."""
+    previous = enter(backend, device)
+    try:
+        return call()
+    finally:
+        leave(backend, previous)
+
+
+class _Scopes(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[tuple[Any, int]] = []  # (backend, device current before the scope)
+
+
+_scopes = _Scopes()
+
+
+def scope_enter(device: "Device") -> None:
+    """``with Device(n):`` -- make ``n`` current for this thread, remembering the previous one."""
+    b = device._backend
+    d = checked_ordinal(b, device.ordinal, "Device.__enter__")
+    previous = current(b)
+    if previous != d:
+        b.ops.call("SetDevice", d)
+    _scopes.stack.append((b, previous))
+
+
+def scope_exit() -> None:
+    """The end of a ``with Device(n):`` block (raised or not): the previous device is current
+    again (also where the block switched devices itself)."""
+    b, previous = _scopes.stack.pop()
+    if current(b) != previous:
+        b.ops.call("SetDevice", previous)
+
+
+# -------------------------------------------------------------------- properties
+def properties(device: Any) -> DeviceProperties:
+    """The properties of ``device`` (a Device or an ordinal)."""
+    import uuid
+
+    b = _runtime.active()
+    d = checked_ordinal(b, device, "Device.properties")
+    p = b.ops.device_properties(d)
+    return DeviceProperties(d, p["name"], p["arch"], p["compute_capability"], p["total_memory"],
+                            p["multiprocessor_count"], str(uuid.UUID(bytes=p["uuid"])), p["pci_bus_id"])
+
+
+# -------------------------------------------------------------------- peer access
+def _peer_record(backend: Any) -> set[tuple[int, int]]:
+    """(device, peer) pairs pygraphrt enabled peer access for (blind to other libraries')."""
+    record: set[tuple[int, int]] | None = backend.__dict__.get("_peer_access")
+    if record is None:
+        record = backend.__dict__["_peer_access"] = set()
+    return record
+
+
+def _pair(device: Any, peer: Any, what: str) -> tuple[Any, int, int]:
+    b = _runtime.active()
+    return b, checked_ordinal(b, device, what), checked_ordinal(b, peer, what)
+
+
+def _peer_error(backend: Any, rc: int, api: str, d: int, p: int) -> errors.GraphRTError:
+    why = (f"device {d} and its peer are the same device: a device is not its own peer" if d == p else
+           f"device {d} and peer device {p}: the runtime refused (no peer access between them where it "
+           f"answers InvalidDevice)")
+    return backend.ops.error(rc, backend.ops.prefix + api, detail=why)
+
+
+def can_access_peer(device: Any, peer: Any) -> bool:
+    """Whether ``device`` can access ``peer``'s memory once peer access is enabled
+    (``DeviceCanAccessPeer``; a device and itself is the runtime's InvalidDevice)."""
+    b, d, p = _pair(device, peer, "Device.can_access_peer")
+    out = b.ffi.new("int *")
+    rc = b.ops.fn("DeviceCanAccessPeer")(out, d, p)
+    if rc:
+        raise _peer_error(b, rc, "DeviceCanAccessPeer", d, p)
+    return bool(out[0])
+
+
+def enable_peer_access(device: Any, peer: Any) -> None:
+    """Let kernels on ``device`` access ``peer``'s memory (``DeviceEnablePeerAccess`` with
+    ``device`` current).  Enabling it again is no error (the runtime's
+    ``PeerAccessAlreadyEnabled`` is success here)."""
+    b, d, p = _pair(device, peer, "Device.enable_peer_access")
+    ops = b.ops
+    rc = on_device(b, d, lambda: ops.fn("DeviceEnablePeerAccess")(p, 0))
+    if rc:
+        err = _peer_error(b, rc, "DeviceEnablePeerAccess", d, p)  # (also clears the last error)
+        if rc != ops.const("ErrorPeerAccessAlreadyEnabled"):
+            raise err
+    _peer_record(b).add((d, p))
+
+
+def disable_peer_access(device: Any, peer: Any) -> None:
+    """Withdraw ``device``'s access to ``peer``'s memory (``DeviceDisablePeerAccess``; the
+    runtime's PeerAccessNotEnabled where it was not enabled)."""
+    b, d, p = _pair(device, peer, "Device.disable_peer_access")
+    ops = b.ops
+    rc = on_device(b, d, lambda: ops.fn("DeviceDisablePeerAccess")(p))
+    if rc:
+        raise _peer_error(b, rc, "DeviceDisablePeerAccess", d, p)
+    _peer_record(b).discard((d, p))
+
+
+def peer_access_enabled(device: Any, peer: Any) -> bool:
+    """Whether pygraphrt enabled ``device``'s access to ``peer`` (True for a device and
+    itself).  pygraphrt's own record: the runtime has no such query, so access enabled by
+    another library (PyTorch, CuPy) is not seen here."""
+    b, d, p = _pair(device, peer, "Device.peer_access_enabled")
+    return d == p or (d, p) in _peer_record(b)
+
+
+def p2p_attributes(device: Any, peer: Any) -> P2PAttributes:
+    """Peer-to-peer attributes from ``device`` to ``peer`` (``DeviceGetP2PAttribute``)."""
+    b, d, p = _pair(device, peer, "Device.p2p_attributes")
+    try:
+        get = {name: b.ops.p2p_attribute(d, p, name) for name in b.ops.p2p_attributes}
+    except errors.GraphRTError as exc:
+        exc.add_note(f"asked for the peer-to-peer attributes from device {d} to device {p}")
+        raise
+    return P2PAttributes(get["performance_rank"], bool(get["access_supported"]),
+                         bool(get["native_atomic_supported"]), bool(get["array_access_supported"]))
+
+
+# -------------------------------------------------------------------- where things live
+def pointer_device(address: Any) -> int | None:
+    """The device whose memory ``address`` (an int or a pygraphrt buffer) is, from
+    ``PointerGetAttributes``; None for host memory and addresses the runtime does not know."""
+    from ._operands import ptr
+
+    b = _runtime.active()
+    return b.ops.pointer_device(int(b.ffi.cast("uintptr_t", ptr(b, address))))
+
+
+def stream_device(backend: Any, handle: Any) -> int:
+    """The device of a stream handle (``StreamGetDevice``)."""
+    out = backend.ffi.new("int *")
+    backend.ops.call("StreamGetDevice", handle, out)
+    return int(out[0])
+
+
+def can_reach(backend: Any, device: int, memory_device: int) -> bool:
+    """Whether kernels on ``device`` may touch ``memory_device``'s memory as far as pygraphrt
+    knows: the same device, or peer access it enabled."""
+    return device == memory_device or (device, memory_device) in _peer_record(backend)
+
+
+def node_devices(graph: Any) -> dict[Any, int]:
+    """node handle -> the device a graph's node was made on, for nodes made with ``device=``."""
+    table: dict[Any, int] | None = graph.__dict__.get("_node_devices")
+    if table is None:
+        table = graph.__dict__["_node_devices"] = {}
+    return table
+
+
+def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
+    """``add()`` (a graph's ``add_*`` call without ``device=``) with ``device`` current, the
+    node it made recorded as ``device``'s.  A refused call leaves no node (the runtime made
+    none) and the previous device current."""
+    b = graph._backend
+    d = checked_ordinal(b, device, f"Graph.{what}")
+    node = on_device(b, d, add)
+    node_devices(graph)[node._handle] = d  # type: ignore[attr-defined]
+    return node
+
+
+def node_device(node: Any) -> int | None:
+    """Where a graph node runs: the device given with ``device=`` when it was made (pygraphrt's
+    record), else a graph allocation's device (from the runtime); else None -- a node made
+    without ``device=`` runs on the device that was current then, which pygraphrt does not
+    record (that would cost every node of a one-device graph a runtime call)."""
+    handle = node.handle  # raises once the node or its graph is gone
+    table = node._graph.__dict__.get("_node_devices")
+    if table and handle in table:
+        return int(table[handle])
+    from .enums import NodeType
+
+    if node.type is NodeType.MEM_ALLOC:
+        return int(node.params["device"])
+    return None
+
+
+def with_copy_devices(params: dict[str, Any], backend: Any) -> dict[str, Any]:
+    """A memcpy node's parameters with the devices of its two operands (``dst_device``,
+    ``src_device``: None for host memory), from ``PointerGetAttributes``."""
+    ops = backend.ops
+    params["dst_device"] = ops.pointer_device(params["dst"]) if params.get("dst") else None
+    params["src_device"] = ops.pointer_device(params["src"]) if params.get("src") else None
+    return params
+
+
+def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> None:
+    """Refuse a kernel on ``device`` whose arguments include a pygraphrt buffer of another
+    device that ``device`` has no peer access to (as far as pygraphrt enabled it): on the GPU
+    the kernel would fault with an illegal address and poison the context."""
+    from ._operands import DeviceMemory
+
+    d = checked_ordinal(backend, device, what)
+    if not isinstance(args, (list, tuple)):
+        return  # (the argument check of the call says what is wrong)
+    for i, arg in enumerate(args):
+        md = getattr(arg, "device", None) if isinstance(arg, DeviceMemory) else None
+        if isinstance(md, int) and not can_reach(backend, d, md):
+            raise errors.InvalidValue(what, detail=f"argument {i} ({arg!r}) is device {md}'s memory and device {d} "
+                                                   f"has no peer access to it: the kernel would fault (enable it "
+                                                   f"with Device({d}).enable_peer_access({md}))")
