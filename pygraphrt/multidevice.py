@@ -324,3 +324,50 @@ def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> Non
             raise errors.InvalidValue(what, detail=f"argument {i} ({arg!r}) is device {md}'s memory and device {d} "
                                                    f"has no peer access to it: the kernel would fault (enable it "
                                                    f"with Device({d}).enable_peer_access({md}))")
+
+
+def kernel_devices(graph: Any) -> list[int | None] | None:
+    """The recorded device of each kernel node of ``graph``, in the runtime's node order (the
+    order exec update pairs nodes in), or None where no node of it was made with ``device=``
+    (a one-device graph: nothing to compare, nothing asked of the runtime)."""
+    table = graph.__dict__.get("_node_devices")
+    if not table:
+        return None
+    from .enums import NodeType
+
+    return [table.get(n._handle) for n in graph.nodes if n.type is NodeType.KERNEL]
+
+
+def check_update_devices(before: list[int | None] | None, graph: Any, backend: Any) -> list[int | None] | None:
+    """Refuse an exec update that would move a kernel node to another device (the runtime
+    cannot: a kernel node keeps its context); returns the new graph's kernel devices."""
+    after = kernel_devices(graph)
+    if before is None or after is None:
+        return after if after is not None else before
+    for i, (a, b) in enumerate(zip(before, after)):
+        if a is not None and b is not None and a != b:
+            from .enums import UpdateResult
+
+            raise errors.GraphExecUpdateError(
+                f"{backend.ops.prefix}GraphExecUpdate", None, None, backend.ops.name,
+                f"kernel node {i} (in node order) runs on device {a} in the executable graph and on device {b} "
+                "in the new graph: an update cannot move a kernel node to another device (instantiate the "
+                "new graph instead)", UpdateResult.ERROR)
+    return after
+
+
+def alloc_peers(node: Any) -> dict[int, str]:
+    """The devices a graph allocation node gave access to (its access descriptors, as the
+    runtime reports them): device -> ``"read"`` / ``"read_write"`` / ``"none"``."""
+    g = node._graph
+    b = g._backend
+    ops = b.ops
+    p = b.ffi.new(f"{ops.mem_alloc_params_type} *")
+    ops.call("GraphMemAllocNodeGetParams", node.handle, p)
+    names = {ops.const("MemAccessFlagsProtNone"): "none", ops.const("MemAccessFlagsProtRead"): "read",
+             ops.const("MemAccessFlagsProtReadWrite"): "read_write"}
+    n = int(p.accessDescCount)
+    if n and p.accessDescs == b.ffi.NULL:
+        return {}
+    return {int(p.accessDescs[i].location.id): names.get(int(p.accessDescs[i].flags), str(int(p.accessDescs[i].flags)))
+            for i in range(n)}

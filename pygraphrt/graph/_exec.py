@@ -40,6 +40,13 @@ class GraphExec(Owned):
         # Nodes of the graph it was instantiated from address this exec's nodes,
         # also after update() (the runtime's rule for the per-node setters).
         self._graph = graph
+        # The recorded device of each kernel node (only for graphs with nodes made with device=):
+        # what update() holds the new graph's to (pygraphrt.multidevice.check_update_devices).
+        self._kernel_devices: list[int | None] | None = None
+        if "_node_devices" in graph.__dict__:
+            from ..multidevice import kernel_devices
+
+            self._kernel_devices = kernel_devices(graph)
         self._sinks = [graph._sink]
         # Only graphs with Python host callables need their errors routed to the
         # stream's next synchronize: the others skip that on every launch.
@@ -167,9 +174,15 @@ class GraphExec(Owned):
 
         self._same_backend(graph, "GraphExec.update", Graph)
         ops = self._backend.ops
+        devices = self._kernel_devices
+        if devices is not None or "_node_devices" in graph.__dict__:  # (several devices: before the runtime)
+            from ..multidevice import check_update_devices
+
+            devices = check_update_devices(devices, graph, self._backend)
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
             self._retain(graph._keep, graph._sink, True)
+            self._kernel_devices = devices
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:

@@ -233,24 +233,6 @@ class MemcpyNode(Node):
         g._keep_operand(src)
 
 
-def _copy_devices(getter: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
-    def params(self: "MemcpyNode") -> dict[str, Any]:
-        from ..multidevice import with_copy_devices
-
-        return with_copy_devices(getter(self), self._graph._backend)
-
-    params.__doc__ = ("The copy's parameters, with ``dst_device`` and ``src_device``: the devices whose "
-                      "memory its operands are (None for host memory).")
-    return params
-
-
-# Both of a copy's devices in its parameters, for the generic readback and the typed one alike.
-_generic_memcpy_params = MemcpyNode.__dict__["params"].fget
-_with_devices = _copy_devices(_generic_memcpy_params)
-setattr(_with_devices, "__wrapped__", _copy_devices(_generic_memcpy_params.__wrapped__))
-MemcpyNode.params = property(_with_devices, doc=_with_devices.__doc__)  # type: ignore[assignment]
-
-
 class HostNode(Node):
     __slots__ = ()
     node_type = NodeType.HOST
@@ -539,3 +521,40 @@ NODE_CLASSES: dict[NodeType, type[Node]] = {
                                    KernelNode, ConditionalNode, ExternalSemaphoreSignalNode,
                                    ExternalSemaphoreWaitNode)
 }
+
+
+def _extended(cls: type["Node"], extra: Callable[[Any, dict[str, Any]], dict[str, Any]], doc: str) -> None:
+    """``cls.params`` (the generic readback first, else the typed getter) plus what ``extra(node,
+    params)`` adds -- for the generic and the typed readback alike (``typed_params`` compares them)."""
+    first = cls.__dict__["params"].fget
+
+    def wrap(getter: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
+        def params(self: Any) -> dict[str, Any]:
+            return extra(self, getter(self))
+
+        params.__doc__ = doc
+        return params
+
+    outer = wrap(first)
+    setattr(outer, "__wrapped__", wrap(first.__wrapped__))
+    setattr(cls, "params", property(outer, doc=doc))
+
+
+def _copy_devices(node: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from ..multidevice import with_copy_devices
+
+    return with_copy_devices(params, node._graph._backend)
+
+
+def _alloc_peers(node: Any, params: dict[str, Any]) -> dict[str, Any]:
+    from ..multidevice import alloc_peers
+
+    params["peers"] = alloc_peers(node)
+    return params
+
+
+# Several devices: both devices of a copy, and the devices a graph allocation is shared with.
+_extended(MemcpyNode, _copy_devices, "The copy's parameters, with ``dst_device`` and ``src_device``: the "
+                                     "devices whose memory its operands are (None for host memory).")
+_extended(MemAllocNode, _alloc_peers, "The allocation's parameters, with ``peers``: the other devices given "
+                                      "access to it (its access descriptors), as {device: access}.")
