@@ -335,7 +335,7 @@ def kernel_devices(graph: Any) -> list[int | None] | None:
         return None
     from .enums import NodeType
 
-    return [table.get(n._handle) for n in graph.nodes if n.type is NodeType.KERNEL]
+    return [table.get(n._handle) for n in graph.nodes() if n.type is NodeType.KERNEL]
 
 
 def check_update_devices(before: list[int | None] | None, graph: Any, backend: Any) -> list[int | None] | None:
@@ -356,18 +356,14 @@ def check_update_devices(before: list[int | None] | None, graph: Any, backend: A
     return after
 
 
-def alloc_peers(node: Any) -> dict[int, str]:
-    """The devices a graph allocation node gave access to (its access descriptors, as the
-    runtime reports them): device -> ``"read"`` / ``"read_write"`` / ``"none"``."""
-    g = node._graph
-    b = g._backend
-    ops = b.ops
-    p = b.ffi.new(f"{ops.mem_alloc_params_type} *")
-    ops.call("GraphMemAllocNodeGetParams", node.handle, p)
+def access_of(backend: Any, p: Any) -> dict[int, str]:
+    """The devices a graph allocation's parameters (``p``: its ``MemAllocNodeParams``) give
+    access to, from its access descriptors: device -> ``"read"`` / ``"read_write"`` / ``"none"``."""
+    ops = backend.ops
+    n = int(p.accessDescCount)
+    if not n or p.accessDescs == backend.ffi.NULL:
+        return {}
     names = {ops.const("MemAccessFlagsProtNone"): "none", ops.const("MemAccessFlagsProtRead"): "read",
              ops.const("MemAccessFlagsProtReadWrite"): "read_write"}
-    n = int(p.accessDescCount)
-    if n and p.accessDescs == b.ffi.NULL:
-        return {}
-    return {int(p.accessDescs[i].location.id): names.get(int(p.accessDescs[i].flags), str(int(p.accessDescs[i].flags)))
-            for i in range(n)}
+    descs = p.accessDescs
+    return {int(descs[i].location.id): names.get(int(descs[i].flags), str(int(descs[i].flags))) for i in range(n)}

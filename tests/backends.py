@@ -50,3 +50,38 @@ def collecting_after(api: str) -> Iterator[None]:
             del ops.call
         else:
             ops.call = real_call
+
+
+_sims: dict[int, Any] = {}
+
+
+@contextlib.contextmanager
+def simulator(devices: int) -> Iterator[Any]:
+    """A simulator with ``devices`` devices (one per count for the process, as
+    ``PYGRAPHRT_SIM_DEVICES`` would make it) as the active backend for the block, the previous
+    one restored after -- as :func:`selected`."""
+    import os
+
+    from pygraphrt import _runtime
+
+    with _runtime._state.lock:
+        backend = _sims.get(devices)
+        if backend is None:
+            from pygraphrt._vendors.sim import SimBackend
+
+            saved_env = os.environ.get("PYGRAPHRT_SIM_DEVICES")
+            os.environ["PYGRAPHRT_SIM_DEVICES"] = str(devices)
+            try:
+                backend = _sims[devices] = SimBackend()
+            finally:
+                if saved_env is None:
+                    del os.environ["PYGRAPHRT_SIM_DEVICES"]
+                else:
+                    os.environ["PYGRAPHRT_SIM_DEVICES"] = saved_env
+        saved = _runtime._state.active
+        _runtime._state.active = backend
+    try:
+        yield backend
+    finally:
+        with _runtime._state.lock:
+            _runtime._state.active = saved

@@ -18,6 +18,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a GPU and its driver")
     config.addinivalue_line("markers", "headers: needs the pinned vendor headers (python -m bindgen fetch)")
     config.addinivalue_line("markers", "devtools: needs the dev extras (mypy)")
+    config.addinivalue_line("markers", "devices(n): needs n devices of the backend it runs on (see "
+                                       "require_devices)")
 
 
 _gpu_reason: list[str | None] = []
@@ -49,3 +51,36 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if REQUIRE_GPU:
         pytest.fail(f"PYGRAPHRT_REQUIRE_GPU=1 but no GPU is usable: {reason}", pytrace=False)
     pytest.skip(f"no GPU: {reason}")
+
+
+def require_devices(n: int, backend: object = None) -> None:
+    """Skip, saying why, unless the active backend (or ``backend``) has at least ``n`` devices.
+
+    On a GPU backend with ``PYGRAPHRT_REQUIRE_GPU=1`` too few devices is a failure instead, so a
+    multi-GPU run cannot pass by skipping; the simulator's device count is a setting
+    (``PYGRAPHRT_SIM_DEVICES``), and a simulator with too few devices always skips.
+    """
+    from pygraphrt import _runtime
+
+    b = backend if backend is not None else _runtime.active()
+    have = b.device_count()  # type: ignore[attr-defined]
+    if have >= n:
+        return
+    vendor = b.vendor  # type: ignore[attr-defined]
+    why = f"needs {n} devices; the {vendor} backend has {have}"
+    if vendor == "sim":
+        pytest.skip(f"{why} (PYGRAPHRT_SIM_DEVICES={n} gives the simulator {n})")
+    if REQUIRE_GPU:
+        pytest.fail(f"PYGRAPHRT_REQUIRE_GPU=1 but this test {why}: run it on a machine with {n} GPUs",
+                    pytrace=False)
+    pytest.skip(f"{why}: run it on a machine with {n} GPUs")
+
+
+@pytest.fixture
+def devices(request: pytest.FixtureRequest) -> int:
+    """The device count the test's ``@pytest.mark.devices(n)`` asks for, checked against the active
+    backend (:func:`require_devices`); request it after the fixture that selects the backend."""
+    marker = request.node.get_closest_marker("devices")
+    n = int(marker.args[0]) if marker is not None and marker.args else 1
+    require_devices(n)
+    return n

@@ -814,7 +814,11 @@ class Vendor:
         """The device whose memory ``address`` is (``PointerGetAttributes``), or None for host
         memory, memory the runtime does not know, and addresses it refuses to describe."""
         attrs = self.ffi.new(f"{self.pointer_attributes_type} *")
-        rc = self.fn("PointerGetAttributes")(attrs, self.ffi.cast("void *", address))
+        try:
+            fn = self.fn("PointerGetAttributes")
+        except errors.NotSupported:  # (a runtime without the query cannot tell)
+            return None
+        rc = fn(attrs, self.ffi.cast("void *", address))
         if rc:
             self.error(rc, self.prefix + "PointerGetAttributes")  # (clears the last-error slot)
             return None

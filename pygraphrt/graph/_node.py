@@ -215,10 +215,13 @@ class MemcpyNode(Node):
     @property
     def params(self) -> dict[str, Any]:
         p = self._query(self._graph._backend.ops.memcpy3d_params_type, "GraphMemcpyNodeGetParams")
-        return {"dst": self._addr(p.dstPtr.ptr), "src": self._addr(p.srcPtr.ptr),
-                "dst_pitch": p.dstPtr.pitch, "src_pitch": p.srcPtr.pitch,
-                "width": p.extent.width, "height": p.extent.height, "depth": p.extent.depth,
-                "kind": int(p.kind)}
+        from ..multidevice import with_copy_devices
+
+        # dst_device / src_device: the devices whose memory the operands are (None: host memory)
+        return with_copy_devices({"dst": self._addr(p.dstPtr.ptr), "src": self._addr(p.srcPtr.ptr),
+                                  "dst_pitch": p.dstPtr.pitch, "src_pitch": p.srcPtr.pitch,
+                                  "width": p.extent.width, "height": p.extent.height, "depth": p.extent.depth,
+                                  "kind": int(p.kind)}, self._graph._backend)
 
     def set_params(self, *, dst: Any, src: Any, count: int) -> None:  # type: ignore[override]
         """Make this a 1-D copy of ``count`` bytes from ``src`` to ``dst`` (in its graph)."""
@@ -302,9 +305,12 @@ class MemAllocNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
+        from ..multidevice import access_of
+
         p = self._query(self._graph._backend.ops.mem_alloc_params_type, "GraphMemAllocNodeGetParams")
+        # peers: the other devices given access (its access descriptors), as {device: access}
         return {"dptr": self._addr(p.dptr), "bytesize": p.bytesize,
-                "device": p.poolProps.location.id}
+                "device": p.poolProps.location.id, "peers": access_of(self._graph._backend, p)}
 
     @property
     def dptr(self) -> int:
@@ -521,40 +527,3 @@ NODE_CLASSES: dict[NodeType, type[Node]] = {
                                    KernelNode, ConditionalNode, ExternalSemaphoreSignalNode,
                                    ExternalSemaphoreWaitNode)
 }
-
-
-def _extended(cls: type["Node"], extra: Callable[[Any, dict[str, Any]], dict[str, Any]], doc: str) -> None:
-    """``cls.params`` (the generic readback first, else the typed getter) plus what ``extra(node,
-    params)`` adds -- for the generic and the typed readback alike (``typed_params`` compares them)."""
-    first = cls.__dict__["params"].fget
-
-    def wrap(getter: Callable[[Any], dict[str, Any]]) -> Callable[[Any], dict[str, Any]]:
-        def params(self: Any) -> dict[str, Any]:
-            return extra(self, getter(self))
-
-        params.__doc__ = doc
-        return params
-
-    outer = wrap(first)
-    setattr(outer, "__wrapped__", wrap(first.__wrapped__))
-    setattr(cls, "params", property(outer, doc=doc))
-
-
-def _copy_devices(node: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from ..multidevice import with_copy_devices
-
-    return with_copy_devices(params, node._graph._backend)
-
-
-def _alloc_peers(node: Any, params: dict[str, Any]) -> dict[str, Any]:
-    from ..multidevice import alloc_peers
-
-    params["peers"] = alloc_peers(node)
-    return params
-
-
-# Several devices: both devices of a copy, and the devices a graph allocation is shared with.
-_extended(MemcpyNode, _copy_devices, "The copy's parameters, with ``dst_device`` and ``src_device``: the "
-                                     "devices whose memory its operands are (None for host memory).")
-_extended(MemAllocNode, _alloc_peers, "The allocation's parameters, with ``peers``: the other devices given "
-                                      "access to it (its access descriptors), as {device: access}.")

@@ -161,6 +161,11 @@ def generic_params(node: "Node") -> dict[str, Any] | None:
     if rc:
         ops.error(rc, f"{ops.prefix}GraphNodeGetParams")  # clears the runtime's last error
         return None
+    if t is NodeType.MEMCPY or t is NodeType.MEM_ALLOC:  # what the typed getters add (several devices)
+        from ..multidevice import access_of, with_copy_devices
+
+        out = _DECODERS[t](node._graph, p)
+        return with_copy_devices(out, b) if t is NodeType.MEMCPY else {**out, "peers": access_of(b, p.alloc)}
     if t in _DECODERS:
         return _DECODERS[t](node._graph, p)
     return _DECODERS_OWNED[t](node._graph, p, node)

@@ -1,0 +1,514 @@
+"""Several devices (pygraphrt.multidevice): device scopes, properties, peer access, objects that know
+their device, ``device=`` on graph adds, copies and graphs across devices.
+
+The CPU tests run on the simulator with one device and with two (``tests.backends.simulator``:
+what ``PYGRAPHRT_SIM_DEVICES`` sets); what they check is pygraphrt's own (scopes, records, the
+checks made before the runtime) or the runtime's answers the simulator gives as CUDA documents them.
+The tests of real multi-device work (:class:`TestTwoDevices`) run twice: on the GPU (marked ``gpu``;
+they skip saying why with fewer than 2 GPUs, and fail then under ``PYGRAPHRT_REQUIRE_GPU=1``) and
+on a 2-device simulator, with Python twins of their kernels.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+import pygraphrt as rt
+from pygraphrt import errors, sim
+from pygraphrt.enums import CaptureStatus, NodeType
+
+from .backends import simulator
+from .conftest import require_devices
+
+# ============================================================================ kernels
+SOURCE = r"""
+extern "C" __global__ void tp_matvec(const int *a, const int *x, int *y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        int s = 0;
+        for (int c = 0; c < cols; ++c) s += a[r * cols + c] * x[c];
+        y[r] = s;
+    }
+}
+extern "C" __global__ void tp_accumulate(int *acc, const int *p0, const int *p1, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) acc[i] += p0[i] + p1[i];
+}
+extern "C" __global__ void md_copy(int *dst, const int *src, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = src[i];
+}
+"""
+SIGNATURES = {"tp_matvec": "const int *a, const int *x, int *y, int rows, int cols",
+              "tp_accumulate": "int *acc, const int *p0, const int *p1, int n",
+              "md_copy": "int *dst, const int *src, int n"}
+
+
+def _threads(ctx: Any, n: int) -> int:
+    return max(0, min(int(n), ctx.grid[0] * ctx.block[0]))
+
+
+# Python twins of the kernels above, for the simulator (each does the whole launch at once).
+@sim.register_kernel("tp_matvec")
+def _tp_matvec(ctx: Any, a: int, x: int, y: int, rows: int, cols: int) -> None:
+    r = _threads(ctx, rows)
+    matrix = ctx.array(a, "i4", rows * cols).reshape(rows, cols)
+    ctx.array(y, "i4", r)[:] = (matrix[:r].astype(np.int64) @ ctx.array(x, "i4", cols)).astype(np.int32)
+
+
+@sim.register_kernel("tp_accumulate")
+def _tp_accumulate(ctx: Any, acc: int, p0: int, p1: int, n: int) -> None:
+    k = _threads(ctx, n)
+    ctx.array(acc, "i4", k)[:] += ctx.array(p0, "i4", k) + ctx.array(p1, "i4", k)
+
+
+@sim.register_kernel("md_copy")
+def _md_copy(ctx: Any, dst: int, src: int, n: int) -> None:
+    k = _threads(ctx, n)
+    ctx.array(dst, "i4", k)[:] = ctx.array(src, "i4", k)
+
+
+def kernels() -> dict[str, Any]:
+    prog = rt.Program(SOURCE, name="multidevice_test.cu")
+    return {name: prog.kernel(name, signature=sig) for name, sig in SIGNATURES.items()}
+
+
+# ============================================================================ helpers
+@pytest.fixture
+def sim1() -> Iterator[Any]:
+    with simulator(1) as backend:
+        yield backend
+
+
+@pytest.fixture
+def sim2() -> Iterator[Any]:
+    with simulator(2) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def runtime_calls(backend: Any) -> Iterator[list[str]]:
+    """The names of the runtime calls made through ``backend.ops.call`` during the block."""
+    ops = backend.ops
+    seen: list[str] = []
+
+    def call(api: str, *args: Any) -> Any:
+        seen.append(api)
+        return type(ops).call(ops, api, *args)
+
+    ops.call = call
+    try:
+        yield seen
+    finally:
+        del ops.call
+
+
+def ints(buf: Any, n: int) -> np.ndarray:
+    return np.frombuffer(buf.to_bytes(4 * n), np.int32)
+
+
+# ============================================================================ one device (sim)
+def test_device_count_and_properties(sim1):
+    assert rt.device_count() == 1 == rt.multidevice.device_count()
+    p = rt.Device(0).properties()
+    assert isinstance(p, rt.DeviceProperties)
+    assert (p.ordinal, p.name, p.arch, p.compute_capability) == (0, "pygraphrt simulator (CPU) #0", "sm_90", (9, 0))
+    assert p.total_memory == sim1.runtime.memory.total_memory and p.multiprocessor_count == 1
+    assert len(p.uuid) == 36 and p.pci_bus_id == "0000:00:00.0"
+
+
+def test_ordinal_past_the_count_names_the_call_and_the_count(sim1):
+    for what, call in [("Device.__enter__", lambda: rt.Device(1).__enter__()),
+                       ("Device.properties", lambda: rt.Device(3).properties()),
+                       ("Device.enable_peer_access", lambda: rt.Device(0).enable_peer_access(1)),
+                       ("Device.p2p_attributes", lambda: rt.Device(5).p2p_attributes(0)),
+                       ("MemPool.set_access", lambda: rt.MemPool().set_access(2))]:
+        with pytest.raises(errors.InvalidDevice) as e:
+            call()
+        assert e.value.api == what and "reports 1 device(s)" in str(e.value), str(e.value)
+    assert rt.current_device() == rt.Device(0)
+
+
+def test_scope_on_the_current_device_switches_nothing(sim1):
+    with runtime_calls(sim1) as calls:
+        with rt.Device(0) as d:
+            assert d == rt.Device(0)
+    assert "SetDevice" not in calls and calls.count("GetDevice") == 2  # (entry, exit)
+
+
+def test_device_keyword_costs_nothing_when_absent_and_no_switch_when_current(sim1):
+    buf = rt.malloc(256)
+    g = rt.Graph()
+    with runtime_calls(sim1) as calls:
+        g.add_memset(buf, 1, 256)
+        g.add_memcpy(buf, bytearray(16), 16)
+    assert calls == []  # device=None: not even a query of the current device
+    with runtime_calls(sim1) as calls:
+        n = g.add_memset(buf, 2, 256, device=0)
+    assert calls == ["GetDevice"]  # current already: no switch
+    assert n.device == 0
+
+
+def test_objects_know_their_device(sim1):
+    s, e, buf, pool = rt.Stream(), rt.Event(), rt.malloc(64), rt.MemPool()
+    ab = s.malloc_async(64)
+    g = rt.Graph()
+    alloc = g.add_mem_alloc(64)
+    assert (s.device, e.device, buf.device, pool.device, ab.device, alloc.device) == (0, 0, 0, 0, 0, 0)
+    assert rt.Stream.legacy_default().device == 0
+    assert g.add_memset(buf, 0, 64).device is None  # made without device=: not recorded
+    ab.free(s)
+    s.synchronize()
+
+
+def test_self_peer_access_is_the_runtimes_invalid_device_naming_both(sim1):
+    with pytest.raises(errors.InvalidDevice) as e:
+        rt.Device(0).enable_peer_access(0)
+    assert e.value.name == "cudaErrorInvalidDevice" and "device 0 and its peer are the same device" in str(e.value)
+    with pytest.raises(errors.InvalidDevice):
+        rt.Device(0).can_access_peer(0)
+    assert rt.Device(0).peer_access_enabled(0)  # a device always reaches its own memory
+
+
+def test_refused_device_keyword_leaves_no_node(sim1):
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    for call in (lambda: g.add_memset(buf, 0, 64, device=1), lambda: g.add_mem_alloc(64, device=2),
+                 lambda: g.add_mem_alloc(64, peers=[7]), lambda: g.add_memcpy(buf, buf, 64, device=9)):
+        with pytest.raises(errors.InvalidDevice):
+            call()
+    with pytest.raises(errors.InvalidValue):
+        g.add_memset(buf, 0, 64, device="one")
+    assert len(g) == 0 and rt.current_device() == rt.Device(0)
+
+
+# ============================================================================ two devices (sim)
+def test_scope_restores_the_previous_device_also_when_the_block_raises(sim2):
+    assert rt.current_device() == rt.Device(0)
+    with pytest.raises(KeyError):
+        with rt.Device(1):
+            assert rt.current_device() == rt.Device(1)
+            raise KeyError("inside")
+    assert rt.current_device() == rt.Device(0)
+    with rt.Device(1):  # nested, and a block that switched devices itself
+        with rt.Device(0):
+            rt.Device(1).set_current()
+        assert rt.current_device() == rt.Device(1)
+    assert rt.current_device() == rt.Device(0)
+
+
+def test_scopes_are_per_thread(sim2):
+    seen: list[Any] = []
+    entered, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with rt.Device(1):
+            seen.append(rt.current_device())
+            entered.set()
+            release.wait(10)
+        seen.append(rt.current_device())
+
+    t = threading.Thread(target=other)
+    t.start()
+    assert entered.wait(10)
+    assert rt.current_device() == rt.Device(0)  # the other thread's scope is its own
+    release.set()
+    t.join(10)
+    assert seen == [rt.Device(1), rt.Device(0)]
+
+
+def test_peer_access_second_enable_is_success_and_the_record_is_pygraphrts(sim2):
+    d0, d1 = rt.Device(0), rt.Device(1)
+    assert d0.can_access_peer(1) and d1.can_access_peer(d0)
+    assert not d0.peer_access_enabled(1)
+    d0.enable_peer_access(1)
+    d0.enable_peer_access(d1)  # the runtime's PeerAccessAlreadyEnabled: success here
+    assert d0.peer_access_enabled(1) and not d1.peer_access_enabled(0)
+    assert rt.current_device() == d0
+    with rt.Device(1):
+        d0.disable_peer_access(1)  # made with device 0 current, device 1 current again after
+        assert rt.current_device() == d1
+    assert not d0.peer_access_enabled(1)
+    with pytest.raises(errors.GraphRTError) as e:
+        d0.disable_peer_access(1)
+    assert e.value.name == "cudaErrorPeerAccessNotEnabled"
+    a = d0.p2p_attributes(1)
+    assert a == rt.P2PAttributes(performance_rank=0, access_supported=True, native_atomic_supported=True,
+                                 array_access_supported=False)
+
+
+def test_objects_know_their_device_on_device_1(sim2):
+    with rt.Device(1):
+        s, e, buf, pool = rt.Stream(), rt.Event(), rt.malloc(64), rt.MemPool()
+        ab = s.malloc_async(64)
+        assert rt.Stream.legacy_default().device == 1  # the current device's
+    wrapped = rt.Stream.wrap(int(s))
+    assert (s.device, e.device, buf.device, pool.device, ab.device, wrapped.device) == (1, 1, 1, 1, 1, 1)
+    assert rt.multidevice.pointer_device(buf) == 1 and rt.multidevice.pointer_device(bytearray(8)) is None
+    ab.free(s)
+    s.synchronize()
+
+
+def test_event_of_another_device_is_refused_before_the_runtime(sim2):
+    s0 = rt.Stream()
+    with rt.Device(1):
+        e1 = rt.Event()
+    with runtime_calls(sim2) as calls, pytest.raises(errors.InvalidResourceHandle) as e:
+        s0.record(e1)
+    assert "EventRecord" not in calls
+    assert "event belongs to device 1 and the stream to device 0" in str(e.value)
+    s0.wait(e1)  # a wait may use another device's event
+    # refused inside a capture: no node, and the capture does not stay running
+    with pytest.raises(errors.InvalidResourceHandle):
+        with s0.capture():
+            s0.record(e1)
+    assert s0.capture_status() is CaptureStatus.NONE
+
+
+def test_device_keyword_switches_restores_and_records(sim2):
+    buf0 = rt.malloc(64)
+    with rt.Device(1):
+        buf1 = rt.malloc(64)
+    g = rt.Graph()
+    with runtime_calls(sim2) as calls:
+        n = g.add_memset(buf1, 5, 64, device=1)
+    assert calls == ["GetDevice", "SetDevice", "SetDevice"] and rt.current_device() == rt.Device(0)
+    assert n.device == 1
+    c = g.add_memcpy(buf0, buf1, 64, dependencies=[n], device=rt.Device(0))
+    assert c.device == 0
+    p = c.params
+    assert (p["dst_device"], p["src_device"]) == (0, 1)
+    h = g.add_memcpy(bytearray(8), buf1, 8)
+    assert (h.params["dst_device"], h.params["src_device"]) == (None, 1)
+    s = rt.Stream()
+    g.instantiate().launch(s)
+    s.synchronize()
+    assert buf0.to_bytes() == bytes([5]) * 64
+
+
+def test_mem_alloc_peers_fill_the_access_descriptors(sim2):
+    g = rt.Graph()
+    a = g.add_mem_alloc(256, device=1, peers=[0, 1])
+    assert a.device == 1 and a.params["device"] == 1
+    assert a.params["peers"] == {0: "read_write"}  # (its own device has access: not listed)
+    assert g.add_mem_alloc(256).params["peers"] == {}
+    assert rt.current_device() == rt.Device(0)
+
+
+def test_pool_access(sim2):
+    with rt.Device(1):
+        pool = rt.MemPool()
+    assert pool.device == 1 and rt.MemPool(device=1).device == 1
+    assert pool.access(1) == "read_write" and pool.access(0) == "none"
+    pool.set_access(0, "read")
+    assert pool.access(0) == "read"
+    pool.set_access(rt.Device(0))
+    assert pool.access(0) == "read_write"
+    with pytest.raises(errors.InvalidValue):
+        pool.set_access(0, "write")
+
+
+def test_kernel_argument_of_a_device_without_peer_access_is_refused(sim2):
+    k = kernels()["md_copy"]
+    buf0 = rt.malloc(64)
+    with rt.Device(1):
+        buf1 = rt.malloc(64)
+    g = rt.Graph()
+    with pytest.raises(errors.InvalidValue) as e:
+        g.add_kernel(k, 1, 16, (buf0, buf1, 16), device=0)
+    assert "argument 1" in str(e.value) and "device 1's memory" in str(e.value)
+    assert len(g) == 0
+    rt.Device(0).enable_peer_access(1)
+    try:
+        assert g.add_kernel(k, 1, 16, (buf0, buf1, 16), device=0).device == 0
+    finally:
+        rt.Device(0).disable_peer_access(1)
+
+
+def test_exec_update_cannot_move_a_kernel_node_to_another_device(sim2):
+    k = kernels()["md_copy"]
+    with rt.Device(1):
+        a, b = rt.malloc(64), rt.malloc(64)
+    g1, g2 = rt.Graph(), rt.Graph()
+    g1.add_kernel(k, 1, 16, (a, b, 16), device=1)
+    rt.Device(0).enable_peer_access(1)
+    try:
+        g2.add_kernel(k, 1, 16, (a, b, 16), device=0)
+    finally:
+        rt.Device(0).disable_peer_access(1)
+    exe = g1.instantiate()
+    with pytest.raises(errors.GraphExecUpdateError) as e:
+        exe.update(g2)
+    assert "device 1 in the executable graph and on device 0 in the new graph" in str(e.value)
+    g3 = rt.Graph()
+    g3.add_kernel(k, 1, 16, (b, a, 16), device=1)
+    exe.update(g3)  # the same device: the runtime's update
+
+
+# ============================================================================ two devices: real work
+@pytest.fixture(params=[pytest.param("gpu", marks=pytest.mark.gpu), "sim"])
+def two_devices(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The backend of a 2-device test: the GPU (skipping, or failing under
+    PYGRAPHRT_REQUIRE_GPU=1, with fewer than 2) or a simulator with 2 devices."""
+    if request.param == "sim":
+        with simulator(2) as backend:
+            yield backend
+        return
+    from pygraphrt import _runtime
+
+    backend = _runtime.active()
+    require_devices(2, backend)
+    yield backend
+
+
+R, C = 256, 128  # the matrix of the tensor-parallel step; each device takes C // 2 columns
+H = C // 2
+
+
+class TensorParallelStep:
+    """y = A @ x with A's columns split over devices 0 and 1: each computes its partial product,
+    device 1's partial is copied to device 0, which adds both into ``acc`` (so that after N
+    replays acc = N * A @ x: every replay counts)."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(40)
+        self.a = rng.integers(-9, 10, size=(R, C), dtype=np.int32)
+        self.x = rng.integers(-9, 10, size=C, dtype=np.int32)
+        self.k = kernels()
+        self.s0, self.e_fork = rt.Stream(), rt.Event()  # device 0's
+        self.acc, self.p0, self.from1 = rt.malloc(4 * R), rt.malloc(4 * R), rt.malloc(4 * R)
+        self.a0, self.x0 = rt.malloc(4 * R * H), rt.malloc(4 * H)
+        self.a0.copy_from(np.ascontiguousarray(self.a[:, :H]))
+        self.x0.copy_from(self.x[:H].copy())
+        with rt.Device(1):  # device 1's stream, event and buffers
+            self.s1, self.e_join = rt.Stream(), rt.Event()
+            self.a1, self.x1, self.p1 = rt.malloc(4 * R * H), rt.malloc(4 * H), rt.malloc(4 * R)
+            self.a1.copy_from(np.ascontiguousarray(self.a[:, H:]))
+            self.x1.copy_from(self.x[H:].copy())
+        self.acc.copy_from(bytes(4 * R))
+
+    @property
+    def expected(self) -> np.ndarray:
+        return (self.a.astype(np.int64) @ self.x).astype(np.int32)
+
+    def issue(self) -> None:
+        """The step's work on the two streams (fork to device 1 and join back)."""
+        k, grid = self.k, (R + 127) // 128
+        self.s0.record(self.e_fork)
+        self.s1.wait(self.e_fork)  # device 1 waits on device 0's event
+        self.s0.launch(k["tp_matvec"], grid, 128, self.a0, self.x0, self.p0, R, H)
+        with rt.Device(1):
+            self.s1.launch(k["tp_matvec"], grid, 128, self.a1, self.x1, self.p1, R, H)
+            self.s1.memcpy(self.from1, self.p1, 4 * R)  # the partial to device 0
+            self.s1.record(self.e_join)  # device 1's event on device 1's stream
+        self.s0.wait(self.e_join)
+        self.s0.launch(k["tp_accumulate"], grid, 128, self.acc, self.p0, self.from1, R)
+
+    def build(self) -> Any:
+        """The same step as an explicit graph, each node on its device."""
+        k, grid = self.k, (R + 127) // 128
+        g = rt.Graph()
+        m0 = g.add_kernel(k["tp_matvec"], grid, 128, (self.a0, self.x0, self.p0, R, H), device=0)
+        m1 = g.add_kernel(k["tp_matvec"], grid, 128, (self.a1, self.x1, self.p1, R, H), device=1)
+        cp = g.add_memcpy(self.from1, self.p1, 4 * R, dependencies=[m1], device=1)
+        g.add_kernel(k["tp_accumulate"], grid, 128, (self.acc, self.p0, self.from1, R),
+                     dependencies=[m0, cp], device=0)
+        assert (m0.device, m1.device, cp.device) == (0, 1, 1)
+        assert (cp.params["dst_device"], cp.params["src_device"]) == (0, 1)
+        return g
+
+    def replay(self, graph: Any, times: int) -> np.ndarray:
+        exe = graph.instantiate()
+        for _ in range(times):
+            exe.launch(self.s0)
+        self.s0.synchronize()
+        return ints(self.acc, R)
+
+
+@pytest.mark.devices(2)
+class TestTwoDevices:
+    def test_tensor_parallel_step_captured_once_replayed_1000_times(self, two_devices):
+        step = TensorParallelStep()
+        step.issue()  # eagerly once: the single step's result
+        step.s0.synchronize()
+        assert np.array_equal(ints(step.acc, R), step.expected)
+        step.acc.copy_from(bytes(4 * R))
+        with step.s0.capture() as cap:
+            step.issue()
+        assert step.s1.capture_status() is CaptureStatus.NONE
+        devices = {n.type: n for n in cap.graph.nodes()}
+        assert devices[NodeType.MEMCPY].params["src_device"] == 1
+        assert np.array_equal(step.replay(cap.graph, 1000), 1000 * step.expected.astype(np.int64))
+        assert rt.current_device() == rt.Device(0)
+
+    def test_tensor_parallel_step_built_explicitly(self, two_devices):
+        step = TensorParallelStep()
+        assert np.array_equal(step.replay(step.build(), 1000), 1000 * step.expected.astype(np.int64))
+        assert rt.current_device() == rt.Device(0)
+
+    def test_graph_memory_on_device_1_read_by_a_kernel_on_device_0(self, two_devices):
+        k = kernels()["md_copy"]
+        n = 1024
+        out = rt.malloc(4 * n)
+        g = rt.Graph()
+        alloc = g.add_mem_alloc(4 * n, device=1, peers=[0])
+        assert alloc.params["peers"] == {0: "read_write"}
+        fill = g.add_memset(alloc.dptr, 0x5A, 4 * n, dependencies=[alloc], device=1)
+        read = g.add_kernel(k, n // 128, 128, (out, alloc.dptr, n), dependencies=[fill], device=0)
+        g.add_mem_free(alloc, dependencies=[read], device=1)
+        s = rt.Stream()
+        g.instantiate().launch(s)
+        s.synchronize()
+        assert out.to_bytes() == bytes([0x5A]) * (4 * n)
+
+    @pytest.mark.parametrize("size", [1, 4096, 64 << 20])
+    def test_peer_copies(self, two_devices, size):
+        data = np.random.default_rng(size).integers(0, 256, size=size, dtype=np.uint8).tobytes()
+        src = rt.malloc(size)
+        src.copy_from(data)
+        s0 = rt.Stream()
+        with rt.Device(1):
+            mid, s1 = rt.malloc(size), rt.Stream()
+        back = rt.malloc(size)
+        s0.memcpy(mid, src, size)  # eager, device 0 -> 1
+        s0.synchronize()
+        assert mid.to_bytes() == data
+        with s1.capture() as cap:  # captured, device 1 -> 0
+            s1.memcpy(back, mid, size)
+        (node,) = cap.graph.nodes()
+        assert (node.params["dst_device"], node.params["src_device"]) == (0, 1)
+        cap.graph.instantiate().launch(s1)
+        s1.synchronize()
+        assert back.to_bytes() == data
+        g = rt.Graph()  # explicit, device 1 -> 0 again, into a zeroed buffer
+        back.copy_from(bytes(size))
+        g.add_memcpy(back, mid, size, device=1)
+        g.instantiate().launch(s0)
+        s0.synchronize()
+        assert back.to_bytes() == data
+
+    def test_capture_fork_join_across_devices_with_events_of_their_streams_devices(self, two_devices):
+        n = 4096
+        s0, fork, b0 = rt.Stream(), rt.Event(), rt.malloc(n)
+        with rt.Device(1):
+            s1, join, b1 = rt.Stream(), rt.Event(), rt.malloc(n)
+        with s0.capture() as cap:
+            s0.memset(b0, 1, n)
+            s0.record(fork)
+            s1.wait(fork)
+            with rt.Device(1):
+                s1.memset(b1, 2, n)
+                s1.memcpy(b0, b1, n // 2)  # after both memsets: the left half from device 1
+                s1.record(join)
+            s0.wait(join)
+        g = cap.graph
+        assert len(g) == 3
+        g.instantiate().launch(s0)
+        s0.synchronize()
+        assert b0.to_bytes() == bytes([2]) * (n // 2) + bytes([1]) * (n // 2)
+        assert b1.to_bytes() == bytes([2]) * n
