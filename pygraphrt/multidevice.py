@@ -95,6 +95,12 @@ def checked_ordinal(backend: Any, device: Any, what: str) -> int:
     return d
 
 
+def device_exists(backend: Any, device: Any, what: str) -> bool:
+    """Whether ``device`` (a Device or an int: InvalidValue for anything else) is one of the
+    runtime's devices."""
+    return _ordinal(device, what) < _count(backend)
+
+
 def current(backend: Any) -> int:
     """This thread's current device (``GetDevice``)."""
     cell = backend.ffi.new("int *")

@@ -178,10 +178,13 @@ def test_self_peer_access_is_the_runtimes_invalid_device_naming_both(sim1):
 def test_refused_device_keyword_leaves_no_node(sim1):
     buf = rt.malloc(64)
     g = rt.Graph()
-    for call in (lambda: g.add_memset(buf, 0, 64, device=1), lambda: g.add_mem_alloc(64, device=2),
-                 lambda: g.add_mem_alloc(64, peers=[7]), lambda: g.add_memcpy(buf, buf, 64, device=9)):
+    for call in (lambda: g.add_memset(buf, 0, 64, device=1), lambda: g.add_mem_alloc(64, peers=[7]),
+                 lambda: g.add_memcpy(buf, buf, 64, device=9)):
         with pytest.raises(errors.InvalidDevice):
             call()
+    with pytest.raises(errors.InvalidValue) as e:  # the runtime's answer (a location naming no device)
+        g.add_mem_alloc(64, device=2)
+    assert e.value.name == "cudaErrorInvalidValue"
     with pytest.raises(errors.InvalidValue):
         g.add_memset(buf, 0, 64, device="one")
     assert len(g) == 0 and rt.current_device() == rt.Device(0)
@@ -512,3 +515,30 @@ class TestTwoDevices:
         s0.synchronize()
         assert b0.to_bytes() == bytes([2]) * (n // 2) + bytes([1]) * (n // 2)
         assert b1.to_bytes() == bytes([2]) * n
+
+
+# ============================================================================ vendor tables
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "hip6", "hip7"])
+def test_vendor_tables_name_the_bindings_own_members(binding):
+    """The several-device names resolve in each binding, with the vendor's own enum values
+    (cudaDevP2PAttr counts from 1, hipDeviceP2PAttr from 0) and struct types."""
+    import importlib
+
+    from pygraphrt._vendors import CudaVendor, HipVendor
+
+    pkg = importlib.import_module(f"pygraphrt._bindings.{binding}")
+    symbols = importlib.import_module(f"pygraphrt._bindings.{binding}.symbols")
+    cls = HipVendor if binding.startswith("hip") else CudaVendor
+    ops = cls(pkg.ffi, pkg.ffi.dlopen(None), binding, symbols)
+    ranks = {name: int(getattr(ops.lib, member)) for name, member in ops.p2p_attributes.items()}
+    first = 0 if binding.startswith("hip") else 1
+    assert ranks == {"performance_rank": first, "access_supported": first + 1,
+                     "native_atomic_supported": first + 2, "array_access_supported": first + 3}
+    for ctype in (ops.pointer_attributes_type, ops.mem_access_desc_type, ops.mem_access_flags_type):
+        assert pkg.ffi.sizeof(ctype) > 0
+    descs = ops.access_descs([1, 3])
+    assert [(d.location.id, d.flags) for d in descs] == [(1, ops.const("MemAccessFlagsProtReadWrite"))] * 1 + \
+        [(3, ops.const("MemAccessFlagsProtReadWrite"))]
+    for fn in ("DeviceCanAccessPeer", "DeviceEnablePeerAccess", "DeviceDisablePeerAccess", "DeviceGetP2PAttribute",
+               "PointerGetAttributes", "MemPoolSetAccess", "MemPoolGetAccess", "StreamGetDevice"):
+        assert ops.prefix + fn in symbols.API_SYMBOLS, fn

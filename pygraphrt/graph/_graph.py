@@ -528,11 +528,13 @@ class Graph(Owned):
         the node's ``dptr`` is the address.  ``peers``: devices whose nodes may read and write
         the memory too (the allocation's access descriptors)."""
         b = self._backend
+        switch = False
         if device is not None or peers is not None:
-            from ..multidevice import checked_ordinal
+            from ..multidevice import checked_ordinal, device_exists
 
-            if device is not None:
-                device = checked_ordinal(b, device, "Graph.add_mem_alloc")
+            # A device that does not exist is the runtime's to refuse here (InvalidValue: the
+            # location it is given names none), as it was before device= switched devices.
+            switch = device is not None and device_exists(b, device, "Graph.add_mem_alloc")
             peer_list = [checked_ordinal(b, d, "Graph.add_mem_alloc") for d in
                          _listed(peers, "peers", "devices")]
         p = b.ffi.new(f"{b.ops.mem_alloc_params_type} *")
@@ -544,7 +546,7 @@ class Graph(Owned):
             if others:
                 p.accessDescs = descs
                 p.accessDescCount = len(others)
-        if device is not None:
+        if switch:
             return _placed(self, device, "add_mem_alloc", lambda: self._add(
                 "GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode))  # type: ignore[return-value]
         node = self._add("GraphAddMemAllocNode", dependencies, edges, p, cls=MemAllocNode)
