@@ -167,9 +167,17 @@ class Device:
         self._backend.ops.call("DeviceGraphMemTrim", self.ordinal)
 
 
-def _current_ordinal(backend: Any) -> int:
+def _current_ordinal(backend: Any) -> int | None:
+    """The current device, recorded by the objects made on it; None where the runtime has no
+    ``GetDevice`` (the stand-in runtimes of the CPU tests: tests/fakecuda)."""
+    try:
+        fn = backend.ops.fn("GetDevice")
+    except errors.NotSupported:
+        return None
     cur = backend.ffi.new("int *")
-    backend.ops.call("GetDevice", cur)
+    rc = fn(cur)
+    if rc:
+        raise backend.ops.error(rc, backend.ops.prefix + "GetDevice")
     return int(cur[0])
 
 
@@ -630,7 +638,8 @@ class DeviceBuffer(DeviceMemory, Owned):
         _checked(backend, "malloc", "Malloc", out, size)
         super().__init__(backend, out[0], True)
         self.size = size
-        self.device = _current_ordinal(backend)  # the device whose memory it is (the current one)
+        # the device whose memory it is (the current one; None where the runtime cannot tell)
+        self.device: int | None = _current_ordinal(backend)
         self._address = int(backend.ffi.cast("uintptr_t", out[0]))  # while _handle is not None
 
     def copy_from(self, data: Any, stream: Stream | None = None) -> None:

@@ -292,8 +292,9 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
 
 def node_device(node: Any) -> int | None:
     """Where a graph node runs: the device given with ``device=`` when it was made (pygraphrt's
-    record), else a graph allocation's device (from the runtime); else None -- a node made
-    without ``device=`` runs on the device that was current then, which pygraphrt does not
+    record), else a graph allocation's device, else the device of the node's context where the
+    runtime reports it (CUDA >= 13.2: ``cudaGraphNodeGetParams``' ``ctx``); else None -- a node
+    made without ``device=`` runs on the device that was current then, which pygraphrt does not
     record (that would cost every node of a one-device graph a runtime call)."""
     handle = node.handle  # raises once the node or its graph is gone
     table = node._graph.__dict__.get("_node_devices")
@@ -301,9 +302,10 @@ def node_device(node: Any) -> int | None:
         return int(table[handle])
     from .enums import NodeType
 
-    if node.type is NodeType.MEM_ALLOC:
+    t = node.type
+    if t is NodeType.MEM_ALLOC:
         return int(node.params["device"])
-    return None
+    return node._graph._backend.ops.node_context_device(handle, t)
 
 
 def with_copy_devices(params: dict[str, Any], backend: Any) -> dict[str, Any]:

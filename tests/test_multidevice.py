@@ -248,8 +248,8 @@ def test_peer_access_second_enable_is_success_and_the_record_is_pygraphrts(sim2)
 def test_objects_know_their_device_on_device_1(sim2):
     with rt.Device(1):
         s, e, buf, pool = rt.Stream(), rt.Event(), rt.malloc(64), rt.MemPool()
-        ab = s.malloc_async(64)
         assert rt.Stream.legacy_default().device == 1  # the current device's
+    ab = s.malloc_async(64)  # from the pool of the stream's device, whichever is current
     wrapped = rt.Stream.wrap(int(s))
     assert (s.device, e.device, buf.device, pool.device, ab.device, wrapped.device) == (1, 1, 1, 1, 1, 1)
     assert rt.multidevice.pointer_device(buf) == 1 and rt.multidevice.pointer_device(bytearray(8)) is None
@@ -278,6 +278,9 @@ def test_device_keyword_switches_restores_and_records(sim2):
     with rt.Device(1):
         buf1 = rt.malloc(64)
     g = rt.Graph()
+    with pytest.raises(errors.InvalidValue):  # refused by the runtime with device 1 current
+        g.add_memset(buf1, 5, 4096, device=1)
+    assert len(g) == 0 and rt.current_device() == rt.Device(0)
     with runtime_calls(sim2) as calls:
         n = g.add_memset(buf1, 5, 64, device=1)
     assert calls == ["GetDevice", "SetDevice", "SetDevice"] and rt.current_device() == rt.Device(0)
@@ -468,6 +471,15 @@ class TestTwoDevices:
         g.instantiate().launch(s)
         s.synchronize()
         assert out.to_bytes() == bytes([0x5A]) * (4 * n)
+
+    def test_node_device_without_the_keyword_from_the_runtime_where_it_tells(self, two_devices):
+        with rt.Device(1):
+            buf = rt.malloc(64)
+            g = rt.Graph()
+            node = g.add_memset(buf, 1, 64)  # no device=: made with device 1 current
+        ops = two_devices.ops
+        tells = ops.has(f"{ops.prefix}GraphNodeGetParams") and ops.has(f"{ops.prefix}ExecutionCtxGetDevice")
+        assert node.device == (1 if tells else None)
 
     @pytest.mark.parametrize("size", [1, 4096, 64 << 20])
     def test_peer_copies(self, two_devices, size):

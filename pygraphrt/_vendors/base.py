@@ -826,6 +826,11 @@ class Vendor:
             return None
         return int(attrs.device)
 
+    def node_context_device(self, node: Any, node_type: NodeType) -> int | None:
+        """The device of the context a graph node runs in, where the runtime tells (None here:
+        :class:`.cuda.CudaVendor` asks CUDA >= 13.2)."""
+        return None
+
     def access_descs(self, devices: list[int]) -> Any:
         """A C array of read-write access descriptors for ``devices`` (memory-access descriptors
         of graph allocations and pools: same fields on CUDA and HIP)."""

@@ -387,6 +387,32 @@ class CudaVendor(Vendor):
     def _arch_of(self, prop: Any) -> str:
         return f"sm_{prop.major}{prop.minor}"
 
+    # The node-params members that carry the node's context (cudaGraphNodeParams, CUDA 13).
+    _CONTEXT_MEMBERS = {NodeType.KERNEL: "kernel", NodeType.MEMSET: "memset", NodeType.MEMCPY: "memcpy",
+                        NodeType.EVENT_RECORD: "eventRecord"}
+
+    def node_context_device(self, node: Any, node_type: NodeType) -> int | None:
+        """The device of a node's context: ``cudaGraphNodeGetParams``' ``ctx`` (13.2) through
+        ``cudaExecutionCtxGetDevice`` (13.1), where the runtime has both and reports a context."""
+        member = self._CONTEXT_MEMBERS.get(node_type)
+        if member is None or not (self.has(f"{self.prefix}GraphNodeGetParams")
+                                  and self.has(f"{self.prefix}ExecutionCtxGetDevice")):
+            return None
+        p = self.ffi.new(f"{self.node_params_type} *")
+        rc = self.fn("GraphNodeGetParams")(node, p)
+        if rc:
+            self.error(rc, f"{self.prefix}GraphNodeGetParams")  # (clears the last-error slot)
+            return None
+        ctx = getattr(p, member).ctx
+        if ctx == self.ffi.NULL:
+            return None
+        out = self.ffi.new("int *")
+        rc = self.fn("ExecutionCtxGetDevice")(out, ctx)
+        if rc:
+            self.error(rc, f"{self.prefix}ExecutionCtxGetDevice")
+            return None
+        return int(out[0])
+
     # -- kernels ------------------------------------------------------------------
     # Library kernels (cudaKernel_t) go through the runtime API, which takes them
     # as ``const void *`` everywhere (seen on the 12.9 and 13.0 runtimes).  Foreign
