@@ -91,8 +91,9 @@ def host_fields(backend: Any, target: Any, fn: Callable[[], Any], sink: Any) -> 
     return payload
 
 
-def alloc_fields(backend: Any, target: Any, size: int, device: int | None) -> None:
-    """Write graph-memory allocation parameters: pinned device memory of ``size`` bytes."""
+def alloc_fields(backend: Any, target: Any, size: int, device: Any) -> None:
+    """Write graph-memory allocation parameters: pinned device memory of ``size`` bytes on
+    ``device`` (a Device or an ordinal; None: the current device)."""
     ops = backend.ops
     if device is None:
         cur = backend.ffi.new("int *")
