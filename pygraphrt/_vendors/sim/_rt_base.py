@@ -97,6 +97,10 @@ class RuntimeBase:
         # Calls a real runtime would have undefined behaviour for (SimError.undefined): (api, why),
         # the latest ones (see pygraphrt.sim.undefined_calls)
         self.undefined: collections.deque[tuple[str, str]] = collections.deque(maxlen=1000)
+        # (device, peer) pairs whose peer access is enabled (the runtime's per-context record)
+        self.peer_pairs: set[tuple[int, int]] = set()
+        # (pool handle, device) -> cudaMemAccessFlags granted by cudaMemPoolSetAccess
+        self.pool_access: dict[tuple[int, int], int] = {}
 
     def set_order(self, mode: str, seed: int | None = None) -> None:
         """``"creation"``: ready nodes run in creation order; ``"random"``: a random valid order."""

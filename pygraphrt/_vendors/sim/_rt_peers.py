@@ -31,22 +31,6 @@ class PeerSection(RuntimeBase):
     """Several-device calls: peer access, peer-to-peer attributes, pointer attributes, pool
     access and a stream's device."""
 
-    @property
-    def _peers(self) -> set[tuple[int, int]]:
-        """(device, peer) pairs whose peer access is enabled (the runtime's per-context record)."""
-        peers: set[tuple[int, int]] | None = self.__dict__.get("_peer_pairs")
-        if peers is None:
-            peers = self.__dict__["_peer_pairs"] = set()
-        return peers
-
-    @property
-    def _pool_access(self) -> dict[tuple[int, int], int]:
-        """(pool handle, device) -> cudaMemAccessFlags granted by cudaMemPoolSetAccess."""
-        table: dict[tuple[int, int], int] | None = self.__dict__.get("_pool_access_table")
-        if table is None:
-            table = self.__dict__["_pool_access_table"] = {}
-        return table
-
     def _pair(self, d: int, peer: int, what: str) -> None:
         self._device(d)
         self._device(peer)
@@ -62,16 +46,16 @@ class PeerSection(RuntimeBase):
             raise SimError("InvalidValue", f"cudaDeviceEnablePeerAccess: flags must be 0, got {flags}")
         d = self.thread.device
         self._pair(d, peer, "cudaDeviceEnablePeerAccess")
-        if (d, peer) in self._peers:
+        if (d, peer) in self.peer_pairs:
             raise SimError("PeerAccessAlreadyEnabled", f"device {d} has peer access to device {peer} already")
-        self._peers.add((d, peer))
+        self.peer_pairs.add((d, peer))
 
     def cudaDeviceDisablePeerAccess(self, peer: int) -> None:
         d = self.thread.device
         self._pair(d, peer, "cudaDeviceDisablePeerAccess")
-        if (d, peer) not in self._peers:
+        if (d, peer) not in self.peer_pairs:
             raise SimError("PeerAccessNotEnabled", f"device {d} has no peer access to device {peer} to disable")
-        self._peers.discard((d, peer))
+        self.peer_pairs.discard((d, peer))
 
     def cudaDeviceGetP2PAttribute(self, out: Any, attr: int, d: int, peer: int) -> None:
         self._pair(d, peer, "cudaDeviceGetP2PAttribute")
@@ -121,7 +105,7 @@ class PeerSection(RuntimeBase):
                                                 "reads and writes its memory")
             changes.append((d, flags))
         for d, flags in changes:
-            self._pool_access[(p.handle, d)] = flags
+            self.pool_access[(p.handle, d)] = flags
 
     def cudaMemPoolGetAccess(self, out: Any, pool: Any, loc: Any) -> None:
         p = self._pool(pool)
@@ -129,7 +113,7 @@ class PeerSection(RuntimeBase):
         if d == p.device:
             out[0] = ACCESS["cudaMemAccessFlagsProtReadWrite"]
         else:
-            out[0] = self._pool_access.get((p.handle, d), ACCESS["cudaMemAccessFlagsProtNone"])
+            out[0] = self.pool_access.get((p.handle, d), ACCESS["cudaMemAccessFlagsProtNone"])
 
     def cudaStreamGetDevice(self, stream: Any, out: Any) -> None:
         out[0] = self._stream(stream).device
