@@ -5,7 +5,12 @@ The same random programs the GPU test runs against ``cuda`` and ``sim`` run here
 through the same :func:`differential.compare` the GPU test uses.  Equal traces prove the
 interpreter deterministic and its masks of undetermined bytes sound for every order the
 graph allows; the figures prove the programs reach far enough to matter (launches with data
-compared, exceptions raised, captures ended).  The regression programs run here too.
+compared, exceptions raised, captures ended).
+
+The regression programs (counterexamples the GPU found) are held to the GPU's recorded outcomes:
+each runs on ``sim`` and its trace must equal the trace every committed record
+(tests/expected/regressions-<vendor>-<runtime>.json, written on the GPU machine by
+tests/gpu/test_sim_differential.py::test_record_regression_outcomes) holds for it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from . import differential as D
+from . import regression_record as R
 
 EXAMPLES = 100
 
@@ -28,7 +34,7 @@ def _check(program: tuple, stats: dict[str, int] | None = None) -> list:
     a, b = D.compare(program, "sim", "sim", order_b=_order(program), stats=stats)
     diff = D.first_difference(a, b)
     assert diff is None, f"sim vs sim (random order) differ for {program!r}\n{diff}"
-    py = [entry for entry in repr(a).split("'err', '")[1:] if entry.startswith("py:")]
+    py = R.internal_errors(a)
     assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) in {program!r}:\n{a!r}"
     return a
 
@@ -67,9 +73,54 @@ def test_random_programs_sim_vs_sim():
     assert figures["data_masked"] >= 0.06 * n, figures    # undetermined bytes were masked
 
 
-@pytest.mark.parametrize("program", [p for _, p in D.REGRESSIONS], ids=[name for name, _ in D.REGRESSIONS])
-def test_regression_programs_on_sim(program):
-    _check(program)
+RECORDS = R.load_records()
+
+
+def test_gpu_records_of_the_regressions_exist():
+    """At least one runtime's record is committed (none would make the comparison below vacuous),
+    and no record keeps a program REGRESSIONS no longer has (renamed: record it again)."""
+    assert RECORDS, (f"no GPU record of the regression programs in {R.EXPECTED_DIR} "
+                     f"({R.PREFIX}<vendor>-<runtime>.json): run "
+                     f"tests/gpu/test_sim_differential.py::test_record_regression_outcomes on the GPU")
+    names = {name for name, _ in D.REGRESSIONS}
+    for file, record in RECORDS.items():
+        stale = sorted(set(record["programs"]) - names)
+        assert not stale, f"{file} records programs REGRESSIONS does not have: {stale}"
+
+
+@pytest.mark.parametrize("name,program", D.REGRESSIONS, ids=[name for name, _ in D.REGRESSIONS])
+def test_regression_programs_on_sim_match_the_gpu_record(name, program):
+    trace = _check(program)  # sim against sim in a random order, no internal error
+    assert RECORDS, f"no GPU record of the regression programs in {R.EXPECTED_DIR}"
+    problems = [p for file, record in RECORDS.items()
+                if (p := R.compare_with_record(name, program, trace, record, file)) is not None]
+    assert not problems, "\n\n".join(problems)
+
+
+def test_compare_with_record_names_the_program_and_the_step(tmp_path):
+    """The comparator, on a small record written by hand into a temporary folder: equal traces
+    pass; a changed step, a missing program and an edited program each fail, saying which."""
+    name, program = D.REGRESSIONS[0]
+    trace = D.run_program(program, "sim")
+    traces = {name: (program, trace)}
+    R.write_record(tmp_path, R.make_record("cuda", "99.1", 99010, 99010, "a hand-made record", traces))
+    records = R.load_records(tmp_path)
+    assert list(records) == ["regressions-cuda-99.1.json"]
+    record = records["regressions-cuda-99.1.json"]
+    assert R.compare_with_record(name, program, trace, record, "r.json") is None
+    moved = list(trace)
+    moved[4] = ("memset", 0, ("err", "InvalidValue"))
+    why = R.compare_with_record(name, program, moved, record, "r.json")
+    assert why is not None and f"{name!r}" in why and "step 4:" in why and "InvalidValue" in why, why
+    shorter = trace[:-1]
+    why = R.compare_with_record(name, program, shorter, record, "r.json")
+    assert why is not None and "differ in length" in why, why
+    why = R.compare_with_record("not-recorded", program, trace, record, "r.json")
+    assert why is not None and "'not-recorded' has no recorded outcome in r.json" in why, why
+    edited = program + (("graph",),)
+    why = R.compare_with_record(name, edited, trace, record, "r.json")
+    assert why is not None and "differs from the program recorded" in why, why
+    assert R.load_records(tmp_path / "empty") == {}
 
 
 def test_compare_reports_a_difference():

@@ -102,7 +102,12 @@ def test_ids_and_containing_graph(stream):
         refused(lambda: a.tools_id, "cudaGraphNodeGetToolsId", "13.1")
         refused(lambda: g.instantiate().id, "cudaGraphExecGetId", "13.1")
     else:
-        assert isinstance(g.id, int) and g.id != sub.id and g.id == g.id
+        # an id names its graph: distinct graphs (one made after the others, a clone) have
+        # distinct ids, and each read of one graph's id returns the same value
+        later, copy = rt.Graph(), g.clone()
+        graph_ids = [g.id, sub.id, later.id, copy.id]
+        assert all(isinstance(i, int) for i in graph_ids) and len(set(graph_ids)) == 4, graph_ids
+        assert [x.id for x in (g, sub, later, copy)] == graph_ids
         ids = [n.local_id for n in (a, b, c)]
         assert len(set(ids)) == 3
         tools = [n.tools_id for n in (a, b, c)]

@@ -67,4 +67,6 @@ def test_a_kernel_launches_a_device_graph(stream):
         rt.link(b"not code")
     with pytest.raises(errors.InvalidValue, match="nothing to link"):
         rt.link()
-    assert lib.link_log is not None
+    # the linker's info log is kept as text (what the driver's JIT linker wrote, perhaps empty):
+    # a link that succeeded logged no error
+    assert isinstance(lib.link_log, str) and "error" not in lib.link_log.lower(), repr(lib.link_log)

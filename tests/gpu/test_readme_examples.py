@@ -18,7 +18,8 @@ def test_readme_examples_run(capsys):
     out = capsys.readouterr().out
     assert "4 4" in out and "UpdateResult.TOPOLOGY_CHANGED" in out
     assert "argument 0 (float* y): a float where a pointer is declared" in out
-    assert "True" in out  # the pool kept its memory by the release threshold
+    # the pool kept its memory by the release threshold: that print is the only bare boolean line
+    assert [line for line in out.splitlines() if line in ("True", "False")] == ["True"], out
     d = namespace["d"]  # the kernel diamond's result: 1 * (10 + 3), then the private-pool graph's fill
     import struct
     assert struct.unpack("<f", d.to_bytes(4))[0] == 1.0

@@ -5,7 +5,9 @@ invalid calls) runs on the CUDA runtime and on the simulator, each in a fresh st
 canonical traces -- graph structures, parameters, buffer contents after launches, host-call
 counts, exception classes -- must be equal.  No example database (the GPU machine is
 ephemeral): a shrunk counterexample is printed as a Python literal; add it to
-``differential.REGRESSIONS``, which the parametrized test replays (and the CPU test runs on sim).
+``differential.REGRESSIONS``, which the parametrized test replays.  The last test records the
+runtime's outcomes of those programs (tests/regression_record.py), which CI holds ``sim`` to:
+after adding a regression, record it on every runtime and commit the files under tests/expected/.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from .. import differential as D
+from ..regression_record import internal_errors, make_record, write_record
 
 pytestmark = pytest.mark.gpu
 
@@ -54,6 +57,10 @@ def _check(program: tuple) -> None:
     if diff is not None:
         _record(program, diff)
     assert diff is None, f"cuda (A) and sim (B) differ for\n{program!r}\n{diff}"
+    # the same internal error on both sides is a shared bug, not agreement (as on the CPU)
+    for side, trace in (("cuda (A)", a), ("sim (B)", b)):
+        py = internal_errors(trace)
+        assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) on {side} in {program!r}:\n{trace!r}"
 
 
 # No explain phase: on a GPU it re-ran the failing program hundreds of times (5 minutes) to
@@ -73,3 +80,32 @@ def test_cuda_and_sim_agree_on_random_programs(program):
 @pytest.mark.parametrize("program", [p for _, p in D.REGRESSIONS], ids=[name for name, _ in D.REGRESSIONS])
 def test_cuda_and_sim_agree_on_regressions(program):
     _check(program)
+
+
+def test_record_regression_outcomes(tmp_path):
+    """Run every regression program on the runtime and write its outcomes to
+    ``regressions-<vendor>-<runtime>.json`` in ``$PYGRAPHRT_REGRESSION_RECORD_DIR`` (else
+    ``$PYGRAPHRT_GPU_REPORT_DIR``, scripts/gpu-test's $OUT; else a temporary folder), for
+    tests/expected/ -- what tests/test_differential_cpu.py compares ``sim`` with."""
+    import pygraphrt
+
+    info = pygraphrt.backend()
+    assert info.vendor != "sim", "the record is the real runtime's"
+    traces = {}
+    for name, program in D.REGRESSIONS:
+        _announce(program)
+        trace = D.run_program(program, info.vendor)
+        py = internal_errors(trace)
+        assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) in {name}:\n{trace!r}"
+        traces[name] = (program, trace)
+    try:
+        device = pygraphrt.current_device().info().name
+    except Exception as e:  # the record stays useful without the name
+        device = f"unknown ({type(e).__name__})"
+    record = make_record(info.vendor, info.runtime_version_str, info.runtime_version, info.driver_version,
+                         device, traces)
+    directory = os.environ.get("PYGRAPHRT_REGRESSION_RECORD_DIR") or os.environ.get("PYGRAPHRT_GPU_REPORT_DIR") \
+        or str(tmp_path)
+    os.makedirs(directory, exist_ok=True)
+    path = write_record(directory, record)
+    print(f"recorded {len(traces)} regression programs to {path}")
