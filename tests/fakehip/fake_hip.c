@@ -5,7 +5,8 @@
  * call form pygraphrt gets wrong (arity, types) fails here or in the tests.
  * Behaviour is a tiny in-memory graph: nodes, edges, capture of "memset" work
  * items into a graph, and exec update that compares node counts.  Written for
- * pygraphrt's tests; it implements only what they call.
+ * pygraphrt's tests; it exports every HIP function pygraphrt calls (tests/test_hip_fake_calls.py
+ * lists them from pygraphrt's source and fails on one missing here).
  *
  * For the conformance suite (python -m pygraphrt.conformance against this fake,
  * PYGRAPHRT_CONFORMANCE_FAKE=1) it also keeps each node type's parameters (memset,
@@ -53,7 +54,7 @@ struct ihipGraph { struct hipGraphNode nodes[MAXN]; int n; hipGraphNode_t from[M
 /* An executable graph runs its own copy of the graph (taken at instantiation) in dependency
  * order, with per-exec kernel overrides; `graph` is the graph it was made from (identity only). */
 struct hipGraphExec { int nodes; struct ihipGraph *graph; struct ihipGraph *copy; struct kernel_copy over[MAXN];
-                      int has_over[MAXN]; };
+                      int has_over[MAXN]; unsigned long long flags; int disabled[MAXN]; };
 static struct ihipGraph *clone_graph(const struct ihipGraph *g);
 static void free_graph(struct ihipGraph *g);
 static hipError_t run_graph(struct ihipGraph *g, struct hipGraphExec *e);
@@ -270,11 +271,14 @@ hipError_t hipStreamGetCaptureInfo_v2(hipStream_t s, hipStreamCaptureStatus *st,
   if (n) *n = s->ndeps;
   return hipSuccess;
 }
-struct ihipEvent_t { struct ihipStream_t *capture; hipGraphNode_t deps[MAXN]; size_t ndeps; };
+/* An event records a tick of a fake clock (1.5 ms a record) for hipEventElapsedTime. */
+struct ihipEvent_t { struct ihipStream_t *capture; hipGraphNode_t deps[MAXN]; size_t ndeps; unsigned flags;
+                     int recorded; double ms; };
+static double fake_clock_ms;
 hipError_t hipEventCreateWithFlags(hipEvent_t *e, unsigned flags) {
-  (void)flags;
   if (!e) return fail(hipErrorInvalidValue);
   *e = calloc(1, sizeof(struct ihipEvent_t));
+  (*e)->flags = flags;
   return hipSuccess;
 }
 hipError_t hipEventDestroy(hipEvent_t e) { free(e); return hipSuccess; }
@@ -283,6 +287,7 @@ hipError_t hipEventRecord(hipEvent_t e, hipStream_t s) {
   e->capture = (s && s->status == hipStreamCaptureStatusActive) ? s : NULL;
   e->ndeps = e->capture ? s->ndeps : 0;
   if (e->capture) memcpy(e->deps, s->deps, s->ndeps * sizeof(hipGraphNode_t));
+  if (!e->capture) { fake_clock_ms += 1.5; e->ms = fake_clock_ms; e->recorded = 1; }
   return hipSuccess;
 }
 hipError_t hipStreamWaitEvent(hipStream_t s, hipEvent_t e, unsigned int flags) {
@@ -326,6 +331,7 @@ hipError_t hipGraphInstantiateWithFlags(hipGraphExec_t *e, hipGraph_t g, unsigne
   if (flags != 0 && flags != hipGraphInstantiateFlagAutoFreeOnLaunch &&
       flags != hipGraphInstantiateFlagUseNodePriority) return fail(hipErrorInvalidValue);
   *e = calloc(1, sizeof(struct hipGraphExec));
+  (*e)->flags = flags;
   (*e)->nodes = g->n;
   (*e)->graph = g;
   (*e)->copy = clone_graph(g);
@@ -652,8 +658,7 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device) {
 }
 
 #if FAKE_HIP7
-/* HIP's own node types: batch memory operations (kept per node, read back as given) and
- * memcpy to / from a symbol (the fake records the call; HIP has no readback of these). */
+/* HIP's own node type of HIP 7: batch memory operations (kept per node, read back as given). */
 static struct { hipGraphNode_t node; hipBatchMemOpNodeParams p; hipStreamBatchMemOpParams ops[8]; } batch_store[MAXN];
 static int nbatch;
 static hipError_t store_batch(hipGraphNode_t node, const hipBatchMemOpNodeParams *p) {
@@ -687,6 +692,10 @@ hipError_t hipGraphExecBatchMemOpNodeSetParams(hipGraphExec_t hGraphExec, hipGra
   if (!hGraphExec || !hNode || hNode->type != hipGraphNodeTypeBatchMemOp || !nodeParams) return fail(hipErrorInvalidValue);
   return hipSuccess;
 }
+#endif
+
+/* HIP's memcpy-to / from-symbol nodes (HIP 6.2 and 7.1): the fake records the call; HIP has no
+ * readback of these. */
 hipError_t hipGraphAddMemcpyNodeToSymbol(hipGraphNode_t *pGraphNode, hipGraph_t graph, const hipGraphNode_t *pDependencies,
                                          size_t numDependencies, const void *symbol, const void *src, size_t count,
                                          size_t offset, hipMemcpyKind kind) {
@@ -715,7 +724,20 @@ hipError_t hipGraphExecMemcpyNodeSetParamsFromSymbol(hipGraphExec_t hGraphExec, 
     return fail(hipErrorInvalidValue);
   return hipSuccess;
 }
-#endif
+hipError_t hipGraphMemcpyNodeSetParamsFromSymbol(hipGraphNode_t node, void *dst, const void *symbol, size_t count,
+                                                 size_t offset, hipMemcpyKind kind) {
+  (void)count; (void)offset;
+  if (!node || node->type != hipGraphNodeTypeMemcpyFromSymbol || !symbol || !dst || kind != hipMemcpyDefault)
+    return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+hipError_t hipGraphExecMemcpyNodeSetParamsToSymbol(hipGraphExec_t hGraphExec, hipGraphNode_t node, const void *symbol,
+                                                   const void *src, size_t count, size_t offset, hipMemcpyKind kind) {
+  (void)count; (void)offset;
+  if (!hGraphExec || !node || node->type != hipGraphNodeTypeMemcpyToSymbol || !symbol || !src || kind != hipMemcpyDefault)
+    return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
 
 /* ---- node types for the conformance suite: parameters kept as given ---- */
 static hipError_t check_memset(const hipMemsetParams *p) {
@@ -1082,6 +1104,7 @@ static hipError_t run_graph(struct ihipGraph *g, struct hipGraphExec *e) {
       for (int k = 0; k < g->ne && ready; k++)
         if (g->to[k] == n && !done[g->from[k] - g->nodes]) ready = 0;
       if (!ready) continue;
+      if (e && e->disabled[i]) { done[i] = 1; left--; progressed = 1; continue; }  /* ordered, does nothing */
       switch (n->type) {
         case hipGraphNodeTypeKernel: {
           struct kernel_copy *k = (e && e->has_over[i]) ? &e->over[i] : &n->kernel;
@@ -1099,4 +1122,261 @@ static hipError_t run_graph(struct ihipGraph *g, struct hipGraphExec *e) {
     if (!progressed) return fail(hipErrorInvalidValue);  /* a cycle */
   }
   return hipSuccess;
+}
+
+/* ---- the rest of what pygraphrt calls on HIP (tests/test_hip_fake_calls.py exercises each) ----
+ * Each call is checked against HIP's prototype by the compiler; the behaviour is the same toy as
+ * above: enough state that a test can see each call arrive with the arguments pygraphrt meant. */
+int fake_graph_uploads, fake_graph_mem_trims, fake_stream_not_ready;
+unsigned long long fake_graph_mem[4];  /* used current / high, reserved current / high */
+hipError_t hipStreamQuery(hipStream_t s) {
+  if (s && s->status != hipStreamCaptureStatusNone) return fail(hipErrorStreamCaptureUnsupported);
+  return fake_stream_not_ready ? fail(hipErrorNotReady) : hipSuccess;  /* a test sets the flag */
+}
+hipError_t hipEventElapsedTime(float *ms, hipEvent_t start, hipEvent_t stop) {
+  if (!ms || !start || !stop) return fail(hipErrorInvalidHandle);
+  if ((start->flags | stop->flags) & hipEventDisableTiming) return fail(hipErrorInvalidHandle);
+  if (!start->recorded || !stop->recorded) return fail(hipErrorNotReady);
+  *ms = (float)(stop->ms - start->ms);
+  return hipSuccess;
+}
+hipError_t hipDeviceGraphMemTrim(int device) {
+  if (device) return fail(hipErrorInvalidDevice);
+  fake_graph_mem_trims++;
+  return hipSuccess;
+}
+static int graph_mem_index(hipGraphMemAttributeType attr) {
+  switch (attr) {
+    case hipGraphMemAttrUsedMemCurrent: return 0;
+    case hipGraphMemAttrUsedMemHigh: return 1;
+    case hipGraphMemAttrReservedMemCurrent: return 2;
+    case hipGraphMemAttrReservedMemHigh: return 3;
+    default: return -1;
+  }
+}
+hipError_t hipDeviceGetGraphMemAttribute(int device, hipGraphMemAttributeType attr, void *value) {
+  int i = graph_mem_index(attr);
+  if (device) return fail(hipErrorInvalidDevice);
+  if (i < 0 || !value) return fail(hipErrorInvalidValue);
+  memcpy(value, &fake_graph_mem[i], sizeof fake_graph_mem[i]);  /* a uint64_t, as HIP documents */
+  return hipSuccess;
+}
+hipError_t hipDeviceSetGraphMemAttribute(int device, hipGraphMemAttributeType attr, void *value) {
+  int i = graph_mem_index(attr);
+  unsigned long long v;
+  if (device) return fail(hipErrorInvalidDevice);
+  if (!value || (i != 1 && i != 3)) return fail(hipErrorInvalidValue);  /* only the high watermarks */
+  memcpy(&v, value, sizeof v);
+  if (v != 0) return fail(hipErrorInvalidValue);                        /* ... reset to 0 */
+  fake_graph_mem[i] = fake_graph_mem[i - 1];
+  return hipSuccess;
+}
+hipError_t hipLaunchHostFunc(hipStream_t s, hipHostFn_t fn, void *userData) {
+  if (!fn) return fail(hipErrorInvalidValue);
+  if (s && s->status == hipStreamCaptureStatusActive) {
+    hipError_t e = capture_node(s, hipGraphNodeTypeHost);
+    if (!e) { s->deps[0]->host.fn = fn; s->deps[0]->host.userData = userData; }
+    return e;
+  }
+  fn(userData);  /* the stream's work so far is done: run it now */
+  return hipSuccess;
+}
+hipError_t hipStreamBeginCaptureToGraph(hipStream_t s, hipGraph_t g, const hipGraphNode_t *deps,
+                                        const hipGraphEdgeData *edges, size_t n, hipStreamCaptureMode mode) {
+  (void)mode;
+  if (!s) return fail(hipErrorStreamCaptureUnsupported);
+  if (!g || edges || (n && !deps) || n > MAXN) return fail(hipErrorInvalidValue);  /* HIP: no edge data */
+  if (s->status != hipStreamCaptureStatusNone) return fail(hipErrorIllegalState);
+  for (size_t i = 0; i < n; i++)
+    if (!deps[i] || deps[i]->graph != g || !deps[i]->alive) return fail(hipErrorInvalidValue);
+  s->graph = g;
+  s->status = hipStreamCaptureStatusActive;
+  s->id = next_capture_id++;
+  s->ndeps = n;
+  memcpy(s->deps, deps, n * sizeof *deps);
+  return hipSuccess;
+}
+hipError_t hipStreamUpdateCaptureDependencies(hipStream_t s, hipGraphNode_t *deps, size_t n, unsigned int flags) {
+  if (!s || s->status != hipStreamCaptureStatusActive) return fail(hipErrorIllegalState);
+  if ((n && !deps) || (flags != hipStreamAddCaptureDependencies && flags != hipStreamSetCaptureDependencies))
+    return fail(hipErrorInvalidValue);
+  for (size_t i = 0; i < n; i++)
+    if (!deps[i] || deps[i]->graph != s->graph || !deps[i]->alive) return fail(hipErrorInvalidValue);
+  if (flags == hipStreamSetCaptureDependencies) s->ndeps = 0;
+  if (s->ndeps + n > MAXN) return fail(hipErrorInvalidValue);
+  memcpy(s->deps + s->ndeps, deps, n * sizeof *deps);
+  s->ndeps += n;
+  return hipSuccess;
+}
+hipError_t hipGraphInstantiate(hipGraphExec_t *e, hipGraph_t g, hipGraphNode_t *err_node, char *log, size_t size) {
+  if (err_node) *err_node = NULL;
+  if (log && size) log[0] = '\0';
+  return hipGraphInstantiateWithFlags(e, g, 0);
+}
+hipError_t hipGraphInstantiateWithParams(hipGraphExec_t *e, hipGraph_t g, hipGraphInstantiateParams *p) {
+  if (!p) return fail(hipErrorInvalidValue);
+  hipError_t rc = hipGraphInstantiateWithFlags(e, g, p->flags & ~(unsigned long long)hipGraphInstantiateFlagUpload);
+  p->errNode_out = NULL;
+  p->result_out = rc ? hipGraphInstantiateError : hipGraphInstantiateSuccess;
+  if (!rc) (*e)->flags = p->flags;
+  if (!rc && (p->flags & hipGraphInstantiateFlagUpload)) rc = hipGraphUpload(*e, p->uploadStream);
+  return rc;
+}
+hipError_t hipGraphUpload(hipGraphExec_t e, hipStream_t s) {
+  if (!e) return fail(hipErrorInvalidValue);
+  if (s && s->status != hipStreamCaptureStatusNone) return fail(hipErrorStreamCaptureUnsupported);
+  fake_graph_uploads++;
+  return hipSuccess;
+}
+/* The executable graph's own copy of `node` (a node of the graph it was instantiated from). */
+static hipError_t exec_node(hipGraphExec_t e, hipGraphNode_t node, int type, struct hipGraphNode **out) {
+  if (!e || !node || node->graph != e->graph || !node->alive) return fail(hipErrorInvalidValue);
+  int i = (int)(node - e->graph->nodes);
+  if (i >= e->copy->n || !e->copy->nodes[i].alive || (type >= 0 && e->copy->nodes[i].type != (hipGraphNodeType)type))
+    return fail(hipErrorInvalidValue);
+  *out = &e->copy->nodes[i];
+  return hipSuccess;
+}
+hipError_t hipGraphNodeSetEnabled(hipGraphExec_t e, hipGraphNode_t node, unsigned int enabled) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, -1, &c);
+  if (rc) return rc;
+  if (c->type != hipGraphNodeTypeKernel && c->type != hipGraphNodeTypeMemcpy && c->type != hipGraphNodeTypeMemset)
+    return fail(hipErrorInvalidValue);  /* as documented: kernel, memcpy and memset nodes */
+  e->disabled[c - e->copy->nodes] = !enabled;
+  return hipSuccess;
+}
+hipError_t hipGraphNodeGetEnabled(hipGraphExec_t e, hipGraphNode_t node, unsigned int *enabled) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, -1, &c);
+  if (!rc && !enabled) rc = fail(hipErrorInvalidValue);
+  if (!rc) *enabled = !e->disabled[c - e->copy->nodes];
+  return rc;
+}
+hipError_t hipGraphExecMemsetNodeSetParams(hipGraphExec_t e, hipGraphNode_t node, const hipMemsetParams *p) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, hipGraphNodeTypeMemset, &c);
+  if (!rc) rc = check_memset(p);
+  if (!rc) c->memset = *p;
+  return rc;
+}
+hipError_t hipGraphExecMemcpyNodeSetParams(hipGraphExec_t e, hipGraphNode_t node, hipMemcpy3DParms *p) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, hipGraphNodeTypeMemcpy, &c);
+  if (!rc) rc = check_memcpy(p);
+  if (!rc) c->memcpy = *p;
+  return rc;
+}
+hipError_t hipGraphExecMemcpyNodeSetParams1D(hipGraphExec_t e, hipGraphNode_t node, void *dst, const void *src,
+                                             size_t count, hipMemcpyKind kind) {
+  hipMemcpy3DParms p = params_1d(dst, src, count, kind);
+  return hipGraphExecMemcpyNodeSetParams(e, node, &p);
+}
+hipError_t hipGraphExecHostNodeSetParams(hipGraphExec_t e, hipGraphNode_t node, const hipHostNodeParams *p) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, hipGraphNodeTypeHost, &c);
+  if (!rc && (!p || !p->fn)) rc = fail(hipErrorInvalidValue);
+  if (!rc) c->host = *p;
+  return rc;
+}
+static int same_shape(const struct ihipGraph *a, const struct ihipGraph *b) {
+  if (a->n != b->n || a->ne != b->ne) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->nodes[i].alive != b->nodes[i].alive || a->nodes[i].type != b->nodes[i].type) return 0;
+  return 1;
+}
+hipError_t hipGraphExecChildGraphNodeSetParams(hipGraphExec_t e, hipGraphNode_t node, hipGraph_t child) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, hipGraphNodeTypeGraph, &c);
+  if (!rc && (!child || !same_shape(c->child, child))) rc = fail(hipErrorInvalidValue);  /* same topology */
+  if (!rc) {
+    free_graph(c->child);
+    c->child = clone_graph(child);
+    c->child->owned_by_node = 1;
+  }
+  return rc;
+}
+static hipError_t exec_set_event(hipGraphExec_t e, hipGraphNode_t node, hipEvent_t event, hipGraphNodeType type) {
+  struct hipGraphNode *c;
+  hipError_t rc = exec_node(e, node, type, &c);
+  if (!rc && !event) rc = fail(hipErrorInvalidValue);
+  if (!rc) c->event = event;
+  return rc;
+}
+hipError_t hipGraphExecEventRecordNodeSetEvent(hipGraphExec_t e, hipGraphNode_t node, hipEvent_t event) {
+  return exec_set_event(e, node, event, hipGraphNodeTypeEventRecord);
+}
+hipError_t hipGraphExecEventWaitNodeSetEvent(hipGraphExec_t e, hipGraphNode_t node, hipEvent_t event) {
+  return exec_set_event(e, node, event, hipGraphNodeTypeWaitEvent);
+}
+#if FAKE_HIP7
+hipError_t hipGraphExecGetFlags(hipGraphExec_t e, unsigned long long *flags) {
+  if (!e || !flags) return fail(hipErrorInvalidValue);
+  *flags = e->flags;
+  return hipSuccess;
+}
+hipError_t hipGraphExecNodeSetParams(hipGraphExec_t e, hipGraphNode_t node, hipGraphNodeParams *p) {
+  struct hipGraphNode *c;
+  hipError_t rc = p ? exec_node(e, node, p->type, &c) : fail(hipErrorInvalidValue);
+  if (!rc) rc = check_params(e->copy, p, 0);
+  if (!rc && p->type == hipGraphNodeTypeGraph && !same_shape(c->child, p->graph.graph)) rc = fail(hipErrorInvalidValue);
+  if (!rc) store_params(c, p);
+  return rc;
+}
+#endif
+
+/* External semaphores: a semaphore is a counter; signals set it, waits check it (the fake runs
+ * stream work at once), captured ones become nodes of HIP's semaphore node types. */
+struct fake_semaphore { hipExternalSemaphoreHandleType type; int fd; unsigned long long value; };
+unsigned long long fake_semaphore_value(hipExternalSemaphore_t sem) {
+  return sem ? ((struct fake_semaphore *)sem)->value : 0;
+}
+hipError_t hipImportExternalSemaphore(hipExternalSemaphore_t *out, const hipExternalSemaphoreHandleDesc *desc) {
+  if (!out || !desc) return fail(hipErrorInvalidValue);
+  if (desc->type == hipExternalSemaphoreHandleTypeOpaqueFd && desc->handle.fd < 0) return fail(hipErrorInvalidValue);
+  struct fake_semaphore *sem = calloc(1, sizeof *sem);
+  sem->type = desc->type;
+  sem->fd = desc->handle.fd;
+  *out = sem;
+  return hipSuccess;
+}
+hipError_t hipDestroyExternalSemaphore(hipExternalSemaphore_t sem) {
+  if (!sem) return fail(hipErrorInvalidValue);
+  free(sem);
+  return hipSuccess;
+}
+static hipError_t semaphores(const hipExternalSemaphore_t *sems, const void *params, unsigned int n) {
+  if (!n || !sems || !params) return fail(hipErrorInvalidValue);
+  for (unsigned int i = 0; i < n; i++)
+    if (!sems[i]) return fail(hipErrorInvalidValue);
+  return hipSuccess;
+}
+hipError_t hipSignalExternalSemaphoresAsync(const hipExternalSemaphore_t *sems,
+                                            const hipExternalSemaphoreSignalParams *params, unsigned int n,
+                                            hipStream_t s) {
+  hipError_t rc = semaphores(sems, params, n);
+  if (rc) return rc;
+  if (s && s->status == hipStreamCaptureStatusActive) return capture_node(s, hipGraphNodeTypeExtSemaphoreSignal);
+  for (unsigned int i = 0; i < n; i++) ((struct fake_semaphore *)sems[i])->value = params[i].params.fence.value;
+  return hipSuccess;
+}
+hipError_t hipWaitExternalSemaphoresAsync(const hipExternalSemaphore_t *sems,
+                                          const hipExternalSemaphoreWaitParams *params, unsigned int n,
+                                          hipStream_t s) {
+  hipError_t rc = semaphores(sems, params, n);
+  if (rc) return rc;
+  if (s && s->status == hipStreamCaptureStatusActive) return capture_node(s, hipGraphNodeTypeExtSemaphoreWait);
+  for (unsigned int i = 0; i < n; i++)  /* nothing else would signal it: waiting would never end */
+    if (((struct fake_semaphore *)sems[i])->value < params[i].params.fence.value) return fail(hipErrorNotReady);
+  return hipSuccess;
+}
+hipError_t hipGraphAddExternalSemaphoresSignalNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps,
+                                                   size_t n, const hipExternalSemaphoreSignalNodeParams *p) {
+  hipError_t rc = p ? semaphores(p->extSemArray, p->paramsArray, p->numExtSems) : fail(hipErrorInvalidValue);
+  return rc ? rc : add_node(out, g, deps, n, hipGraphNodeTypeExtSemaphoreSignal);
+}
+hipError_t hipGraphAddExternalSemaphoresWaitNode(hipGraphNode_t *out, hipGraph_t g, const hipGraphNode_t *deps,
+                                                 size_t n, const hipExternalSemaphoreWaitNodeParams *p) {
+  hipError_t rc = p ? semaphores(p->extSemArray, p->paramsArray, p->numExtSems) : fail(hipErrorInvalidValue);
+  return rc ? rc : add_node(out, g, deps, n, hipGraphNodeTypeExtSemaphoreWait);
 }
