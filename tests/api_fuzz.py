@@ -20,8 +20,14 @@ objects above in the wrong places, None, bools, ints of every range (negative, 2
 
 What must hold for every call:
 
-- it returns, or raises a :class:`pygraphrt.errors.GraphRTError` (a wrong value is
-  InvalidValue naming the call), or a TypeError from Python's own argument binding (too many,
+- it returns a value of the type its annotation gives (a method annotated ``-> int`` an int, a
+  property its getter's annotation, a constructor its class), or raises a
+  :class:`pygraphrt.errors.GraphRTError` of a specific class (or one carrying the vendor's error
+  name), whose message begins with the API it names (a wrong value is InvalidValue naming the
+  call; InvalidResourceHandle a closed object passed, OutOfMemory a size too large, a vendor's
+  error what the runtime itself refused: in the sweep, a call refused otherwise must be refused
+  with that class again when made with suitable values -- the objects' state refused it, not the
+  value), or a TypeError from Python's own argument binding (too many,
   too few or unknown arguments) -- never an AttributeError, KeyError, OverflowError, plain
   TypeError or ValueError from inside pygraphrt or cffi, never a crash (``PROTOCOL`` says what
   ``[]`` and ``repr`` may raise, and an ImportError that says what to install is allowed where an
@@ -39,7 +45,8 @@ it is (the runtimes read host memory through it), so parameters that take one (`
 ``src``, ``ptr``, a handle to wrap) are given 0, negative and too-large ints, never other
 positive ones.
 
-Prints ``ok <examples> <calls> <returned> <refused> <targets> <calls of the sweep>``, or fails
+Prints ``ok <examples> <calls> <returned> <refused> <targets> <calls of the sweep> <targets whose
+return type is checked> <returned values checked>``, or fails
 at the sweep's first bad call or with hypothesis' smallest program (each call written as
 ``object.method(arguments)`` with the objects' names below).  A process that dies (a
 segmentation fault) leaves the call it was making in ``$PYGRAPHRT_FUZZ_CURRENT``.
@@ -62,6 +69,8 @@ import inspect
 import os
 import re
 import sys
+import types
+import typing
 from typing import Any, Callable
 
 import hypothesis
@@ -471,14 +480,96 @@ def tear_down(objs: dict[str, Any], mode: Any) -> None:
 
 
 class Stats:
-    calls = returned = refused = 0
+    calls = returned = refused = checked = 0
 
 
-def run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
-    """Make one call and check what must hold (see the docstring)."""
+# ------------------------------------------------------------------ what successful calls return
+UNCHECKED = object()  # a return annotation this check cannot test (Any, a type variable, ...)
+
+
+@functools.lru_cache(maxsize=None)
+def _annotation_namespace() -> dict[str, Any]:
+    """Every public name of pygraphrt's loaded modules (annotations are strings, postponed; some
+    name classes their module imports only for type checking)."""
+    ns: dict[str, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if name == "pygraphrt" or name.startswith("pygraphrt."):
+            ns.update({k: v for k, v in vars(module).items() if not k.startswith("_") and isinstance(v, type)})
+    return ns
+
+
+def _return_hint(target: Any, attr: str, how: str, fn: Any) -> Any:
+    """The declared type of what ``target.attr`` returns (a property's getter, a method, a
+    module function; a class called is its constructor), or UNCHECKED."""
+    if how == "get":
+        raw = inspect.getattr_static(type(target), attr, None)
+        func = raw.fget if isinstance(raw, property) else None
+    elif isinstance(fn, type):
+        return fn
+    else:
+        func = getattr(fn, "__func__", fn)
+    if func is None:
+        return UNCHECKED
+    try:
+        hints = typing.get_type_hints(func, globalns={**_annotation_namespace(), **getattr(func, "__globals__", {})})
+    except Exception:  # an annotation naming what cannot be resolved here: not checked (counted)
+        return UNCHECKED
+    return hints.get("return", UNCHECKED)
+
+
+def conforms(value: Any, hint: Any, target: Any) -> bool | None:
+    """Whether ``value`` is of the annotated type ``hint`` (None: the form cannot be checked)."""
+    if hint is Any or isinstance(hint, typing.TypeVar) or hint is UNCHECKED:
+        return None
+    if hint is None or hint is type(None):
+        return value is None
+    if getattr(typing, "Self", None) is hint or repr(hint) == "typing_extensions.Self":
+        return isinstance(value, type(target))
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        results = [conforms(value, a, target) for a in typing.get_args(hint)]
+        return True if any(results) else (None if None in results else False)
+    if origin is typing.Literal:
+        return value in typing.get_args(hint)
+    if origin is not None:
+        hint = origin  # list[int] -> list, Iterator[Node] -> Iterator, Callable[..., X] -> Callable
+    if hint is float:  # PEP 484: an int is acceptable where a float is declared
+        return isinstance(value, (int, float))
+    if isinstance(hint, type):
+        try:
+            return isinstance(value, hint)
+        except TypeError:
+            return None
+    return None
+
+
+def check_return(call: Any, target: Any, fn: Any, value: Any, stats: type[Stats]) -> None:
+    owner, attr, how = call[:3]
+    hint = _return_hint(target, attr, how, fn)
+    ok = conforms(value, hint, target)
+    if ok is False:
+        raise AssertionError(f"{show(call)} returned {type(value).__name__} {value!r:.120}, "
+                             f"but is annotated to return {hint}")
+    if ok is True:
+        stats.checked += 1
+
+
+def check_refusal(call: Any, exc: errors.GraphRTError) -> None:
+    """A refusal names what refused it and says what it is: a specific class, or the vendor's
+    error name where the runtime's error has no class of its own."""
+    if not isinstance(exc.api, str) or not exc.api or not str(exc).startswith(f"{exc.api} failed"):
+        raise AssertionError(f"{show(call)} raised {type(exc).__name__} naming no API: {exc}")
+    if type(exc) in (errors.GraphRTError, errors.StreamCaptureError) and not (exc.name and exc.vendor):
+        raise AssertionError(f"{show(call)} raised a bare {type(exc).__name__} (neither a specific class "
+                             f"nor the vendor's error): {exc}")
+
+
+def run_call(objs: dict[str, Any], call: Any, stats: type[Stats], base: Any = None) -> None:
+    """Make one call and check what must hold (see the docstring); ``base``: in the sweep, the
+    same call with suitable values."""
     _undefined_calls(f"before {show(call)}, something")
     try:
-        _run_call(objs, call, stats)
+        _run_call(objs, call, stats, base)
     finally:
         _undefined_calls(show(call))
 
@@ -494,7 +585,7 @@ def _undefined_calls(during: str) -> None:
                                  "runtime may crash): " + "; ".join(f"{api}: {why}" for api, why in seen))
 
 
-def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
+def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats], base: Any = None) -> None:
     owner, attr, how, arg_tokens, kw_tokens = call
     target = rt if owner == "rt" else objs[owner]
     args = [resolve(objs, t) for t in arg_tokens]
@@ -511,7 +602,7 @@ def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
     fn = None
     try:
         if how == "get":
-            getattr(target, attr)
+            check_return(call, target, None, getattr(target, attr), stats)
         elif how == "set":
             setattr(target, attr, args[0])
         elif how == "protocol":
@@ -528,6 +619,7 @@ def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
             result = fn(*args, **kw)
             if isinstance(result, rt.Capture):  # (a capture to end later)
                 objs.setdefault("_made", []).append(result)
+            check_return(call, target, fn, result, stats)
         stats.returned += 1
         return
     except ImportError as exc:  # an optional dependency missing: allowed where it says what to install
@@ -537,11 +629,16 @@ def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
     except errors.GraphRTError as exc:
         if how == "protocol" and attr == "__repr__":
             raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
+        check_refusal(call, exc)
+        if base is not None and base is not call and fn is not None and not _refusal_of_the_value(call, exc):
+            _same_refusal_with_suitable_values(objs, call, base, fn, exc)
         stats.refused += 1
     except TypeError as exc:
         if fn is None or not _binding_error(fn, args, kw, exc):
             raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
         stats.refused += 1
+    except AssertionError:  # (a check above: a return value not of its annotated type, ...)
+        raise
     except Exception as exc:
         raise AssertionError(f"{show(call)} raised {type(exc).__name__}: {exc}") from exc
     # It raised: nothing may have changed.
@@ -552,6 +649,39 @@ def _run_call(objs: dict[str, Any], call: Any, stats: type[Stats]) -> None:
         if v.is_valid and len(v) != sizes[name]:
             raise AssertionError(f"{show(call)} failed and changed {name}'s node count "
                                  f"from {sizes[name]} to {len(v)}")
+
+
+HUGE = {"2**63", "2**64", "10**30"}
+
+
+def _refusal_of_the_value(call: Any, exc: errors.GraphRTError) -> bool:
+    """Whether ``exc`` is what a wrong value is refused with: InvalidValue; InvalidResourceHandle
+    for a closed object passed (or called); OutOfMemory for a size no device has; the runtime's own refusal,
+    named by the vendor's error (a kernel name it does not have, a path it cannot open)."""
+    tokens = [t for t in [call[0], *call[3], *call[4].values()] if isinstance(t, str)]  # (the target too)
+    return (isinstance(exc, errors.InvalidValue)
+            or (isinstance(exc, errors.InvalidResourceHandle) and any("dead_" in t for t in tokens))
+            or (isinstance(exc, errors.OutOfMemory) and any(t in HUGE for t in tokens))
+            or bool(exc.name and exc.vendor))
+
+
+def _same_refusal_with_suitable_values(objs: dict[str, Any], call: Any, base: Any, fn: Any,
+                                       exc: errors.GraphRTError) -> None:
+    """A wrong value is refused as InvalidValue: a sweep call refused with another class was
+    refused for the objects' state, so the call with suitable values is refused with that class
+    too (a refused call changes nothing, so the state is the same)."""
+    try:
+        fn(*[resolve(objs, t) for t in base[3]], **{k: resolve(objs, t) for k, t in base[4].items()})
+    except errors.GraphRTError as again:
+        if type(again) is type(exc):
+            return
+        outcome = f"{type(again).__name__}: {again}"
+    except Exception as again:  # (reported as the sweep call's failure)
+        outcome = f"{type(again).__name__}: {again}"
+    else:
+        outcome = "returned"
+    raise AssertionError(f"{show(call)} raised {type(exc).__name__} ({exc}), not InvalidValue, while the same "
+                         f"call with suitable values, {show(base)}, {outcome}") from exc
 
 
 #: What the sweep gives each parameter in turn (the others at a value that suits them).  No 2**31:
@@ -605,6 +735,9 @@ def main(examples: int) -> None:
     probe = make_objects()
     target_list = targets(probe)
     params = {(o, a): parameters(probe, o, a) for o, a, how in target_list if how == "call"}
+    typed = sum(_return_hint(_module_attr(a) if o == "rt" else probe[o], a, how,
+                             _module_attr(a) if o == "rt" else (getattr(probe[o], a) if how == "call" else None))
+                is not UNCHECKED for o, a, how in target_list if how in ("get", "call"))
     tear_down(probe, mode)
     del probe
 
@@ -634,14 +767,14 @@ def main(examples: int) -> None:
                 f.write(f"#{index} ")
         run_on_fresh_objects(call_list)
 
-    def run_on_fresh_objects(call_list: list[Any]) -> None:
+    def run_on_fresh_objects(call_list: list[Any], sweep: bool = False) -> None:
         if log:
             with open(log, "a") as f:
                 f.write(" ; ".join(show(c) for c in call_list) + "\n")
         objs = make_objects()
         try:
             for call in call_list:
-                run_collecting(objs, call)
+                run_collecting(objs, call, call_list[0] if sweep else None)
         finally:
             if settle:
                 try:
@@ -654,12 +787,12 @@ def main(examples: int) -> None:
                 calls_made = "; ".join(show(c) for c in call_list[:3])
                 raise AssertionError(f"{exc} (after {calls_made}{' ...' if len(call_list) > 3 else ''})") from None
 
-    def run_collecting(objs: dict[str, Any], call: Any) -> None:
+    def run_collecting(objs: dict[str, Any], call: Any, base: Any = None) -> None:
         if collect is None:
-            run_call(objs, call, Stats)
+            run_call(objs, call, Stats, base)
             return
         try:  # (collecting: every kind of failure once, the run goes on)
-            run_call(objs, call, Stats)
+            run_call(objs, call, Stats, base)
         except AssertionError as exc:
             cause = exc.__cause__
             owner = "rt" if call[0] == "rt" else type(objs[call[0]]).__name__
@@ -681,14 +814,14 @@ def main(examples: int) -> None:
     for i, (owner, attr, swept_calls) in enumerate(sweep):
         if progress and i % 50 == 0:
             print(f"[{time.perf_counter() - t0:7.1f}s] sweep target {i} {owner}.{attr}", file=sys.stderr, flush=True)
-        run_on_fresh_objects(swept_calls)
+        run_on_fresh_objects(swept_calls, sweep=True)
     if progress:
         print(f"[{time.perf_counter() - t0:7.1f}s] sweep done", file=sys.stderr, flush=True)
     swept = Stats.calls
     program()
     for key, text in sorted((collect or {}).items()):
         print(key, "\n   ", text[:300])
-    print("ok", examples, Stats.calls, Stats.returned, Stats.refused, len(target_list), swept)
+    print("ok", examples, Stats.calls, Stats.returned, Stats.refused, len(target_list), swept, typed, Stats.checked)
 
 
 if __name__ == "__main__":
