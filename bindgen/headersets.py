@@ -19,6 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# bindgen's own minimal stand-ins for headers of another vendor library that a header set
+# includes but does not bind (nccl.h includes cuda_runtime.h for cudaStream_t): like the libc
+# stand-ins, they make the text parseable; unlike them, what they declare is kept, since the
+# set's functions name it.
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,12 @@ def _cu13(project: str, version: str, sha: str, lib: str | None, older: bool = T
     filename = f"{project.replace('-', '_')}-{version}-py3-none-{tag}.whl"
     return Wheel(project, version, filename, sha, "nvidia/cu13/include",
                  (f"nvidia/cu13/lib/{lib}",) if lib else (), older)
+
+
+def _nccl(version: str, sha: str, tag: str, older: bool = True, lib: bool = False) -> Wheel:
+    """An ``nvidia-nccl-cu13`` wheel (nccl.h under nvidia/nccl/include, libnccl.so.2 under lib/)."""
+    return Wheel("nvidia-nccl-cu13", version, f"nvidia_nccl_cu13-{version}-py3-none-{tag}.whl", sha,
+                 "nvidia/nccl/include", ("nvidia/nccl/lib/libnccl.so.2",) if lib else (), older)
 
 
 _NVRTC_TAG = "manylinux2010_x86_64.manylinux_2_12_x86_64"
@@ -93,6 +104,22 @@ WHEELS: dict[str, Wheel] = {w.key: w for w in [
           "nvidia_cuda_nvrtc_cu12-12.9.86-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl",
           "210cf05005a447e29214e9ce50851e83fc5f4358df8b453155d5e1918094dcb4",
           "nvidia/cuda_nvrtc/include", ("nvidia/cuda_nvrtc/lib/libnvrtc.so.12",)),
+    # NCCL 2.32.3, the newest nvidia-nccl-cu13: nccl.h and the library its symbols are
+    # checked against (the wheel is ~300 MB, nearly all libnccl.so.2; only these two are kept).
+    _nccl("2.32.3", "1459723080ac889d73a26edfa3e04383a7928ab31ac8f0ec43b3ea9548b04ff3",
+          "manylinux_2_27_x86_64", older=False, lib=True),
+    # The nccl set's history: the newest release of each earlier 2.x minor that has a CUDA 13
+    # wheel (2.27 is the first); headers only.
+    _nccl("2.27.7", "b28a524abd8389b76a4a3f133c76a7aaa7005e47fcaa9d9603b90103927a3f93",
+          "manylinux2014_x86_64.manylinux_2_17_x86_64"),
+    _nccl("2.28.9", "e4553a30f34195f3fa1da02a6da3d6337d28f2003943aa0a3d247bbc25fefc42",
+          "manylinux_2_18_x86_64"),
+    _nccl("2.29.7", "edd81538446786ec3b73972543e53bb43bcaf0bfc8ef76cb679fcc390ffe136d",
+          "manylinux_2_18_x86_64"),
+    _nccl("2.30.7", "cefa7fdb9710efd0f39c5f1be1d61ff6fc9a996c451265bd7fbdcf9455ed4b50",
+          "manylinux_2_18_x86_64"),
+    _nccl("2.31.2", "0bcaf0308854cb55fcc35af72e2c83143f3b71e65a4e865e2c586b1cdcdb5ae0",
+          "manylinux_2_18_x86_64"),
     # HIP 7.1.25424 (triton 3.9.0 carries the same HIP headers: no newer HIP 7 is pinnable).
     Wheel("triton", "3.8.0",
           "triton-3.8.0-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
@@ -112,7 +139,7 @@ class HeaderSet:
     """One binding: which headers, from where, with which defines."""
 
     name: str  # module name under pygraphrt._bindings
-    vendor: str  # "cuda" | "hip" | "nvrtc"
+    vendor: str  # "cuda" | "hip" | "nvrtc" | "cudadrv" | "hiprtc" | "nccl"
     version: str
     packages: tuple[str, ...]  # WHEELS keys; the first provides the main include root
     headers: tuple[str, ...]  # what the entry file includes
@@ -132,6 +159,8 @@ class HeaderSet:
     # ``version``) whose headers declare it, so that a runtime older than the headers
     # can be told which functions it lacks.  Empty: every function counts as ``version``'s.
     history: tuple[tuple[str, str], ...] = ()
+    # A folder of STAND_INS searched after the set's own headers (see STAND_INS).
+    stand_ins: str | None = None
 
     @property
     def fetch_keys(self) -> tuple[str, ...]:
@@ -143,6 +172,8 @@ def _cu13_history(project: str, versions: tuple[str, ...]) -> tuple[tuple[str, s
     return tuple((".".join(v.split(".")[:2]), f"{project}@{v}") for v in versions)
 
 
+_NCCL_HISTORY = tuple((".".join(v.split(".")[:2]), f"nvidia-nccl-cu13@{v}")
+                      for v in ("2.27.7", "2.28.9", "2.29.7", "2.30.7", "2.31.2"))
 _RUNTIME13_HISTORY = _cu13_history("nvidia-cuda-runtime", ("13.0.96", "13.1.80", "13.2.86", "13.3.29", "13.4.92"))
 _NVRTC13_HISTORY = _cu13_history("nvidia-cuda-nvrtc", ("13.0.88", "13.1.115", "13.2.86", "13.3.33", "13.4.92"))
 
@@ -195,6 +226,12 @@ HEADER_SETS: dict[str, HeaderSet] = {s.name: s for s in [
     HeaderSet("hiprtc", "hiprtc", "6.2", ("triton@3.5.1",),
               ("hip/hiprtc.h",), ("hip/hiprtc.h",), "libhiprtc.so",
               defines={"__HIP_PLATFORM_AMD__": ""}, constant_prefixes=("HIPRTC",), toolkit="hip"),
+    # NCCL from the newest nvidia-nccl-cu13; its ABI (libnccl.so.2) is the same for CUDA 12
+    # and 13 builds, so one binding serves nvidia-nccl-cu12 and -cu13 and torch's copy.
+    # cuda_runtime.h (for cudaStream_t / cudaEvent_t) comes from bindgen's stand-ins.
+    HeaderSet("nccl", "nccl", "2.32", ("nvidia-nccl-cu13",), ("nccl.h",), ("nccl.h",),
+              "libnccl.so.2", constant_prefixes=("NCCL",), toolkit="nccl",
+              history=_NCCL_HISTORY, stand_ins="cuda_runtime"),
 ]}
 
 
@@ -223,7 +260,8 @@ def _download(wheel: Wheel, wheels: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
            "--python-version", "3.12", "--implementation", "cp",
            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
-           "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
+           "--platform", "manylinux_2_18_x86_64", "--platform", "manylinux_2_17_x86_64",
+           "--platform", "manylinux2014_x86_64",
            "--platform", "manylinux_2_12_x86_64", "--platform", "manylinux2010_x86_64",
            "--disable-pip-version-check", "-q", "-d", str(wheels),
            f"{wheel.project}=={wheel.version}"]
@@ -271,8 +309,9 @@ def fetch(projects: list[str] | None = None, keep_wheels: bool = False) -> Path:
 
 def include_roots(hs: HeaderSet, override: Path | None = None) -> list[Path]:
     """Include folders for a header set: a user's toolkit if given, else the cache."""
+    stand_ins = [STAND_INS / hs.stand_ins] if hs.stand_ins else []
     if override is not None:
-        return [override]
+        return [override] + stand_ins
     cache = cache_dir()
     roots: list[Path] = []
     for project in hs.packages:
@@ -288,7 +327,7 @@ def include_roots(hs: HeaderSet, override: Path | None = None) -> list[Path]:
             roots.append(crt_parent)
         else:
             roots.append(inc)
-    return roots
+    return roots + stand_ins
 
 
 def history_roots(hs: HeaderSet, key: str) -> list[Path]:
@@ -312,6 +351,8 @@ def library_path(hs: HeaderSet) -> Path | None:
 
 def user_toolkit_include(hs: HeaderSet, cuda_include: str | None, hip_include: str | None) -> Path | None:
     """The include folder of a user's toolkit for ``hs``, from flags or the environment."""
+    if hs.toolkit == "nccl":  # a local NCCL build or package: $NCCL_HOME/include/nccl.h
+        return Path(os.environ["NCCL_HOME"]) / "include" if os.environ.get("NCCL_HOME") else None
     if hs.toolkit == "hip":
         if hip_include:
             return Path(hip_include)

@@ -17,7 +17,7 @@ def test_stats_lists_every_binding():
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["binding", "functions", "enums"]
     assert [l.split()[0] for l in lines[1:]] == ["cuda12", "cuda13", "hip7", "hip6", "cudadrv12", "cudadrv13",
-                                                "nvrtc12", "nvrtc13", "hiprtc"]
+                                                "nvrtc12", "nvrtc13", "hiprtc", "nccl"]
 
 
 def test_diff_cuda12_cuda13_shows_the_edge_data_folding():
@@ -61,3 +61,24 @@ def test_since_tables_come_from_the_history():
     assert nvrtc["nvrtcGetTileIR"] == "13.2"
     drv = json.loads((BINDINGS_DIR / "cudadrv13" / "manifest.json").read_text())["since"]
     assert drv["cuGraphNodeGetParams"] == "13.2"
+
+
+def test_nccl_since_table_and_its_cuda_stand_ins():
+    """nccl's history gives ``since`` (2.27 is the oldest: what it declares is unmarked); the
+    CUDA runtime types nccl.h names come from bindgen's stand-ins, spelt as the cuda13 binding
+    spells them (so a stream of one binding is the same pointer type in the other)."""
+    import json
+
+    from bindgen.generate import BINDINGS_DIR
+
+    nccl = json.loads((BINDINGS_DIR / "nccl" / "manifest.json").read_text())
+    assert nccl["since"]["ncclAlltoAll"] == "2.28" and nccl["since"]["ncclCommGetUniqueId"] == "2.29"
+    assert nccl["since"]["ncclAllReduceConfig"] == "2.31"
+    assert "ncclAllReduce" not in nccl["since"] and "ncclCommInitRankConfig" not in nccl["since"]
+    cuda13 = json.loads((BINDINGS_DIR / "cuda13" / "manifest.json").read_text())
+    for name in ("cudaStream_t", "cudaEvent_t"):
+        assert nccl["typedefs"][name] == cuda13["typedefs"][name], name
+    from pygraphrt._bindings.nccl import symbols
+
+    assert symbols.SINCE["ncclCommGetUniqueId"] == (2, 29)
+    assert symbols.CONSTANTS["NCCL_UNIQUE_ID_BYTES"] == 128

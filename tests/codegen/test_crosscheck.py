@@ -6,7 +6,7 @@
   (skipped, saying so, where PyPI has no wheel of one for this Python);
 * every ``cudaGraph*`` / ``cudaStream*Capture*`` / ``cudaDeviceGraphMem*``
   function there is in our manifest;
-* every bound CUDA/NVRTC function's symbol is exported by the library from the
+* every bound CUDA/NVRTC/NCCL function's symbol is exported by the library from the
   pinned wheel (dlsym; no GPU needed);
 * every ``extern __host__ ... CUDARTAPI`` declaration of ``cuda_runtime_api.h``
   and every ``hipError_t`` API of ``hip_runtime_api.h`` is bound.
@@ -72,7 +72,7 @@ def test_enums_and_functions_match_cuda_bindings(binding, fetched):
           f"{len(theirs['functions'])} functions of cuda-bindings {theirs['version']} agree")
 
 
-@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "nvrtc12", "nvrtc13"])
+@pytest.mark.parametrize("binding", ["cuda12", "cuda13", "nvrtc12", "nvrtc13", "nccl"])
 def test_every_symbol_is_exported_by_the_wheel_library(binding, fetched):
     path = library_path(HEADER_SETS[binding])
     assert path is not None, f"{HEADER_SETS[binding].library} not extracted; run python -m bindgen fetch"
