@@ -73,23 +73,34 @@ def kept_by_live_graphs(backend: _runtime.Backend, found: Callable[[Any], bool])
     """Whether the keep list of a live graph, executable graph or capture in progress holds an
     object for which ``found`` is true: what their runtime objects still refer to.  Walks
     every list (explicit closes are rare; building graphs pays nothing for this)."""
-    seen: set[int] = set()
-    stack: list[Any] = []
+    return bool(live_graphs_keeping(backend, found, first=True))
+
+
+def live_graphs_keeping(backend: _runtime.Backend, found: Callable[[Any], bool],
+                        first: bool = False) -> list[Any]:
+    """The live graphs, executable graphs and streams capturing (see kept_by_live_graphs) whose
+    keep lists hold an object for which ``found`` is true; with ``first``, at most one."""
+    owners: list[Any] = []
     for obj in list(backend.live):
+        stack: list[Any] = []
         if obj._keeps_for_runtime:
             stack.append(obj._keep)
         cap = getattr(obj, "_capture", None)  # (a stream's capture; an event's is a weak reference)
         if cap is not None:
             stack.append(getattr(cap, "_keep", None))
-    while stack:
-        item = stack.pop()
-        if item.__class__ in (list, tuple):
-            if id(item) not in seen:
-                seen.add(id(item))
-                stack.extend(item)
-        elif item is not None and found(item):
-            return True
-    return False
+        seen: set[int] = set()
+        while stack:
+            item = stack.pop()
+            if item.__class__ in (list, tuple):
+                if id(item) not in seen:
+                    seen.add(id(item))
+                    stack.extend(item)
+            elif item is not None and found(item):
+                owners.append(obj)
+                if first:
+                    return owners
+                break
+    return owners
 
 
 captures = _Captures()

@@ -22,7 +22,8 @@ __all__ = [
     "StreamCaptureIsolation", "StreamCaptureImplicit", "StreamCaptureWrongThread",
     "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
     "GraphExecUpdateError", "CompileError", "VariableOverlap", "PhaseMismatch",
-    "RaceDetected", "RaceWarning",
+    "RaceDetected", "RaceWarning", "InvalidUsage", "UnhandledCudaError", "CommSystemError",
+    "CommInternalError", "RemoteError", "CommTimeout",
 ]
 
 # Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
@@ -111,6 +112,33 @@ class NotPermitted(GraphRTError):
 
 class IllegalState(GraphRTError):
     pass
+
+
+class InvalidUsage(IllegalState):
+    """NCCL refused a call made in a way its API does not allow (``ncclInvalidUsage``: e.g. a
+    collective captured on one rank and run eagerly on another, or a communicator used after
+    ``ncclCommFinalize``)."""
+
+
+class UnhandledCudaError(GraphRTError):
+    """A CUDA call NCCL made failed (``ncclUnhandledCudaError``); what capture misuse returns."""
+
+
+class CommSystemError(GraphRTError):
+    """A system call NCCL made failed (``ncclSystemError``: sockets, shared memory, files)."""
+
+
+class CommInternalError(GraphRTError):
+    """NCCL failed internally (``ncclInternalError``)."""
+
+
+class RemoteError(GraphRTError):
+    """A peer of the communicator failed or went away (``ncclRemoteError``)."""
+
+
+class CommTimeout(GraphRTError, TimeoutError):
+    """A bounded wait on a communicator expired (pygraphrt's ``timeout=``, or NCCL's
+    ``ncclTimeout``); pygraphrt aborted the communicators it waited on."""
 
 
 class InvalidResourceHandle(GraphRTError):

@@ -1,0 +1,1214 @@
+"""Collectives across GPUs, processes and machines: NCCL through the ``nccl`` binding.
+
+NCCL (``libnccl.so.2``) is found the way libcudart is (:func:`library`): ``PYGRAPHRT_NCCL``;
+the copy already loaded in the process (torch loads one: two *different* libnccl in one
+process is refused, since each keeps its own state and their communicators cannot meet);
+cuda-pathfinder (``load_nvidia_dynamic_lib("nccl")``); the ``nvidia/nccl/lib`` folder of an
+``nvidia-nccl-cu12`` / ``-cu13`` wheel in site-packages; the system loader.  One binding,
+generated from the newest ``nccl.h`` pinned by bindgen, serves every NCCL 2.x from 2.27: a
+function newer than the loaded library raises :class:`~pygraphrt.errors.NotSupported` naming
+both versions (``ncclGetVersion`` gives the loaded one).
+
+A :class:`Communicator` is one rank on one device.  Every operation takes a pygraphrt
+:class:`~pygraphrt.device.Stream` and is captured when the stream captures; a graph or
+executable graph that captured a communicator keeps it alive, and :meth:`Communicator.close`
+while one lives is refused, naming them (NCCL's destroy would wait for them: a hang).  Waits
+are bounded where a ``timeout`` is given: the communicator is then non-blocking inside NCCL
+(``config.blocking = 0``) and pygraphrt polls ``ncclCommGetAsyncError``; on expiry it aborts
+the communicators and raises :class:`~pygraphrt.errors.CommTimeout`.
+
+Arguments are checked before NCCL sees them (a closed communicator, a rank or peer out of
+range, a unique id of the wrong size, a count larger than a buffer, a dtype that differs from
+the array's): :class:`~pygraphrt.errors.InvalidValue` naming the call.  NCCL's own refusals
+are mapped by the ``ncclResult_t`` name (:data:`RESULT_CLASSES`) and name the call and rank.
+
+RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
+library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+import weakref
+from typing import Any, Iterator, Sequence
+
+from . import _runtime, errors
+
+__all__ = ["Library", "library", "UniqueId", "unique_id", "Communicator", "RedOp", "group",
+           "synchronize", "RESULT_CLASSES", "DTYPES"]
+
+# ncclResult_t by name -> the pygraphrt error class (ncclInProgress is not an error: polled).
+RESULT_CLASSES: dict[str, type[errors.GraphRTError]] = {
+    "ncclUnhandledCudaError": errors.UnhandledCudaError,
+    "ncclSystemError": errors.CommSystemError,
+    "ncclInternalError": errors.CommInternalError,
+    "ncclInvalidArgument": errors.InvalidValue,
+    "ncclInvalidUsage": errors.InvalidUsage,
+    "ncclRemoteError": errors.RemoteError,
+    "ncclTimeout": errors.CommTimeout,
+}
+_IN_PROGRESS = 7  # ncclInProgress (checked against the binding's enum in the tests)
+
+# dtype name -> (ncclDataType_t member, bytes per element)
+DTYPES: dict[str, tuple[str, int]] = {
+    "int8": ("ncclInt8", 1), "uint8": ("ncclUint8", 1), "int32": ("ncclInt32", 4),
+    "uint32": ("ncclUint32", 4), "int64": ("ncclInt64", 8), "uint64": ("ncclUint64", 8),
+    "float16": ("ncclFloat16", 2), "float32": ("ncclFloat32", 4), "float64": ("ncclFloat64", 8),
+    "bfloat16": ("ncclBfloat16", 2),
+}
+# __cuda_array_interface__ typestr (kind, size) -> dtype name
+_TYPESTR = {("i", 1): "int8", ("u", 1): "uint8", ("i", 4): "int32", ("u", 4): "uint32",
+            ("i", 8): "int64", ("u", 8): "uint64", ("f", 2): "float16", ("f", 4): "float32",
+            ("f", 8): "float64"}
+_OPS = {"sum": "ncclSum", "prod": "ncclProd", "max": "ncclMax", "min": "ncclMin", "avg": "ncclAvg"}
+UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES (checked against the binding in the tests)
+SONAME = "libnccl.so.2"
+
+
+# ---------------------------------------------------------------- the library
+def version_tuple(code: int) -> tuple[int, int, int]:
+    """(major, minor, patch) of ``ncclGetVersion``'s code (NCCL_VERSION: 2.9 on is X*10000 +
+    Y*100 + Z; before, X*1000 + Y*100 + Z)."""
+    if code >= 10000:
+        return code // 10000, (code % 10000) // 100, code % 100
+    return code // 1000, (code % 1000) // 100, code % 100
+
+
+def loaded_copies() -> list[str]:
+    """The distinct libnccl files mapped into this process (real paths; one per file)."""
+    found: dict[tuple[int, int], str] = {}
+    try:
+        with open("/proc/self/maps") as maps:
+            text = maps.read()
+    except OSError:
+        return []
+    for line in text.splitlines():
+        path = line.split(None, 5)[5].strip() if len(line.split(None, 5)) == 6 else ""
+        if "/libnccl" not in path or ".so" not in path:
+            continue
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        found.setdefault((st.st_dev, st.st_ino), os.path.realpath(path))
+    return sorted(found.values())
+
+
+def _refuse_two_copies(api: str) -> None:
+    copies = loaded_copies()
+    if len(copies) > 1:
+        raise errors.BackendError(
+            f"{api}: {len(copies)} different libnccl are loaded in this process: {', '.join(copies)}. "
+            "Each keeps its own state, so communicators of one cannot meet the other's (and symbols "
+            "may resolve to either): load one, e.g. PYGRAPHRT_NCCL=<the path torch loaded>, or "
+            "import torch before pygraphrt.nccl so that its copy is reused")
+
+
+def _candidates() -> list[tuple[str, str]]:
+    """(path or soname, how it was found), in the order tried."""
+    env = os.environ.get("PYGRAPHRT_NCCL")
+    if env:
+        return [(env, "PYGRAPHRT_NCCL")]
+    copies = loaded_copies()
+    if copies:  # torch (or anyone) loaded one: use it, never a second
+        return [(copies[0], "already loaded in this process")]
+    found: list[tuple[str, str]] = []
+    try:
+        from cuda.pathfinder import load_nvidia_dynamic_lib
+
+        dl = load_nvidia_dynamic_lib("nccl")
+        if dl.abs_path:
+            found.append((dl.abs_path, f"cuda-pathfinder ({getattr(dl, 'found_via', 'found')})"))
+    except Exception as exc:  # not installed, or found nothing
+        found.append(("", f"cuda-pathfinder: {type(exc).__name__}: {exc}"))
+    from . import _pathfinder
+
+    for base in _pathfinder.site_dirs():  # without cuda-pathfinder: the wheels' folder
+        p = os.path.join(base, "nvidia", "nccl", "lib", SONAME)
+        if os.path.isfile(p):
+            found.append((p, "site-packages (nvidia-nccl wheel)"))
+    found.append((SONAME, "system loader"))
+    return found
+
+
+class Library:
+    """A loaded libnccl and the ``nccl`` binding opened on it."""
+
+    def __init__(self, path: str, how: str) -> None:
+        from ._bindings.nccl import ffi, symbols
+
+        self.ffi: Any = ffi
+        self.symbols: Any = symbols
+        self.lib: Any = ffi.dlopen(path)
+        self.how = how
+        out = ffi.new("int *")
+        try:
+            get_version = self.lib.ncclGetVersion
+        except AttributeError:
+            raise errors.BackendError(f"{path} exports no ncclGetVersion: not NCCL") from None
+        rc = get_version(out)
+        if rc:
+            raise errors.BackendError(f"{path}: ncclGetVersion returned {rc}")
+        self.version_code = out[0]
+        self.version = version_tuple(out[0])
+        self.path = path
+        if "/" not in path:
+            copies = loaded_copies()
+            self.path = copies[0] if copies else path
+        self._fns: dict[str, Any] = {}
+        self._names: dict[int, str] = dict(ffi.typeof("ncclResult_t").elements)
+
+    @property
+    def version_str(self) -> str:
+        return "%d.%d.%d" % self.version
+
+    def fn(self, api: str) -> Any:
+        """The bound function ``api``; NotSupported where the loaded library is older than the
+        release that added it (the binding's ``since``), naming both versions."""
+        f = self._fns.get(api)
+        if f is not None:
+            return f
+        since = self.symbols.SINCE.get(api)
+        if since is not None and self.version[:2] < since:
+            raise errors.NotSupported(api, vendor="nccl", detail=(
+                f"{api} is in NCCL {since[0]}.{since[1]} and later; the loaded library "
+                f"{self.path} is NCCL {self.version_str}"))
+        try:
+            f = getattr(self.lib, self.symbols.API_SYMBOLS.get(api, api))
+        except AttributeError:
+            raise errors.NotSupported(api, vendor="nccl", detail=(
+                f"the loaded library {self.path} (NCCL {self.version_str}) does not export it")) from None
+        self._fns[api] = f
+        return f
+
+    def error(self, rc: int, api: str, rank: int | None = None, comm: Any = None) -> errors.GraphRTError:
+        """The pygraphrt error for ``ncclResult_t`` ``rc`` of ``api`` (by name: RESULT_CLASSES)."""
+        ffi = self.ffi
+        name = self._names.get(rc, f"ncclResult_t {rc}")
+        message = ""
+        try:
+            message = ffi.string(self.lib.ncclGetErrorString(rc)).decode(errors="replace")
+            if comm is not None:
+                last = self.lib.ncclGetLastError(comm)
+                if last != ffi.NULL:
+                    text = ffi.string(last).decode(errors="replace")
+                    if text:
+                        message = f"{message}: {text}" if message else text
+        except Exception:  # (a library without these: the name says enough)
+            pass
+        cls = RESULT_CLASSES.get(name, errors.GraphRTError)
+        return cls(api, rc, name, "nccl", message, detail="" if rank is None else f"rank {rank}")
+
+    def call(self, api: str, *args: Any, rank: int | None = None, comm: Any = None) -> int:
+        """Call ``api``; return 0 or ncclInProgress; raise on any other result."""
+        rc = self.fn(api)(*args)
+        if rc and rc != _IN_PROGRESS:
+            raise self.error(rc, api, rank, comm)
+        return rc
+
+    def enum(self, name: str) -> int:
+        """The value of an enum member of nccl.h (``ncclSum``)."""
+        return int(self.ffi.integer_const(name))
+
+
+_library: Library | None = None
+_library_lock = threading.Lock()
+attempts: list[str] = []  # "path (how): outcome", for error messages and tests
+
+
+def library() -> Library:
+    """The loaded libnccl (found once; see the module docstring for the order)."""
+    global _library
+    lib = _library
+    if lib is not None:
+        return lib
+    with _library_lock:
+        if _library is not None:
+            return _library
+        reasons = []
+        for cand, how in _candidates():
+            if not cand:
+                reasons.append(how)
+                continue
+            if "/" in cand and not os.path.exists(cand):
+                reasons.append(f"{cand} ({how}): no such file")
+                continue
+            try:
+                lib = Library(cand, how)
+            except (OSError, errors.BackendError) as exc:
+                reasons.append(f"{cand} ({how}): {exc}")
+                continue
+            attempts.append(f"{lib.path} ({how}): NCCL {lib.version_str}")
+            _refuse_two_copies("pygraphrt.nccl")
+            _library = lib
+            return lib
+        attempts.extend(reasons)
+        raise errors.BackendError("no NCCL library could be loaded (pip install pygraphrt[nccl-cu13], "
+                                  "or set PYGRAPHRT_NCCL); tried: " + "; ".join(reasons))
+
+
+def _reset_for_tests() -> None:
+    global _library
+    _library = None
+    attempts.clear()
+
+
+# ---------------------------------------------------------------- unique ids
+class UniqueId:
+    """The 128 bytes (``ncclUniqueId``) every rank of a new communicator must be given: made by
+    one rank (:func:`unique_id`) and passed to the others (torch's store, a file, any channel)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise errors.InvalidValue("UniqueId", detail=f"expected {UNIQUE_ID_BYTES} bytes, got "
+                                                         f"{type(data).__name__}")
+        data = bytes(data)
+        if len(data) != UNIQUE_ID_BYTES:
+            raise errors.InvalidValue("UniqueId", detail=f"a unique id is {UNIQUE_ID_BYTES} bytes, "
+                                                         f"got {len(data)}")
+        self.data = data
+
+    def __bytes__(self) -> bytes:
+        return self.data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UniqueId) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+    def __repr__(self) -> str:
+        return f"<UniqueId {self.data[:8].hex()}...>"
+
+    def to_file(self, path: str | os.PathLike[str]) -> None:
+        """Write the id to ``path`` (atomically: readers never see a part of it) -- the way to
+        pass it without torch, on a filesystem every rank sees."""
+        path = os.fspath(path)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(self.data)
+        os.replace(tmp, path)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], timeout: float = 60.0) -> "UniqueId":
+        """Read an id :meth:`to_file` wrote, waiting up to ``timeout`` seconds for it to appear."""
+        path = os.fspath(path)
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            try:
+                with open(path, "rb") as f:
+                    return cls(f.read())
+            except FileNotFoundError:
+                if time.monotonic() >= deadline:
+                    raise errors.CommTimeout("UniqueId.from_file",
+                                             detail=f"{path} did not appear within {timeout} s") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+
+def unique_id() -> UniqueId:
+    """A new unique id (``ncclGetUniqueId``): made by one rank, given to all."""
+    lib = library()
+    out = lib.ffi.new("ncclUniqueId *")
+    lib.call("ncclGetUniqueId", out)
+    return UniqueId(bytes(lib.ffi.buffer(out)))
+
+
+def _as_unique_id(value: Any, api: str) -> UniqueId:
+    if isinstance(value, UniqueId):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if len(data) != UNIQUE_ID_BYTES:
+            raise errors.InvalidValue(api, detail=f"a unique id is {UNIQUE_ID_BYTES} bytes, got {len(data)}")
+        return UniqueId(data)
+    raise errors.InvalidValue(api, detail=f"expected a UniqueId or {UNIQUE_ID_BYTES} bytes, got "
+                                          f"{type(value).__name__}")
+
+
+# ---------------------------------------------------------------- groups
+_local = threading.local()
+
+
+def _group_depth() -> int:
+    return getattr(_local, "depth", 0)
+
+
+@contextlib.contextmanager
+def group() -> Iterator[None]:
+    """``ncclGroupStart`` / ``ncclGroupEnd`` around the block (per thread; may span several
+    communicators): the operations issued inside are launched together at its end -- what
+    one thread driving several ranks (:meth:`Communicator.init_all`) needs, and what fuses
+    sends and receives."""
+    lib = library()
+    lib.call("ncclGroupStart")
+    _local.depth = _group_depth() + 1
+    pending: list[Communicator] = []
+    closing: list[Communicator] = []
+    outer, outer_closing = getattr(_local, "pending", None), getattr(_local, "closing", None)
+    _local.pending, _local.closing = pending, closing
+    try:
+        yield
+    except BaseException:
+        _local.depth -= 1
+        _local.pending, _local.closing = outer, outer_closing
+        with contextlib.suppress(errors.GraphRTError):
+            lib.call("ncclGroupEnd")
+        raise
+    _local.depth -= 1
+    _local.pending, _local.closing = outer, outer_closing
+    lib.call("ncclGroupEnd")
+    if outer is not None and outer_closing is not None:
+        outer.extend(pending)
+        outer_closing.extend(closing)
+        return
+    for comm in dict.fromkeys(pending):
+        if not comm._closed:
+            comm._settle("ncclGroupEnd", comm.timeout)
+    for comm in closing:  # finalized in the group (every rank's at once): destroy them now
+        comm._destroy_finalized()
+
+
+# ---------------------------------------------------------------- buffers
+def _dtype_name(dtype: Any, api: str) -> str:
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) or str(dtype)
+    name = str(name).replace("torch.", "")
+    name = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+            "long": "int64", "bf16": "bfloat16"}.get(name, name)
+    if name not in DTYPES:
+        raise errors.InvalidValue(api, detail=f"dtype {dtype!r} has no NCCL type; NCCL takes "
+                                              f"{', '.join(DTYPES)}")
+    return name
+
+
+class _Operand:
+    __slots__ = ("address", "nbytes", "dtype", "device", "obj")
+
+    def __init__(self, address: int, nbytes: int, dtype: str, device: int | None, obj: Any) -> None:
+        self.address = address
+        self.nbytes = nbytes
+        self.dtype = dtype
+        self.device = device
+        self.obj = obj
+
+    @property
+    def elements(self) -> int:
+        return self.nbytes // DTYPES[self.dtype][1]
+
+
+def _operand(buf: Any, dtype: Any, api: str, role: str) -> _Operand:
+    """Address, bytes, dtype and (where known) device of a buffer: a pygraphrt buffer (dtype
+    given), or an object with ``__cuda_array_interface__`` (torch, CuPy: its dtype, or a given
+    one that must agree)."""
+    from ._operands import DeviceMemory
+
+    if isinstance(buf, DeviceMemory):
+        if dtype is None:
+            raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} has no element type; "
+                                                  "give dtype=")
+        name = _dtype_name(dtype, api)
+        try:
+            address = buf.ptr
+        except errors.GraphRTError:
+            raise errors.InvalidValue(api, detail=f"{role}: the {type(buf).__name__} was freed") from None
+        device = getattr(buf, "device", None)
+        return _Operand(address, buf.size, name, getattr(device, "ordinal", device), buf)
+    cai = getattr(buf, "__cuda_array_interface__", None)
+    if cai is None:
+        raise errors.InvalidValue(api, detail=f"{role}: {type(buf).__name__} is not device memory (a "
+                                              "pygraphrt buffer or an object with __cuda_array_interface__)")
+    typestr = cai.get("typestr", "")
+    shape = tuple(cai.get("shape", ()))
+    kind, size = typestr[1:2], int(typestr[2:] or 0)
+    own = _TYPESTR.get((kind, size))
+    n = 1
+    for s in shape:
+        n *= int(s)
+    strides = cai.get("strides")
+    if strides is not None:
+        expect, contiguous = size, True
+        for dim, st in zip(reversed(shape), reversed(strides)):
+            if dim > 1 and st != expect:
+                contiguous = False
+            expect *= dim
+        if not contiguous:
+            raise errors.InvalidValue(api, detail=f"{role}: the array is not contiguous (strides {strides})")
+    if dtype is not None:
+        name = _dtype_name(dtype, api)
+        if own is not None and own != name:
+            raise errors.InvalidValue(api, detail=f"{role}: dtype {name} given for an array of {own}")
+    elif own is None:
+        raise errors.InvalidValue(api, detail=f"{role}: typestr {typestr!r} has no NCCL type; give dtype=")
+    else:
+        name = own
+    device = getattr(getattr(buf, "device", None), "index", None)  # torch.Tensor.device
+    if device is None:
+        dev = getattr(buf, "device", None)  # cupy.ndarray.device (a Device with .id)
+        device = getattr(dev, "id", None)
+    address = int(cai["data"][0])
+    return _Operand(address, n * size, name, device if isinstance(device, int) else None, buf)
+
+
+# ---------------------------------------------------------------- communicators
+class RedOp:
+    """A reduction NCCL made for one communicator and dtype (``ncclRedOpCreatePreMulSum``);
+    destroyed with its communicator (or by :meth:`destroy`)."""
+
+    def __init__(self, comm: "Communicator", value: Any, dtype: str, scalar: Any) -> None:
+        self.comm = comm
+        self.value = value
+        self.dtype = dtype
+        self._scalar = scalar  # the device scalar (or host cell) NCCL reads: must outlive the op
+        self._destroyed = False
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        comm = self.comm
+        if comm._handle_or_none() is not None:
+            lib = comm._lib
+            lib.call("ncclRedOpDestroy", self.value, comm._comm(), rank=comm._rank, comm=comm._comm())
+        if self in comm._redops:
+            comm._redops.remove(self)
+
+
+def _finalize_comm(lib: Library, cell: Any) -> None:
+    """At garbage collection or exit: abort (local: it waits neither for the peers, as finalize
+    would, nor for graphs -- those that captured the communicator kept it alive, so they are
+    gone, or at exit were created later and are destroyed first), which frees its reductions."""
+    try:
+        handle = cell[0]
+        if handle == lib.ffi.NULL:
+            return
+        lib.fn("ncclCommAbort")(handle)
+        cell[0] = lib.ffi.NULL
+    except Exception:  # interpreter shutdown: the library may be gone
+        pass
+
+
+_stream_comms: "weakref.WeakKeyDictionary[Any, weakref.WeakSet[Communicator]]" = weakref.WeakKeyDictionary()
+
+
+class Communicator:
+    """One rank of an NCCL communicator, on one device.
+
+    Parameters
+    ----------
+    nranks, rank : int
+        The communicator's size and this rank (``0 <= rank < nranks``).
+    unique_id : UniqueId or bytes
+        The same id on every rank (:func:`unique_id` on one of them).
+    device : int or Device, optional
+        The GPU of this rank (default: the current device).
+    blocking : bool
+        NCCL's ``config.blocking``; a ``timeout`` makes the communicator non-blocking inside
+        NCCL whatever this says, so that pygraphrt can bound the waits.
+    timeout : float, optional
+        Seconds that init, split, group ends, :meth:`close` and :meth:`synchronize` may take;
+        on expiry the communicator is aborted and :class:`~pygraphrt.errors.CommTimeout` raised.
+    """
+
+    def __init__(self, nranks: int, rank: int, unique_id: Any, device: Any = None, *,
+                 blocking: bool = True, timeout: float | None = None, _defer: bool = False) -> None:
+        api = "ncclCommInitRankConfig"
+        nranks = _index(nranks, api, "nranks")
+        rank = _index(rank, api, "rank")
+        if nranks < 1:
+            raise errors.InvalidValue(api, detail=f"nranks must be at least 1, got {nranks}")
+        if not 0 <= rank < nranks:
+            raise errors.InvalidValue(api, detail=f"rank {rank} is outside the communicator of {nranks} rank(s)")
+        uid = _as_unique_id(unique_id, api)
+        if timeout is not None and not timeout > 0:
+            raise errors.InvalidValue(api, detail=f"timeout must be positive seconds, got {timeout!r}")
+        self._lib = library()
+        _refuse_two_copies(api)
+        self._backend = _runtime.active()
+        self._setup(nranks, rank, _device_ordinal(device, api), blocking, timeout)
+        ffi = self._lib.ffi
+        cid = ffi.new("ncclUniqueId *")
+        ffi.memmove(cid, uid.data, UNIQUE_ID_BYTES)
+        with _on_device(self._backend, self._device):
+            self._lib.call(api, self._cell, nranks, cid[0], rank, self._config, rank=rank)
+        if not _defer and _group_depth() == 0:
+            self._settle(api, timeout)
+
+    def _setup(self, nranks: int, rank: int, device: int, blocking: bool, timeout: float | None) -> None:
+        ffi = self._lib.ffi
+        self._size = nranks
+        self._rank = rank
+        self._device = device
+        self.timeout = timeout
+        self._blocking = blocking and timeout is None
+        self._cell = ffi.new("ncclComm_t *")
+        self._config = _config(self._lib, self._blocking)
+        self._redops: list[RedOp] = []
+        self._closed = False
+        self._close_timeout: float | None = timeout
+        self._finalizer = weakref.finalize(self, _finalize_comm, self._lib, self._cell)
+        pending = getattr(_local, "pending", None)
+        if pending is not None and _group_depth():
+            pending.append(self)
+
+    @classmethod
+    def _new(cls, lib: Library, nranks: int, rank: int, device: int, blocking: bool,
+             timeout: float | None) -> "Communicator":
+        self = cls.__new__(cls)
+        self._lib = lib
+        self._backend = _runtime.active()
+        self._setup(nranks, rank, device, blocking, timeout)
+        return self
+
+    # -- construction ----------------------------------------------------
+    @classmethod
+    def init_all(cls, devices: Sequence[Any], *, timeout: float | None = None) -> "list[Communicator]":
+        """One communicator per device of ``devices``, all in this process (rank i on
+        ``devices[i]``): for eager use from one thread (group every operation over them with
+        :func:`group`).  NCCL advises one GPU per process where graphs capture collectives."""
+        api = "Communicator.init_all"
+        ordinals = [_device_ordinal(d, api) for d in devices]
+        if not ordinals:
+            raise errors.InvalidValue(api, detail="no devices given")
+        if len(set(ordinals)) != len(ordinals):
+            raise errors.InvalidValue(api, detail=f"devices repeat: {ordinals}")
+        uid = unique_id()
+        comms: list[Communicator] = []
+        with group():
+            for r, d in enumerate(ordinals):
+                comms.append(cls(len(ordinals), r, uid, d, timeout=timeout, blocking=timeout is None))
+        return comms
+
+    @classmethod
+    def from_env(cls, *, timeout: float = 300.0, device: Any = None, name: str = "default") -> "Communicator":
+        """A communicator over the processes a launcher started (``torchrun``): rank and size
+        from ``RANK`` / ``WORLD_SIZE``, the device from ``LOCAL_RANK``, and the unique id made
+        by rank 0 and passed through torch's store at ``MASTER_ADDR:MASTER_PORT`` (under
+        torchrun its agent serves that store -- ``TORCHELASTIC_USE_AGENT_STORE`` -- and every
+        rank is a client of it; otherwise rank 0 serves it, as torch's ``env://`` does).
+        ``name`` keeps several communicators of one job apart (made in the same order on every
+        rank)."""
+        api = "Communicator.from_env"
+        env = os.environ
+        missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not env.get(v)]
+        if missing:
+            raise errors.InvalidValue(api, detail=f"{', '.join(missing)} not set: start the processes "
+                                                  "with torchrun (or set them), or pass the unique id "
+                                                  "yourself (UniqueId.to_file / from_file)")
+        try:
+            rank, size = int(env["RANK"]), int(env["WORLD_SIZE"])
+            local = int(env.get("LOCAL_RANK", "0"))
+            port = int(env["MASTER_PORT"])
+        except ValueError as exc:
+            raise errors.InvalidValue(api, detail=f"bad launcher environment: {exc}") from None
+        store = _env_store(env["MASTER_ADDR"], port, rank, size, timeout)
+        serial = next(_env_serial)
+        key = f"pygraphrt/nccl/{name}/{serial}/unique_id"
+        if rank == 0:
+            uid = unique_id()
+            store.set(key, uid.data)
+        else:
+            try:
+                data = store.get(key)
+            except Exception as exc:  # torch's store timeout (a DistStoreError / RuntimeError)
+                raise errors.CommTimeout(api, detail=f"rank {rank}: no unique id from rank 0 under "
+                                                     f"{key!r} within {timeout} s ({exc})") from None
+            uid = UniqueId(bytes(data))
+        return cls(size, rank, uid, local if device is None else device, timeout=timeout)
+
+    @classmethod
+    def from_process_group(cls, pg: Any = None, *, device: Any = None,
+                           timeout: float | None = None) -> "Communicator":
+        """A communicator over the ranks of a ``torch.distributed`` process group (default: the
+        world): the group's rank 0 makes the unique id and broadcasts it through the group."""
+        import torch.distributed as dist
+
+        group_ = pg if pg is not None else dist.group.WORLD
+        rank, size = dist.get_rank(group_), dist.get_world_size(group_)
+        payload = [unique_id().data if rank == 0 else None]
+        dist.broadcast_object_list(payload, src=dist.get_global_rank(group_, 0), group=group_)
+        if device is None:
+            import torch
+
+            device = torch.cuda.current_device()
+        return cls(size, rank, UniqueId(payload[0]), device, timeout=timeout)
+
+    def split(self, color: int | None, key: int = 0, *, timeout: float | None = None) -> "Communicator | None":
+        """``ncclCommSplit``: the ranks with the same ``color`` form a new communicator, ordered
+        by ``key``; ``color=None`` (NCCL_SPLIT_NOCOLOR) takes part without joining one (None is
+        returned).  Collective over this communicator's ranks (in one process: inside
+        :func:`group`)."""
+        api = "ncclCommSplit"
+        comm = self._comm(api)
+        if color is None:
+            c = int(self._lib.symbols.CONSTANTS["NCCL_SPLIT_NOCOLOR"])
+        else:
+            c = _index(color, api, "color")
+            if c < 0:
+                raise errors.InvalidValue(api, detail=f"color must be >= 0 or None, got {c}")
+        k = _index(key, api, "key")
+        timeout = self.timeout if timeout is None else timeout
+        child = Communicator._new(self._lib, 0, 0, self._device, self._blocking and timeout is None, timeout)
+        with _on_device(self._backend, self._device):
+            self._lib.call(api, comm, c, k, child._cell, child._config, rank=self._rank, comm=comm)
+        if _group_depth() == 0:
+            child._settle(api, timeout)
+        child._size = -1  # asked of NCCL once the new communicator exists (see size / rank)
+        child._rank = -1
+        if color is None:
+            child._closed = True
+            child._finalizer.detach()
+            return None
+        return child
+
+    # -- properties ------------------------------------------------------
+    def _handle_or_none(self) -> Any:
+        if self._closed:
+            return None
+        h = self._cell[0]
+        return None if h == self._lib.ffi.NULL else h
+
+    def _comm(self, api: str = "Communicator") -> Any:
+        h = self._handle_or_none()
+        if h is None:
+            raise errors.InvalidValue(api, detail="the communicator is closed" if self._closed else
+                                      "the communicator is not initialised yet (its group has not ended)")
+        return h
+
+    def _query(self, api: str) -> int:
+        out = self._lib.ffi.new("int *")
+        comm = self._comm(api)
+        self._lib.call(api, comm, out, rank=self._rank if self._rank >= 0 else None, comm=comm)
+        return int(out[0])
+
+    @property
+    def rank(self) -> int:
+        """This rank (``ncclCommUserRank``)."""
+        if self._rank < 0:
+            self._rank = self._query("ncclCommUserRank")
+        return self._rank
+
+    @property
+    def size(self) -> int:
+        """The number of ranks (``ncclCommCount``)."""
+        if self._size < 0:
+            self._size = self._query("ncclCommCount")
+        return self._size
+
+    @property
+    def device(self) -> int:
+        """The ordinal of this rank's GPU."""
+        return self._device
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"rank {self._rank} of {self._size}"
+        return f"<Communicator {state} on device {self._device}>"
+
+    def __enter__(self) -> "Communicator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+        else:
+            self.abort()
+
+    # -- waiting ---------------------------------------------------------
+    def async_error(self) -> int:
+        """``ncclCommGetAsyncError``: 0, ncclInProgress (7), or the error NCCL met."""
+        out = self._lib.ffi.new("ncclResult_t *")
+        comm = self._comm("ncclCommGetAsyncError")
+        rc = self._lib.fn("ncclCommGetAsyncError")(comm, out)
+        if rc:
+            raise self._lib.error(rc, "ncclCommGetAsyncError", self._rank, comm)
+        return int(out[0])
+
+    def _settle(self, api: str, timeout: float | None) -> None:
+        """Wait for a non-blocking call's ncclInProgress to end (up to ``timeout``); raise what
+        NCCL reports; on expiry abort and raise CommTimeout."""
+        if self._blocking or self._handle_or_none() is None:
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.0001
+        while True:
+            state = self.async_error()
+            if state == 0:
+                return
+            if state != _IN_PROGRESS:
+                raise self._lib.error(state, api, self._rank, self._handle_or_none())
+            if deadline is not None and time.monotonic() >= deadline:
+                self.abort()
+                raise errors.CommTimeout(api, vendor="nccl", detail=(
+                    f"rank {self._rank}: still in progress after {timeout} s; the communicator was aborted"))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.01)
+
+    def synchronize(self, stream: Any, timeout: float | None = None) -> None:
+        """Wait for ``stream`` and this communicator (see :func:`synchronize`)."""
+        synchronize(stream, [self], timeout=self.timeout if timeout is None else timeout)
+
+    # -- lifetime --------------------------------------------------------
+    def _graphs_holding(self) -> list[Any]:
+        from ._handles import live_graphs_keeping
+
+        return live_graphs_keeping(self._backend, lambda o: o is self)
+
+    def close(self, *, destroy_graphs: bool = False, timeout: float | None = None) -> None:
+        """``ncclCommFinalize`` then ``ncclCommDestroy`` (bounded by ``timeout`` or the
+        communicator's), after destroying its reductions.  Collective: every rank closes.
+        Refused while a live graph or executable graph captured this communicator (NCCL's
+        destroy would wait for them), naming them -- or, with ``destroy_graphs``, those are
+        closed first."""
+        if self._closed:
+            return
+        holders = self._graphs_holding()
+        if holders and destroy_graphs:
+            for h in holders:
+                h.close()
+            holders = self._graphs_holding()
+        if holders:
+            names = ", ".join(repr(h) for h in holders)
+            raise errors.IllegalState("Communicator.close", vendor="nccl", detail=(
+                f"rank {self._rank}: {len(holders)} live graph(s) captured this communicator: {names}; "
+                "close them first (or close(destroy_graphs=True)): NCCL's destroy would wait for them"))
+        comm = self._handle_or_none()
+        if comm is None:
+            self._closed = True
+            self._finalizer.detach()
+            return
+        self._close_timeout = self.timeout if timeout is None else timeout
+        lib = self._lib
+        with _on_device(self._backend, self._device):
+            for op in list(self._redops):
+                op.destroy()
+            lib.call("ncclCommFinalize", comm, rank=self._rank, comm=comm)
+        closing = getattr(_local, "closing", None)
+        if _group_depth() and closing is not None:
+            # Several ranks in one thread: each finalize waits for the others, so they are
+            # grouped and the destroys come at the group's end.
+            closing.append(self)
+            return
+        self._destroy_finalized()
+
+    def _destroy_finalized(self) -> None:
+        comm = self._handle_or_none()
+        if comm is None:
+            return
+        self._settle("ncclCommFinalize", self._close_timeout)
+        if self._closed:  # (the wait expired and aborted it)
+            return
+        self._closed = True
+        self._finalizer.detach()
+        with _on_device(self._backend, self._device):
+            self._lib.call("ncclCommDestroy", comm, rank=self._rank)
+        self._cell[0] = self._lib.ffi.NULL
+
+    def abort(self) -> None:
+        """``ncclCommAbort``: end this rank's part now, without the peers (what a failed peer or
+        an expired wait calls for).  Idempotent."""
+        if self._closed:
+            return
+        comm = self._handle_or_none()
+        self._closed = True
+        self._finalizer.detach()
+        if comm is None:
+            return
+        for op in self._redops:
+            op._destroyed = True
+        self._redops.clear()
+        with _on_device(self._backend, self._device):
+            self._lib.call("ncclCommAbort", comm, rank=self._rank)
+        self._cell[0] = self._lib.ffi.NULL
+
+    # -- operations ------------------------------------------------------
+    def premul_sum(self, scalar: Any, dtype: Any = None) -> RedOp:
+        """A sum whose inputs are each multiplied by ``scalar`` first
+        (``ncclRedOpCreatePreMulSum``): a device buffer holding one element (read when the
+        collective runs: ``ncclScalarDevice``, so graph replays see a changed value), or a
+        Python number (read now: ``ncclScalarHostImmediate``).  Destroyed with the
+        communicator."""
+        api = "ncclRedOpCreatePreMulSum"
+        comm = self._comm(api)
+        lib, ffi = self._lib, self._lib.ffi
+        if isinstance(scalar, (int, float)) and not isinstance(scalar, bool):
+            if dtype is None:
+                raise errors.InvalidValue(api, detail="a host scalar needs dtype=")
+            name = _dtype_name(dtype, api)
+            ctype = {"int8": "int8_t", "uint8": "uint8_t", "int32": "int32_t", "uint32": "uint32_t",
+                     "int64": "int64_t", "uint64": "uint64_t", "float32": "float", "float64": "double"}.get(name)
+            if ctype is None:
+                raise errors.InvalidValue(api, detail=f"a host scalar of {name}: give it in device memory")
+            cell = ffi.new(f"{ctype} *", scalar)
+            residence = lib.enum("ncclScalarHostImmediate")
+            ptr, keep = ffi.cast("void *", cell), cell
+        else:
+            op = _operand(scalar, dtype, api, "scalar")
+            name = op.dtype
+            if op.elements < 1:
+                raise errors.InvalidValue(api, detail="the scalar's buffer holds no element")
+            residence = lib.enum("ncclScalarDevice")
+            ptr, keep = ffi.cast("void *", op.address), op.obj
+        out = ffi.new("ncclRedOp_t *")
+        with _on_device(self._backend, self._device):
+            lib.call(api, out, ptr, lib.enum(DTYPES[name][0]), residence, comm, rank=self._rank, comm=comm)
+        red = RedOp(self, out[0], name, keep)
+        self._redops.append(red)
+        return red
+
+    def _op(self, op: Any, dtype: str, api: str) -> int:
+        if isinstance(op, RedOp):
+            if op.comm is not self:
+                raise errors.InvalidValue(api, detail="the reduction belongs to another communicator")
+            if op._destroyed:
+                raise errors.InvalidValue(api, detail="the reduction was destroyed")
+            if op.dtype != dtype:
+                raise errors.InvalidValue(api, detail=f"the reduction is for {op.dtype}, the buffers are {dtype}")
+            return int(op.value)
+        name = _OPS.get(str(op).lower()) if isinstance(op, str) else None
+        if name is None:
+            raise errors.InvalidValue(api, detail=f"op {op!r}: use one of {', '.join(_OPS)} or a RedOp "
+                                                  "(premul_sum)")
+        return self._lib.enum(name)
+
+    def _prepare(self, api: str, stream: Any) -> tuple[Any, Any]:
+        from .device import Stream
+
+        comm = self._comm(api)
+        if not isinstance(stream, Stream):
+            raise errors.InvalidValue(api, detail=f"stream: expected a pygraphrt Stream (Stream.wrap "
+                                                  f"takes torch's and CuPy's), got {type(stream).__name__}")
+        if stream._backend is not self._backend:
+            raise errors.InvalidValue(api, detail="the stream belongs to another backend")
+        return comm, self._lib.ffi.cast("cudaStream_t", int(stream))
+
+    def _buffers(self, api: str, dtype: Any, *roles: tuple[str, Any, int | None]) -> tuple[list[_Operand | None], str]:
+        """Each (role, buffer, elements needed or None for 'any') as an operand; one dtype."""
+        ops: list[_Operand | None] = []
+        name: str | None = _dtype_name(dtype, api) if dtype is not None else None
+        for role, buf, _ in roles:
+            if buf is None:
+                ops.append(None)
+                continue
+            o = _operand(buf, name, api, role)
+            if name is None:
+                name = o.dtype
+            elif o.dtype != name:
+                raise errors.InvalidValue(api, detail=f"{role} is {o.dtype}, the other buffer {name}")
+            if o.device is not None and o.device != self._device:
+                raise errors.InvalidValue(api, detail=f"{role} is on device {o.device}, the communicator "
+                                                      f"(rank {self._rank}) on device {self._device}")
+            ops.append(o)
+        assert name is not None
+        return ops, name
+
+    @staticmethod
+    def _fits(api: str, role: str, o: _Operand | None, need: int) -> None:
+        if o is not None and o.elements < need:
+            raise errors.InvalidValue(api, detail=f"{role} holds {o.elements} {o.dtype} element(s); "
+                                                  f"the call needs {need}")
+
+    def _count(self, api: str, count: Any, default: _Operand | None, per: int = 1) -> int:
+        if count is None:
+            if default is None:
+                raise errors.InvalidValue(api, detail="count= is needed (no buffer to take it from)")
+            return default.elements // per
+        n = _index(count, api, "count")
+        if n < 0:
+            raise errors.InvalidValue(api, detail=f"count must be >= 0, got {n}")
+        return n
+
+    def _peer(self, api: str, value: Any, what: str) -> int:
+        p = _index(value, api, what)
+        if not 0 <= p < self.size:
+            raise errors.InvalidValue(api, detail=f"{what} {p} is outside the communicator of {self.size} rank(s)")
+        return p
+
+    def _enqueue(self, api: str, stream: Any, keep: Sequence[Any], *args: Any) -> None:
+        comm = args[-2]
+        with _on_device(self._backend, self._device):
+            rc = self._lib.call(api, *args, rank=self._rank, comm=comm)
+        # The capture (if any) keeps the buffers and this communicator: a graph that runs the
+        # collective holds its communicator (close() refuses while it lives).
+        for obj in keep:
+            if obj is not None:
+                stream._retain(obj)
+        stream._retain(self)
+        known = _stream_comms.get(stream)
+        if known is None:
+            known = _stream_comms[stream] = weakref.WeakSet()
+        known.add(self)
+        if rc == _IN_PROGRESS and _group_depth() == 0:
+            self._settle(api, self.timeout)
+        elif _group_depth():
+            pending = getattr(_local, "pending", None)
+            if pending is not None:
+                pending.append(self)
+
+    def all_reduce(self, sendbuf: Any, recvbuf: Any, stream: Any, op: Any = "sum", *,
+                   count: int | None = None, dtype: Any = None) -> None:
+        """``ncclAllReduce``: every rank's ``recvbuf`` gets the reduction (``op``: sum, prod,
+        max, min, avg, or a :meth:`premul_sum`) of all ranks' ``sendbuf`` (``count`` elements;
+        default: all of ``recvbuf``).  ``sendbuf is recvbuf`` reduces in place."""
+        api = "ncclAllReduce"
+        comm, s = self._prepare(api, stream)
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, dst)
+        self._fits(api, "sendbuf", src, n)
+        self._fits(api, "recvbuf", dst, n)
+        assert src is not None and dst is not None
+        ffi = self._lib.ffi
+        self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
+                      ffi.cast("void *", src.address), ffi.cast("void *", dst.address), n,
+                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), comm, s)
+
+    def broadcast(self, sendbuf: Any, recvbuf: Any, root: int, stream: Any, *,
+                  count: int | None = None, dtype: Any = None) -> None:
+        """``ncclBroadcast``: ``root``'s ``sendbuf`` to every rank's ``recvbuf`` (``sendbuf`` is
+        read on the root only; None elsewhere is fine)."""
+        api = "ncclBroadcast"
+        comm, s = self._prepare(api, stream)
+        r = self._peer(api, root, "root")
+        if r == self.rank and sendbuf is None:
+            raise errors.InvalidValue(api, detail="the root needs a sendbuf")
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, dst)
+        self._fits(api, "sendbuf", src, n)
+        self._fits(api, "recvbuf", dst, n)
+        assert dst is not None
+        ffi = self._lib.ffi
+        self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", (src or dst).address),
+                      ffi.cast("void *", dst.address), n, self._lib.enum(DTYPES[name][0]), r, comm, s)
+
+    def reduce(self, sendbuf: Any, recvbuf: Any, root: int, stream: Any, op: Any = "sum", *,
+               count: int | None = None, dtype: Any = None) -> None:
+        """``ncclReduce``: the reduction of every rank's ``sendbuf`` into ``root``'s ``recvbuf``
+        (None elsewhere is fine)."""
+        api = "ncclReduce"
+        comm, s = self._prepare(api, stream)
+        r = self._peer(api, root, "root")
+        if r == self.rank and recvbuf is None:
+            raise errors.InvalidValue(api, detail="the root needs a recvbuf")
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, src)
+        self._fits(api, "sendbuf", src, n)
+        self._fits(api, "recvbuf", dst, n)
+        assert src is not None
+        ffi = self._lib.ffi
+        self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
+                      ffi.cast("void *", src.address), ffi.cast("void *", dst.address if dst is not None else 0), n,
+                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), r, comm, s)
+
+    def all_gather(self, sendbuf: Any, recvbuf: Any, stream: Any, *, count: int | None = None,
+                   dtype: Any = None) -> None:
+        """``ncclAllGather``: rank i's ``count`` elements of ``sendbuf`` (default: all of it) land at
+        ``recvbuf[i*count:(i+1)*count]`` on every rank."""
+        api = "ncclAllGather"
+        comm, s = self._prepare(api, stream)
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, src)
+        self._fits(api, "sendbuf", src, n)
+        self._fits(api, "recvbuf", dst, n * self.size)
+        assert src is not None and dst is not None
+        ffi = self._lib.ffi
+        self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", src.address),
+                      ffi.cast("void *", dst.address), n, self._lib.enum(DTYPES[name][0]), comm, s)
+
+    def reduce_scatter(self, sendbuf: Any, recvbuf: Any, stream: Any, op: Any = "sum", *,
+                       count: int | None = None, dtype: Any = None) -> None:
+        """``ncclReduceScatter``: the reduction of every rank's ``sendbuf`` (``size * count``
+        elements), rank i keeping block i (``count`` elements; default: all of ``recvbuf``)."""
+        api = "ncclReduceScatter"
+        comm, s = self._prepare(api, stream)
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, dst)
+        self._fits(api, "sendbuf", src, n * self.size)
+        self._fits(api, "recvbuf", dst, n)
+        assert src is not None and dst is not None
+        ffi = self._lib.ffi
+        self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
+                      ffi.cast("void *", src.address), ffi.cast("void *", dst.address), n,
+                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), comm, s)
+
+    def send(self, buf: Any, peer: int, stream: Any, *, count: int | None = None, dtype: Any = None) -> None:
+        """``ncclSend`` of ``count`` elements (default: all of ``buf``) to ``peer``, which must
+        :meth:`recv` them (concurrent sends and receives: inside :func:`group`)."""
+        api = "ncclSend"
+        comm, s = self._prepare(api, stream)
+        p = self._peer(api, peer, "peer")
+        (src,), name = self._buffers(api, dtype, ("buf", buf, None))
+        n = self._count(api, count, src)
+        self._fits(api, "buf", src, n)
+        assert src is not None
+        self._enqueue(api, stream, (buf,), self._lib.ffi.cast("void *", src.address), n,
+                      self._lib.enum(DTYPES[name][0]), p, comm, s)
+
+    def recv(self, buf: Any, peer: int, stream: Any, *, count: int | None = None, dtype: Any = None) -> None:
+        """``ncclRecv`` of ``count`` elements (default: all of ``buf``) from ``peer``."""
+        api = "ncclRecv"
+        comm, s = self._prepare(api, stream)
+        p = self._peer(api, peer, "peer")
+        (dst,), name = self._buffers(api, dtype, ("buf", buf, None))
+        n = self._count(api, count, dst)
+        self._fits(api, "buf", dst, n)
+        assert dst is not None
+        self._enqueue(api, stream, (buf,), self._lib.ffi.cast("void *", dst.address), n,
+                      self._lib.enum(DTYPES[name][0]), p, comm, s)
+
+    def all_to_all(self, sendbuf: Any, recvbuf: Any, stream: Any, *, count: int | None = None,
+                   dtype: Any = None) -> None:
+        """Block j of ``sendbuf`` (``count`` elements; default: ``len(sendbuf) // size``) to rank
+        j, block i of ``recvbuf`` from rank i: grouped ``ncclSend`` / ``ncclRecv`` (every NCCL
+        2.x has them; ``ncclAlltoAll`` is 2.28's)."""
+        api = "Communicator.all_to_all"
+        comm, s = self._prepare(api, stream)
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        size = self.size
+        n = self._count(api, count, src, per=size)
+        self._fits(api, "sendbuf", src, n * size)
+        self._fits(api, "recvbuf", dst, n * size)
+        assert src is not None and dst is not None
+        ffi, lib = self._lib.ffi, self._lib
+        width = n * DTYPES[name][1]
+        dt = lib.enum(DTYPES[name][0])
+        with group():
+            for peer in range(size):
+                self._enqueue("ncclSend", stream, (sendbuf,), ffi.cast("void *", src.address + peer * width),
+                              n, dt, peer, comm, s)
+                self._enqueue("ncclRecv", stream, (recvbuf,), ffi.cast("void *", dst.address + peer * width),
+                              n, dt, peer, comm, s)
+
+
+_env_serial = itertools.count()
+
+
+def _env_store(host: str, port: int, rank: int, size: int, timeout: float) -> Any:
+    """torch's store for the unique id: a client of torchrun's agent store (with the prefix its
+    workers use), or -- outside torchrun -- rank 0 serving it as torch's env:// does."""
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() in ("true", "1")
+    store = dist.TCPStore(host, port, size, is_master=(rank == 0 and not agent),
+                          timeout=timedelta(seconds=timeout), wait_for_workers=False)
+    if agent:  # torch.distributed.rendezvous's _create_c10d_store / env:// under torchrun
+        restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        return dist.PrefixStore(f"/worker/attempt_{restart}", store)
+    return store
+
+
+# ---------------------------------------------------------------- bounded waits
+def synchronize(stream: Any, comms: "Sequence[Communicator] | None" = None, *,
+                timeout: float | None = None) -> None:
+    """Wait for ``stream`` (``cudaStreamQuery``, polled) while watching ``comms`` (default:
+    every live communicator this stream has run work of) with ``ncclCommGetAsyncError``.  An
+    error a communicator reports aborts them all and is raised; when ``timeout`` seconds pass
+    first (a peer that died may make NCCL report nothing), they are aborted and
+    :class:`~pygraphrt.errors.CommTimeout` is raised."""
+    from .device import Stream
+
+    api = "nccl.synchronize"
+    if not isinstance(stream, Stream):
+        raise errors.InvalidValue(api, detail=f"expected a pygraphrt Stream, got {type(stream).__name__}")
+    watched = list(comms) if comms is not None else list(_stream_comms.get(stream, ()))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    delay = 0.0001
+    while True:
+        for c in watched:  # first: an error NCCL met is reported even where the stream is done
+            if c.is_closed:
+                continue
+            state = c.async_error()
+            if state not in (0, _IN_PROGRESS):
+                err = c._lib.error(state, "ncclCommGetAsyncError", c._rank, c._handle_or_none())
+                _abort_all(watched)
+                raise err
+        if stream.query():
+            stream.synchronize()  # (raises what host callables left, as Stream.synchronize does)
+            return
+        if deadline is not None and time.monotonic() >= deadline:
+            _abort_all(watched)
+            ranks = ", ".join(f"rank {c._rank}" for c in watched) or "none"
+            raise errors.CommTimeout(api, vendor="nccl", detail=(
+                f"the stream was not done after {timeout} s; aborted communicators: {ranks}"))
+        time.sleep(delay)
+        delay = min(delay * 2, 0.01)
+
+
+def _abort_all(comms: Sequence[Communicator]) -> None:
+    for c in comms:
+        with contextlib.suppress(errors.GraphRTError):
+            c.abort()
+
+
+# ---------------------------------------------------------------- helpers
+def _index(value: Any, api: str, what: str) -> int:
+    import operator
+
+    if isinstance(value, bool):
+        raise errors.InvalidValue(api, detail=f"{what} must be an int, got {value!r}")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise errors.InvalidValue(api, detail=f"{what} must be an int, got {value!r}") from None
+    if not -(1 << 31) <= v < (1 << 63):
+        raise errors.InvalidValue(api, detail=f"{what} {v} is out of range")
+    return v
+
+
+def _device_ordinal(device: Any, api: str) -> int:
+    if device is None:
+        from .device import current_device
+
+        return current_device().ordinal
+    ordinal = getattr(device, "ordinal", None)  # pygraphrt Device
+    if ordinal is None:
+        ordinal = getattr(device, "index", None) if not isinstance(device, int) else device  # torch.device
+    if ordinal is None:
+        raise errors.InvalidValue(api, detail=f"device {device!r}: give an ordinal or a Device")
+    d = _index(ordinal, api, "device")
+    backend = _runtime.active()
+    count = backend.device_count()
+    if not 0 <= d < count:
+        raise errors.InvalidValue(api, detail=f"device {d}: {count} device(s) present")
+    return d
+
+
+@contextlib.contextmanager
+def _on_device(backend: Any, device: int) -> Iterator[None]:
+    """Make ``device`` current for NCCL's call (it uses the current device), then restore."""
+    ops = backend.ops
+    cur = backend.ffi.new("int *")
+    ops.call("GetDevice", cur)
+    if cur[0] == device:
+        yield
+        return
+    ops.call("SetDevice", device)
+    try:
+        yield
+    finally:
+        ops.call("SetDevice", cur[0])
+
+
+def _config(lib: Library, blocking: bool) -> Any:
+    """NCCL_CONFIG_INITIALIZER (every field undefined, i.e. NCCL's default), with ``blocking``."""
+    ffi = lib.ffi
+    cfg = ffi.new("ncclConfig_t *")
+    undef = int(lib.symbols.CONSTANTS["NCCL_CONFIG_UNDEF_INT"])
+    for fname, ftype in ffi.typeof("ncclConfig_t").fields:
+        if ftype.type.kind == "primitive" and ftype.type.cname == "int":
+            setattr(cfg, fname, undef)
+    cfg.size = ffi.sizeof("ncclConfig_t")
+    cfg.magic = int(lib.symbols.CONSTANTS["NCCL_API_MAGIC"])
+    cfg.version = int(lib.symbols.CONSTANTS["NCCL_VERSION_CODE"])
+    cfg.blocking = 1 if blocking else 0
+    return cfg
