@@ -1,0 +1,437 @@
+"""pygraphrt.nccl without a GPU: through a fake libnccl (tests/fakenccl/fake_nccl.c) on the sim backend.
+
+The fake is compiled against the pinned nccl.h; it keeps every rank in the one process and
+works on host memory, so the arrays here are numpy arrays behind ``__cuda_array_interface__``
+(the simulator takes any address outside its device range as host memory, as unified
+addressing does).  What it checks: the library search and version gate, every operation's
+result against numpy, the checks made before NCCL is called (the fake counts its calls), the
+mapping of ``ncclResult_t`` to error classes, the non-blocking polls and bounded waits, and the
+communicator's lease held by the graphs that captured it.  Collectives on simulated device
+memory, eager and captured, are the sim backend's own (issue 41, item 7): the fake refuses
+those addresses rather than reach them.  Each test runs in a fresh interpreter (two simulated
+devices, the fake as PYGRAPHRT_NCCL).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+PRELUDE = '''
+import ctypes, gc, os, sys, time
+import numpy as np
+import pygraphrt as rt
+from pygraphrt import errors, nccl
+
+class Host:
+    """A numpy array seen as device memory (__cuda_array_interface__), optionally on a device."""
+    def __init__(self, a, device=None):
+        self.a = a
+        if device is not None:
+            self.device = type("dev", (), {"index": device})()
+    @property
+    def __cuda_array_interface__(self):
+        i = self.a.__array_interface__
+        return {"shape": i["shape"], "typestr": i["typestr"], "data": i["data"], "version": 3,
+                "strides": i["strides"]}
+
+fake = ctypes.CDLL(os.environ["PYGRAPHRT_NCCL"]) if os.environ.get("PYGRAPHRT_NCCL") else None
+def counter(name):
+    return ctypes.c_int.in_dll(fake, name).value
+def refused_before_nccl(fn, *words):
+    """fn() raises InvalidValue naming every word, and NCCL was not called."""
+    before = counter("fake_nccl_calls")
+    try:
+        fn()
+    except errors.InvalidValue as exc:
+        assert counter("fake_nccl_calls") == before, ("NCCL was called", exc)
+        for w in words:
+            assert w in str(exc), (w, str(exc))
+        return str(exc)
+    raise AssertionError("not refused")
+'''
+
+
+def build_fake(out: Path) -> Path:
+    """The fake compiled against the pinned nccl.h (-Wall -Werror)."""
+    from bindgen.headersets import HEADER_SETS, FetchError, include_roots
+
+    try:
+        roots = include_roots(HEADER_SETS["nccl"])
+    except FetchError as exc:
+        pytest.skip(f"the pinned nccl.h is not fetched: {exc}")
+    incs = [a for root in roots for a in ("-I", str(root))]
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    subprocess.run([cc, "-std=gnu11", "-Wall", "-Werror", "-shared", "-fPIC", *incs, "-o", str(out),
+                    str(REPO / "tests" / "fakenccl" / "fake_nccl.c")], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def fake_nccl(tmp_path_factory) -> Path:
+    return build_fake(tmp_path_factory.mktemp("fakenccl") / "libnccl.so.2")
+
+
+def run(lib: Path, code: str, timeout: float = 60, **env: str) -> str:
+    e = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES="2",
+             PYGRAPHRT_NCCL=str(lib), NCCL_NVLS_ENABLE="0")
+    e.update(env)
+    r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True,
+                       text=True, env=e, cwd=str(REPO), timeout=timeout)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_the_library_its_version_and_newer_functions(fake_nccl):
+    out = run(fake_nccl, """
+        lib = nccl.library()
+        print(lib.path == os.environ["PYGRAPHRT_NCCL"], lib.how, lib.version_str)
+        assert nccl.version_tuple(22809) == (2, 28, 9) and nccl.version_tuple(2708) == (2, 7, 8)
+        assert lib.enum("ncclInProgress") == nccl._IN_PROGRESS
+        assert lib.symbols.CONSTANTS["NCCL_UNIQUE_ID_BYTES"] == nccl.UNIQUE_ID_BYTES
+        lib.fn("ncclAllReduce")
+        try:
+            lib.fn("ncclAlltoAll")
+        except errors.NotSupported as exc:
+            print(exc)
+        comm, = nccl.Communicator.init_all([0])
+        s = rt.Stream()
+        a, b = np.arange(4, dtype=np.int64), np.zeros(4, np.int64)
+        comm.all_to_all(Host(a), Host(b), s)   # grouped sends and receives: in every 2.x
+        print(b.tolist())
+    """, FAKE_NCCL_VERSION="22707")
+    lines = out.splitlines()
+    assert lines[0] == "True PYGRAPHRT_NCCL 2.27.7"
+    assert "ncclAlltoAll" in lines[1] and "NCCL 2.28 and later" in lines[1] and "is NCCL 2.27.7" in lines[1]
+    assert lines[2] == "[0, 1, 2, 3]"
+
+
+def test_every_operation_against_numpy(fake_nccl):
+    """init_all over the two simulated devices; non-negative integers, so every result is exact
+    (NCCL's integer average truncates)."""
+    out = run(fake_nccl, """
+        comms = nccl.Communicator.init_all([0, 1])
+        assert [c.rank for c in comms] == [0, 1] and [c.size for c in comms] == [2, 2]
+        assert [c.device for c in comms] == [0, 1]
+        s = rt.Stream()
+        rng = np.random.default_rng(7)
+        n = 12
+        x = [rng.integers(0, 50, n).astype(np.int32) for _ in comms]
+        def each(fn):
+            with nccl.group():
+                for r, c in enumerate(comms):
+                    fn(r, c)
+        ref = {"sum": x[0] + x[1], "prod": x[0] * x[1], "max": np.maximum(x[0], x[1]),
+               "min": np.minimum(x[0], x[1]), "avg": (x[0] + x[1]) // 2}
+        for op, want in ref.items():
+            y = [np.zeros(n, np.int32) for _ in comms]
+            each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, op))
+            assert all((v == want).all() for v in y), (op, y, want)
+        # in place, float64, a count below the buffers'
+        z = [x[r].astype(np.float64) for r in range(2)]
+        each(lambda r, c: c.all_reduce(Host(z[r]), Host(z[r]), s, "sum", count=5))
+        assert (z[0][:5] == ref["sum"][:5]).all() and (z[1][5:] == x[1][5:]).all()
+        # broadcast from 1; reduce to 0 (rank 1 gives no recvbuf)
+        y = [np.zeros(n, np.int32) for _ in comms]
+        each(lambda r, c: c.broadcast(Host(x[r]) if r == 1 else None, Host(y[r]), 1, s))
+        assert (y[0] == x[1]).all() and (y[1] == x[1]).all()
+        y0 = np.zeros(n, np.int32)
+        each(lambda r, c: c.reduce(Host(x[r]), Host(y0) if r == 0 else None, 0, s, "max"))
+        assert (y0 == ref["max"]).all()
+        # all_gather, reduce_scatter
+        g = [np.zeros(2 * n, np.int32) for _ in comms]
+        each(lambda r, c: c.all_gather(Host(x[r]), Host(g[r]), s))
+        assert all((v == np.concatenate(x)).all() for v in g)
+        rs = [np.zeros(n // 2, np.int32) for _ in comms]
+        each(lambda r, c: c.reduce_scatter(Host(x[r]), Host(rs[r]), s, "sum"))
+        assert (rs[0] == ref["sum"][: n // 2]).all() and (rs[1] == ref["sum"][n // 2:]).all()
+        # send / recv, all_to_all
+        got = [np.zeros(n, np.int32) for _ in comms]
+        each(lambda r, c: (c.send(Host(x[r]), 1 - r, s), c.recv(Host(got[r]), 1 - r, s)))
+        assert (got[0] == x[1]).all() and (got[1] == x[0]).all()
+        t = [np.zeros(n, np.int32) for _ in comms]
+        each(lambda r, c: c.all_to_all(Host(x[r]), Host(t[r]), s))
+        h = n // 2
+        assert (t[0] == np.concatenate([x[0][:h], x[1][:h]])).all()
+        assert (t[1] == np.concatenate([x[0][h:], x[1][h:]])).all()
+        # pre-multiplied sums: the device scalar is read when the collective runs
+        scal = [np.array([3], np.int32), np.array([3], np.int32)]
+        ops = [c.premul_sum(Host(scal[r])) for r, c in enumerate(comms)]
+        y = [np.zeros(n, np.int32) for _ in comms]
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, ops[r]))
+        assert (y[0] == 3 * ref["sum"]).all()
+        scal[0][0] = scal[1][0] = 5
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, ops[r]))
+        assert (y[1] == 5 * ref["sum"]).all()
+        hops = [c.premul_sum(2, dtype="int32") for c in comms]
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, hops[r]))
+        assert (y[0] == 2 * ref["sum"]).all()
+        # split: rank 1 takes part without a color
+        with nccl.group():
+            kids = [c.split(None if c.rank == 1 else 4, key=0) for c in comms]
+        assert kids[1] is None and kids[0].size == 1 and kids[0].rank == 0
+        kids[0].close()
+        with nccl.group():
+            for c in comms:
+                c.close()
+        print(counter("fake_nccl_finalizes"), counter("fake_nccl_destroys"), counter("fake_nccl_redop_destroys"))
+        assert all(c.is_closed for c in comms)
+    """)
+    assert out.split() == ["3", "3", "4"]
+
+
+def test_bad_input_is_refused_before_nccl(fake_nccl):
+    run(fake_nccl, """
+        comms = nccl.Communicator.init_all([0, 1])
+        c = comms[0]
+        s = rt.Stream()
+        a, b = np.zeros(8, np.int32), np.zeros(8, np.int32)
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s, count=9), "ncclAllReduce", "8 int32", "needs 9")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(np.zeros(8, np.float32)), s),
+                            "ncclAllReduce", "float32")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s, dtype="int64"), "dtype int64 given")
+        refused_before_nccl(lambda: c.all_gather(Host(a), Host(b), s), "ncclAllGather", "needs 16")
+        refused_before_nccl(lambda: c.reduce_scatter(Host(a), Host(b), s), "ncclReduceScatter", "needs 16")
+        refused_before_nccl(lambda: c.all_to_all(Host(a), Host(np.zeros(4, np.int32)), s), "needs 8")
+        refused_before_nccl(lambda: c.send(Host(a), 2, s), "ncclSend", "peer 2")
+        refused_before_nccl(lambda: c.recv(Host(a), -1, s), "ncclRecv", "peer -1")
+        refused_before_nccl(lambda: c.broadcast(Host(a), Host(b), 5, s), "ncclBroadcast", "root 5")
+        refused_before_nccl(lambda: c.broadcast(None, Host(b), 0, s), "ncclBroadcast", "root needs a sendbuf")
+        refused_before_nccl(lambda: c.reduce(Host(a), None, 0, s), "ncclReduce", "root needs a recvbuf")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s, "xor"), "op 'xor'")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b, device=1), s), "recvbuf is on device 1",
+                            "device 0")
+        refused_before_nccl(lambda: c.all_reduce(Host(np.zeros((4, 4), np.int32)[:, :2]), Host(b), s),
+                            "not contiguous")
+        refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "not device memory")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), 0), "expected a pygraphrt Stream")
+        refused_before_nccl(lambda: c.all_reduce(Host(np.zeros(4, np.complex64)), Host(b), s), "has no NCCL type")
+        buf = rt.malloc(64)
+        refused_before_nccl(lambda: c.all_reduce(buf, buf, s), "no element type; give dtype=")
+        refused_before_nccl(lambda: c.all_reduce(buf, buf, s, dtype="float64", count=9), "8 float64")
+        other = comms[1].premul_sum(2, dtype="int32")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s, other), "another communicator")
+        mine = c.premul_sum(2, dtype="float32")
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s, mine), "is for float32")
+        uid = nccl.unique_id()
+        refused_before_nccl(lambda: nccl.Communicator(2, 2, uid), "ncclCommInitRankConfig", "rank 2 is outside")
+        refused_before_nccl(lambda: nccl.Communicator(2, 0, uid.data[:100]), "128 bytes, got 100")
+        refused_before_nccl(lambda: nccl.Communicator(0, 0, uid), "nranks must be at least 1")
+        refused_before_nccl(lambda: nccl.Communicator(1, 0, uid, device=2), "device 2: 2 device(s)")
+        refused_before_nccl(lambda: nccl.Communicator(1, 0, uid, timeout=0), "timeout must be positive")
+        refused_before_nccl(lambda: nccl.Communicator.init_all([0, 0]), "devices repeat")
+        refused_before_nccl(lambda: c.split(-2), "color must be >= 0 or None")
+        for x in comms:
+            x.abort()
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), s), "ncclAllReduce", "closed")
+        refused_before_nccl(lambda: c.premul_sum(2, dtype="int32"), "closed")
+        try:
+            nccl.UniqueId(b"short")
+        except errors.InvalidValue as exc:
+            assert "128 bytes, got 5" in str(exc)
+        else:
+            raise AssertionError("a short id was taken")
+        # simulated device memory passes pygraphrt's checks; the fake says it cannot reach it
+        c2, = nccl.Communicator.init_all([0])
+        try:
+            c2.all_reduce(buf, buf, s, dtype="int32")
+        except errors.InvalidValue as exc:
+            assert "ncclAllReduce" in str(exc) and "not reachable from the fake" in str(exc), exc
+        else:
+            raise AssertionError("the fake reached simulated memory")
+    """)
+
+
+def test_nccl_results_are_mapped_by_name(fake_nccl):
+    out = run(fake_nccl, """
+        comms = nccl.Communicator.init_all([0, 1])
+        s = rt.Stream()
+        a = np.zeros(4, np.int32)
+        for code in (1, 2, 3, 4, 5, 6, 8):
+            fake.fake_nccl_fail(b"ncclAllReduce", code)
+            try:
+                comms[1].all_reduce(Host(a), Host(a), s)
+            except errors.GraphRTError as exc:
+                print(type(exc).__name__, exc.name, exc.code, exc.vendor, exc.api, "rank 1" in str(exc),
+                      "failed as the test asked" in str(exc))
+        fake.fake_nccl_fail(b"ncclGroupEnd", 5)
+        try:
+            with nccl.group():
+                pass
+        except errors.InvalidUsage as exc:
+            print("group", exc.api)
+    """)
+    assert out.splitlines() == [
+        "UnhandledCudaError ncclUnhandledCudaError 1 nccl ncclAllReduce True True",
+        "CommSystemError ncclSystemError 2 nccl ncclAllReduce True True",
+        "CommInternalError ncclInternalError 3 nccl ncclAllReduce True True",
+        "InvalidValue ncclInvalidArgument 4 nccl ncclAllReduce True True",
+        "InvalidUsage ncclInvalidUsage 5 nccl ncclAllReduce True True",
+        "RemoteError ncclRemoteError 6 nccl ncclAllReduce True True",
+        "CommTimeout ncclTimeout 8 nccl ncclAllReduce True True",
+        "group ncclGroupEnd",
+    ]
+
+
+def test_non_blocking_init_is_polled_and_bounded(fake_nccl):
+    out = run(fake_nccl, """
+        uid = nccl.unique_id()
+        c = nccl.Communicator(1, 0, uid, timeout=5)   # non-blocking inside NCCL: polled to ready
+        assert c.async_error() == 0 and c.rank == 0
+        c.close()
+        assert counter("fake_nccl_finalizes") == 1 and counter("fake_nccl_destroys") == 1
+        ctypes.c_int.in_dll(fake, "fake_nccl_stuck").value = 1  # a peer that never comes
+        t0 = time.monotonic()
+        try:
+            nccl.Communicator(1, 0, nccl.unique_id(), timeout=0.3)
+        except errors.CommTimeout as exc:
+            took = time.monotonic() - t0
+            print(exc.api, "rank 0" in str(exc), "aborted" in str(exc), 0.3 <= took < 3, counter("fake_nccl_aborts"))
+        ctypes.c_int.in_dll(fake, "fake_nccl_stuck").value = 0
+        c = nccl.Communicator(1, 0, nccl.unique_id())  # blocking: no polls
+        c.close()
+        d = nccl.Communicator(1, 0, nccl.unique_id(), timeout=5)
+        ctypes.c_int.in_dll(fake, "fake_nccl_stuck").value = 1
+        try:
+            d.close(timeout=0.3)                       # a finalize that does not end is bounded too
+        except errors.CommTimeout as exc:
+            print(exc.api, d.is_closed, counter("fake_nccl_aborts"), counter("fake_nccl_destroys"))
+    """, FAKE_NCCL_POLLS="3", timeout=30)
+    assert out.split() == ["ncclCommInitRankConfig", "True", "True", "True", "1",
+                           "ncclCommFinalize", "True", "2", "2"]
+
+
+def test_synchronize_reports_an_error_and_aborts(fake_nccl):
+    out = run(fake_nccl, """
+        comms = nccl.Communicator.init_all([0, 1], timeout=5)
+        s = rt.Stream()
+        a = [np.ones(4, np.int32), np.ones(4, np.int32)]
+        with nccl.group():
+            for r, c in enumerate(comms):
+                c.all_reduce(Host(a[r]), Host(a[r]), s)
+        nccl.synchronize(s, timeout=2)      # the stream's communicators: both, healthy
+        fake.fake_nccl_async(6)             # a peer failed
+        try:
+            comms[0].synchronize(s, timeout=2)
+        except errors.RemoteError as exc:
+            print(exc.api, "rank 0" in str(exc), comms[0].is_closed, counter("fake_nccl_aborts"))
+        try:
+            nccl.synchronize(s, timeout=2)  # the other communicator, found through the stream
+        except errors.RemoteError:
+            print(comms[1].is_closed, counter("fake_nccl_aborts"))
+    """)
+    assert out.split() == ["ncclCommGetAsyncError", "True", "True", "1", "True", "2"]
+
+
+def test_close_is_refused_while_a_graph_that_captured_it_lives(fake_nccl):
+    out = run(fake_nccl, """
+        comm, = nccl.Communicator.init_all([0])
+        s = rt.Stream()
+        a = np.arange(4, dtype=np.int32)
+        with s.capture() as cap:
+            comm.all_reduce(Host(a), Host(a), s)
+        g = cap.graph
+        exe = g.instantiate()
+        try:
+            comm.close()
+        except errors.IllegalState as exc:
+            print("refused", "Graph" in str(exc), "GraphExec" in str(exc), "2 live graph(s)" in str(exc))
+        assert not comm.is_closed and counter("fake_nccl_destroys") == 0
+        del cap, g
+        gc.collect()
+        try:
+            comm.close()
+        except errors.IllegalState as exc:  # (the executable graph keeps its graph)
+            print("refused", "GraphExec" in str(exc))
+        del exe
+        gc.collect()
+        comm.close()
+        print(comm.is_closed, counter("fake_nccl_destroys"))
+        # dropped without close: the graph keeps the communicator; then abort at collection
+        c2, = nccl.Communicator.init_all([0])
+        with s.capture() as cap:
+            c2.all_reduce(Host(a), Host(a), s)
+        del c2
+        gc.collect()
+        print(counter("fake_nccl_aborts"))
+        del cap
+        gc.collect()
+        print(counter("fake_nccl_aborts"))
+        # destroy_graphs=True closes them first
+        c3, = nccl.Communicator.init_all([0])
+        with s.capture() as cap:
+            c3.all_reduce(Host(a), Host(a), s)
+        exe = cap.graph.instantiate()
+        c3.close(destroy_graphs=True)
+        print(exe.is_valid, c3.is_closed)
+    """)
+    assert out.splitlines() == ["refused True True True", "refused True", "True 1", "0", "1", "False True"]
+
+
+def test_unique_id_through_a_file(fake_nccl, tmp_path):
+    out = run(fake_nccl, f"""
+        path = {str(tmp_path / "id")!r}
+        uid = nccl.unique_id()
+        uid.to_file(path)
+        back = nccl.UniqueId.from_file(path, timeout=1)
+        print(back == uid, len(bytes(back)))
+        t0 = time.monotonic()
+        try:
+            nccl.UniqueId.from_file(path + ".missing", timeout=0.2)
+        except errors.CommTimeout as exc:
+            print("timeout", 0.2 <= time.monotonic() - t0 < 2, "did not appear" in str(exc))
+        c = nccl.Communicator(1, 0, back)
+        print(c.size)
+    """)
+    assert out.split() == ["True", "128", "timeout", "True", "True", "1"]
+
+
+def test_from_env_names_what_is_missing(fake_nccl):
+    out = run(fake_nccl, """
+        for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            os.environ.pop(k, None)
+        os.environ["RANK"] = "0"
+        try:
+            nccl.Communicator.from_env(timeout=1)
+        except errors.InvalidValue as exc:
+            print(exc.api, "WORLD_SIZE, MASTER_ADDR, MASTER_PORT not set" in str(exc))
+    """)
+    assert out.split() == ["Communicator.from_env", "True"]
+
+
+def test_two_different_libnccl_in_one_process_are_refused(fake_nccl, tmp_path):
+    other = tmp_path / "other" / "libnccl.so.2"
+    other.parent.mkdir()
+    shutil.copy(fake_nccl, other)
+    out = run(fake_nccl, f"""
+        ctypes.CDLL({str(other)!r})     # as torch would load its own
+        try:
+            nccl.library()
+        except errors.BackendError as exc:
+            print("refused", {str(other)!r} in str(exc), os.environ["PYGRAPHRT_NCCL"] in str(exc))
+    """)
+    assert out.split() == ["refused", "True", "True"]
+    # without PYGRAPHRT_NCCL, the copy already loaded is the one used
+    out = run(fake_nccl, f"""
+        ctypes.CDLL({str(other)!r})
+        lib = nccl.library()
+        print(lib.path == {str(other.resolve())!r}, lib.how)
+    """, PYGRAPHRT_NCCL="")
+    assert out.strip() == "True already loaded in this process"
+
+
+def test_import_pygraphrt_leaves_nccl_unloaded():
+    r = subprocess.run([sys.executable, "-c", "import sys, pygraphrt; "
+                        "print('pygraphrt.nccl' in sys.modules, 'pygraphrt._bindings.nccl' in sys.modules)"],
+                       capture_output=True, text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.stdout.split() == ["False", "False"], r.stderr
