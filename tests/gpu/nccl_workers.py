@@ -1,0 +1,191 @@
+"""Rank processes of the NCCL GPU tests (tests/gpu/test_nccl.py).
+
+Started by ``multiprocessing`` (spawn: the functions below) or by ``torchrun`` (``python -m
+torch.distributed.run --nproc-per-node 2 tests/gpu/nccl_workers.py``: :func:`torchrun_main`).
+Every one sets ``NCCL_NVLS_ENABLE=0`` before NCCL starts (NVLink multicast stays off on the
+shared GPU machines).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+
+STEPS = 1000
+N = 1024
+
+
+def reference(nranks: int) -> list[Any]:
+    """Each rank's buffer after STEPS of: x += 1; all_reduce(avg); x += 0.5 * (rank + 1) --
+    multiples of 0.25 below 2**12, exact in float32 whatever the order of the sums."""
+    import numpy as np
+
+    xs = [np.arange(N, dtype=np.float32) + r * N for r in range(nranks)]
+    for _ in range(STEPS):
+        avg = sum(x + 1 for x in xs) / nranks
+        xs = [(avg + np.float32(0.5 * (r + 1))).astype(np.float32) for r in range(nranks)]
+    return xs
+
+
+def _setup(rank: int) -> Any:
+    import pygraphrt as rt
+
+    rt.Device(rank).set_current()
+    return rt
+
+
+def captured_step(comm: Any, rank: int, timeout: float) -> list[str]:
+    """Eager STEPS and captured-then-replayed STEPS of (kernel, all-reduce, kernel); both must
+    equal the numpy reference.  Returns what went wrong (empty: nothing)."""
+    import numpy as np
+
+    import pygraphrt as rt
+    from pygraphrt import nccl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.gpu.kernels import add_kernel
+
+    add = add_kernel()
+    s = rt.Stream()
+    x0 = (np.arange(N, dtype=np.float32) + rank * N).tobytes()
+    want = reference(comm.size)[rank]
+    problems = []
+
+    def step(buf: Any) -> None:
+        add.launch(s, buf.ptr, 1.0, N)
+        comm.all_reduce(buf, buf, s, "avg", dtype="float32")
+        add.launch(s, buf.ptr, 0.5 * (rank + 1), N)
+
+    eager = rt.malloc(N * 4)
+    eager.copy_from(x0)
+    for _ in range(STEPS):
+        step(eager)
+    nccl.synchronize(s, [comm], timeout=timeout)
+    got_eager = np.frombuffer(eager.to_bytes(), np.float32)
+    if not (got_eager == want).all():
+        problems.append(f"rank {rank}: eager differs from numpy at {np.flatnonzero(got_eager != want)[:5]}")
+    graphed = rt.malloc(N * 4)
+    graphed.copy_from(x0)
+    with s.capture() as cap:
+        step(graphed)
+    exe = cap.graph.instantiate()
+    for _ in range(STEPS):
+        exe.launch(s)
+    nccl.synchronize(s, [comm], timeout=timeout)
+    got_graph = np.frombuffer(graphed.to_bytes(), np.float32)
+    if not (got_graph == got_eager).all():
+        problems.append(f"rank {rank}: 1000 replays differ from eager at {np.flatnonzero(got_graph != got_eager)[:5]}")
+    try:
+        comm.close(timeout=timeout)
+        problems.append(f"rank {rank}: close() with a live executable graph was not refused")
+    except rt.errors.IllegalState as exc:
+        if "GraphExec" not in str(exc):
+            problems.append(f"rank {rank}: the refusal does not name the graph: {exc}")
+    del exe, cap
+    import gc
+
+    gc.collect()
+    return problems
+
+
+def file_rank(rank: int, nranks: int, id_path: str, out: Any, timeout: float = 120.0) -> None:
+    """A rank of a job whose unique id is passed through a file (no torch)."""
+    try:
+        _setup(rank)
+        from pygraphrt import nccl
+
+        if rank == 0:
+            nccl.unique_id().to_file(id_path)
+        uid = nccl.UniqueId.from_file(id_path, timeout=timeout)
+        comm = nccl.Communicator(nranks, rank, uid, device=rank, timeout=timeout)
+        problems = captured_step(comm, rank, timeout)
+        comm.close(timeout=timeout)
+        out.put((rank, problems, nccl.library().version_str, nccl.library().how))
+    except BaseException as exc:  # report, never hang the parent
+        out.put((rank, [f"rank {rank}: {type(exc).__name__}: {exc}"], None, None))
+
+
+def failing_rank(rank: int, id_path: str, out: Any, wait: float) -> None:
+    """Rank 1 dies after the communicator is made, before the collective; rank 0's bounded
+    wait must abort and report within ``wait`` seconds (plus polling slack)."""
+
+    def report(*item: Any) -> None:  # (flushed: the process ends with os._exit)
+        out.put(item)
+        out.close()
+        out.join_thread()
+
+    try:
+        rt = _setup(rank)
+        from pygraphrt import nccl
+
+        if rank == 0:
+            nccl.unique_id().to_file(id_path)
+        uid = nccl.UniqueId.from_file(id_path, timeout=120)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=120)
+        if rank == 1:
+            report(rank, "died", 0.0)
+            os._exit(3)
+        buf = rt.malloc(1 << 20)
+        s = rt.Stream()
+        time.sleep(1.0)  # rank 1 is gone by now
+        comm.timeout = wait  # every wait from here on: the collective's too
+        t0 = time.monotonic()
+        try:
+            comm.all_reduce(buf, buf, s, dtype="float32")
+            nccl.synchronize(s, [comm], timeout=wait)
+            report(rank, "the wait returned", time.monotonic() - t0)
+        except rt.errors.GraphRTError as exc:
+            report(rank, f"{type(exc).__name__}: closed={comm.is_closed}: {exc}", time.monotonic() - t0)
+    except BaseException as exc:
+        report(rank, f"setup failed: {type(exc).__name__}: {exc}", -1.0)
+    os._exit(0)  # (a stuck kernel must not keep the process: the parent waits for it)
+
+
+def torchrun_main() -> int:
+    """One rank under torchrun: from_env (the unique id through torchrun's store), eager
+    collectives against numpy, the captured step, then from_process_group over gloo."""
+    import numpy as np
+
+    rank = int(os.environ["RANK"])
+    rt = _setup(int(os.environ["LOCAL_RANK"]))
+    from pygraphrt import nccl
+
+    comm = nccl.Communicator.from_env(timeout=120)
+    problems = []
+    s = rt.Stream()
+    n = 256
+    mine = np.arange(n, dtype=np.int64) * (rank + 1)
+    src, dst = rt.malloc(n * 8), rt.malloc(n * 8 * comm.size)
+    src.copy_from(mine.tobytes())
+    comm.all_reduce(src, dst, s, "sum", dtype="int64", count=n)
+    nccl.synchronize(s, timeout=120)
+    total = sum(np.arange(n, dtype=np.int64) * (r + 1) for r in range(comm.size))
+    if not (np.frombuffer(dst.to_bytes(n * 8), np.int64) == total).all():
+        problems.append("all_reduce differs from numpy")
+    comm.all_gather(src, dst, s, dtype="int64")
+    nccl.synchronize(s, timeout=120)
+    gathered = np.concatenate([np.arange(n, dtype=np.int64) * (r + 1) for r in range(comm.size)])
+    if not (np.frombuffer(dst.to_bytes(), np.int64) == gathered).all():
+        problems.append("all_gather differs from numpy")
+    problems += captured_step(comm, rank, 120)
+    comm.close(timeout=120)
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo")
+    pg_comm = nccl.Communicator.from_process_group(device=int(os.environ["LOCAL_RANK"]), timeout=120)
+    if (pg_comm.rank, pg_comm.size) != (dist.get_rank(), dist.get_world_size()):
+        problems.append(f"from_process_group: rank {pg_comm.rank} size {pg_comm.size}")
+    pg_comm.close(timeout=120)
+    dist.destroy_process_group()
+    print(f"rank {rank}: {'ok' if not problems else problems} (NCCL {nccl.library().version_str}, "
+          f"{nccl.library().how})", flush=True)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(torchrun_main())

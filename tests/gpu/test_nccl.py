@@ -1,0 +1,193 @@
+"""pygraphrt.nccl on GPUs: 2 GPUs, NCCL found as pygraphrt finds it (torch's nvidia-nccl-cu13 on
+the GPU machine).  One process x 2 GPUs (init_all, eager); 2 processes x 1 GPU with the id
+through a file (a captured kernel + all-reduce + kernel step replayed 1000x equal to eager, and
+close() with a live graph refused); torchrun --nproc-per-node 2 (from_env through torchrun's
+store, from_process_group); a rank that dies before a collective (plain multiprocessing, since
+torchrun would terminate the survivor): the survivor's bounded wait aborts and reports in time.
+NCCL_NVLS_ENABLE=0 everywhere: NVLink multicast stays off on the shared machines."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+os.environ["NCCL_NVLS_ENABLE"] = "0"
+
+pytestmark = pytest.mark.gpu
+REPO = Path(__file__).resolve().parents[2]
+
+
+def need_two_gpus() -> None:
+    from pygraphrt import _runtime, errors, nccl
+
+    count = _runtime.active().device_count()
+    if count < 2:
+        pytest.skip(f"needs 2 GPUs; {count} present")
+    try:
+        nccl.library()
+    except errors.BackendError as exc:
+        pytest.skip(f"no NCCL library: {exc}")
+
+
+def test_eager_collectives_one_process_two_gpus():
+    need_two_gpus()
+    import numpy as np
+
+    import pygraphrt as rt
+    from pygraphrt import nccl
+
+    comms = nccl.Communicator.init_all([0, 1], timeout=120)
+    n = 4096
+    rng = np.random.default_rng(3)
+    xs = [rng.integers(0, 1000, n).astype(np.int32) for _ in comms]
+    streams, send, recv = [], [], []
+    for r, c in enumerate(comms):
+        rt.Device(c.device).set_current()
+        streams.append(rt.Stream())
+        send.append(rt.malloc(n * 4))
+        send[r].copy_from(xs[r].tobytes())
+        recv.append(rt.malloc(2 * n * 4))
+
+    def each(fn):
+        with nccl.group():
+            for r, c in enumerate(comms):
+                fn(r, c)
+        for s in streams:
+            nccl.synchronize(s, timeout=120)
+
+    def got(r, count=n):
+        return np.frombuffer(recv[r].to_bytes(count * 4), np.int32)
+
+    ref = {"sum": xs[0] + xs[1], "prod": xs[0] * xs[1], "max": np.maximum(*xs), "min": np.minimum(*xs),
+           "avg": (xs[0] + xs[1]) // 2}
+    for op, want in ref.items():
+        each(lambda r, c: c.all_reduce(send[r], recv[r], streams[r], op, dtype="int32", count=n))
+        for r in range(2):
+            assert (got(r) == want).all(), (op, r)
+    each(lambda r, c: c.broadcast(send[r], recv[r], 1, streams[r], dtype="int32", count=n))
+    assert (got(0) == xs[1]).all() and (got(1) == xs[1]).all()
+    each(lambda r, c: c.reduce(send[r], recv[r], 0, streams[r], "max", dtype="int32", count=n))
+    assert (got(0) == ref["max"]).all()
+    each(lambda r, c: c.all_gather(send[r], recv[r], streams[r], dtype="int32"))
+    assert all((got(r, 2 * n) == np.concatenate(xs)).all() for r in range(2))
+    each(lambda r, c: c.reduce_scatter(send[r], recv[r], streams[r], "sum", dtype="int32", count=n // 2))
+    assert (got(0, n // 2) == ref["sum"][: n // 2]).all() and (got(1, n // 2) == ref["sum"][n // 2:]).all()
+    each(lambda r, c: (c.send(send[r], 1 - r, streams[r], dtype="int32"),
+                       c.recv(recv[r], 1 - r, streams[r], dtype="int32", count=n)))
+    assert (got(0) == xs[1]).all() and (got(1) == xs[0]).all()
+    each(lambda r, c: c.all_to_all(send[r], recv[r], streams[r], dtype="int32", count=n // 2))
+    h = n // 2
+    assert (got(0) == np.concatenate([xs[0][:h], xs[1][:h]])).all()
+    assert (got(1) == np.concatenate([xs[0][h:], xs[1][h:]])).all()
+    scalars = []
+    for c in comms:
+        rt.Device(c.device).set_current()
+        sc = rt.malloc(4)
+        sc.copy_from(np.array([3], np.int32).tobytes())
+        scalars.append(sc)
+    ops = [c.premul_sum(scalars[r], dtype="int32") for r, c in enumerate(comms)]
+    each(lambda r, c: c.all_reduce(send[r], recv[r], streams[r], ops[r], dtype="int32", count=n))
+    assert (got(0) == 3 * ref["sum"]).all() and (got(1) == 3 * ref["sum"]).all()
+    with nccl.group():
+        for c in comms:
+            c.close()
+    assert all(c.is_closed for c in comms)
+
+
+def test_close_with_a_live_graph_is_refused():
+    need_two_gpus()
+    import gc
+
+    import pygraphrt as rt
+    from pygraphrt import errors, nccl
+
+    rt.Device(0).set_current()
+    comm = nccl.Communicator(1, 0, nccl.unique_id(), device=0, timeout=60)
+    s = rt.Stream()
+    buf = rt.malloc(1024)
+    with s.capture() as cap:
+        comm.all_reduce(buf, buf, s, dtype="float32")
+    exe = cap.graph.instantiate()
+    exe.launch(s)
+    nccl.synchronize(s, timeout=60)
+    t0 = time.monotonic()
+    with pytest.raises(errors.IllegalState, match="GraphExec"):
+        comm.close()
+    assert time.monotonic() - t0 < 5 and not comm.is_closed
+    del exe, cap
+    gc.collect()
+    comm.close(timeout=60)
+    assert comm.is_closed
+
+
+def _spawn(target, args_of, nranks: int, limit: float) -> list:
+    ctx = multiprocessing.get_context("spawn")
+    out = ctx.Queue()
+    procs = [ctx.Process(target=target, args=args_of(r, out)) for r in range(nranks)]
+    for p in procs:
+        p.start()
+    results = []
+    deadline = time.monotonic() + limit
+    try:
+        while len(results) < nranks and time.monotonic() < deadline:
+            try:
+                results.append(out.get(timeout=1))
+            except Exception:
+                if all(not p.is_alive() for p in procs) and out.empty():
+                    break
+    finally:
+        for p in procs:
+            p.join(max(0.0, deadline - time.monotonic()) + 5)
+            if p.is_alive():
+                p.kill()
+                results.append(("hung", p.pid))
+    return sorted(results, key=lambda r: str(r[0]))
+
+
+def test_captured_step_two_processes_replayed_1000x(tmp_path):
+    need_two_gpus()
+    from tests.gpu import nccl_workers
+
+    results = _spawn(nccl_workers.file_rank, lambda r, q: (r, 2, str(tmp_path / "id"), q), 2, 600)
+    assert len(results) == 2 and all(r[0] in (0, 1) for r in results), results
+    for rank, problems, version, how in results:
+        assert problems == [], problems
+    print("NCCL", results[0][2], "found by", results[0][3])
+
+
+def test_a_failing_rank_makes_the_survivors_bounded_wait_abort(tmp_path):
+    need_two_gpus()
+    from tests.gpu import nccl_workers
+
+    wait = 10.0
+    results = _spawn(nccl_workers.failing_rank, lambda r, q: (r, str(tmp_path / "id"), q, wait), 2, 300)
+    by_rank = {r[0]: r for r in results}
+    assert "hung" not in by_rank, results
+    assert by_rank[1][1] == "died", results
+    _, what, took = by_rank[0]
+    assert what.startswith(("CommTimeout", "RemoteError")) and "closed=True" in what, what
+    assert took < wait + 5, (took, what)
+
+
+def test_torchrun_two_processes():
+    need_two_gpus()
+    pytest.importorskip("torch")
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0",
+               PYTHONPATH=os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           str(REPO / "tests" / "gpu" / "nccl_workers.py")]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), timeout=500)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"torchrun did not end within 500 s: {exc.stdout}{exc.stderr}")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    lines = [l for l in r.stdout.splitlines() if l.startswith("rank ")]
+    assert sorted(l.split(":")[0] for l in lines) == ["rank 0", "rank 1"], r.stdout
+    assert all(": ok (NCCL" in l for l in lines), r.stdout
+    print("\n".join(lines))
