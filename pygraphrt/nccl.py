@@ -516,7 +516,7 @@ class Communicator:
         on expiry the communicator is aborted and :class:`~pygraphrt.errors.CommTimeout` raised.
     """
 
-    def __init__(self, nranks: int, rank: int, unique_id: Any, device: Any = None, *,
+    def __init__(self, nranks: int, rank: int, unique_id: "UniqueId | bytes", device: Any = None, *,
                  blocking: bool = True, timeout: float | None = None, _defer: bool = False) -> None:
         api = "ncclCommInitRankConfig"
         nranks = _index(nranks, api, "nranks")
@@ -1099,8 +1099,11 @@ def _env_store(host: str, port: int, rank: int, size: int, timeout: float) -> An
     import torch.distributed as dist
 
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() in ("true", "1")
+    # (multi_tenant, as torch's env:// makes it: a process group created later in this process
+    # shares the server rather than failing to bind the port a second time)
     store = dist.TCPStore(host, port, size, is_master=(rank == 0 and not agent),
-                          timeout=timedelta(seconds=timeout), wait_for_workers=False)
+                          timeout=timedelta(seconds=timeout), wait_for_workers=False,
+                          multi_tenant=True)
     if agent:  # torch.distributed.rendezvous's _create_c10d_store / env:// under torchrun
         restart = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
         return dist.PrefixStore(f"/worker/attempt_{restart}", store)
