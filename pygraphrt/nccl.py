@@ -39,7 +39,7 @@ from typing import Any, Iterator, Sequence
 from . import _runtime, errors
 
 __all__ = ["Library", "library", "UniqueId", "unique_id", "Communicator", "RedOp", "group",
-           "synchronize", "RESULT_CLASSES", "DTYPES"]
+           "synchronize", "communicators_of", "RESULT_CLASSES", "DTYPES"]
 
 # ncclResult_t by name -> the pygraphrt error class (ncclInProgress is not an error: polled).
 RESULT_CLASSES: dict[str, type[errors.GraphRTError]] = {
@@ -665,6 +665,8 @@ class Communicator:
             child._closed = True
             child._finalizer.detach()
             return None
+        if _group_depth() == 0:  # (in a group, asked once the group has ended)
+            child.rank, child.size
         return child
 
     # -- properties ------------------------------------------------------
@@ -1111,19 +1113,40 @@ def _env_store(host: str, port: int, rank: int, size: int, timeout: float) -> An
 
 
 # ---------------------------------------------------------------- bounded waits
-def synchronize(stream: Any, comms: "Sequence[Communicator] | None" = None, *,
+def communicators_of(graph: Any) -> "list[Communicator]":
+    """The communicators a graph or executable graph captured (what its keep list holds)."""
+    found: dict[int, Communicator] = {}
+    stack, seen = [getattr(graph, "_keep", None)], set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Communicator):
+            found.setdefault(id(item), item)
+        elif item.__class__ in (list, tuple) and id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(item)
+    return list(found.values())
+
+
+def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
                 timeout: float | None = None) -> None:
-    """Wait for ``stream`` (``cudaStreamQuery``, polled) while watching ``comms`` (default:
-    every live communicator this stream has run work of) with ``ncclCommGetAsyncError``.  An
-    error a communicator reports aborts them all and is raised; when ``timeout`` seconds pass
-    first (a peer that died may make NCCL report nothing), they are aborted and
-    :class:`~pygraphrt.errors.CommTimeout` is raised."""
+    """Wait for ``stream`` (``cudaStreamQuery``, polled) while watching communicators with
+    ``ncclCommGetAsyncError``: those of ``watch`` (communicators, and graphs or executable
+    graphs, standing for the communicators they captured), and every live communicator this
+    stream has run eager work of.  An error a communicator reports aborts them all and is
+    raised; when ``timeout`` seconds pass first (a peer that died may make NCCL report
+    nothing), they are aborted and :class:`~pygraphrt.errors.CommTimeout` is raised."""
     from .device import Stream
 
     api = "nccl.synchronize"
     if not isinstance(stream, Stream):
         raise errors.InvalidValue(api, detail=f"expected a pygraphrt Stream, got {type(stream).__name__}")
-    watched = list(comms) if comms is not None else list(_stream_comms.get(stream, ()))
+    found: dict[int, Communicator] = {}  # (those given first: the first error found is theirs)
+    for item in watch or ():
+        for c in [item] if isinstance(item, Communicator) else communicators_of(item):
+            found.setdefault(id(c), c)
+    for c in list(_stream_comms.get(stream, ())):
+        found.setdefault(id(c), c)
+    watched = list(found.values())
     deadline = None if timeout is None else time.monotonic() + timeout
     delay = 0.0001
     while True:

@@ -320,17 +320,24 @@ def test_synchronize_reports_an_error_and_aborts(fake_nccl):
             for r, c in enumerate(comms):
                 c.all_reduce(Host(a[r]), Host(a[r]), s)
         nccl.synchronize(s, timeout=2)      # the stream's communicators: both, healthy
+        c1, = nccl.Communicator.init_all([0])
+        with s.capture() as cap:
+            c1.all_reduce(Host(a[0]), Host(a[0]), s)
+        exe = cap.graph.instantiate()
+        exe.launch(s)
         fake.fake_nccl_async(6)             # a peer failed
         try:
-            comms[0].synchronize(s, timeout=2)
-        except errors.RemoteError as exc:
-            print(exc.api, "rank 0" in str(exc), comms[0].is_closed, counter("fake_nccl_aborts"))
-        try:
-            nccl.synchronize(s, timeout=2)  # the other communicator, found through the stream
+            nccl.synchronize(rt.Stream(), [exe], timeout=2)   # the communicator the graph captured
         except errors.RemoteError:
-            print(comms[1].is_closed, counter("fake_nccl_aborts"))
+            print(c1.is_closed)
+
+        try:
+            comms[0].synchronize(s, timeout=2)  # and the stream's other communicators
+        except errors.RemoteError as exc:
+            print(exc.api, "rank 0" in str(exc), comms[0].is_closed, comms[1].is_closed,
+                  counter("fake_nccl_aborts"))
     """)
-    assert out.split() == ["ncclCommGetAsyncError", "True", "True", "1", "True", "2"]
+    assert out.split() == ["True", "ncclCommGetAsyncError", "True", "True", "True", "3"]
 
 
 def test_close_is_refused_while_a_graph_that_captured_it_lives(fake_nccl):
@@ -342,6 +349,7 @@ def test_close_is_refused_while_a_graph_that_captured_it_lives(fake_nccl):
             comm.all_reduce(Host(a), Host(a), s)
         g = cap.graph
         exe = g.instantiate()
+        assert nccl.communicators_of(exe) == [comm] and nccl.communicators_of(g) == [comm]
         try:
             comm.close()
         except errors.IllegalState as exc:
