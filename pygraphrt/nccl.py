@@ -160,6 +160,7 @@ class Library:
             copies = loaded_copies()
             self.path = copies[0] if copies else path
         self._fns: dict[str, Any] = {}
+        self._enums: dict[str, int] = {}
         self._names: dict[int, str] = dict(ffi.typeof("ncclResult_t").elements)
 
     @property
@@ -212,7 +213,10 @@ class Library:
 
     def enum(self, name: str) -> int:
         """The value of an enum member of nccl.h (``ncclSum``)."""
-        return int(self.ffi.integer_const(name))
+        v = self._enums.get(name)
+        if v is None:
+            v = self._enums[name] = int(self.ffi.integer_const(name))
+        return v
 
 
 _library: Library | None = None
@@ -891,6 +895,11 @@ class Communicator:
                                                   f"takes torch's and CuPy's), got {type(stream).__name__}")
         if stream._backend is not self._backend:
             raise errors.InvalidValue(api, detail="the stream belongs to another backend")
+        dev = getattr(stream, "device", None)  # (where streams know their device)
+        dev = getattr(dev, "ordinal", dev)
+        if isinstance(dev, int) and dev != self._device:
+            raise errors.InvalidValue(api, detail=f"the stream is on device {dev}, the communicator "
+                                                  f"(rank {self._rank}) on device {self._device}")
         return comm, self._lib.ffi.cast("cudaStream_t", int(stream))
 
     def _buffers(self, api: str, dtype: Any, *roles: tuple[str, Any, int | None]) -> tuple[list[_Operand | None], str]:

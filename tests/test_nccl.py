@@ -215,6 +215,9 @@ def test_bad_input_is_refused_before_nccl(fake_nccl):
                             "not contiguous")
         refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "not device memory")
         refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), 0), "expected a pygraphrt Stream")
+        class StreamOnDevice1(rt.Stream):  # (as streams that know their device will say)
+            device = 1
+        refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), StreamOnDevice1()), "stream is on device 1")
         refused_before_nccl(lambda: c.all_reduce(Host(np.zeros(4, np.complex64)), Host(b), s), "has no NCCL type")
         buf = rt.malloc(64)
         refused_before_nccl(lambda: c.all_reduce(buf, buf, s), "no element type; give dtype=")
