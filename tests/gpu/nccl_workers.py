@@ -93,18 +93,19 @@ def captured_step(comm: Any, rank: int, timeout: float) -> list[str]:
     return problems
 
 
-def file_rank(rank: int, nranks: int, id_path: str, out: Any, timeout: float = 120.0) -> None:
-    """A rank of a job whose unique id is passed through a file (no torch)."""
+def file_rank(rank: int, nranks: int, id_path: str, out: Any, timeout: float | None = 120.0) -> None:
+    """A rank of a job whose unique id is passed through a file (no torch); ``timeout`` None:
+    a blocking communicator (NCCL's default), else a non-blocking one with bounded waits."""
     try:
         _setup(rank)
         from pygraphrt import nccl
 
         if rank == 0:
             nccl.unique_id().to_file(id_path)
-        uid = nccl.UniqueId.from_file(id_path, timeout=timeout)
+        uid = nccl.UniqueId.from_file(id_path, timeout=120)
         comm = nccl.Communicator(nranks, rank, uid, device=rank, timeout=timeout)
-        problems = captured_step(comm, rank, timeout)
-        comm.close(timeout=timeout)
+        problems = captured_step(comm, rank, 120 if timeout is None else timeout)
+        comm.close()
         out.put((rank, problems, nccl.library().version_str, nccl.library().how))
     except BaseException as exc:  # report, never hang the parent
         out.put((rank, [f"rank {rank}: {type(exc).__name__}: {exc}"], None, None))

@@ -150,11 +150,14 @@ def _spawn(target, args_of, nranks: int, limit: float) -> list:
     return sorted(results, key=lambda r: str(r[0]))
 
 
-def test_captured_step_two_processes_replayed_1000x(tmp_path):
+@pytest.mark.parametrize("timeout", [None, 120.0], ids=["blocking", "non-blocking"])
+def test_captured_step_two_processes_replayed_1000x(tmp_path, timeout):
+    """NCCL's communicators both ways: blocking (its default) and non-blocking (what a timeout
+    makes them, so that waits are bounded)."""
     need_two_gpus()
     from tests.gpu import nccl_workers
 
-    results = _spawn(nccl_workers.file_rank, lambda r, q: (r, 2, str(tmp_path / "id"), q), 2, 600)
+    results = _spawn(nccl_workers.file_rank, lambda r, q: (r, 2, str(tmp_path / "id"), q, timeout), 2, 600)
     assert len(results) == 2 and all(r[0] in (0, 1) for r in results), results
     for rank, problems, version, how in results:
         assert problems == [], problems
