@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.headers  # the fake is compiled against the pinned nccl.h
 
 PRELUDE = '''
 import ctypes, gc, os, sys, time
