@@ -774,7 +774,8 @@ class Communicator:
         communicator's), after destroying its reductions.  Collective: every rank closes.
         Refused while a live graph or executable graph captured this communicator (NCCL's
         destroy would wait for them), naming them -- or, with ``destroy_graphs``, those are
-        closed first."""
+        closed first.  One process driving several ranks closes them inside :func:`group`
+        (each finalize waits for the others; the destroys come at the group's end)."""
         if self._closed:
             return
         holders = self._graphs_holding()
