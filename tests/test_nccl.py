@@ -124,7 +124,10 @@ def test_every_operation_against_numpy(fake_nccl):
         comms = nccl.Communicator.init_all([0, 1])
         assert [c.rank for c in comms] == [0, 1] and [c.size for c in comms] == [2, 2]
         assert [c.device for c in comms] == [0, 1]
-        s = rt.Stream()
+        s = []  # one stream per rank, on its communicator's device (NCCL's rule, checked)
+        for c in comms:
+            with rt.Device(c.device):
+                s.append(rt.Stream())
         rng = np.random.default_rng(7)
         n = 12
         x = [rng.integers(0, 50, n).astype(np.int32) for _ in comms]
@@ -136,32 +139,32 @@ def test_every_operation_against_numpy(fake_nccl):
                "min": np.minimum(x[0], x[1]), "avg": (x[0] + x[1]) // 2}
         for op, want in ref.items():
             y = [np.zeros(n, np.int32) for _ in comms]
-            each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, op))
+            each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s[r], op))
             assert all((v == want).all() for v in y), (op, y, want)
         # in place, float64, a count below the buffers'
         z = [x[r].astype(np.float64) for r in range(2)]
-        each(lambda r, c: c.all_reduce(Host(z[r]), Host(z[r]), s, "sum", count=5))
+        each(lambda r, c: c.all_reduce(Host(z[r]), Host(z[r]), s[r], "sum", count=5))
         assert (z[0][:5] == ref["sum"][:5]).all() and (z[1][5:] == x[1][5:]).all()
         # broadcast from 1; reduce to 0 (rank 1 gives no recvbuf)
         y = [np.zeros(n, np.int32) for _ in comms]
-        each(lambda r, c: c.broadcast(Host(x[r]) if r == 1 else None, Host(y[r]), 1, s))
+        each(lambda r, c: c.broadcast(Host(x[r]) if r == 1 else None, Host(y[r]), 1, s[r]))
         assert (y[0] == x[1]).all() and (y[1] == x[1]).all()
         y0 = np.zeros(n, np.int32)
-        each(lambda r, c: c.reduce(Host(x[r]), Host(y0) if r == 0 else None, 0, s, "max"))
+        each(lambda r, c: c.reduce(Host(x[r]), Host(y0) if r == 0 else None, 0, s[r], "max"))
         assert (y0 == ref["max"]).all()
         # all_gather, reduce_scatter
         g = [np.zeros(2 * n, np.int32) for _ in comms]
-        each(lambda r, c: c.all_gather(Host(x[r]), Host(g[r]), s))
+        each(lambda r, c: c.all_gather(Host(x[r]), Host(g[r]), s[r]))
         assert all((v == np.concatenate(x)).all() for v in g)
         rs = [np.zeros(n // 2, np.int32) for _ in comms]
-        each(lambda r, c: c.reduce_scatter(Host(x[r]), Host(rs[r]), s, "sum"))
+        each(lambda r, c: c.reduce_scatter(Host(x[r]), Host(rs[r]), s[r], "sum"))
         assert (rs[0] == ref["sum"][: n // 2]).all() and (rs[1] == ref["sum"][n // 2:]).all()
         # send / recv, all_to_all
         got = [np.zeros(n, np.int32) for _ in comms]
-        each(lambda r, c: (c.send(Host(x[r]), 1 - r, s), c.recv(Host(got[r]), 1 - r, s)))
+        each(lambda r, c: (c.send(Host(x[r]), 1 - r, s[r]), c.recv(Host(got[r]), 1 - r, s[r])))
         assert (got[0] == x[1]).all() and (got[1] == x[0]).all()
         t = [np.zeros(n, np.int32) for _ in comms]
-        each(lambda r, c: c.all_to_all(Host(x[r]), Host(t[r]), s))
+        each(lambda r, c: c.all_to_all(Host(x[r]), Host(t[r]), s[r]))
         h = n // 2
         assert (t[0] == np.concatenate([x[0][:h], x[1][:h]])).all()
         assert (t[1] == np.concatenate([x[0][h:], x[1][h:]])).all()
@@ -169,13 +172,13 @@ def test_every_operation_against_numpy(fake_nccl):
         scal = [np.array([3], np.int32), np.array([3], np.int32)]
         ops = [c.premul_sum(Host(scal[r])) for r, c in enumerate(comms)]
         y = [np.zeros(n, np.int32) for _ in comms]
-        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, ops[r]))
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s[r], ops[r]))
         assert (y[0] == 3 * ref["sum"]).all()
         scal[0][0] = scal[1][0] = 5
-        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, ops[r]))
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s[r], ops[r]))
         assert (y[1] == 5 * ref["sum"]).all()
         hops = [c.premul_sum(2, dtype="int32") for c in comms]
-        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s, hops[r]))
+        each(lambda r, c: c.all_reduce(Host(x[r]), Host(y[r]), s[r], hops[r]))
         assert (y[0] == 2 * ref["sum"]).all()
         # split: rank 1 takes part without a color
         with nccl.group():
