@@ -4,6 +4,10 @@
     python -m pygraphrt.conformance                        # run everything on the active backend
     python -m pygraphrt.conformance --backend hip -k clone --json out.json --junit out.xml
     python -m pygraphrt.conformance --area graph --results-dir pygraphrt/conformance/results
+    python -m pygraphrt.conformance --backend sim --audit   # what the case menders have to do
+
+Runtime calls are recorded per case with ``PYGRAPHRT_FAST=0`` (and always on ``sim``): the
+compiled fast path calls the runtime from C, and the runner then says it records nothing.
 
 Exit status: 0 when nothing failed, 1 when a case failed (or its code broke),
 2 when the suite could not run (no backend or device) or a sticky error stopped it.
@@ -13,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Sequence, TextIO
 
 if TYPE_CHECKING:
     from ._case import Case
@@ -35,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--results-dir", default=None,
                     help="also write the JSON as <vendor>-<runtime>-<gpu>.json in this folder")
     ap.add_argument("-q", "--quiet", action="store_true", help="no progress lines, only the final table")
+    ap.add_argument("--audit", action="store_true",
+                    help="run the selection and list, for the case menders, the runtime cases that fail the "
+                         "runtime-case rules (claimed API never called, refusal not the runtime's, raised outside "
+                         "t.under_test()) and the cases whose expectation is a bare True; exit 0")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="print each case's id before it runs (to find a case that crashes the process)")
     return ap
@@ -56,6 +64,51 @@ def list_cases(cases: Sequence["Case"], out: TextIO) -> None:
         print(f"{c.id:<{width}}  {flag}  {c.area:<8}  requires={req:<24}  {c.expected_text()}", file=out)
     neg = sum(1 for c in cases if c.negative)
     print(f"{len(cases)} cases, {neg} negative", file=out)
+
+
+_RULES = (("claimed API(s) never called", "claimed API never called"),
+          ("the refusal came from pygraphrt", "refusal not the runtime's (no vendor error name)"),
+          ("no runtime call", "vendor error not returned by a recorded call"),
+          ("raised outside t.under_test()", "raised outside t.under_test()"))
+
+
+def bare_true_cases(cases: Sequence["Case"]) -> list["Case"]:
+    """Cases whose expectation is a bare ``True``: a failure says only that False came back."""
+    return [c for c in cases if c.raises is None and c.expect is True]
+
+
+def audit_text(report: Any, cases: Sequence["Case"]) -> str:
+    """The --audit listing: runtime cases failing the runtime-case rules, by rule, then the
+    other failures, then the bare-True cases."""
+    lines = [f"# conformance audit: {report.env.vendor} {report.env.version_str}; "
+             f"runtime calls {report.record_line()}"]
+    runtime = [r for r in report.results if r.kind == "runtime"]
+    broken: dict[str, list[Any]] = {label: [] for _, label in _RULES}
+    other = []
+    for r in runtime:
+        if r.status not in ("failed", "error"):
+            continue
+        hit = [label for key, label in _RULES if key in r.reason]
+        for label in hit:
+            broken[label].append(r)
+        if not hit:
+            other.append(r)
+    total = sum(1 for r in runtime if r.status in ("failed", "error"))
+    n_broken = len({r.id for rs in broken.values() for r in rs})
+    lines.append(f"runtime cases failing: {total} of {len(runtime)} ({n_broken} breaking a runtime-case rule, "
+                 f"{len(other)} failing otherwise)")
+    for label, rs in broken.items():
+        lines.append("")
+        lines.append(f"## {label}: {len(rs)}")
+        lines += [f"{r.id}  -- {r.reason}" for r in rs]
+    lines.append("")
+    lines.append(f"## other failures of runtime cases: {len(other)}")
+    lines += [f"{r.id}  -- {r.reason}" for r in other]
+    bare = bare_true_cases(cases)
+    lines.append("")
+    lines.append(f"## expect=True (a failure says only 'got False'; return what was observed instead): {len(bare)}")
+    lines += [f"{c.id}  [{c.kind}]" for c in bare]
+    return "\n".join(lines)
 
 
 def _runner_fake_env() -> str:
@@ -106,7 +159,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
           f"{info.get('runtime_version_str')} (binding {info.get('binding')}, driver "
           f"{info.get('driver_version_str')}), {gpu.get('name', '?')}; {len(chosen)} cases"
           + ("  [FAKE HIP LIBRARY]" if env.fake else ""), file=out, flush=True)
-    report = Runner(env, chosen, out=None if args.quiet else out, verbose=args.verbose).run()
+    print("runtime calls: " + ("recorded per case" if env.recorder is not None else
+                               f"NOT recorded ({env.record_off})"), file=out, flush=True)
+    report = Runner(env, chosen, out=None if (args.quiet or args.audit) else out, verbose=args.verbose).run()
+    if args.audit:
+        print(audit_text(report, chosen), file=out)
+        return 0
     print("", file=out)
     print(report.table(), file=out)
     doc = report.to_json({"pattern": args.pattern, "areas": areas})

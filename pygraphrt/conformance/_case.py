@@ -24,15 +24,49 @@ case *negative*.  ``t.check`` / ``t.raises`` verify intermediate steps of a case
 capability names of :class:`pygraphrt.capabilities.Capabilities` (``"edge_data"``),
 a vendor (``"cuda"``, ``"hip"``), or a minimum runtime (``"cuda>=12.4"``, ``"hip>=7.1"``),
 or ``"kernels"`` (a kernel compiler for the backend).
+
+**Two kinds of case.**  ``kind="runtime"`` (the default) claims what the *runtime*
+documents; ``kind="binding"`` claims what pygraphrt adds: its own refusals (raised
+before any runtime call), reads of its own bookkeeping, its policies, and inputs that
+are undefined behaviour for the runtime (destroyed handles, another graph's nodes),
+which pygraphrt must refuse before they reach it.  The runner holds runtime cases to
+more than their outcome (:mod:`._runner`): every API named in ``apis=`` must have been
+called (the runner records the runtime calls at the library's function pointers,
+:mod:`._calls`), and a runtime negative passes only when the runtime itself returned
+the refusal -- the vendor's error name is required and recorded.  The two kinds are
+counted apart everywhere.
+
+**Where the error must come from.**  ``raises=`` alone matches the exception wherever
+in the case body it was raised.  A case that wraps the call the documentation names in
+``t.under_test()`` (or calls it as ``t.call_under_test(fn, *args)``) is matched only
+there: the same class raised by any other line fails the case, and for a runtime case
+the refusal must be returned by a runtime call made inside that scope::
+
+    @case("capture.end.unjoined", cite=..., apis=("StreamEndCapture",),
+          raises=errors.StreamCaptureUnjoined)
+    def _(t):
+        ...                                   # set-up: an error here fails the case
+        with t.under_test():
+            cap.end()                         # only here may StreamCaptureUnjoined come from
+
+Cases without it keep the old matching for now.  ``t.runtime_type(node)`` reads a node's
+type through the runtime's ``GraphNodeGetType`` (not pygraphrt's class constant), and
+``t.snapshot(graph=, stream=, exe=)`` reads capture status, node and edge counts and the
+executable's flags from the runtime: a negative case takes one before the refused call
+and compares after it, *before* any forced clean-up (``abort()``, a forced end).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-__all__ = ["AREAS", "Case", "CaseContext", "CaseFailure", "REGISTRY", "case", "NOTHING"]
+__all__ = ["AREAS", "KINDS", "Case", "CaseContext", "CaseFailure", "REGISTRY", "Snapshot", "case", "NOTHING"]
+
+#: The kinds of case: what the runtime documents, or what pygraphrt adds (module docstring).
+KINDS = ("runtime", "binding")
 
 #: The areas of the suite (the first word of every case id), with what each covers.
 AREAS: dict[str, str] = {
@@ -80,6 +114,7 @@ class Case:
     raises: type[BaseException] | None
     fn: Callable[["CaseContext"], Any] = field(repr=False, compare=False)
     module: str = ""
+    kind: str = "runtime"
 
     @property
     def negative(self) -> bool:
@@ -98,12 +133,13 @@ REGISTRY: dict[str, Case] = {}
 
 def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any = NOTHING,
          raises: type[BaseException] | None = None,
-         requires: tuple[str, ...] | list[str] = (),
+         requires: tuple[str, ...] | list[str] = (), kind: str = "runtime",
          registry: dict[str, Case] | None = None) -> Callable[[Callable[["CaseContext"], Any]], Case]:
     """Register a conformance case (see the module docstring).
 
-    ``registry`` (default :data:`REGISTRY`) lets tests register synthetic cases
-    in a registry of their own.
+    ``kind`` is ``"runtime"`` (default: the case claims documented runtime behaviour) or
+    ``"binding"`` (it claims what pygraphrt adds).  ``registry`` (default :data:`REGISTRY`)
+    lets tests register synthetic cases in a registry of their own.
     """
     target = REGISTRY if registry is None else registry
     if not _ID.match(id):
@@ -114,6 +150,8 @@ def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any =
         raise ValueError(f"case {id}: a citation of the documented behaviour is required")
     if not apis:
         raise ValueError(f"case {id}: name the API(s) it touches")
+    if kind not in KINDS:
+        raise ValueError(f"case {id}: kind must be one of {KINDS}, not {kind!r}")
     if (expect is NOTHING) == (raises is None):
         raise ValueError(f"case {id}: give exactly one of expect= and raises=")
     if raises is not None and not (isinstance(raises, type) and issubclass(raises, BaseException)):
@@ -127,7 +165,7 @@ def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any =
         doc = (fn.__doc__ or "").strip().splitlines()
         c = Case(id=id, area=id.split(".", 1)[0], title=doc[0] if doc else id, cite=cite.strip(),
                  apis=tuple(apis), requires=tuple(requires), expect=expect, raises=raises, fn=fn,
-                 module=fn.__module__)
+                 module=fn.__module__, kind=kind)
         target[id] = c
         return c
 
@@ -152,6 +190,14 @@ class CaseContext:
         self.enums = enums
         self._owned: list[Any] = []
         self.notes: list[str] = []
+        # The runner's call recorder (None: calls are not recorded), and what the
+        # under_test() scopes saw: whether one was used, the exception that left one,
+        # and the runtime calls made inside them.
+        self.recorder: Any = None
+        self.scoped = False
+        self.under_test_error: BaseException | None = None
+        self.scope_calls: list[Any] = []
+        self._in_scope = False
 
     # -------------------------------------------------------------- tracked resources
     def track(self, obj: Any) -> Any:
@@ -214,6 +260,98 @@ class CaseContext:
         arguments, bypassing pygraphrt's own checks; a failure raises the vendor-neutral error."""
         self.backend.ops.call(api, *args)
 
+    def runtime_type(self, node: Any) -> Any:
+        """The node's type as the runtime reports it (``GraphNodeGetType``, through the raw
+        layer): a :class:`pygraphrt.enums.NodeType`, or the vendor's integer for a type
+        pygraphrt has no name for.  Not ``node.type``, which for nodes pygraphrt made is a
+        class constant."""
+        handle = getattr(node, "handle", node)
+        out = self.backend.ffi.new(f"enum {self.backend.ops.prefix}GraphNodeType *")
+        self.call("GraphNodeGetType", handle, out)
+        value = int(out[0])
+        return self.backend.ops.node_type_of.get(value, value)
+
+    @contextlib.contextmanager
+    def under_test(self) -> Iterator[None]:
+        """The call(s) the documentation places the case's error at (module docstring).
+
+        For a case with ``raises=``, the expected exception must leave this block: the
+        same class raised anywhere else fails the case; a runtime case's refusal must be
+        returned by a runtime call made inside it.
+        """
+        if self._in_scope:
+            raise CaseFailure("t.under_test() blocks do not nest")
+        self.scoped = True
+        rec = self.recorder
+        start = rec.mark() if rec is not None else 0
+        self._in_scope = True
+        try:
+            yield
+        except BaseException as exc:
+            self.under_test_error = exc
+            raise
+        finally:
+            self._in_scope = False
+            if rec is not None:
+                self.scope_calls.extend(rec.calls[start:])
+
+    def call_under_test(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        """``fn(*args, **kw)`` as the call under test (:meth:`under_test`); returns its value."""
+        with self.under_test():
+            return fn(*args, **kw)
+
+    def snapshot(self, graph: Any = None, stream: Any = None, exe: Any = None) -> "Snapshot":
+        """What the runtime reports now about ``graph``, ``stream`` and ``exe`` (each optional).
+
+        Read through the raw layer, never from pygraphrt's bookkeeping: the graph's node and
+        edge counts (``GraphGetNodes`` / ``GraphGetEdges`` asked for their count), the
+        stream's capture status (``StreamIsCapturing``) and, while it captures, the number
+        of nodes in its capture graph, and the executable graph's flags
+        (``GraphExecGetFlags``).  Snapshots compare with ``==``: a negative case takes one
+        before the refused call and compares after it, *before* any forced clean-up::
+
+            before = t.snapshot(graph=g, stream=s)
+            with t.under_test():
+                g.add_dependencies([a], [a])
+            t.check_equal(t.snapshot(graph=g, stream=s), before, "after the refusal")
+        """
+        b = self.backend
+        ffi, ops = b.ffi, b.ops
+        nodes = edges = capture_nodes = flags = None
+        status = None
+        if graph is not None:
+            nodes, edges = self._graph_counts(getattr(graph, "handle", graph))
+        if stream is not None:
+            h = getattr(stream, "handle", stream)
+            st = ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
+            self.call("StreamIsCapturing", h, st)
+            status = ops.capture_status_of.get(int(st[0]), int(st[0]))
+            if getattr(status, "value", status) != "none":
+                _st, _id, cgraph, _deps = ops.capture_info(h)
+                if cgraph is not None and cgraph != ffi.NULL:
+                    capture_nodes = self._graph_counts(cgraph)[0]
+        if exe is not None:
+            out = ffi.new("unsigned long long *")
+            self.call("GraphExecGetFlags", getattr(exe, "handle", exe), out)
+            flags = int(out[0])
+        return Snapshot(capture_status=status, capture_nodes=capture_nodes, nodes=nodes, edges=edges,
+                        exec_flags=flags)
+
+    def _graph_counts(self, handle: Any) -> tuple[int, int]:
+        b = self.backend
+        ffi, ops = b.ffi, b.ops
+        n = ffi.new("size_t *")
+        self.call("GraphGetNodes", handle, ffi.NULL, n)
+        e = ffi.new("size_t *")
+        sym = ops.edge_forms.get("get_edges")
+        if sym:  # the edge-data form (the only one in CUDA 13): NULL edge data asks the count
+            rc = getattr(ops.lib, sym)(handle, ffi.NULL, ffi.NULL, ffi.NULL, e)
+            if rc:
+                raise ops.error(rc, sym)
+        else:
+            self.call("GraphGetEdges", handle, ffi.NULL, ffi.NULL, e)
+        return int(n[0]), int(e[0])
+
     # -------------------------------------------------------------- checks
     def check(self, condition: Any, what: str) -> None:
         """Fail the case with ``what`` unless ``condition`` is true."""
@@ -274,6 +412,17 @@ class CaseContext:
             except Exception as e:  # noqa: BLE001 - reported by the runner
                 failures.append(e)
         return failures
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What :meth:`CaseContext.snapshot` read from the runtime (None: not asked)."""
+
+    capture_status: Any = None  # CaptureStatus of the stream
+    capture_nodes: int | None = None  # nodes in the stream's capture graph, while it captures
+    nodes: int | None = None  # the graph's node count
+    edges: int | None = None  # the graph's edge count
+    exec_flags: int | None = None  # the executable graph's flags, as the runtime reports them
 
 
 _KERNEL_SOURCE = r"""

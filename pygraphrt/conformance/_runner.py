@@ -13,12 +13,28 @@ Each case runs with a fresh :class:`~pygraphrt.conformance.CaseContext` and is j
     neither a pygraphrt error nor an assertion); it counts as a failure.
 ``deviation``
     the outcome differs from the documented one exactly as an entry of
-    :mod:`pygraphrt.conformance.deviations` says for this vendor and runtime version.
+    :mod:`pygraphrt.conformance.deviations` says, on a runtime and driver version the
+    entry was seen on.
+``unverified-deviation``
+    the same difference on a runtime or driver version outside the ones the entry was
+    seen on: neither a pass nor an exemption -- counted and listed, to be checked on that
+    version (the exit status stays 0; under pytest the GPU test fails, naming it).
 ``skipped``
     a requirement is missing (capability, vendor, runtime version, kernel compiler);
     the reason names it.
 ``fake-mismatch``
     only when running against the fake HIP library (below).
+
+**Runtime and binding cases.**  A case of ``kind="runtime"`` (:mod:`._case`) passes only
+when, besides its outcome, (1) every API its ``apis=`` names was called -- the runner
+records the runtime calls of the case's own code at the library's function pointers
+(:mod:`._calls`; the record is taken with ``PYGRAPHRT_FAST=0``, and on ``sim``, where the
+fast path does not apply: with the compiled fast path the runner says it records nothing
+and this check is not made) -- and (2) for a negative case, the runtime itself returned
+the refusal: the error carries the vendor's error name and, where calls are recorded, a
+recorded call returned that code (inside ``t.under_test()``, where the case uses it).
+Binding cases are judged on their outcome alone.  The record (``calls``) and the kind
+are in the JSON, and every summary counts the two kinds apart.
 
 **Isolation.**  After each case the runner checks that it left nothing behind:
 no stream it created (tracked or not) is still capturing -- the capture is ended and
@@ -56,7 +72,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, TextIO
 
-from ._case import AREAS, Case, CaseContext, CaseFailure
+from ._calls import Call, CallRecorder, RecordingUnavailable, calls_text
+from ._case import AREAS, KINDS, NOTHING, Case, CaseContext, CaseFailure
 from .deviations import Deviation
 from .deviations import find as find_deviation
 
@@ -64,8 +81,8 @@ __all__ = ["STATUSES", "FAKE_ENV", "FAKE_CALL_FORMS", "Environment", "CaseResult
            "RunAborted", "SetupError", "select", "known_requirement", "result_filename", "load_schema",
            "SCHEMA_ID", "session_environment", "run_one"]
 
-SCHEMA_ID = "pygraphrt-conformance/1"
-STATUSES = ("passed", "failed", "error", "skipped", "deviation", "fake-mismatch")
+SCHEMA_ID = "pygraphrt-conformance/2"
+STATUSES = ("passed", "failed", "error", "skipped", "deviation", "unverified-deviation", "fake-mismatch")
 FAILING = frozenset({"failed", "error"})
 FAKE_ENV = "PYGRAPHRT_CONFORMANCE_FAKE"
 
@@ -177,6 +194,9 @@ class Environment:
     strict: frozenset[str] = FAKE_CALL_FORMS  # judged strictly even when fake
     deviations: Sequence[Deviation] | None = None  # None: the package's table
     info: dict[str, Any] = field(default_factory=dict)
+    driver_version: int | None = None  # as the vendor encodes it (CUDA 13000 = 13.0); None: unknown
+    recorder: Any = None  # a CallRecorder (._calls): the runtime calls of each case; None: not recorded
+    record_off: str | None = "no recorder"  # why the calls are not recorded (None when they are)
     _kernel_reason: list[str | None] = field(default_factory=list, repr=False)
 
     @property
@@ -196,6 +216,16 @@ class Environment:
     @property
     def version_str(self) -> str:
         return "%d.%d" % self.version
+
+    @property
+    def driver(self) -> tuple[int, int] | None:
+        """(major, minor) the driver supports, or None (unknown)."""
+        v = self.driver_version
+        if v is None:
+            return None
+        if self.api == "cuda":
+            return v // 1000, (v % 1000) // 10
+        return v // 10_000_000, (v // 100_000) % 100
 
     def kernel_reason(self) -> str | None:
         """Why the standard kernels cannot be compiled (asked once), or None."""
@@ -284,10 +314,13 @@ class Environment:
             mode_hooks: tuple[Any, Any] = (capture_mode, set_capture_mode)
         except errors.GraphRTError:
             mode_hooks = (None, None)
+        record_off = CallRecorder.unavailable(b)
+        recorder = CallRecorder(b) if record_off is None else None
         return cls(vendor=bi.vendor, runtime_version=bi.runtime_version, capabilities=caps, live=b.live,
                    synchronize=synchronize, kernels=kernels, end_capture=end_capture,
                    capture_mode=mode_hooks[0], set_capture_mode=mode_hooks[1], keep=keep,
-                   fake=fake, info=info)
+                   fake=fake, info=info, driver_version=bi.driver_version, recorder=recorder,
+                   record_off=record_off)
 
 
 _VERSION_REQ = re.compile(r"^(cuda|hip)>=(\d+)\.(\d+)$")
@@ -323,9 +356,13 @@ class CaseResult:
     requires: tuple[str, ...] = ()
     negative: bool = False
     deviation: dict[str, Any] | None = None
+    kind: str = "runtime"
+    calls: list[str] | None = None  # the runtime APIs the case's code called, in order; None: not recorded
+    outcome_status: str = ""  # the status its outcome and rules gave, before the isolation checks
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "area": self.area, "title": self.title, "status": self.status,
+        return {"id": self.id, "area": self.area, "title": self.title, "kind": self.kind,
+                "status": self.status, "calls": None if self.calls is None else list(self.calls),
                 "negative": self.negative, "expected": self.expected, "observed": self.observed,
                 "error_name": self.error_name, "error_code": self.error_code, "reason": self.reason,
                 "duration_s": round(self.duration_s, 6), "notes": list(self.notes),
@@ -341,6 +378,7 @@ class _Observed:
     message: str
     error_name: str | None
     error_code: int | None
+    error: Any = None  # the pygraphrt error behind an exception outcome, if any
 
 
 def _clip(text: str, n: int = 1500) -> str:
@@ -348,17 +386,23 @@ def _clip(text: str, n: int = 1500) -> str:
 
 
 def _runtime_error_in(exc: BaseException) -> Any:
-    """The first pygraphrt error in ``exc``'s cause/context chain (itself included)."""
+    """The pygraphrt error in ``exc``'s cause/context chain (itself included): the first that
+    carries a vendor error name (the runtime's refusal behind an error of pygraphrt's), else
+    the first."""
     from pygraphrt import errors
 
     seen = 0
+    first = None
     cur: BaseException | None = exc
     while cur is not None and seen < 8:
         if isinstance(cur, errors.GraphRTError):
-            return cur
+            if isinstance(getattr(cur, "name", None), str):
+                return cur
+            if first is None:
+                first = cur
         cur = cur.__cause__ or cur.__context__
         seen += 1
-    return None
+    return first
 
 
 def _observe_exception(exc: BaseException) -> _Observed:
@@ -368,7 +412,8 @@ def _observe_exception(exc: BaseException) -> _Observed:
     message = _clip(str(exc))
     return _Observed(True, f"raised {type(exc).__name__}: {message}" if message else
                      f"raised {type(exc).__name__}", type(exc).__name__, message,
-                     name if isinstance(name, str) else None, code if isinstance(code, int) else None)
+                     name if isinstance(name, str) else None, code if isinstance(code, int) else None,
+                     rt_err)
 
 
 def _observe_value(value: Any) -> _Observed:
@@ -384,6 +429,44 @@ def _is_library_error(exc: BaseException) -> bool:
     from pygraphrt import errors
 
     return isinstance(exc, (errors.GraphRTError, AssertionError))
+
+
+def _raised_by(exc: BaseException, scoped: BaseException | None) -> bool:
+    """Whether ``exc`` is the exception that left a ``t.under_test()`` block (or wraps it)."""
+    cur: BaseException | None = exc
+    for _ in range(8):
+        if cur is None:
+            return False
+        if cur is scoped:
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return _clip(repr(value), 600)
+    except Exception as exc:  # noqa: BLE001
+        return f"<unrepresentable {type(value).__name__}: {type(exc).__name__}>"
+
+
+def expected_vs_got(expected: Any, got: Any) -> str:
+    """The failure text of a returned value that differs: both reprs, and where they differ."""
+    lines = [f"expected {_safe_repr(expected)}, got {_safe_repr(got)}"]
+    if isinstance(expected, dict) and isinstance(got, dict):
+        keys = list(dict.fromkeys([*expected, *got]))
+        diff = [f"[{k!r}]: expected {_safe_repr(expected.get(k, NOTHING))}, got {_safe_repr(got.get(k, NOTHING))}"
+                for k in keys if k not in expected or k not in got or expected[k] != got[k]]
+        lines += diff[:10]
+    elif isinstance(expected, (tuple, list)) and isinstance(got, (tuple, list)):
+        if len(expected) != len(got):
+            lines.append(f"length: expected {len(expected)}, got {len(got)}")
+        diff = [f"[{i}]: expected {_safe_repr(e)}, got {_safe_repr(g)}"
+                for i, (e, g) in enumerate(zip(expected, got)) if e != g]
+        lines += diff[:10]
+    elif expected is True:
+        lines.append("the case returns a bare True: nothing says what differed (it is on --audit's list)")
+    return "; ".join(lines)
 
 
 # ---------------------------------------------------------------------------- runner
@@ -435,7 +518,7 @@ class Runner:
         env = self.env
         res = CaseResult(id=case.id, area=case.area, title=case.title, status="passed",
                          expected=case.expected_text(), apis=case.apis, cite=case.cite,
-                         requires=case.requires, negative=case.negative)
+                         requires=case.requires, negative=case.negative, kind=case.kind)
         t0 = time.perf_counter()
         missing = self.unmet(case)
         if missing is not None:
@@ -446,35 +529,60 @@ class Runner:
         before_ids = {id(o) for o in before}
         mode_before = self._mode()
         t = CaseContext()
+        rec = env.recorder
         caught: BaseException | None = None
         value: Any = None
+        calls: list[Call] = []
+        if rec is not None:
+            rec.install()
+            rec.take()
+            t.recorder = rec
+            rec.active = True
         try:
-            value = case.fn(t)
-        except Exception as exc:  # noqa: BLE001 - every outcome is recorded
-            caught = exc
+            try:
+                value = case.fn(t)
+            except Exception as exc:  # noqa: BLE001 - every outcome is recorded
+                caught = exc
+        finally:
+            if rec is not None:
+                rec.active = False
+                calls = rec.take()
+        if rec is not None:
+            res.calls = list(dict.fromkeys(c.api for c in calls))
         obs = _observe_exception(caught) if caught is not None else _observe_value(value)
         res.observed, res.error_name, res.error_code = obs.summary, obs.error_name, obs.error_code
         res.status, res.reason = self._judge(case, caught, value, obs)
+        if res.status == "passed" and case.raises is not None and t.scoped and caught is not None \
+                and not _raised_by(caught, t.under_test_error):
+            res.status = "failed"
+            res.reason = (f"{obs.summary}: raised outside t.under_test() (the call the documentation places "
+                          f"the error at{' raised nothing' if t.under_test_error is None else ' raised ' + type(t.under_test_error).__name__})")
+        if res.status == "passed" and case.kind == "runtime":
+            broken = self._runtime_rules(case, t, calls, obs, rec is not None)
+            if broken:
+                res.status, res.reason = "failed", broken
         sticky = caught is not None and bool(getattr(_runtime_error_in(caught), "sticky", False))
         caught = value = None  # drop what the case made before looking for leaks
+        obs.error = None
         if res.status == "failed":
-            dev = find_deviation(case.id, env.api, env.version, obs.key, obs.error_name, obs.message,
-                                 table=env.deviations)
-            if dev is not None:
-                res.status = "deviation"
-                res.reason = dev.reason
-                res.deviation = {"vendor": dev.vendor, "runtime": dev.runtime, "observed": dev.observed,
-                                 "code": dev.code, "reason": dev.reason}
+            self._deviation(case, obs, res)
         if sticky:
             t.close()
+            if rec is not None:
+                rec.uninstall()
             raise RunAborted(f"case {case.id} got a sticky error ({obs.summary}); the device context is "
                              "unusable and the run stops here: restart the process")
-        problems = self._teardown(t, before, before_ids, mode_before)
+        res.outcome_status = res.status
+        try:
+            problems = self._teardown(t, before, before_ids, mode_before)
+        finally:
+            if rec is not None:
+                rec.uninstall()
         res.notes = list(t.notes)
         del t
         if problems:
             text = "; ".join(problems)
-            if res.status in ("passed", "deviation"):
+            if res.status in ("passed", "deviation", "unverified-deviation"):
                 res.status, res.reason = "failed", text
             else:
                 res.reason = f"{res.reason}; {text}" if res.reason else text
@@ -483,6 +591,48 @@ class Runner:
             res.status = "fake-mismatch"
         res.duration_s = time.perf_counter() - t0
         return res
+
+    def _deviation(self, case: Case, obs: _Observed, res: CaseResult) -> None:
+        """A failed outcome that a deviation entry explains: ``deviation`` on the versions the
+        entry was seen on (any, on the simulator), ``unverified-deviation`` elsewhere."""
+        env = self.env
+        dev = find_deviation(case.id, env.api, None, obs.key, obs.error_name, obs.message, table=env.deviations)
+        if dev is None:
+            return
+        res.deviation = {"vendor": dev.vendor, "runtime": dev.runtime, "driver": dev.driver,
+                         "observed": dev.observed, "code": dev.code, "reason": dev.reason}
+        if env.vendor == "sim" or dev.covers(env.version, env.driver):
+            res.status, res.reason = "deviation", dev.reason
+            return
+        drv = "%d.%d" % env.driver if env.driver is not None else "unknown"
+        res.status = "unverified-deviation"
+        res.reason = (f"the known deviation was seen on {dev.seen}, not on this runtime {env.version_str} / "
+                      f"driver {drv}: check it here and extend its versions in deviations.py, or mend the "
+                      f"runtime ({dev.reason})")
+
+    def _runtime_rules(self, case: Case, t: CaseContext, calls: list[Call], obs: _Observed,
+                       recorded: bool) -> str:
+        """Why a runtime case's passing outcome does not stand (module docstring), or ''."""
+        problems = []
+        if recorded:
+            called = {c.api for c in calls}
+            missing = [a for a in case.apis if a not in called]
+            if missing:
+                problems.append(f"claimed API(s) never called: {', '.join(missing)}; the case called "
+                                f"{calls_text(calls)}")
+        if case.raises is not None:
+            name, code = obs.error_name, obs.error_code
+            if name is None:
+                problems.append(f"the refusal came from pygraphrt, not the runtime: {obs.summary} carries no "
+                                f"vendor error name (a runtime negative needs the runtime's refusal; a "
+                                f"refusal of pygraphrt's own is a binding case)")
+            elif recorded:
+                scope = t.scope_calls if t.scoped else calls
+                if not any(c.rc == code for c in scope):
+                    where = "inside t.under_test()" if t.scoped else "by the case"
+                    problems.append(f"the error names {name} ({code}), but no runtime call {where} returned it "
+                                    f"(calls: {calls_text(scope)})")
+        return "; ".join(problems)
 
     def _judge(self, case: Case, exc: BaseException | None, value: Any, obs: _Observed) -> tuple[str, str]:
         if exc is not None:
@@ -501,7 +651,7 @@ class Runner:
             return "error", f"comparing the returned value raised {type(e).__name__}: {e}"
         if same:
             return "passed", ""
-        return "failed", f"{obs.summary}; expected {case.expected_text()}"
+        return "failed", expected_vs_got(case.expect, value)
 
     @staticmethod
     def _close_tracked(t: CaseContext) -> list[str]:
@@ -661,10 +811,10 @@ class Report:
     aborted: str | None = None
     duration_s: float = 0.0
 
-    def counts(self, area: str | None = None) -> dict[str, int]:
+    def counts(self, area: str | None = None, kind: str | None = None) -> dict[str, int]:
         out = {s: 0 for s in STATUSES}
         for r in self.results:
-            if area is None or r.area == area:
+            if (area is None or r.area == area) and (kind is None or r.kind == kind):
                 out[r.status] += 1
         return out
 
@@ -681,8 +831,11 @@ class Report:
     def area_line(self, area: str) -> str:
         c = self.counts(area)
         n = sum(c.values())
-        parts = [f"{area}: {n} cases", f"{c['passed']} passed"]
+        kinds = {k: sum(self.counts(area, k).values()) for k in KINDS}
+        parts = [f"{area}: {n} cases ({kinds['runtime']} runtime, {kinds['binding']} binding)",
+                 f"{c['passed']} passed"]
         labels = [("failed", "failed"), ("error", "errors"), ("deviation", "deviation"),
+                  ("unverified-deviation", "unverified-deviation"),
                   ("skipped", "skipped"), ("fake-mismatch", "fake-mismatch")]
         for key, label in labels:
             if c[key]:
@@ -691,18 +844,23 @@ class Report:
 
     def table(self) -> str:
         fake = self.env.fake
-        cols = ["cases", "passed", "failed", "skipped", "deviation"] + (["fake-mismatch"] if fake else [])
-        width = max([len("total"), len("area")] + [len(a) for a in self.areas]) + 2
+        cols = ["cases", "passed", "failed", "skipped", "deviation", "unverified"] \
+            + (["fake-mismatch"] if fake else [])
+        width = max([len("binding cases"), len("area")] + [len(a) for a in self.areas]) + 2
         lines = ["".join(["area".ljust(width)] + [c.rjust(len(c) + 2) for c in cols])]
 
         def row(name: str, c: dict[str, int]) -> str:
             vals = {"cases": sum(c.values()), "passed": c["passed"], "failed": c["failed"] + c["error"],
-                    "skipped": c["skipped"], "deviation": c["deviation"], "fake-mismatch": c["fake-mismatch"]}
+                    "skipped": c["skipped"], "deviation": c["deviation"],
+                    "unverified": c["unverified-deviation"], "fake-mismatch": c["fake-mismatch"]}
             return "".join([name.ljust(width)] + [str(vals[col]).rjust(len(col) + 2) for col in cols])
 
         for a in self.areas:
             lines.append(row(a, self.counts(a)))
         lines.append(row("total", self.counts()))
+        for k in KINDS:  # the runtime's behaviour and pygraphrt's own, counted apart
+            lines.append(row(f"{k} cases", self.counts(kind=k)))
+        lines.append(f"runtime calls: {self.record_line()}")
         failing = [r for r in self.results if r.status in FAILING]
         if failing:
             lines.append("")
@@ -713,6 +871,13 @@ class Report:
             lines.append("")
             lines.append(f"known deviations ({len(devs)}):")
             lines += [f"  {r.id}: {r.observed.split(':', 1)[0]} [{r.error_name or '-'}]: {r.reason}" for r in devs]
+        unverified = [r for r in self.results if r.status == "unverified-deviation"]
+        if unverified:
+            lines.append("")
+            lines.append(f"unverified deviations ({len(unverified)}; a known difference on a runtime or driver it "
+                         "was not seen on -- check it on this version):")
+            lines += [f"  {r.id}: {r.observed.split(':', 1)[0]} [{r.error_name or '-'}]: {_clip(r.reason, 400)}"
+                      for r in unverified]
         skipped: dict[str, int] = {}
         for r in self.results:
             if r.status == "skipped":
@@ -731,10 +896,17 @@ class Report:
             lines.append(f"ABORTED: {self.aborted}")
         return "\n".join(lines)
 
+    def record_line(self) -> str:
+        env = self.env
+        if env.recorder is not None:
+            return "recorded per case (runtime cases: every claimed API called, negatives refused by the runtime)"
+        return f"NOT recorded: {env.record_off}; the claimed-API check is not made"
+
     def to_json(self, selection: dict[str, Any] | None = None) -> dict[str, Any]:
         import pygraphrt
 
         by_area = {a: self.counts(a) for a in self.areas}
+        by_kind = {k: self.counts(kind=k) for k in KINDS}
         return {
             "schema": SCHEMA_ID,
             "pygraphrt_version": pygraphrt.__version__,
@@ -747,7 +919,9 @@ class Report:
                 "runtime_version_str": self.env.version_str},
             "selection": dict(selection or {}),
             "summary": {"total": len(self.results), **self.counts(), "by_area": by_area,
-                        "duration_s": round(self.duration_s, 3)},
+                        "by_kind": by_kind, "duration_s": round(self.duration_s, 3)},
+            "call_record": {"recorded": self.env.recorder is not None,
+                            "why_not": None if self.env.recorder is not None else self.env.record_off},
             "aborted": self.aborted,
             "cases": [r.as_dict() for r in self.results],
         }
@@ -779,8 +953,11 @@ class Report:
                     ET.SubElement(tc, "skipped", message=_clip("fake-mismatch: " + r.reason, 500))
                 elif r.status == "deviation":
                     ET.SubElement(tc, "system-out").text = f"known deviation: {r.observed} -- {r.reason}"
+                elif r.status == "unverified-deviation":
+                    ET.SubElement(tc, "system-out").text = f"UNVERIFIED deviation: {r.observed} -- {r.reason}"
                 props = ET.SubElement(tc, "properties")
                 ET.SubElement(props, "property", name="status", value=r.status)
+                ET.SubElement(props, "property", name="kind", value=r.kind)
                 ET.SubElement(props, "property", name="cite", value=r.cite)
         for k, v in total.items():
             suites.set(k, str(v))

@@ -9,9 +9,24 @@ An entry matches a case result when all of these hold:
 
 * ``case`` is the case id;
 * ``vendor`` is the active backend's vendor (``"cuda"`` or ``"hip"``);
-* the loaded runtime's version is in ``runtime``, a version range:
-  ``"*"`` (any), ``"13.x"`` (any 13 release), ``"12.9"`` (that minor release),
-  ``">=13.0"``, ``"<12.4"``, or clauses joined by commas (``">=12.3,<13.0"``);
+* ``observed`` / ``code`` / ``detail`` match (below).
+
+Then the *versions* decide between two statuses.  ``runtime`` and ``driver`` are the
+versions the deviation was actually seen on (the runtime's version, and the CUDA version
+the driver supports, as ``cudaDriverGetVersion`` reports it: driver 580 reports 13.0).
+Within both, the case's status is ``deviation``; outside either, it is
+``unverified-deviation``: the same difference on a runtime or driver nobody has run it
+on is neither a pass nor a silent exemption -- it is counted and listed, so that a new
+version is checked, not assumed.  Every GPU run so far had driver 580 (13.0), so each
+entry's driver range is that one point, and a driver update flags them all: that is the
+intent.  On the simulator (``sim``: it has no driver, and models the behaviour observed on
+those versions on purpose) the versions are not compared.
+
+Version ranges: ``"*"`` (any), ``"13.x"`` (any 13 release), ``"12.9"`` (that minor
+release), ``">=13.0"``, ``"<12.4"``, clauses joined by commas (``">=12.3,<13.0"``: all of
+them), and alternatives joined by ``|`` (``"12.9|13.0|13.5"``: any of them -- the points
+seen, with no claim about the releases between them).  The table's entries list the points
+seen.
 * ``observed`` is what the case observed: the class name of the exception it raised
   (``"InvalidValue"``, ``"NotSupported"``, ``"CaseFailure"`` for a failed intermediate
   check) or the ``repr`` of the value it returned (``"3"``, ``"(True, 2)"``);
@@ -49,12 +64,28 @@ class Deviation:
     code: str | None
     reason: str
     detail: str | None = None
+    driver: str = "*"  # the driver versions (the CUDA version the driver supports) it was seen on
 
-    def matches(self, case: str, vendor: str, version: tuple[int, int], observed: str,
+    def matches(self, case: str, vendor: str, version: tuple[int, int] | None, observed: str,
                 code: str | None, message: str = "") -> bool:
-        return (self.case == case and self.vendor == vendor and version_in(version, self.runtime)
+        """Whether this entry describes the outcome (and, unless ``version`` is None, the
+        runtime version is in :attr:`runtime`)."""
+        return (self.case == case and self.vendor == vendor
+                and (version is None or version_in(version, self.runtime))
                 and self.observed == observed and self.code == code
                 and (self.detail is None or self.detail in message))
+
+    def covers(self, runtime: tuple[int, int], driver: tuple[int, int] | None) -> bool:
+        """Whether the entry was seen on this runtime and driver (an unknown driver: no)."""
+        if not version_in(runtime, self.runtime):
+            return False
+        if self.driver.strip() in ("*", ""):
+            return True
+        return driver is not None and version_in(driver, self.driver)
+
+    @property
+    def seen(self) -> str:
+        return f"runtime {self.runtime}, driver {self.driver}"
 
 
 def parse_range(text: str) -> Callable[[tuple[int, int]], bool]:
@@ -62,6 +93,11 @@ def parse_range(text: str) -> Callable[[tuple[int, int]], bool]:
     text = text.strip()
     if text in ("*", ""):
         return lambda v: True
+    if "|" in text:
+        alternatives = [parse_range(part) for part in text.split("|")]
+        if any(not part.strip() for part in text.split("|")):
+            raise ValueError(f"version range {text!r}: an empty alternative")
+        return lambda v: any(p(v) for p in alternatives)
     tests: list[tuple[str, tuple[int, int]]] = []  # (operator, bound); "x" compares majors only
     for raw in text.split(","):
         clause = raw.strip()
@@ -90,51 +126,52 @@ def version_in(version: tuple[int, int], runtime: str) -> bool:
 
 
 _SEEN = "seen on an H100 with driver 580 (CUDA 13.0) under the 12.9, 13.0 and 13.5 runtimes"
+# The versions each entry was seen on (pygraphrt/conformance/results/*.json): nothing else.
+_RUNTIMES = "12.9|13.0|13.5"
+_DRIVERS = "13.0"
 _UPDATE_FAILURE = "cudaErrorGraphExecUpdateFailure"
 
 #: The known deviations (filled from runs on real hardware; see the module docstring).
 #: The simulator (``sim``) is judged as CUDA, so it is held to these too.
 DEVIATIONS: tuple[Deviation, ...] = (
-    Deviation("exec.instantiate.use_node_priority_flag", "cuda", ">=12.9", "<InstantiateFlags.NONE: 0>", None,
+    Deviation("exec.instantiate.use_node_priority_flag", "cuda", _RUNTIMES, "<InstantiateFlags.NONE: 0>", None,
               "cudaGraphExecGetFlags does not report cudaGraphInstantiateFlagUseNodePriority: the flag is "
               "accepted and node priorities apply, but GetFlags returns 0 (the other flags are reported); "
-              + _SEEN),
-    Deviation("edges.data.remove_with_other_data", "cuda", ">=12.9", "0", None,
+              + _SEEN, driver=_DRIVERS),
+    Deviation("edges.data.remove_with_other_data", "cuda", _RUNTIMES, "0", None,
               "cudaGraphRemoveDependencies does not match edge data: asked to remove a default edge where "
-              "the edge is programmatic, it succeeds and removes the programmatic edge; " + _SEEN),
-    Deviation("exec.update.edge_added", "cuda", ">=12.9", "CaseFailure", _UPDATE_FAILURE,
+              "the edge is programmatic, it succeeds and removes the programmatic edge; " + _SEEN, driver=_DRIVERS),
+    Deviation("exec.update.edge_added", "cuda", _RUNTIMES, "CaseFailure", _UPDATE_FAILURE,
               "cudaGraphExecUpdate reports cudaGraphExecUpdateErrorTopologyChanged for a node with another "
               "number of dependencies, but with errorNode NULL instead of the node of hGraph; " + _SEEN,
-              detail="error_node None"),
-    Deviation("exec.update.edge_moved", "cuda", ">=12.9", "CaseFailure", _UPDATE_FAILURE,
+              detail="error_node None", driver=_DRIVERS),
+    Deviation("exec.update.edge_moved", "cuda", _RUNTIMES, "CaseFailure", _UPDATE_FAILURE,
               "the runtime pairs the nodes of the two graphs by their place in dependency order, not by "
               "creation order alone, so a moved edge is reported as cudaGraphExecUpdateErrorNodeTypeChanged "
               "(naming the memset node) rather than TopologyChanged; the update is refused either way; "
-              + _SEEN, detail="NODE_TYPE_CHANGED"),
-    Deviation("exec.update.memcpy_memory_type_changed", "cuda", ">=12.9", "None", None,
+              + _SEEN, detail="NODE_TYPE_CHANGED", driver=_DRIVERS),
+    Deviation("exec.update.memcpy_memory_type_changed", "cuda", _RUNTIMES, "None", None,
               "cudaGraphExecUpdate accepts a device-to-device copy replaced by a copy to pageable host memory "
               "(documented as not supported): with unified addressing the runtime does not treat it as a "
-              "change of memory type; " + _SEEN),
-    Deviation("exec.set_memcpy.memory_type_changed", "cuda", ">=12.9", "None", None,
+              "change of memory type; " + _SEEN, driver=_DRIVERS),
+    Deviation("exec.set_memcpy.memory_type_changed", "cuda", _RUNTIMES, "None", None,
               "cudaGraphExecMemcpyNodeSetParams1D accepts a destination in pageable host memory for a node "
-              "instantiated as a device-to-device copy (documented as not supported); " + _SEEN),
-    Deviation("exec.set_memset.two_dimensional", "cuda", ">=12.9", "None", None,
-              "cudaGraphExecMemsetNodeSetParams accepts a new value for a 2-D memset whose shape is unchanged, "
-              "although both operands are documented to have to be 1-dimensional; " + _SEEN),
-    Deviation("exec.set_child_graph.topology_differs", "cuda", ">=12.9", "GraphExecUpdateFailure",
+              "instantiated as a device-to-device copy (documented as not supported); " + _SEEN, driver=_DRIVERS),
+    Deviation("exec.set_child_graph.topology_differs", "cuda", _RUNTIMES, "GraphExecUpdateFailure",
               _UPDATE_FAILURE,
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph of another topology with "
-              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN),
-    Deviation("exec.set_child_graph.node_type_differs", "cuda", ">=12.9", "GraphExecUpdateFailure",
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN, driver=_DRIVERS),
+    Deviation("exec.set_child_graph.node_type_differs", "cuda", _RUNTIMES, "GraphExecUpdateFailure",
               _UPDATE_FAILURE,
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph whose node has another type with "
-              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN),
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN, driver=_DRIVERS),
 )
 
 
-def find(case: str, vendor: str, version: tuple[int, int], observed: str, code: str | None,
+def find(case: str, vendor: str, version: tuple[int, int] | None, observed: str, code: str | None,
          message: str = "", table: Iterable[Deviation] | None = None) -> Deviation | None:
-    """The entry of ``table`` (default :data:`DEVIATIONS`) that explains an outcome, or None."""
+    """The entry of ``table`` (default :data:`DEVIATIONS`) that explains an outcome, or None;
+    ``version`` None: whatever the runtime version (the caller then asks :meth:`Deviation.covers`)."""
     for d in DEVIATIONS if table is None else table:
         if d.matches(case, vendor, version, observed, code, message):
             return d
@@ -152,15 +189,16 @@ def check_table(table: Iterable[Deviation], known_ids: Iterable[str]) -> list[st
             problems.append(f"{where}: no such case")
         if d.vendor not in ("cuda", "hip"):
             problems.append(f"{where}: vendor must be 'cuda' or 'hip'")
-        try:
-            parse_range(d.runtime)
-        except ValueError as e:
-            problems.append(f"{where}: {e}")
+        for r in (d.runtime, d.driver):
+            try:
+                parse_range(r)
+            except ValueError as e:
+                problems.append(f"{where}: {e}")
         if not d.reason.strip():
             problems.append(f"{where}: a reason is required")
         if d.code is not None and not d.code.startswith(d.vendor):
             problems.append(f"{where}: code {d.code!r} is not a {d.vendor} error name")
-        key = (d.case, d.vendor, d.runtime, d.observed, d.code, d.detail)
+        key = (d.case, d.vendor, d.runtime + "/" + d.driver, d.observed, d.code, d.detail)
         if key in seen:
             problems.append(f"{where}: listed twice")
         seen.add(key)

@@ -358,7 +358,7 @@ def _(t: CaseContext) -> Any:
     return a.to_bytes(8)
 
 
-@case("capture.begin_end.end_twice",
+@case("capture.begin_end.end_twice", kind="binding",
       cite=END + "capture must have been initiated on the stream; pygraphrt refuses to end a "
                  "capture object twice before calling the runtime",
       apis=("StreamEndCapture",), raises=errors.IllegalState)
@@ -371,7 +371,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.IllegalState, cap.end, s)
 
 
-@case("capture.begin_end.end_after_abort",
+@case("capture.begin_end.end_after_abort", kind="binding",
       cite=END + "capture must have been initiated (and not yet ended) on the stream",
       apis=("StreamEndCapture",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
@@ -394,7 +394,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.IllegalState, lambda: _raw_end(s), s)
 
 
-@case("capture.begin_end.capture_object_single_use",
+@case("capture.begin_end.capture_object_single_use", kind="binding",
       cite=BEGIN + "one capture sequence per begin/end; pygraphrt refuses to begin a used capture object",
       apis=("StreamBeginCapture",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
@@ -435,7 +435,7 @@ def _(t: CaseContext) -> Any:
     return s.capture_status()
 
 
-@case("capture.begin_end.exception_in_block",
+@case("capture.begin_end.exception_in_block", kind="binding",
       cite=PYGRAPHRT + "if anything raises inside the with block, the capture is ended and "
                        "discarded, the stream is left not capturing, and the original exception propagates",
       apis=BEGIN_END, raises=CaseBoom)
@@ -460,7 +460,7 @@ def _(t: CaseContext) -> Any:
 
 # pygraphrt gap: an unknown mode name raises a plain ValueError from CaptureMode("...")
 # rather than pygraphrt's InvalidValue (a ValueError subclass) naming Stream.capture.
-@case("capture.begin_end.unknown_mode_name",
+@case("capture.begin_end.unknown_mode_name", kind="binding",
       cite=BEGIN + "mode is one of cudaStreamCaptureModeGlobal, ThreadLocal, Relaxed; pygraphrt "
                    "reports other values as InvalidValue",
       apis=("StreamBeginCapture",), raises=errors.InvalidValue)
@@ -470,7 +470,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.InvalidValue, lambda: s.capture("bogus"), s)
 
 
-@case("capture.begin_end.mode_wrong_type",
+@case("capture.begin_end.mode_wrong_type", kind="binding",
       cite=BEGIN + "mode is a cudaStreamCaptureMode; pygraphrt refuses anything else before any call",
       apis=("StreamBeginCapture",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -479,7 +479,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.InvalidValue, lambda: s.capture(1), s)
 
 
-@case("capture.begin_end.closed_stream",
+@case("capture.begin_end.closed_stream", kind="binding",
       cite=BEGIN + "stream must be a valid stream handle; pygraphrt refuses a closed one",
       apis=("StreamBeginCapture",), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -568,7 +568,7 @@ def _(t: CaseContext) -> Any:
     return statuses
 
 
-@case("capture.status.closed_stream",
+@case("capture.status.closed_stream", kind="binding",
       cite=IS_CAPTURING + "stream must be a valid stream; pygraphrt refuses a closed one",
       apis=("StreamIsCapturing",), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -579,7 +579,7 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ nested begin
-@case("capture.nested.begin_on_capturing_stream",
+@case("capture.nested.begin_on_capturing_stream", kind="binding",
       cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode",
       apis=("StreamBeginCapture", "StreamIsCapturing"), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
@@ -610,7 +610,7 @@ def _(t: CaseContext) -> Any:
     return _types(_graph(t, cap))
 
 
-@case("capture.nested.begin_on_joined_stream",
+@case("capture.nested.begin_on_joined_stream", kind="binding",
       cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode "
                    "(a stream that joined a capture by an event wait is capturing)",
       apis=("StreamBeginCapture", "EventRecord", "StreamWaitEvent"), raises=errors.IllegalState)
@@ -674,7 +674,7 @@ def _legacy(t: CaseContext) -> Any:
     return t.track(t.rt.Stream.legacy_default())
 
 
-@case("capture.legacy.begin_refused",
+@case("capture.legacy.begin_refused", kind="binding",
       cite=BEGIN + "capture may not be initiated if stream is cudaStreamLegacy",
       apis=("StreamBeginCapture",), raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
@@ -1520,7 +1520,7 @@ def _(t: CaseContext) -> Any:
     return [(x.type, y.type, e) for x, y, e in g.edges()]
 
 
-@case("capture.to_graph.dependencies_without_graph",
+@case("capture.to_graph.dependencies_without_graph", kind="binding",
       cite=TO_GRAPH + "dependencies belong to the graph captured into; pygraphrt refuses dependencies "
                       "without a target graph before any call",
       apis=("StreamBeginCaptureToGraph",), raises=errors.InvalidValue)
@@ -1531,7 +1531,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.InvalidValue, lambda: s.capture(dependencies=[n]), s)
 
 
-@case("capture.to_graph.foreign_dependency",
+@case("capture.to_graph.foreign_dependency", kind="binding",
       cite=TO_GRAPH + "dependencies are nodes of the graph captured into; a node of another graph is invalid",
       apis=("StreamBeginCaptureToGraph",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1546,7 +1546,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.InvalidValue, body, s, destroy=False)
 
 
-@case("capture.to_graph.closed_target",
+@case("capture.to_graph.closed_target", kind="binding",
       cite=TO_GRAPH + "graph must be a valid graph; pygraphrt refuses a closed one and leaves the stream "
                       "not capturing",
       apis=("StreamBeginCaptureToGraph",), raises=errors.InvalidResourceHandle)
@@ -1563,7 +1563,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.InvalidResourceHandle, body, s, destroy=False)
 
 
-@case("capture.to_graph.edges_length_mismatch",
+@case("capture.to_graph.edges_length_mismatch", kind="binding",
       cite=TO_GRAPH + "dependencyData has one entry per dependency (numDependencies entries)",
       apis=("StreamBeginCaptureToGraph",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1652,7 +1652,7 @@ def _(t: CaseContext) -> Any:
     return _types(g)
 
 
-@case("capture.update_dependencies.after_end",
+@case("capture.update_dependencies.after_end", kind="binding",
       cite=UPDATE + "returns cudaErrorIllegalState if the stream is not capturing (pygraphrt checks its "
                     "capture object first)",
       apis=("StreamUpdateCaptureDependencies",), raises=errors.IllegalState)
@@ -1666,7 +1666,7 @@ def _(t: CaseContext) -> Any:
     _fails_then_clean(t, errors.IllegalState, lambda: cap.update_dependencies([n]), s)
 
 
-@case("capture.update_dependencies.before_begin",
+@case("capture.update_dependencies.before_begin", kind="binding",
       cite=UPDATE + "returns cudaErrorIllegalState if the stream is not capturing",
       apis=("StreamUpdateCaptureDependencies",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
@@ -1686,7 +1686,7 @@ def _(t: CaseContext) -> Any:
                       lambda: s.backend.ops.update_capture_dependencies(s.handle, [], None, False), s)
 
 
-@case("capture.update_dependencies.foreign_node",
+@case("capture.update_dependencies.foreign_node", kind="binding",
       cite=UPDATE + "dependencies are nodes of the graph being captured; a node of another graph is invalid",
       apis=("StreamUpdateCaptureDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1705,7 +1705,7 @@ def _(t: CaseContext) -> Any:
     raise err
 
 
-@case("capture.update_dependencies.not_a_node",
+@case("capture.update_dependencies.not_a_node", kind="binding",
       cite=UPDATE + "dependencies is an array of graph nodes",
       apis=("StreamUpdateCaptureDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1721,7 +1721,7 @@ def _(t: CaseContext) -> Any:
     raise err
 
 
-@case("capture.update_dependencies.edges_length_mismatch",
+@case("capture.update_dependencies.edges_length_mismatch", kind="binding",
       cite=UPDATE + "dependencyData has one entry per dependency (numDependencies entries)",
       apis=("StreamUpdateCaptureDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1977,7 +1977,7 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("capture.ops.unknown_pool_name",
+@case("capture.ops.unknown_pool_name", kind="binding",
       cite=SOMA + "allocations in a capture come from a memory pool; pygraphrt takes a MemPool or "
                   "'private' and refuses anything else before any call",
       apis=("StreamBeginCapture",), raises=errors.InvalidValue)

@@ -227,7 +227,7 @@ def _(t: CaseContext) -> Any:
 
 
 # pygraphrt gap: CaptureMode("bogus") raises a plain ValueError, not pygraphrt's InvalidValue.
-@case("capture.mode.exchange_unknown_name",
+@case("capture.mode.exchange_unknown_name", kind="binding",
       cite=EXCHANGE + "mode is a cudaStreamCaptureMode; other values are invalid (cudaErrorInvalidValue)",
       apis=("ThreadExchangeStreamCaptureMode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -826,7 +826,7 @@ def _(t: CaseContext) -> Any:
     return a.to_bytes(8)
 
 
-@case("capture.invalidation.begin_refused_while_invalidated",
+@case("capture.invalidation.begin_refused_while_invalidated", kind="binding",
       cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode (an "
                    "invalidated capture must be ended first)",
       apis=("StreamBeginCapture", "StreamIsCapturing"), raises=errors.IllegalState)

@@ -87,7 +87,7 @@ def _run_switch(t: CaseContext, kind: str, size: int, value: int) -> list[int]:
 
 
 # ------------------------------------------------------------------ handles and nodes
-@case("control.handle.other_graph_refused", cite=ADD_NODE + "the handle must belong to the graph the node is "
+@case("control.handle.other_graph_refused", kind="binding", cite=ADD_NODE + "the handle must belong to the graph the node is "
       "added to (pygraphrt checks before the call)", apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A conditional node cannot use another graph's handle."""
@@ -95,7 +95,7 @@ def _(t: CaseContext) -> Any:
     g.add_if(other.conditional_handle())
 
 
-@case("control.handle.default_needs_reset", cite=HANDLE + "defaultLaunchValue is applied at each launch only "
+@case("control.handle.default_needs_reset", kind="binding", cite=HANDLE + "defaultLaunchValue is applied at each launch only "
       "with cudaGraphCondAssignDefault", apis=("GraphConditionalHandleCreate",), requires=COND,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -103,14 +103,14 @@ def _(t: CaseContext) -> Any:
     t.graph().conditional_handle(5, reset_each_launch=False)
 
 
-@case("control.handle.default_out_of_range", cite=HANDLE + "defaultLaunchValue is an unsigned int",
+@case("control.handle.default_out_of_range", kind="binding", cite=HANDLE + "defaultLaunchValue is an unsigned int",
       apis=("GraphConditionalHandleCreate",), requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A default value beyond 32 bits is refused."""
     t.graph().conditional_handle(1 << 32)
 
 
-@case("control.switch.size_zero", cite=ADD_NODE + "size is the number of body graphs, at least 1",
+@case("control.switch.size_zero", kind="binding", cite=ADD_NODE + "size is the number of body graphs, at least 1",
       apis=ADD_APIS, requires=COND2, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A SWITCH node with no bodies is refused."""
@@ -118,7 +118,7 @@ def _(t: CaseContext) -> Any:
     g.add_switch(g.conditional_handle(), 0)
 
 
-@case("control.node.unknown_kind", cite=ADD_NODE + "type is cudaGraphCondTypeIf, While or Switch",
+@case("control.node.unknown_kind", kind="binding", cite=ADD_NODE + "type is cudaGraphCondTypeIf, While or Switch",
       apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An unknown conditional kind is refused."""
@@ -126,14 +126,14 @@ def _(t: CaseContext) -> Any:
     g.add_conditional("until", g.conditional_handle())
 
 
-@case("control.node.not_a_handle", cite=ADD_NODE + "handle is a cudaGraphConditionalHandle",
+@case("control.node.not_a_handle", kind="binding", cite=ADD_NODE + "handle is a cudaGraphConditionalHandle",
       apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A plain integer is not accepted as a handle."""
     t.graph().add_while(12345)
 
 
-@case("control.node.body_index_out_of_range", cite=PYGRAPHRT + "node.capture(stream, body=i) needs 0 <= i < size",
+@case("control.node.body_index_out_of_range", kind="binding", cite=PYGRAPHRT + "node.capture(stream, body=i) needs 0 <= i < size",
       apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Capturing into a body the node does not have is refused."""
@@ -362,14 +362,14 @@ def _(t: CaseContext) -> Any:
 
 
 # ------------------------------------------------------------------ external semaphores
-@case("control.ext_sem.unknown_type", cite=EXT_SEM + "type is a cudaExternalSemaphoreHandleType",
+@case("control.ext_sem.unknown_type", kind="binding", cite=EXT_SEM + "type is a cudaExternalSemaphoreHandleType",
       apis=("ImportExternalSemaphore",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An unknown semaphore type is refused."""
     t.track(t.rt.ExternalSemaphore("semaphore", fd=3))
 
 
-@case("control.ext_sem.fd_required", cite=EXT_SEM + "the fd types take handle.fd", apis=("ImportExternalSemaphore",),
+@case("control.ext_sem.fd_required", kind="binding", cite=EXT_SEM + "the fd types take handle.fd", apis=("ImportExternalSemaphore",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An fd semaphore without an fd is refused."""
@@ -389,7 +389,7 @@ def _(t: CaseContext) -> Any:
         os.close(fd)
 
 
-@case("control.ext_sem.node_needs_semaphores", cite=EXT_NODE + "numExtSems semaphores, at least one",
+@case("control.ext_sem.node_needs_semaphores", kind="binding", cite=EXT_NODE + "numExtSems semaphores, at least one",
       apis=("GraphAddExternalSemaphoresSignalNode",), requires=("external_semaphore_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -397,7 +397,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_external_semaphore_signal([])
 
 
-@case("control.ext_sem.node_wrong_item", cite=EXT_NODE + "each entry pairs a semaphore with its parameters",
+@case("control.ext_sem.node_wrong_item", kind="binding", cite=EXT_NODE + "each entry pairs a semaphore with its parameters",
       apis=("GraphAddExternalSemaphoresWaitNode",), requires=("external_semaphore_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

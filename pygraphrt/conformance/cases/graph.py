@@ -192,7 +192,7 @@ def _(t: CaseContext) -> Any:
     return a.is_valid, b.is_valid
 
 
-@case("graph.destroy.add_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+@case("graph.destroy.add_after_close", kind="binding", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
       + "a closed object raises InvalidResourceHandle", apis=("GraphAddEmptyNode",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -202,7 +202,7 @@ def _(t: CaseContext) -> Any:
     g.add_empty()
 
 
-@case("graph.destroy.nodes_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+@case("graph.destroy.nodes_after_close", kind="binding", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
       + "a closed object raises InvalidResourceHandle", apis=("GraphGetNodes",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -213,7 +213,7 @@ def _(t: CaseContext) -> Any:
     g.nodes()
 
 
-@case("graph.destroy.node_type_after_close", cite=DESTROY + "destroys all of the graph's nodes; "
+@case("graph.destroy.node_type_after_close", kind="binding", cite=DESTROY + "destroys all of the graph's nodes; "
       + PYGRAPHRT + "a node of a closed graph raises InvalidResourceHandle", apis=("GraphNodeGetType",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -224,7 +224,7 @@ def _(t: CaseContext) -> Any:
     return n.type
 
 
-@case("graph.destroy.dependencies_after_close", cite=DESTROY + "destroys all of the graph's nodes; "
+@case("graph.destroy.dependencies_after_close", kind="binding", cite=DESTROY + "destroys all of the graph's nodes; "
       + PYGRAPHRT + "a node of a closed graph raises InvalidResourceHandle",
       apis=("GraphNodeGetDependentNodes",), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -236,7 +236,7 @@ def _(t: CaseContext) -> Any:
     return n.dependents
 
 
-@case("graph.destroy.clone_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+@case("graph.destroy.clone_after_close", kind="binding", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
       + "a closed object raises InvalidResourceHandle", apis=("GraphClone",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -247,7 +247,7 @@ def _(t: CaseContext) -> Any:
     t.track(g.clone())
 
 
-@case("graph.destroy.instantiate_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+@case("graph.destroy.instantiate_after_close", kind="binding", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
       + "a closed object raises InvalidResourceHandle", apis=("GraphInstantiate",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -258,7 +258,7 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g)
 
 
-@case("graph.destroy.debug_dot_after_close", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
+@case("graph.destroy.debug_dot_after_close", kind="binding", cite=DESTROY + "destroys the graph; " + PYGRAPHRT
       + "a closed object raises InvalidResourceHandle", apis=("GraphDebugDotPrint",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -269,7 +269,7 @@ def _(t: CaseContext) -> Any:
     g.debug_dot()
 
 
-@case("graph.destroy.node_of_closed_graph_as_dependency", cite=ADD_EMPTY + "pDependencies are nodes "
+@case("graph.destroy.node_of_closed_graph_as_dependency", kind="binding", cite=ADD_EMPTY + "pDependencies are nodes "
       "of graph; " + PYGRAPHRT + "a node of another graph is refused with InvalidValue",
       apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -720,7 +720,7 @@ def _(t: CaseContext) -> Any:
     g.find_clone(a, other)
 
 
-@case("graph.clone.find_clone_foreign_node", cite=FIND_CLONE + "originalNode must have been in "
+@case("graph.clone.find_clone_foreign_node", kind="binding", cite=FIND_CLONE + "originalNode must have been in "
       "originalGraph; " + PYGRAPHRT + "a node of another graph is refused with InvalidValue",
       apis=("GraphNodeFindInClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -732,7 +732,7 @@ def _(t: CaseContext) -> Any:
     g.find_clone(stranger, c)
 
 
-@case("graph.clone.find_clone_not_a_node", cite=FIND_CLONE + "originalNode - handle to the original node; "
+@case("graph.clone.find_clone_not_a_node", kind="binding", cite=FIND_CLONE + "originalNode - handle to the original node; "
       + PYGRAPHRT + "a non-node is refused with InvalidValue", apis=("GraphNodeFindInClone",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -860,7 +860,7 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), bytes(buf.to_bytes(2056)[2048:])
 
 
-@case("graph.child.contains_itself", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+@case("graph.child.contains_itself", kind="binding", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
       + PYGRAPHRT + "a graph cannot contain itself (InvalidValue)", apis=("GraphAddChildGraphNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -870,7 +870,7 @@ def _(t: CaseContext) -> Any:
     g.add_child_graph(g)
 
 
-@case("graph.child.not_a_graph", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+@case("graph.child.not_a_graph", kind="binding", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
       + PYGRAPHRT + "anything else is refused with InvalidValue", apis=("GraphAddChildGraphNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -878,7 +878,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_child_graph(object())  # type: ignore[arg-type]
 
 
-@case("graph.child.closed_child", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
+@case("graph.child.closed_child", kind="binding", cite=ADD_CHILD + "childGraph - the graph to clone into this node; "
       + PYGRAPHRT + "a closed object raises InvalidResourceHandle", apis=("GraphAddChildGraphNode",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -937,7 +937,7 @@ def _(t: CaseContext) -> Any:
     return node.type, len(node.child.nodes()), len(child.nodes())
 
 
-@case("graph.child.generic_contains_itself", cite=f"{_RT}, cudaGraphAddNode: nodeParams.graph.graph is "
+@case("graph.child.generic_contains_itself", kind="binding", cite=f"{_RT}, cudaGraphAddNode: nodeParams.graph.graph is "
       "the graph to clone into the node; " + PYGRAPHRT + "a graph cannot contain itself (InvalidValue)",
       apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

@@ -95,7 +95,7 @@ def _(t: CaseContext) -> Any:
     g.add_empty(dependencies=[a, a])
 
 
-@case("graph.empty.foreign_dependency", cite=EMPTY + "pDependencies - dependencies of the node (nodes of "
+@case("graph.empty.foreign_dependency", kind="binding", cite=EMPTY + "pDependencies - dependencies of the node (nodes of "
       "graph); " + PYCHECK, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node of another graph cannot be a dependency."""
@@ -104,14 +104,14 @@ def _(t: CaseContext) -> Any:
     g2.add_empty(dependencies=[a])
 
 
-@case("graph.empty.dependency_not_a_node", cite=EMPTY + "pDependencies - dependencies of the node; "
+@case("graph.empty.dependency_not_a_node", kind="binding", cite=EMPTY + "pDependencies - dependencies of the node; "
       + PYCHECK, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Something that is not a node cannot be a dependency."""
     t.graph().add_empty(dependencies=[object()])  # type: ignore[list-item]
 
 
-@case("graph.empty.destroyed_dependency", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
+@case("graph.empty.destroyed_dependency", kind="binding", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
       + "a destroyed node raises InvalidResourceHandle", apis=("GraphAddEmptyNode", "GraphDestroyNode"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -196,7 +196,7 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(96)
 
 
-@case("graph.memset.element_size_3", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
+@case("graph.memset.element_size_3", kind="binding", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An element size of 3 is refused."""
@@ -204,7 +204,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, 1, 16, element_size=3)
 
 
-@case("graph.memset.element_size_8", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
+@case("graph.memset.element_size_8", kind="binding", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An element size of 8 is refused."""
@@ -212,7 +212,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, 1, 16, element_size=8)
 
 
-@case("graph.memset.value_too_wide", cite=MEMSET + "value is set in elements of elementSize bytes; "
+@case("graph.memset.value_too_wide", kind="binding", cite=MEMSET + "value is set in elements of elementSize bytes; "
       + PYCHECK + " for a value that does not fit", apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A value of 256 does not fit a 1-byte element."""
@@ -220,7 +220,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, 256, 16)
 
 
-@case("graph.memset.negative_value", cite=MEMSET + "value is an unsigned value; " + PYCHECK,
+@case("graph.memset.negative_value", kind="binding", cite=MEMSET + "value is an unsigned value; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative value is refused."""
@@ -228,7 +228,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, -1, 16)
 
 
-@case("graph.memset.negative_count", cite=MEMSET + "width is a size (size_t); " + PYCHECK,
+@case("graph.memset.negative_count", kind="binding", cite=MEMSET + "width is a size (size_t); " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative element count is refused."""
@@ -236,7 +236,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, 1, -16)
 
 
-@case("graph.memset.not_a_pointer", cite=MEMSET + "dst is a device pointer; " + PYCHECK,
+@case("graph.memset.not_a_pointer", kind="binding", cite=MEMSET + "dst is a device pointer; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A destination that is not memory is refused."""
@@ -286,7 +286,7 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.memset.set_params_missing", cite=SET_PARAMS + "nodeParams must be fully initialized; "
+@case("graph.memset.set_params_missing", kind="binding", cite=SET_PARAMS + "nodeParams must be fully initialized; "
       + PYCHECK + " naming what is missing", apis=("GraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """set_params of a memset without its count is refused."""
@@ -295,7 +295,7 @@ def _(t: CaseContext) -> Any:
     m.set_params(dst=buf, value=2)
 
 
-@case("graph.memset.set_params_unknown_keyword", cite=SET_PARAMS + "the node type specified by "
+@case("graph.memset.set_params_unknown_keyword", kind="binding", cite=SET_PARAMS + "the node type specified by "
       "nodeParams->type must match the type of node; " + PYCHECK + " for parameters of another type",
       apis=("GraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -374,7 +374,7 @@ def _(t: CaseContext) -> Any:
     return dst.to_bytes(96)
 
 
-@case("graph.memcpy.negative_count", cite=MEMCPY_1D + "count - size in bytes to copy (size_t); " + PYCHECK,
+@case("graph.memcpy.negative_count", kind="binding", cite=MEMCPY_1D + "count - size in bytes to copy (size_t); " + PYCHECK,
       apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative byte count is refused."""
@@ -382,7 +382,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memcpy(buf.ptr + 1024, buf, -1)
 
 
-@case("graph.memcpy.not_a_pointer", cite=MEMCPY_1D + "src - source memory address; " + PYCHECK,
+@case("graph.memcpy.not_a_pointer", kind="binding", cite=MEMCPY_1D + "src - source memory address; " + PYCHECK,
       apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A source that is not memory is refused."""
@@ -478,14 +478,14 @@ def _(t: CaseContext) -> Any:
     return h.params["fn"] is second
 
 
-@case("graph.host.not_callable", cite=HOST + "pNodeParams.fn is the CPU function; " + PYCHECK,
+@case("graph.host.not_callable", kind="binding", cite=HOST + "pNodeParams.fn is the CPU function; " + PYCHECK,
       apis=("GraphAddHostNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A host node needs a callable."""
     t.graph().add_host(42)  # type: ignore[arg-type]
 
 
-@case("graph.host.error_at_synchronize", cite=HOST + "the node invokes the CPU function; " + PYGRAPHRT
+@case("graph.host.error_at_synchronize", kind="binding", cite=HOST + "the node invokes the CPU function; " + PYGRAPHRT
       + "an exception it raises is raised by the next synchronize() (HostCallbackError)",
       apis=("GraphAddHostNode", "GraphLaunch"), raises=errors.HostCallbackError)
 def _(t: CaseContext) -> Any:
@@ -565,14 +565,14 @@ def _(t: CaseContext) -> Any:
     return out
 
 
-@case("graph.event_record.not_an_event", cite=REC + "event - event for the node; " + PYCHECK,
+@case("graph.event_record.not_an_event", kind="binding", cite=REC + "event - event for the node; " + PYCHECK,
       apis=("GraphAddEventRecordNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An event record node needs an Event."""
     t.graph().add_event_record("event")  # type: ignore[arg-type]
 
 
-@case("graph.event_wait.closed_event", cite=WAIT + "event - event for the node; " + PYGRAPHRT
+@case("graph.event_wait.closed_event", kind="binding", cite=WAIT + "event - event for the node; " + PYGRAPHRT
       + "a destroyed event raises InvalidResourceHandle", apis=("GraphAddEventWaitNode",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -582,7 +582,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_event_wait(ev)
 
 
-@case("graph.event_record.set_event_not_an_event", cite=REC_SET + "event - event to use; " + PYCHECK,
+@case("graph.event_record.set_event_not_an_event", kind="binding", cite=REC_SET + "event - event to use; " + PYCHECK,
       apis=("GraphEventRecordNodeSetEvent",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """set_event needs an Event."""
@@ -590,7 +590,7 @@ def _(t: CaseContext) -> Any:
     n.set_event(7)
 
 
-@case("graph.event_wait.set_event_closed", cite=WAIT_SET + "event - event to use; " + PYGRAPHRT
+@case("graph.event_wait.set_event_closed", kind="binding", cite=WAIT_SET + "event - event to use; " + PYGRAPHRT
       + "a destroyed event raises InvalidResourceHandle", apis=("GraphEventWaitNodeSetEvent",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -775,7 +775,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_mem_free(0)
 
 
-@case("graph.mem_alloc.negative_size", cite=ALLOC + "nodeParams.bytesize is a size (size_t); " + PYCHECK,
+@case("graph.mem_alloc.negative_size", kind="binding", cite=ALLOC + "nodeParams.bytesize is a size (size_t); " + PYCHECK,
       apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative allocation size is refused."""
@@ -911,7 +911,7 @@ def _(t: CaseContext) -> Any:
     return shape(typed) == shape(generic) and runtime_types(t, typed) == runtime_types(t, generic)
 
 
-@case("graph.add_node.kernel_refused", cite=PYGRAPHRT + "add_node takes EMPTY, MEMSET, HOST, GRAPH, "
+@case("graph.add_node.kernel_refused", kind="binding", cite=PYGRAPHRT + "add_node takes EMPTY, MEMSET, HOST, GRAPH, "
       "EVENT_RECORD, WAIT_EVENT, MEM_ALLOC, MEM_FREE; other types raise NotSupported",
       apis=("GraphAddNode",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -919,7 +919,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_node(NodeType.KERNEL)
 
 
-@case("graph.add_node.missing_parameter", cite=ADD_NODE + "the type-specific parameters in the union "
+@case("graph.add_node.missing_parameter", kind="binding", cite=ADD_NODE + "the type-specific parameters in the union "
       "member; " + PYCHECK + " naming what is missing", apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A memset without value and count is refused."""
@@ -927,7 +927,7 @@ def _(t: CaseContext) -> Any:
     t.graph().add_node(NodeType.MEMSET, dst=buf)
 
 
-@case("graph.add_node.unknown_parameter", cite=ADD_NODE + "the type-specific parameters in the union "
+@case("graph.add_node.unknown_parameter", kind="binding", cite=ADD_NODE + "the type-specific parameters in the union "
       "member; " + PYCHECK + " naming what it does not take", apis=("GraphAddNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -935,21 +935,21 @@ def _(t: CaseContext) -> Any:
     t.graph().add_node(NodeType.EMPTY, value=3)
 
 
-@case("graph.add_node.event_not_an_event", cite=ADD_NODE + "nodeParams.eventRecord.event is an event; "
+@case("graph.add_node.event_not_an_event", kind="binding", cite=ADD_NODE + "nodeParams.eventRecord.event is an event; "
       + PYCHECK, apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic event record node needs an Event."""
     t.graph().add_node(NodeType.EVENT_RECORD, event=1234)
 
 
-@case("graph.add_node.host_not_callable", cite=ADD_NODE + "nodeParams.host.fn is the CPU function; "
+@case("graph.add_node.host_not_callable", kind="binding", cite=ADD_NODE + "nodeParams.host.fn is the CPU function; "
       + PYCHECK, apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic host node needs a callable."""
     t.graph().add_node(NodeType.HOST, fn=None)
 
 
-@case("graph.add_node.foreign_dependency", cite=ADD_NODE + "pDependencies are nodes of graph; " + PYCHECK,
+@case("graph.add_node.foreign_dependency", kind="binding", cite=ADD_NODE + "pDependencies are nodes of graph; " + PYCHECK,
       apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic form refuses a dependency of another graph."""
@@ -991,7 +991,7 @@ def _(t: CaseContext) -> Any:
     return a.is_valid, g.is_valid
 
 
-@case("graph.destroy_node.twice", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
+@case("graph.destroy_node.twice", kind="binding", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
       + "a destroyed node raises InvalidResourceHandle", apis=("GraphDestroyNode",),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -1001,7 +1001,7 @@ def _(t: CaseContext) -> Any:
     a.destroy()
 
 
-@case("graph.destroy_node.params_after", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
+@case("graph.destroy_node.params_after", kind="binding", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
       + "a destroyed node raises InvalidResourceHandle", apis=("GraphDestroyNode", "GraphMemsetNodeGetParams"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
