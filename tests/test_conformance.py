@@ -342,7 +342,7 @@ def test_runner_judges_outcomes():
                   ("graph.s.none_expected", {"expect": None}, _doc(lambda t: None)))
     st = _status(report)
     assert st["graph.s.value_ok"] == ("passed", "")
-    assert st["graph.s.value_wrong"][0] == "failed" and "returned 3; expected returns 2" in st["graph.s.value_wrong"][1]
+    assert st["graph.s.value_wrong"] == ("failed", "expected 2, got 3")
     assert st["graph.s.raises_ok"][0] == st["graph.s.raises_base_ok"][0] == "passed"
     assert st["graph.s.raises_other"][0] == "failed" and "raised InvalidValue" in st["graph.s.raises_other"][1]
     assert st["graph.s.raises_returned"][0] == "failed" and "returned None" in st["graph.s.raises_returned"][1]
@@ -354,10 +354,12 @@ def test_runner_judges_outcomes():
     assert (r.error_name, r.error_code) == ("cudaErrorInvalidValue", 1)
     assert r.observed.startswith("raised InvalidValue: ")
     assert report.exit_code == 1
-    assert "graph: 10 cases  4 passed  5 failed  1 errors" in report.printed
+    assert "graph: 10 cases (10 runtime, 0 binding)  4 passed  5 failed  1 errors" in report.printed
     assert "FAILED graph.s.value_wrong" in report.printed and "ERROR graph.s.case_code_broke" in report.printed
     table = report.table()
-    assert re.search(r"^graph\s+10\s+4\s+6\s+0\s+0$", table, re.M), table
+    assert re.search(r"^graph\s+10\s+4\s+6\s+0\s+0\s+0$", table, re.M), table
+    assert re.search(r"^runtime cases\s+10\s+4\s+6\s+0\s+0\s+0$", table, re.M), table
+    assert re.search(r"^binding cases\s+0\s+0\s+0\s+0\s+0\s+0$", table, re.M), table
 
 
 def test_runner_passes_clean_run_exit_zero():
@@ -421,11 +423,11 @@ def test_runner_deviations():
     assert st["graph.s.dev_value"] == ("deviation", "counts differently")
     assert report.exit_code == 0
     r = report.results[0]
-    assert r.deviation == {"vendor": "cuda", "runtime": ">=13.0", "observed": "InvalidValue",
+    assert r.deviation == {"vendor": "cuda", "runtime": ">=13.0", "driver": "*", "observed": "InvalidValue",
                            "code": "cudaErrorInvalidValue", "reason": "the 13.x runtime checks this earlier"}
-    # another runtime version, another vendor code: not the known deviation, so a failure
+    # another runtime version: the same difference, not seen there -- unverified, not exempt
     assert [r.status for r in _run(_env(deviations=table, runtime_version=12090), *cases).results] == \
-        ["failed", "failed"]
+        ["unverified-deviation", "unverified-deviation"]
     other = [Deviation("graph.s.dev", "cuda", ">=13.0", "InvalidValue", "cudaErrorNotSupported", "x")]
     assert _run(_env(deviations=other), cases[0]).results[0].status == "failed"
     # a deviation never excuses a case that passes: it is only looked up for failures
@@ -608,7 +610,7 @@ def test_runner_fake_mode():
                   ("graph.s.strict_wrong", {"expect": 1}, _doc(lambda t: 2)),
                   ("graph.s.strict_ok", {"expect": 1}, _doc(lambda t: 1)))
     assert [r.status for r in report.results] == ["fake-mismatch", "passed", "failed", "passed"]
-    assert report.results[0].reason.startswith("[failed on the fake: informational] returned 2")
+    assert report.results[0].reason.startswith("[failed on the fake: informational] expected 1, got 2")
     assert report.exit_code == 1
     assert "FAKE RUN" in report.table() and "fake-mismatch" in report.table()
     doc = report.to_json()
@@ -680,7 +682,9 @@ def test_case_on_gpu(case_id):
         result = _runner.run_one(REGISTRY[case_id])
     except _runner.RunAborted as exc:
         pytest.fail(str(exc), pytrace=False)
-    if result.status in ("failed", "error"):
+    # an unverified deviation (a known difference on a runtime or driver it was not seen on) is
+    # not a pass: check it on this version and extend its versions in deviations.py
+    if result.status in ("failed", "error", "unverified-deviation"):
         pytest.fail(f"{result.status}: {result.reason}\nexpected: {result.expected}\nobserved: {result.observed}\n"
                     f"cite: {result.cite}", pytrace=False)
 
@@ -697,7 +701,7 @@ def test_suite_against_fake_hip(header_set, tmp_path):
     out, junit = tmp_path / "out.json", tmp_path / "out.xml"
     r = subprocess.run([sys.executable, "-m", "pygraphrt.conformance", "--backend", "hip", "--json", str(out),
                         "--junit", str(junit)], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=600)
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    assert r.returncode in (0, 1), r.stdout[-4000:] + r.stderr[-4000:]
     assert "[FAKE HIP LIBRARY]" in r.stdout and "FAKE RUN" in r.stdout
     doc = json.loads(out.read_text())
     check_schema(doc)
@@ -707,13 +711,21 @@ def test_suite_against_fake_hip(header_set, tmp_path):
     executed = [c for c in doc["cases"] if c["status"] != "skipped"]
     assert len(executed) >= 200 and len(executed) >= 0.6 * len(results), (len(executed), len(results))
     # the call-form cases pass (where the binding has what they need: HIP 6.2 lacks some)
+    # -- or, where the calls are recorded (PYGRAPHRT_FAST=0), break only a runtime-case rule the
+    # committed sim audit lists for the case menders (pygraphrt/conformance/audit_sim.json)
+    audited = json.loads((REPO / "pygraphrt" / "conformance" / "audit_sim.json").read_text())["runtime_rule_breaks"]
     caps = doc["backend"]["capabilities"]
+    audited_failures = []
     for cid in sorted(FAKE_CALL_FORMS):
         c = results[cid]
         needs = [r for r in c["requires"] if r in caps and not caps[r]]
         expected = "skipped" if needs else "passed"
+        if c["status"] == "failed" and cid in audited and doc["call_record"]["recorded"] \
+                and audited[cid].split(";")[0] in c["reason"]:
+            audited_failures.append(cid)
+            continue
         assert c["status"] == expected, f"{cid}: {c['status']}: {c['reason']}"
-    assert not [c for c in doc["cases"] if c["status"] in ("failed", "error")]
+    assert not [c for c in doc["cases"] if c["status"] in ("failed", "error") and c["id"] not in audited_failures]
     # the graph area runs nearly whole on the fake: its call forms and translations are modelled
     graph = [c for c in doc["cases"] if c["area"] == "graph"]
     passed = [c for c in graph if c["status"] == "passed"]
@@ -729,26 +741,308 @@ def test_suite_against_fake_hip(header_set, tmp_path):
 
 
 # ============================================================================ published results
+#: Deviation entries dropped from the table since published results were taken (those results
+#: still show them until the GPU runs are redone), each with why.
+RETIRED_DEVIATIONS = {
+    "exec.set_memset.two_dimensional": "stale: the 12.9-13.5 headers say that for 2d memsets all dimension "
+                                       "changes are rejected -- a new value is allowed (issue 38)",
+}
+
+
+def _schema_for(doc: dict[str, Any]) -> dict[str, Any]:
+    """The schema a published document was written under: the package's (version 2), or version 1
+    (tests/conformance_data/schema_v1.json: results taken before kinds and call records)."""
+    if doc.get("schema") == "pygraphrt-conformance/1":
+        return json.loads((REPO / "tests" / "conformance_data" / "schema_v1.json").read_text())
+    return _runner.load_schema()
+
+
 def test_published_gpu_results_are_complete_and_explained():
     """pygraphrt/conformance/results/*.json (real GPU runs, the README's table): each validates
-    against the schema, covers every registered case, has no failure, and every deviation in it
-    is one the current table explains."""
-    from pygraphrt.conformance.deviations import find
+    against the schema it was written under, covers every registered case, has no failure, and
+    every deviation in it is one the current table explains on the runtime AND driver it ran on
+    (or one retired on purpose, RETIRED_DEVIATIONS)."""
+    from pygraphrt.conformance.deviations import DEVIATIONS, find
 
     files = sorted((REPO / "pygraphrt" / "conformance" / "results").glob("*.json"))
     runtimes = set()
     for f in files:
         doc = json.loads(f.read_text())
-        check_schema(doc)
+        schema = _schema_for(doc)
+        problems = validate(doc, schema)
+        assert not problems, (f.name, problems[:10])
         b = doc["backend"]
         assert doc["fake"] is False and b["vendor"] == "cuda" and f.name == _runner.result_filename(doc)
         assert {c["id"] for c in doc["cases"]} == set(REGISTRY), f"{f.name}: not the registered cases"
         assert doc["summary"]["failed"] == 0 and doc["summary"]["error"] == 0, f.name
         version = tuple(int(x) for x in b["runtime_version_str"].split(".")[:2])
+        driver = tuple(int(x) for x in b["driver_version_str"].split(".")[:2])
         for c in doc["cases"]:
             if c["status"] == "deviation":
+                if c["id"] in RETIRED_DEVIATIONS and doc["schema"] == "pygraphrt-conformance/1":
+                    assert not any(d.case == c["id"] for d in DEVIATIONS), c["id"]
+                    continue
                 d = c["deviation"]
-                assert find(c["id"], "cuda", version, d["observed"], d["code"], c["observed"]) is not None, \
-                    (f.name, c["id"])
+                entry = find(c["id"], "cuda", None, d["observed"], d["code"], c["observed"])
+                assert entry is not None, (f.name, c["id"])
+                assert entry.covers(version, driver), (f.name, c["id"], entry.seen)  # type: ignore[arg-type]
         runtimes.add(b["runtime_version_str"])
     assert {"12.9", "13.0", "13.5"} <= runtimes, runtimes
+
+
+# ============================================================================ runtime and binding cases, on sim
+def test_case_kinds_registered():
+    reg: dict[str, Any] = {}
+    a = case("graph.k.default", cite="synthetic: a citation", apis=("X",), expect=1, registry=reg)(_doc(lambda t: 1))
+    b = case("graph.k.binding", kind="binding", cite="synthetic: a citation", apis=("X",), expect=1,
+             registry=reg)(_doc(lambda t: 1))
+    assert (a.kind, b.kind) == ("runtime", "binding")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        case("graph.k.bad", kind="python", cite="synthetic: a citation", apis=("X",), expect=1, registry=reg)
+    kinds = {c.kind for c in REGISTRY.values()}
+    assert kinds == {"runtime", "binding"}
+    # a binding case's refusal is pygraphrt's own: the results of real runs show no vendor error
+    # name for the negatives classified binding by their sim run (issue 38, item 1)
+    assert sum(1 for c in REGISTRY.values() if c.kind == "binding") >= 150
+
+
+@pytest.fixture
+def sim_env():
+    from tests.backends import selected
+
+    with selected("sim"):
+        yield Environment.active()
+
+
+def _run_sim(env: Environment, *defs: tuple[str, dict[str, Any], Any]) -> Any:
+    report = _run(env, *defs)
+    return report, {r.id: r for r in report.results}
+
+
+def _graph_destroy_null(t):
+    t.call("GraphDestroy", t.NULL)
+
+
+def test_runtime_case_claims_are_checked_against_the_calls(sim_env):
+    from pygraphrt.enums import NodeType
+
+    def create_only(t):
+        t.graph()
+        return 1
+
+    def own_refusal(t):
+        t.graph()
+        raise errors.InvalidValue("Graph.something", detail="pygraphrt's own check")
+
+    def forged(t):
+        t.graph()
+        raise errors.InvalidValue("cudaGraphCreate", 1, "cudaErrorInvalidValue", "cuda", "invalid argument")
+
+    def launch(t):
+        g = t.graph()
+        g.add_empty()
+        s = t.stream()
+        t.instantiate(g).launch(s)
+        s.synchronize()
+        return s.is_capturing
+
+    def node_type(t):
+        return t.runtime_type(t.graph().add_empty())
+
+    report, r = _run_sim(
+        sim_env,
+        ("graph.s.claims_uncalled", {"apis": ("GraphCreate", "GraphClone"), "expect": 1}, _doc(create_only)),
+        ("graph.s.claims_uncalled_binding", {"apis": ("GraphCreate", "GraphClone"), "expect": 1,
+                                             "kind": "binding"}, _doc(create_only)),
+        ("graph.s.own_refusal", {"raises": errors.InvalidValue}, _doc(own_refusal)),
+        ("graph.s.own_refusal_binding", {"raises": errors.InvalidValue, "kind": "binding"}, _doc(own_refusal)),
+        ("graph.s.runtime_refusal", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue},
+         _doc(_graph_destroy_null)),
+        ("graph.s.forged", {"raises": errors.InvalidValue}, _doc(forged)),
+        ("graph.s.cached_fns", {"apis": ("GraphLaunch", "StreamIsCapturing", "GraphInstantiateWithFlags"),
+                                "expect": False}, _doc(launch)),
+        ("graph.s.node_type", {"apis": ("GraphNodeGetType",), "expect": NodeType.EMPTY}, _doc(node_type)))
+    st = {k: (v.status, v.reason) for k, v in r.items()}
+    assert st["graph.s.claims_uncalled"][0] == "failed"
+    assert "claimed API(s) never called: GraphClone; the case called GraphCreate" in st["graph.s.claims_uncalled"][1]
+    assert st["graph.s.claims_uncalled_binding"] == ("passed", "")
+    assert st["graph.s.own_refusal"][0] == "failed" and "the refusal came from pygraphrt" in st["graph.s.own_refusal"][1]
+    assert st["graph.s.own_refusal_binding"] == ("passed", "")
+    assert st["graph.s.runtime_refusal"] == ("passed", "")
+    assert r["graph.s.runtime_refusal"].error_name == "cudaErrorInvalidValue"
+    assert r["graph.s.runtime_refusal"].calls[0] == "GraphDestroy"
+    assert st["graph.s.forged"][0] == "failed"
+    assert "names cudaErrorInvalidValue (1), but no runtime call by the case returned it" in st["graph.s.forged"][1]
+    # calls through references cached on objects (GraphExec._launch_fn, Stream._is_capturing_fn) are seen
+    assert st["graph.s.cached_fns"] == ("passed", ""), st["graph.s.cached_fns"]
+    assert st["graph.s.node_type"] == ("passed", "") and "GraphNodeGetType" in r["graph.s.node_type"].calls
+    # counted apart, in the summary, the table and the JSON (which validates)
+    doc = report.to_json()
+    check_schema(doc)
+    assert doc["call_record"] == {"recorded": True, "why_not": None}
+    assert doc["summary"]["by_kind"]["binding"]["passed"] == 2
+    assert doc["summary"]["by_kind"]["runtime"]["failed"] == 3
+    cases = {c["id"]: c for c in doc["cases"]}
+    assert cases["graph.s.runtime_refusal"]["error_name"] == "cudaErrorInvalidValue"
+    assert cases["graph.s.runtime_refusal"]["kind"] == "runtime" and cases["graph.s.own_refusal_binding"]["kind"] == "binding"
+    assert "GraphLaunch" in cases["graph.s.cached_fns"]["calls"]
+    table = report.table()
+    assert re.search(r"^binding cases\s+2\s+2\s+0\s+0\s+0\s+0$", table, re.M), table
+    assert "runtime calls: recorded per case" in table
+    # the recorder is gone after each case: the backend's library is its own again
+    from pygraphrt import _runtime
+
+    assert type(_runtime.active().lib).__name__ == "SimLib"
+
+
+def test_raises_scoped_to_the_call_under_test(sim_env):
+    def scoped_ok(t):
+        t.graph()
+        with t.under_test():
+            t.call("GraphDestroy", t.NULL)
+
+    def raised_before(t):
+        t.call("GraphDestroy", t.NULL)  # set-up that fails: not the call under test
+        with t.under_test():
+            t.graph()
+
+    def raised_after(t):
+        with t.under_test():
+            t.graph()
+        t.call("GraphDestroy", t.NULL)
+
+    def call_form(t):
+        t.call_under_test(t.call, "GraphDestroy", t.NULL)
+
+    _, r = _run_sim(sim_env,
+                    ("graph.s.scoped_ok", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue}, _doc(scoped_ok)),
+                    ("graph.s.raised_before", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue},
+                     _doc(raised_before)),
+                    ("graph.s.raised_after", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue,
+                                              "kind": "binding"}, _doc(raised_after)),
+                    ("graph.s.call_form", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue}, _doc(call_form)))
+    assert (r["graph.s.scoped_ok"].status, r["graph.s.call_form"].status) == ("passed", "passed")
+    assert r["graph.s.raised_before"].status == "failed"
+    assert "raised outside t.under_test()" in r["graph.s.raised_before"].reason
+    assert r["graph.s.raised_after"].status == "failed"  # binding cases too
+    assert "raised outside t.under_test()" in r["graph.s.raised_after"].reason
+
+
+def test_snapshot_reads_the_runtime(sim_env):
+    from pygraphrt.conformance._case import Snapshot
+    from pygraphrt.enums import CaptureStatus
+
+    seen: dict[str, Any] = {}
+
+    def snap(t):
+        g = t.graph()
+        a, b, c = g.add_empty(), g.add_empty(), g.add_empty()
+        g.add_dependencies([a], [b])
+        seen["graph"] = t.snapshot(graph=g)
+        s = t.stream()
+        seen["idle"] = t.snapshot(stream=s)
+        buf = t.malloc(64)
+        with s.capture():
+            s.memset(buf, 1, 64)
+            seen["capturing"] = t.snapshot(stream=s)
+        seen["exe"] = t.snapshot(exe=t.instantiate(g))
+        return True
+
+    _, r = _run_sim(sim_env, ("graph.s.snap", {"apis": ("GraphGetNodes",), "expect": True}, _doc(snap)))
+    assert r["graph.s.snap"].status == "passed", r["graph.s.snap"].reason
+    assert seen["graph"] == Snapshot(nodes=3, edges=1)
+    assert seen["idle"] == Snapshot(capture_status=CaptureStatus.NONE)
+    assert seen["capturing"].capture_status == CaptureStatus.ACTIVE and seen["capturing"].capture_nodes == 1
+    assert seen["exe"].exec_flags == 0
+    assert {"GraphGetNodes", "GraphGetEdges", "StreamIsCapturing", "GraphExecGetFlags"} <= set(r["graph.s.snap"].calls)
+
+
+def test_recording_refused_in_the_compiled_fast_path():
+    from pygraphrt.conformance._calls import CallRecorder, RecordingUnavailable, api_name
+
+    class Ops:
+        prefix = "cuda"
+
+    class CompiledBackend:
+        ffi = None
+        ops = Ops()
+        ffi_mode = "api (compiled extension pygraphrt._fastlib._cuda13)"
+
+    why = CallRecorder.unavailable(CompiledBackend())
+    assert why is not None and "PYGRAPHRT_FAST=0" in why
+    with pytest.raises(RecordingUnavailable, match="PYGRAPHRT_FAST=0"):
+        CallRecorder(CompiledBackend()).install()
+    report = _run(_env(record_off=why), ("graph.s.x", {"expect": 1}, _doc(lambda t: 1)))
+    assert report.results[0].calls is None and report.results[0].status == "passed"
+    assert "runtime calls: NOT recorded: the compiled fast path" in report.table()
+    doc = report.to_json()
+    check_schema(doc)
+    assert doc["call_record"]["recorded"] is False and "PYGRAPHRT_FAST=0" in doc["call_record"]["why_not"]
+    assert api_name("cudaGraphAddDependencies_v2", "cuda") == "GraphAddDependencies"
+    assert api_name("cudaMemcpyAsync_ptsz", "cuda") == "MemcpyAsync"
+
+
+def test_deviations_bounded_by_runtime_and_driver():
+    iv = errors.InvalidValue("cudaGraphClone", 1, "cudaErrorInvalidValue", "cuda")
+
+    def raise_iv(t):
+        raise iv
+
+    table = [Deviation("graph.s.dev", "cuda", "12.9|13.0", "InvalidValue", "cudaErrorInvalidValue", "seen there",
+                       driver="13.0")]
+    cases = (("graph.s.dev", {"raises": errors.NotSupported}, _doc(raise_iv)),)
+    seen = _run(_env(deviations=table, runtime_version=13000, driver_version=13000), *cases)
+    assert seen.results[0].status == "deviation"
+    assert seen.results[0].deviation["driver"] == "13.0"
+    for rt, drv in ((13000, 13050), (13050, 13000), (12080, 13000), (13000, None)):
+        report = _run(_env(deviations=table, runtime_version=rt, driver_version=drv), *cases)
+        r = report.results[0]
+        assert r.status == "unverified-deviation", (rt, drv)
+        assert "runtime 12.9|13.0, driver 13.0" in r.reason and "seen there" in r.reason
+        assert report.counts()["unverified-deviation"] == 1 and report.exit_code == 0
+        assert "unverified deviations (1;" in report.table() and "graph.s.dev" in report.table()
+        check_schema(report.to_json())
+    # the simulator models the observed behaviour on purpose: versions are not compared there
+    assert _run(_env(deviations=table, vendor="sim", runtime_version=13050, driver_version=13050),
+                *cases).results[0].status == "deviation"
+    assert parse_range("12.9|13.0|13.5")((13, 5)) and not parse_range("12.9|13.0|13.5")((13, 1))
+    with pytest.raises(ValueError):
+        parse_range("12.9||13.0")
+
+
+def test_deviation_table_holds_only_what_was_seen():
+    assert not [d for d in DEVIATIONS if d.case == "exec.set_memset.two_dimensional"]
+    for d in DEVIATIONS:
+        assert (d.runtime, d.driver) == ("12.9|13.0|13.5", "13.0"), d.case
+
+
+def test_failure_text_shows_expected_and_got():
+    from pygraphrt.conformance._runner import expected_vs_got
+
+    assert expected_vs_got({"a": 1, "b": 2}, {"a": 1, "b": 3}) == \
+        "expected {'a': 1, 'b': 2}, got {'a': 1, 'b': 3}; ['b']: expected 2, got 3"
+    assert expected_vs_got((1, 2), (1, 5, 6)) == \
+        "expected (1, 2), got (1, 5, 6); length: expected 2, got 3; [1]: expected 2, got 5"
+    assert "bare True" in expected_vs_got(True, False)
+    report = _run(_env(), ("graph.s.dict", {"expect": {"n": 2}}, _doc(lambda t: {"n": 3})))
+    assert report.results[0].reason == "expected {'n': 2}, got {'n': 3}; ['n']: expected 2, got 3"
+
+
+def test_audit_lists_rule_breaks_and_bare_true(sim_env):
+    from pygraphrt.conformance.__main__ import audit_text, bare_true_cases
+
+    bare = bare_true_cases(list(REGISTRY.values()))
+    assert bare and all(c.expect is True for c in bare)
+    assert len(bare) == sum(1 for c in REGISTRY.values() if c.raises is None and c.expect is True)
+    report, _ = _run_sim(sim_env,
+                         ("graph.s.uncalled", {"apis": ("GraphClone",), "expect": True}, _doc(lambda t: True)),
+                         ("graph.s.fine", {"apis": ("GraphDestroy",), "raises": errors.InvalidValue},
+                          _doc(_graph_destroy_null)))
+    reg: dict[str, Any] = {}
+    cases = [case("graph.s.uncalled", cite="synthetic: a citation", apis=("GraphClone",), expect=True,
+                  registry=reg)(_doc(lambda t: True))]
+    text = audit_text(report, cases)
+    assert "## claimed API never called: 1\ngraph.s.uncalled  -- claimed API(s) never called: GraphClone" in text
+    assert "## expect=True (a failure says only 'got False'; return what was observed instead): 1\n" \
+           "graph.s.uncalled  [runtime]" in text
+    assert "graph.s.fine" not in text

@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="run the selection and list, for the case menders, the runtime cases that fail the "
                          "runtime-case rules (claimed API never called, refusal not the runtime's, raised outside "
                          "t.under_test()) and the cases whose expectation is a bare True; exit 0")
+    ap.add_argument("--audit-json", default=None,
+                    help="with --audit: also write the lists as JSON here (pygraphrt/conformance/audit_sim.json is "
+                         "the committed one, of a sim run)")
     ap.add_argument("-v", "--verbose", action="store_true",
                     help="print each case's id before it runs (to find a case that crashes the process)")
     return ap
@@ -75,6 +78,17 @@ _RULES = (("claimed API(s) never called", "claimed API never called"),
 def bare_true_cases(cases: Sequence["Case"]) -> list["Case"]:
     """Cases whose expectation is a bare ``True``: a failure says only that False came back."""
     return [c for c in cases if c.raises is None and c.expect is True]
+
+
+def audit(report: Any, cases: Sequence["Case"]) -> dict[str, Any]:
+    """The --audit lists: runtime cases breaking a runtime-case rule (id -> reason), other
+    failures of runtime cases, and the cases expecting a bare True."""
+    runtime = [r for r in report.results if r.kind == "runtime" and r.status in ("failed", "error")]
+    broken = {r.id: r.reason for r in runtime if any(key in r.reason for key, _ in _RULES)}
+    return {"backend": f"{report.env.vendor} {report.env.version_str}", "calls_recorded": report.env.recorder is not None,
+            "runtime_rule_breaks": broken,
+            "other_runtime_failures": {r.id: r.reason for r in runtime if r.id not in broken},
+            "bare_true": [c.id for c in bare_true_cases(cases)]}
 
 
 def audit_text(report: Any, cases: Sequence["Case"]) -> str:
@@ -164,6 +178,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     report = Runner(env, chosen, out=None if (args.quiet or args.audit) else out, verbose=args.verbose).run()
     if args.audit:
         print(audit_text(report, chosen), file=out)
+        if args.audit_json:
+            import json
+
+            with open(args.audit_json, "w", encoding="utf-8") as f:
+                json.dump(audit(report, chosen), f, indent=1)
+                f.write("\n")
         return 0
     print("", file=out)
     print(report.table(), file=out)

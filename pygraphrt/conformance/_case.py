@@ -117,6 +117,12 @@ class Case:
     kind: str = "runtime"
 
     @property
+    def scoped(self) -> bool:
+        """Whether the case's code uses ``t.under_test()`` / ``t.call_under_test()`` (read from its
+        code object, so that an error raised before the scope is reached fails too)."""
+        return _uses_scope(getattr(self.fn, "__code__", None))
+
+    @property
     def negative(self) -> bool:
         """True when the documented outcome is an error."""
         return self.raises is not None
@@ -125,6 +131,14 @@ class Case:
         if self.raises is not None:
             return f"raises {self.raises.__name__}"
         return f"returns {self.expect!r}"
+
+
+def _uses_scope(code: Any, depth: int = 0) -> bool:
+    if code is None or depth > 3:
+        return False
+    if "under_test" in code.co_names or "call_under_test" in code.co_names:
+        return True
+    return any(_uses_scope(c, depth + 1) for c in code.co_consts if hasattr(c, "co_names"))
 
 
 #: Every case, by id, in registration order.
