@@ -866,7 +866,8 @@ def test_runtime_case_claims_are_checked_against_the_calls(sim_env):
     assert st["graph.s.claims_uncalled"][0] == "failed"
     assert "claimed API(s) never called: GraphClone; the case called GraphCreate" in st["graph.s.claims_uncalled"][1]
     assert st["graph.s.claims_uncalled_binding"] == ("passed", "")
-    assert st["graph.s.own_refusal"][0] == "failed" and "the refusal came from pygraphrt" in st["graph.s.own_refusal"][1]
+    assert st["graph.s.own_refusal"][0] == "failed"
+    assert "the refusal came from pygraphrt" in st["graph.s.own_refusal"][1]
     assert st["graph.s.own_refusal_binding"] == ("passed", "")
     assert st["graph.s.runtime_refusal"] == ("passed", "")
     assert r["graph.s.runtime_refusal"].error_name == "cudaErrorInvalidValue"
@@ -884,7 +885,8 @@ def test_runtime_case_claims_are_checked_against_the_calls(sim_env):
     assert doc["summary"]["by_kind"]["runtime"]["failed"] == 3
     cases = {c["id"]: c for c in doc["cases"]}
     assert cases["graph.s.runtime_refusal"]["error_name"] == "cudaErrorInvalidValue"
-    assert cases["graph.s.runtime_refusal"]["kind"] == "runtime" and cases["graph.s.own_refusal_binding"]["kind"] == "binding"
+    assert cases["graph.s.runtime_refusal"]["kind"] == "runtime"
+    assert cases["graph.s.own_refusal_binding"]["kind"] == "binding"
     assert "GraphLaunch" in cases["graph.s.cached_fns"]["calls"]
     table = report.table()
     assert re.search(r"^binding cases\s+2\s+2\s+0\s+0\s+0\s+0$", table, re.M), table

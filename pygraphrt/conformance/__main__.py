@@ -85,7 +85,8 @@ def audit(report: Any, cases: Sequence["Case"]) -> dict[str, Any]:
     failures of runtime cases, and the cases expecting a bare True."""
     runtime = [r for r in report.results if r.kind == "runtime" and r.status in ("failed", "error")]
     broken = {r.id: r.reason for r in runtime if any(key in r.reason for key, _ in _RULES)}
-    return {"backend": f"{report.env.vendor} {report.env.version_str}", "calls_recorded": report.env.recorder is not None,
+    return {"backend": f"{report.env.vendor} {report.env.version_str}",
+            "calls_recorded": report.env.recorder is not None,
             "runtime_rule_breaks": broken,
             "other_runtime_failures": {r.id: r.reason for r in runtime if r.id not in broken},
             "bare_true": [c.id for c in bare_true_cases(cases)]}

@@ -552,12 +552,13 @@ class Runner:
         obs = _observe_exception(caught) if caught is not None else _observe_value(value)
         res.observed, res.error_name, res.error_code = obs.summary, obs.error_name, obs.error_code
         res.status, res.reason = self._judge(case, caught, value, obs)
-        if res.status == "passed" and case.raises is not None and (t.scoped or case.scoped) and caught is not None \
+        t.scoped = t.scoped or case.scoped
+        if res.status == "passed" and case.raises is not None and t.scoped and caught is not None \
                 and not _raised_by(caught, t.under_test_error):
+            inside = t.under_test_error
             res.status = "failed"
             res.reason = (f"{obs.summary}: raised outside t.under_test() (the call the documentation places "
-                          f"the error at{' raised nothing' if t.under_test_error is None else ' raised ' + type(t.under_test_error).__name__})")
-        t.scoped = t.scoped or case.scoped
+                          f"the error at {'raised nothing' if inside is None else 'raised ' + type(inside).__name__})")
         if res.status == "passed" and case.kind == "runtime":
             broken = self._runtime_rules(case, t, calls, obs, rec is not None)
             if broken:

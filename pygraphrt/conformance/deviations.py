@@ -160,11 +160,13 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("exec.set_child_graph.topology_differs", "cuda", _RUNTIMES, "GraphExecUpdateFailure",
               _UPDATE_FAILURE,
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph of another topology with "
-              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN, driver=_DRIVERS),
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN,
+              driver=_DRIVERS),
     Deviation("exec.set_child_graph.node_type_differs", "cuda", _RUNTIMES, "GraphExecUpdateFailure",
               _UPDATE_FAILURE,
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph whose node has another type with "
-              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN, driver=_DRIVERS),
+              "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN,
+              driver=_DRIVERS),
 )
 
 

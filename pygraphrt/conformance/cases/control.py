@@ -87,7 +87,8 @@ def _run_switch(t: CaseContext, kind: str, size: int, value: int) -> list[int]:
 
 
 # ------------------------------------------------------------------ handles and nodes
-@case("control.handle.other_graph_refused", kind="binding", cite=ADD_NODE + "the handle must belong to the graph the node is "
+@case("control.handle.other_graph_refused", kind="binding",
+      cite=ADD_NODE + "the handle must belong to the graph the node is "
       "added to (pygraphrt checks before the call)", apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A conditional node cannot use another graph's handle."""
@@ -95,7 +96,8 @@ def _(t: CaseContext) -> Any:
     g.add_if(other.conditional_handle())
 
 
-@case("control.handle.default_needs_reset", kind="binding", cite=HANDLE + "defaultLaunchValue is applied at each launch only "
+@case("control.handle.default_needs_reset", kind="binding",
+      cite=HANDLE + "defaultLaunchValue is applied at each launch only "
       "with cudaGraphCondAssignDefault", apis=("GraphConditionalHandleCreate",), requires=COND,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -133,7 +135,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_while(12345)
 
 
-@case("control.node.body_index_out_of_range", kind="binding", cite=PYGRAPHRT + "node.capture(stream, body=i) needs 0 <= i < size",
+@case("control.node.body_index_out_of_range", kind="binding",
+      cite=PYGRAPHRT + "node.capture(stream, body=i) needs 0 <= i < size",
       apis=ADD_APIS, requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Capturing into a body the node does not have is refused."""
@@ -369,7 +372,8 @@ def _(t: CaseContext) -> Any:
     t.track(t.rt.ExternalSemaphore("semaphore", fd=3))
 
 
-@case("control.ext_sem.fd_required", kind="binding", cite=EXT_SEM + "the fd types take handle.fd", apis=("ImportExternalSemaphore",),
+@case("control.ext_sem.fd_required", kind="binding",
+      cite=EXT_SEM + "the fd types take handle.fd", apis=("ImportExternalSemaphore",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An fd semaphore without an fd is refused."""
@@ -397,7 +401,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_external_semaphore_signal([])
 
 
-@case("control.ext_sem.node_wrong_item", kind="binding", cite=EXT_NODE + "each entry pairs a semaphore with its parameters",
+@case("control.ext_sem.node_wrong_item", kind="binding",
+      cite=EXT_NODE + "each entry pairs a semaphore with its parameters",
       apis=("GraphAddExternalSemaphoresWaitNode",), requires=("external_semaphore_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

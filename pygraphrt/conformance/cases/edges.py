@@ -195,7 +195,8 @@ def _(t: CaseContext) -> Any:
     g.add_dependencies([a], [a])
 
 
-@case("edges.add.other_graph_node", kind="binding", cite=ADD + "each node in pFrom and pTo must belong to graph; " + PYCHECK,
+@case("edges.add.other_graph_node", kind="binding",
+      cite=ADD + "each node in pFrom and pTo must belong to graph; " + PYCHECK,
       apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An edge to a node of another graph is refused by pygraphrt."""
@@ -205,7 +206,8 @@ def _(t: CaseContext) -> Any:
     g1.add_dependencies([a], [b])
 
 
-@case("edges.add.other_graph_node_raw", kind="binding", cite=ADD + "each node in pFrom and pTo must belong to graph; returns "
+@case("edges.add.other_graph_node_raw", kind="binding",
+      cite=ADD + "each node in pFrom and pTo must belong to graph; returns "
       "cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses an edge to a node of another graph."""
@@ -215,7 +217,8 @@ def _(t: CaseContext) -> Any:
     t.backend.ops.add_dependencies(g1.handle, [a.handle], [b.handle], None)
 
 
-@case("edges.add.both_nodes_other_graph_raw", kind="binding", cite=ADD + "each node in pFrom and pTo must belong to graph; "
+@case("edges.add.both_nodes_other_graph_raw", kind="binding",
+      cite=ADD + "each node in pFrom and pTo must belong to graph; "
       "returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses an edge between two nodes of another graph."""
@@ -225,7 +228,8 @@ def _(t: CaseContext) -> Any:
     t.backend.ops.add_dependencies(g1.handle, [a.handle], [b.handle], None)
 
 
-@case("edges.add.length_mismatch", kind="binding", cite=ADD + "elements in pFrom and pTo at corresponding indices define a "
+@case("edges.add.length_mismatch", kind="binding",
+      cite=ADD + "elements in pFrom and pTo at corresponding indices define a "
       "dependency (both hold numDependencies nodes); " + PYCHECK, apis=("GraphAddDependencies",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -235,7 +239,8 @@ def _(t: CaseContext) -> Any:
     g.add_dependencies([a, b], [c])
 
 
-@case("edges.add.not_a_node", kind="binding", cite=ADD + "pFrom - array of nodes that provide the dependencies; " + PYCHECK,
+@case("edges.add.not_a_node", kind="binding",
+      cite=ADD + "pFrom - array of nodes that provide the dependencies; " + PYCHECK,
       apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Something that is not a node is refused."""
@@ -255,7 +260,8 @@ def _(t: CaseContext) -> Any:
     g.add_dependencies([a], [b])
 
 
-@case("edges.add.closed_graph", kind="binding", cite=f"{_RT}, cudaGraphDestroy: destroys the graph and its nodes; " + PYGRAPHRT
+@case("edges.add.closed_graph", kind="binding",
+      cite=f"{_RT}, cudaGraphDestroy: destroys the graph and its nodes; " + PYGRAPHRT
       + "nodes of a closed graph raise InvalidResourceHandle", apis=("GraphDestroy", "GraphAddDependencies"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -398,7 +404,8 @@ def _(t: CaseContext) -> Any:
     g.remove_dependencies([a], [b])
 
 
-@case("edges.remove.length_mismatch", kind="binding", cite=REMOVE + "elements in pFrom and pTo at corresponding indices "
+@case("edges.remove.length_mismatch", kind="binding",
+      cite=REMOVE + "elements in pFrom and pTo at corresponding indices "
       "define a dependency; " + PYCHECK, apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Lists of different lengths are refused."""

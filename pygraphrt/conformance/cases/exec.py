@@ -168,7 +168,8 @@ def _(t: CaseContext) -> Any:
     return t.instantiate(g, InstantiateFlags.UPLOAD, upload_stream=t.stream()).flags
 
 
-@case("exec.instantiate.upload_needs_stream", kind="binding", cite=WITH_PARAMS + "cudaGraphInstantiateFlagUpload performs "
+@case("exec.instantiate.upload_needs_stream", kind="binding",
+      cite=WITH_PARAMS + "cudaGraphInstantiateFlagUpload performs "
       "an upload into the upload stream once the graph has been instantiated; " + PYCHECK,
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -466,7 +467,8 @@ def _(t: CaseContext) -> Any:
     exe.launch(t.stream())
 
 
-@case("exec.launch.closed_stream", kind="binding", cite=LAUNCH + "stream - stream in which to launch the graph; " + PYGRAPHRT
+@case("exec.launch.closed_stream", kind="binding",
+      cite=LAUNCH + "stream - stream in which to launch the graph; " + PYGRAPHRT
       + "a closed stream raises InvalidResourceHandle", apis=("GraphLaunch", "StreamDestroy"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -479,7 +481,8 @@ def _(t: CaseContext) -> Any:
     exe.launch(s)
 
 
-@case("exec.launch.not_a_stream", kind="binding", cite=LAUNCH + "stream must be a stream; " + PYCHECK, apis=("GraphLaunch",),
+@case("exec.launch.not_a_stream", kind="binding",
+      cite=LAUNCH + "stream must be a stream; " + PYCHECK, apis=("GraphLaunch",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Launching on something that is not a Stream is refused."""
@@ -1027,7 +1030,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_memset(m, value=2)
 
 
-@case("exec.set_memset.other_graph_node", kind="binding", cite=SET_MEMSET + "node must remain in the graph which was used to "
+@case("exec.set_memset.other_graph_node", kind="binding",
+      cite=SET_MEMSET + "node must remain in the graph which was used to "
       "instantiate hGraphExec; " + PYCHECK, apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A memset node of another graph is refused by pygraphrt."""
@@ -1037,7 +1041,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g1).set_memset(m2, value=3)
 
 
-@case("exec.set_memset.other_graph_node_raw", kind="binding", cite=SET_MEMSET + "node must remain in the graph which was used "
+@case("exec.set_memset.other_graph_node_raw", kind="binding",
+      cite=SET_MEMSET + "node must remain in the graph which was used "
       "to instantiate hGraphExec; returns cudaErrorInvalidValue", apis=("GraphExecMemsetNodeSetParams",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1053,7 +1058,8 @@ def _(t: CaseContext) -> Any:
     t.call("GraphExecMemsetNodeSetParams", exe.handle, m2.handle, p)
 
 
-@case("exec.set_memset.destroyed_node", kind="binding", cite=SET_MEMSET + "node must remain in the graph which was used to "
+@case("exec.set_memset.destroyed_node", kind="binding",
+      cite=SET_MEMSET + "node must remain in the graph which was used to "
       "instantiate hGraphExec; " + PYGRAPHRT + "a destroyed node raises InvalidResourceHandle",
       apis=("GraphDestroyNode", "GraphExecMemsetNodeSetParams"), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -1065,7 +1071,8 @@ def _(t: CaseContext) -> Any:
     exe.set_memset(m, value=2)
 
 
-@case("exec.set_memset.wrong_node_type", kind="binding", cite=SET_MEMSET + "node - memset node from the graph; " + PYCHECK,
+@case("exec.set_memset.wrong_node_type", kind="binding",
+      cite=SET_MEMSET + "node - memset node from the graph; " + PYCHECK,
       apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """set_memset on an empty node is refused."""
@@ -1074,7 +1081,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_memset(e, value=1)
 
 
-@case("exec.set_memset.value_too_wide", kind="binding", cite=SET_MEMSET + "the value is of elementSize bytes; " + PYCHECK,
+@case("exec.set_memset.value_too_wide", kind="binding",
+      cite=SET_MEMSET + "the value is of elementSize bytes; " + PYCHECK,
       apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A value wider than the node's element size is refused."""
@@ -1137,7 +1145,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_memcpy(c, host, src, N)
 
 
-@case("exec.set_memcpy.other_graph_node", kind="binding", cite=SET_MEMCPY + "node must remain in the graph which was used to "
+@case("exec.set_memcpy.other_graph_node", kind="binding",
+      cite=SET_MEMCPY + "node must remain in the graph which was used to "
       "instantiate hGraphExec; " + PYCHECK, apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A memcpy node of another graph is refused."""
@@ -1149,7 +1158,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g1).set_memcpy(c2, out, src, N)
 
 
-@case("exec.set_memcpy.wrong_node_type", kind="binding", cite=SET_MEMCPY + "node - memcpy node from the graph; " + PYCHECK,
+@case("exec.set_memcpy.wrong_node_type", kind="binding",
+      cite=SET_MEMCPY + "node - memcpy node from the graph; " + PYCHECK,
       apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """set_memcpy on a memset node is refused."""
@@ -1240,7 +1250,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_child_graph(node, c2)
 
 
-@case("exec.set_child_graph.not_a_graph", kind="binding", cite=SET_CHILD + "childGraph - the graph supplying the updated "
+@case("exec.set_child_graph.not_a_graph", kind="binding",
+      cite=SET_CHILD + "childGraph - the graph supplying the updated "
       "parameters; " + PYCHECK, apis=("GraphExecChildGraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A child that is not a Graph is refused."""
@@ -1249,7 +1260,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_child_graph(node, "graph")
 
 
-@case("exec.set_child_graph.wrong_node_type", kind="binding", cite=SET_CHILD + "node - host node from the graph which was used "
+@case("exec.set_child_graph.wrong_node_type", kind="binding",
+      cite=SET_CHILD + "node - host node from the graph which was used "
       "to instantiate graphExec (a child graph node); " + PYCHECK, apis=("GraphExecChildGraphNodeSetParams",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1348,7 +1360,8 @@ def _(t: CaseContext) -> Any:
     exe.set_event(rec, ev)
 
 
-@case("exec.set_event.other_graph_node", kind="binding", cite=SET_RECORD + "hNode must remain in the graph which was used to "
+@case("exec.set_event.other_graph_node", kind="binding",
+      cite=SET_RECORD + "hNode must remain in the graph which was used to "
       "instantiate hGraphExec; " + PYCHECK, apis=("GraphExecEventRecordNodeSetEvent",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An event record node of another graph is refused."""
@@ -1402,7 +1415,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.set_node_params.missing_parameter", kind="binding", cite=SET_NODE + "nodeParams of the node's type; " + PYCHECK,
+@case("exec.set_node_params.missing_parameter", kind="binding",
+      cite=SET_NODE + "nodeParams of the node's type; " + PYCHECK,
       apis=("GraphExecNodeSetParams",), requires=("node_set_params",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic setter without a memset's required parameters is refused."""
@@ -1411,7 +1425,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_node_params(m, value=2)
 
 
-@case("exec.set_node_params.other_graph_node", kind="binding", cite=SET_NODE + "node must not have been removed from the "
+@case("exec.set_node_params.other_graph_node", kind="binding",
+      cite=SET_NODE + "node must not have been removed from the "
       "original graph (a node of the graph the executable was instantiated from); " + PYCHECK,
       apis=("GraphExecNodeSetParams",), requires=("node_set_params",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1540,7 +1555,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).is_enabled(h)
 
 
-@case("exec.enabled.other_graph_node", kind="binding", cite=ENABLE + "hNode - node from the graph from which graphExec was "
+@case("exec.enabled.other_graph_node", kind="binding",
+      cite=ENABLE + "hNode - node from the graph from which graphExec was "
       "instantiated; " + PYCHECK, apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1551,7 +1567,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g1).set_enabled(m2, False)
 
 
-@case("exec.enabled.other_graph_node_raw", kind="binding", cite=ENABLE + "hNode - node from the graph from which graphExec was "
+@case("exec.enabled.other_graph_node_raw", kind="binding",
+      cite=ENABLE + "hNode - node from the graph from which graphExec was "
       "instantiated; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

@@ -732,7 +732,8 @@ def _(t: CaseContext) -> Any:
     g.find_clone(stranger, c)
 
 
-@case("graph.clone.find_clone_not_a_node", kind="binding", cite=FIND_CLONE + "originalNode - handle to the original node; "
+@case("graph.clone.find_clone_not_a_node", kind="binding",
+      cite=FIND_CLONE + "originalNode - handle to the original node; "
       + PYGRAPHRT + "a non-node is refused with InvalidValue", apis=("GraphNodeFindInClone",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

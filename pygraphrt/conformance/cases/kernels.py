@@ -289,7 +289,8 @@ def _(t: CaseContext) -> Any:
     return args[0] == buf.ptr, args[1], args[2]
 
 
-@case("kernels.node.set_params_kernel_without_args", kind="binding", cite=SET + "a new func needs its kernelParams; " + PYCHECK,
+@case("kernels.node.set_params_kernel_without_args", kind="binding",
+      cite=SET + "a new func needs its kernelParams; " + PYCHECK,
       apis=("GraphKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Another kernel without arguments is refused."""
@@ -297,7 +298,8 @@ def _(t: CaseContext) -> Any:
     k.set_params(kernel=t.kernel("add_u32"))
 
 
-@case("kernels.node.set_params_wrong_args", kind="binding", cite=SET + "kernelParams must match the kernel's parameters; "
+@case("kernels.node.set_params_wrong_args", kind="binding",
+      cite=SET + "kernelParams must match the kernel's parameters; "
       + PYCHECK, apis=("GraphKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """New arguments that do not fit the signature are refused."""
@@ -344,7 +346,8 @@ def _(t: CaseContext) -> Any:
     k.set_launch_dims(grid=-1)
 
 
-@case("kernels.node.not_a_kernel", kind="binding", cite=ADD + "func is a kernel; " + PYGRAPHRT + "a Kernel is required, "
+@case("kernels.node.not_a_kernel", kind="binding",
+      cite=ADD + "func is a kernel; " + PYGRAPHRT + "a Kernel is required, "
       "InvalidValue", apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A kernel given by name is refused."""
@@ -352,14 +355,16 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ arguments
-@case("kernels.args.too_few", kind="binding", cite=ADD + "kernelParams holds one pointer per kernel parameter; " + PYCHECK,
+@case("kernels.args.too_few", kind="binding",
+      cite=ADD + "kernelParams holds one pointer per kernel parameter; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Two arguments for three parameters are refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), 1])
 
 
-@case("kernels.args.too_many", kind="binding", cite=ADD + "kernelParams holds one pointer per kernel parameter; " + PYCHECK,
+@case("kernels.args.too_many", kind="binding",
+      cite=ADD + "kernelParams holds one pointer per kernel parameter; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Four arguments for three parameters are refused."""
@@ -373,42 +378,48 @@ def _(t: CaseContext) -> Any:
     t.graph().add_kernel(t.kernel("noop"), 1, 1, [0])
 
 
-@case("kernels.args.float_for_pointer", kind="binding", cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
+@case("kernels.args.float_for_pointer", kind="binding",
+      cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A float where a pointer is declared is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [1.5, 1, n64])
 
 
-@case("kernels.args.float_for_int", kind="binding", cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
+@case("kernels.args.float_for_int", kind="binding",
+      cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A float where an int is declared is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), 1, 64.0])
 
 
-@case("kernels.args.bool_for_int", kind="binding", cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
+@case("kernels.args.bool_for_int", kind="binding",
+      cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A bool where an int is declared is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), True, n64])
 
 
-@case("kernels.args.string_for_unsigned", kind="binding", cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
+@case("kernels.args.string_for_unsigned", kind="binding",
+      cite=ADD + "each argument must have its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A string where an unsigned int is declared is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), "7", n64])
 
 
-@case("kernels.args.negative_for_unsigned", kind="binding", cite=ADD + "an argument must fit its parameter's type; " + PYCHECK,
+@case("kernels.args.negative_for_unsigned", kind="binding",
+      cite=ADD + "an argument must fit its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """-1 for an unsigned int is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), -1, n64])
 
 
-@case("kernels.args.unsigned_overflow", kind="binding", cite=ADD + "an argument must fit its parameter's type; " + PYCHECK,
+@case("kernels.args.unsigned_overflow", kind="binding",
+      cite=ADD + "an argument must fit its parameter's type; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """2**32 for an unsigned int is refused."""
@@ -422,14 +433,16 @@ def _(t: CaseContext) -> Any:
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [_zeroed(t), 1, 1 << 40])
 
 
-@case("kernels.args.pointer_out_of_range", kind="binding", cite=ADD + "a pointer argument is a 64-bit address; " + PYCHECK,
+@case("kernels.args.pointer_out_of_range", kind="binding",
+      cite=ADD + "a pointer argument is a 64-bit address; " + PYCHECK,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An address beyond 64 bits is refused."""
     t.graph().add_kernel(t.kernel("fill_u32"), 1, n64, [1 << 64, 1, n64])
 
 
-@case("kernels.args.closed_buffer", kind="binding", cite=ADD + "a pointer argument is the buffer's address; " + PYGRAPHRT
+@case("kernels.args.closed_buffer", kind="binding",
+      cite=ADD + "a pointer argument is the buffer's address; " + PYGRAPHRT
       + "a closed buffer raises InvalidResourceHandle", apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -455,7 +468,8 @@ def _(t: CaseContext) -> Any:
     return len(g)
 
 
-@case("kernels.args.signature_disagrees_with_kernel", kind="binding", cite=PARAM_INFO + "returns the offset and size of each "
+@case("kernels.args.signature_disagrees_with_kernel", kind="binding",
+      cite=PARAM_INFO + "returns the offset and size of each "
       "kernel parameter; " + PYGRAPHRT + "a signature that disagrees with the compiled kernel is refused",
       apis=("FuncGetParamInfo", "GraphAddKernelNode"), requires=("kernels", "cuda>=12.4"),
       raises=errors.InvalidValue)
@@ -477,21 +491,24 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ launch dimensions
-@case("kernels.dims.grid_zero", kind="binding", cite=ADD + "gridDim must be positive; " + DIMCHECK, apis=("GraphAddKernelNode",),
+@case("kernels.dims.grid_zero", kind="binding",
+      cite=ADD + "gridDim must be positive; " + DIMCHECK, apis=("GraphAddKernelNode",),
       requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of zero blocks is refused."""
     _fill_graph(t, _zeroed(t), 1, grid=0)
 
 
-@case("kernels.dims.block_zero", kind="binding", cite=ADD + "blockDim must be positive; " + DIMCHECK, apis=("GraphAddKernelNode",),
+@case("kernels.dims.block_zero", kind="binding",
+      cite=ADD + "blockDim must be positive; " + DIMCHECK, apis=("GraphAddKernelNode",),
       requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of zero threads is refused."""
     _fill_graph(t, _zeroed(t), 1, block=(32, 0))
 
 
-@case("kernels.dims.four_dimensions", kind="binding", cite=ADD + "gridDim is a dim3; " + DIMCHECK, apis=("GraphAddKernelNode",),
+@case("kernels.dims.four_dimensions", kind="binding",
+      cite=ADD + "gridDim is a dim3; " + DIMCHECK, apis=("GraphAddKernelNode",),
       requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Four grid dimensions are refused."""
@@ -618,7 +635,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.stream.wrong_count", kind="binding", cite=LAUNCH + "args holds one pointer per kernel parameter; " + PYCHECK,
+@case("kernels.stream.wrong_count", kind="binding",
+      cite=LAUNCH + "args holds one pointer per kernel parameter; " + PYCHECK,
       apis=("LaunchKernel",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A stream launch with too few arguments is refused before anything runs."""
@@ -626,7 +644,8 @@ def _(t: CaseContext) -> Any:
     s.launch(t.kernel("fill_u32"), 1, n64, _zeroed(t), 1)
 
 
-@case("kernels.stream.wrong_type", kind="binding", cite=LAUNCH + "each argument must have its parameter's type; " + PYCHECK,
+@case("kernels.stream.wrong_type", kind="binding",
+      cite=LAUNCH + "each argument must have its parameter's type; " + PYCHECK,
       apis=("LaunchKernel",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A stream launch with a float for the pointer is refused."""
@@ -645,14 +664,16 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.stream.not_a_kernel", kind="binding", cite=LAUNCH + "func is a device function; " + PYGRAPHRT + "a Kernel is "
+@case("kernels.stream.not_a_kernel", kind="binding",
+      cite=LAUNCH + "func is a device function; " + PYGRAPHRT + "a Kernel is "
       "required, InvalidValue", apis=("LaunchKernel",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Launching a kernel given by name is refused."""
     t.stream().launch("fill_u32", 1, n64, _zeroed(t), 1, n64)
 
 
-@case("kernels.stream.closed_stream", kind="binding", cite=LAUNCH + "stream - stream identifier; " + PYGRAPHRT + "a closed "
+@case("kernels.stream.closed_stream", kind="binding",
+      cite=LAUNCH + "stream - stream identifier; " + PYGRAPHRT + "a closed "
       "stream raises InvalidResourceHandle", apis=("LaunchKernel",), requires=K, raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
     """Launching on a closed stream is refused."""
@@ -661,7 +682,8 @@ def _(t: CaseContext) -> Any:
     s.launch(t.kernel("fill_u32"), 1, n64, _zeroed(t), 1, n64)
 
 
-@case("kernels.stream.grid_zero", kind="binding", cite=LAUNCH + "gridDim must be positive; " + DIMCHECK, apis=("LaunchKernel",),
+@case("kernels.stream.grid_zero", kind="binding",
+      cite=LAUNCH + "gridDim must be positive; " + DIMCHECK, apis=("LaunchKernel",),
       requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A stream launch of zero blocks is refused."""
@@ -679,7 +701,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.stream.unknown_attribute", kind="binding", cite=LAUNCH_EX + "attrs are cudaLaunchAttribute ids; " + PYGRAPHRT
+@case("kernels.stream.unknown_attribute", kind="binding",
+      cite=LAUNCH_EX + "attrs are cudaLaunchAttribute ids; " + PYGRAPHRT
       + "an attribute the runtime does not have raises NotSupported", apis=("LaunchKernelExC",), requires=K,
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -774,7 +797,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_kernel_launch_dims(k, block=0)
 
 
-@case("kernels.exec.set_kernel_without_args", kind="binding", cite=EXEC_SET + "a new func needs its kernelParams; " + PYCHECK,
+@case("kernels.exec.set_kernel_without_args", kind="binding",
+      cite=EXEC_SET + "a new func needs its kernelParams; " + PYCHECK,
       apis=("GraphExecKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Another kernel without arguments is refused on the executable graph."""
@@ -782,7 +806,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_kernel_params(k, kernel=t.kernel("copy_u32"))
 
 
-@case("kernels.exec.set_wrong_args", kind="binding", cite=EXEC_SET + "kernelParams must match the kernel's parameters; " + PYCHECK,
+@case("kernels.exec.set_wrong_args", kind="binding",
+      cite=EXEC_SET + "kernelParams must match the kernel's parameters; " + PYCHECK,
       apis=("GraphExecKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Arguments that do not fit are refused on the executable graph."""
@@ -791,7 +816,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_kernel_params(k, args=[buf, 1.5, n64])
 
 
-@case("kernels.exec.set_other_graph_node", kind="binding", cite=EXEC_SET + "node must remain in the graph which was used to "
+@case("kernels.exec.set_other_graph_node", kind="binding",
+      cite=EXEC_SET + "node must remain in the graph which was used to "
       "instantiate hGraphExec; " + PYGRAPHRT + "InvalidValue", apis=("GraphExecKernelNodeSetParams",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -802,7 +828,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g1).set_kernel_params(k2, args=[buf, 3, n64])
 
 
-@case("kernels.exec.set_on_memset_node", kind="binding", cite=EXEC_SET + "node - kernel node from the graph; " + PYGRAPHRT
+@case("kernels.exec.set_on_memset_node", kind="binding",
+      cite=EXEC_SET + "node - kernel node from the graph; " + PYGRAPHRT
       + "InvalidValue", apis=("GraphExecKernelNodeSetParams",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """set_kernel_params on a memset node is refused."""
@@ -974,7 +1001,8 @@ def _(t: CaseContext) -> Any:
     return b.attribute("cooperative")
 
 
-@case("kernels.attr.unknown_name", kind="binding", cite=GET_ATTR + "attr is a cudaLaunchAttributeID; " + PYGRAPHRT + "an "
+@case("kernels.attr.unknown_name", kind="binding",
+      cite=GET_ATTR + "attr is a cudaLaunchAttributeID; " + PYGRAPHRT + "an "
       "unknown attribute name is refused, InvalidValue", apis=("GraphKernelNodeGetAttribute",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -983,7 +1011,8 @@ def _(t: CaseContext) -> Any:
     k.attribute("speed")
 
 
-@case("kernels.attr.wrong_value_type", kind="binding", cite=GET_ATTR + "value is the attribute's union member (an int for "
+@case("kernels.attr.wrong_value_type", kind="binding",
+      cite=GET_ATTR + "value is the attribute's union member (an int for "
       "priority); " + PYGRAPHRT + "InvalidValue", apis=("GraphKernelNodeSetAttribute",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1003,7 +1032,8 @@ def _(t: CaseContext) -> Any:
     return len(g)
 
 
-@case("kernels.attr.copy_to_non_kernel", kind="binding", cite=COPY_ATTR + "both nodes must be kernel nodes; " + PYGRAPHRT
+@case("kernels.attr.copy_to_non_kernel", kind="binding",
+      cite=COPY_ATTR + "both nodes must be kernel nodes; " + PYGRAPHRT
       + "InvalidValue", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Copying attributes to an empty node is refused."""
@@ -1049,7 +1079,8 @@ def _(t: CaseContext) -> Any:
     return t.kernel("fill_u32").max_active_blocks_per_multiprocessor(n64) >= 1
 
 
-@case("kernels.kernel.occupancy_zero_block", kind="binding", cite=OCCUPANCY + "blockSize is the block size the kernel is "
+@case("kernels.kernel.occupancy_zero_block", kind="binding",
+      cite=OCCUPANCY + "blockSize is the block size the kernel is "
       "launched with; " + PYGRAPHRT + "a non-positive block size is refused, InvalidValue",
       apis=("OccupancyMaxActiveBlocksPerMultiprocessor",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:

@@ -751,7 +751,8 @@ def _(t: CaseContext) -> Any:
     t.track(t.rt.MemPool(device=4096))
 
 
-@case("memory.pool.free_twice", kind="binding", cite=FREE_ASYNC + "frees memory with stream ordered semantics; " + PYGRAPHRT
+@case("memory.pool.free_twice", kind="binding",
+      cite=FREE_ASYNC + "frees memory with stream ordered semantics; " + PYGRAPHRT
       + "a freed AsyncBuffer raises InvalidResourceHandle", apis=("FreeAsync",), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
     """Freeing a stream-ordered allocation twice is refused."""
@@ -770,7 +771,8 @@ def _(t: CaseContext) -> Any:
     t.stream().free_async("pointer")
 
 
-@case("memory.pool.closed_pool", kind="binding", cite=f"{_SOMA}, cudaMemPoolDestroy: destroys the memory pool; " + PYGRAPHRT
+@case("memory.pool.closed_pool", kind="binding",
+      cite=f"{_SOMA}, cudaMemPoolDestroy: destroys the memory pool; " + PYGRAPHRT
       + "a closed pool raises InvalidResourceHandle", apis=("MemPoolDestroy", "MallocFromPoolAsync"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -780,14 +782,16 @@ def _(t: CaseContext) -> Any:
     t.stream().malloc_async(N, pool=pool)
 
 
-@case("memory.pool.attribute_not_an_attribute", kind="binding", cite=POOL_GET + "attr - the attribute to get (a cudaMemPoolAttr); "
+@case("memory.pool.attribute_not_an_attribute", kind="binding",
+      cite=POOL_GET + "attr - the attribute to get (a cudaMemPoolAttr); "
       + PYCHECK + " (InvalidValue)", apis=("MemPoolGetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A pool attribute given by name instead of a MemPoolAttr is refused."""
     t.track(t.rt.MemPool()).attribute("release_threshold")
 
 
-@case("memory.pool.negative_size", kind="binding", cite=FROM_POOL + "size - number of bytes to allocate (a size_t); " + PYCHECK
+@case("memory.pool.negative_size", kind="binding",
+      cite=FROM_POOL + "size - number of bytes to allocate (a size_t); " + PYCHECK
       + " (InvalidValue)", apis=("MallocFromPoolAsync",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative allocation size is refused."""

@@ -95,7 +95,8 @@ def _(t: CaseContext) -> Any:
     g.add_empty(dependencies=[a, a])
 
 
-@case("graph.empty.foreign_dependency", kind="binding", cite=EMPTY + "pDependencies - dependencies of the node (nodes of "
+@case("graph.empty.foreign_dependency", kind="binding",
+      cite=EMPTY + "pDependencies - dependencies of the node (nodes of "
       "graph); " + PYCHECK, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node of another graph cannot be a dependency."""
@@ -111,7 +112,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_empty(dependencies=[object()])  # type: ignore[list-item]
 
 
-@case("graph.empty.destroyed_dependency", kind="binding", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
+@case("graph.empty.destroyed_dependency", kind="binding",
+      cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
       + "a destroyed node raises InvalidResourceHandle", apis=("GraphAddEmptyNode", "GraphDestroyNode"),
       raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
@@ -196,7 +198,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(96)
 
 
-@case("graph.memset.element_size_3", kind="binding", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
+@case("graph.memset.element_size_3", kind="binding",
+      cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An element size of 3 is refused."""
@@ -204,7 +207,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset(buf, 1, 16, element_size=3)
 
 
-@case("graph.memset.element_size_8", kind="binding", cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
+@case("graph.memset.element_size_8", kind="binding",
+      cite=MEMSET + "the element size must be 1, 2, or 4 bytes; " + PYCHECK,
       apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An element size of 8 is refused."""
@@ -374,7 +378,8 @@ def _(t: CaseContext) -> Any:
     return dst.to_bytes(96)
 
 
-@case("graph.memcpy.negative_count", kind="binding", cite=MEMCPY_1D + "count - size in bytes to copy (size_t); " + PYCHECK,
+@case("graph.memcpy.negative_count", kind="binding",
+      cite=MEMCPY_1D + "count - size in bytes to copy (size_t); " + PYCHECK,
       apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative byte count is refused."""
@@ -775,7 +780,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_mem_free(0)
 
 
-@case("graph.mem_alloc.negative_size", kind="binding", cite=ALLOC + "nodeParams.bytesize is a size (size_t); " + PYCHECK,
+@case("graph.mem_alloc.negative_size", kind="binding",
+      cite=ALLOC + "nodeParams.bytesize is a size (size_t); " + PYCHECK,
       apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A negative allocation size is refused."""
@@ -949,7 +955,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_node(NodeType.HOST, fn=None)
 
 
-@case("graph.add_node.foreign_dependency", kind="binding", cite=ADD_NODE + "pDependencies are nodes of graph; " + PYCHECK,
+@case("graph.add_node.foreign_dependency", kind="binding",
+      cite=ADD_NODE + "pDependencies are nodes of graph; " + PYCHECK,
       apis=("GraphAddNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic form refuses a dependency of another graph."""
