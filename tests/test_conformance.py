@@ -138,11 +138,12 @@ def test_list_runs_without_gpu_or_runtime():
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.strip().splitlines()
     negative = sum(1 for c in REGISTRY.values() if c.negative)
-    assert lines[-1] == f"{len(REGISTRY)} cases, {negative} negative"
+    runtime = sum(1 for c in REGISTRY.values() if c.kind == "runtime")
+    assert lines[-1] == f"{len(REGISTRY)} cases, {negative} negative; {runtime} runtime, {len(REGISTRY) - runtime} binding"
     assert len(lines) == len(REGISTRY) + 1
     first = next(c for c in REGISTRY.values())
     row = next(line for line in lines if line.startswith(first.id + " "))
-    assert ("negative" if first.negative else "positive") in row and first.area in row
+    assert ("negative" if first.negative else "positive") in row and first.area in row and first.kind in row
     assert first.expected_text() in row
 
 

@@ -9,12 +9,12 @@ deviations are in :mod:`.deviations`.  Importing this package loads no runtime.
 
 from __future__ import annotations
 
-from ._case import AREAS, NOTHING, REGISTRY, Case, CaseContext, CaseFailure, case
+from ._case import AREAS, KINDS, NOTHING, REGISTRY, Case, CaseContext, CaseFailure, Snapshot, case
 from ._runner import (FAKE_CALL_FORMS, STATUSES, CaseResult, Environment, Report, RunAborted, Runner,
                       SetupError, select)
 from .deviations import DEVIATIONS, Deviation
 
-__all__ = ["AREAS", "NOTHING", "REGISTRY", "Case", "CaseContext", "CaseFailure", "case",
+__all__ = ["AREAS", "KINDS", "Snapshot", "NOTHING", "REGISTRY", "Case", "CaseContext", "CaseFailure", "case",
            "Runner", "Environment", "Report", "CaseResult", "RunAborted", "SetupError", "STATUSES",
            "FAKE_CALL_FORMS", "select", "Deviation", "DEVIATIONS", "load_cases"]
 

@@ -59,14 +59,16 @@ def _areas(values: Sequence[str] | None) -> list[str]:
 
 
 def list_cases(cases: Sequence["Case"], out: TextIO) -> None:
-    """One line per case: id, negative/positive, area, requirements, expected outcome; then the count."""
+    """One line per case: id, negative/positive, kind, area, requirements, expected outcome; then the counts."""
     width = max([len(c.id) for c in cases] + [10])
     for c in cases:
         req = ",".join(c.requires) or "-"
         flag = "negative" if c.negative else "positive"
-        print(f"{c.id:<{width}}  {flag}  {c.area:<8}  requires={req:<24}  {c.expected_text()}", file=out)
+        print(f"{c.id:<{width}}  {flag}  {c.kind:<7}  {c.area:<8}  requires={req:<24}  {c.expected_text()}",
+              file=out)
     neg = sum(1 for c in cases if c.negative)
-    print(f"{len(cases)} cases, {neg} negative", file=out)
+    runtime = sum(1 for c in cases if c.kind == "runtime")
+    print(f"{len(cases)} cases, {neg} negative; {runtime} runtime, {len(cases) - runtime} binding", file=out)
 
 
 _RULES = (("claimed API(s) never called", "claimed API never called"),
