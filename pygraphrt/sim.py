@@ -31,6 +31,14 @@ of devices, default 1), ``PYGRAPHRT_SIM_MEMORY`` (bytes per device, k/m/g suffix
 ``random`` or ``random:SEED`` -- a random valid order at each launch, to flush out missing
 dependencies); :func:`set_order` changes the order later.  ``PYGRAPHRT_SIM_RACES`` (``off``,
 ``warn`` or ``raise``): check every graph launch for data races (:func:`set_race_check`).
+``PYGRAPHRT_SIM_PEER_ACCESS`` (``1``, the default, or ``0``: devices without peer access).
+
+Several devices (``PYGRAPHRT_SIM_DEVICES=2``): streams, events, pools and graph memory belong
+to a device, and the runtime's per-device rules hold (an event recorded on another device's
+stream is ``cudaErrorInvalidResourceHandle``; a wait may use any device's event).  Copies
+between devices always work; a kernel touching another device's memory without access (peer
+access, pool access, a graph allocation's access descriptors) would fault on a GPU: the
+launch fails with ``cudaErrorIllegalAddress`` and is recorded in :func:`undefined_calls`.
 
 Handles: a handle that is not a live one of its kind (destroyed, or another kind's: a buffer's
 address given as a stream) is refused with the runtime's error code -- and recorded, since a GPU's

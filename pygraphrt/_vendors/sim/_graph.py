@@ -175,13 +175,17 @@ class CondP:
 
 # -- graphs -------------------------------------------------------------------------------------
 class Node:
-    __slots__ = ("handle", "graph", "type", "params", "deps", "outs", "local_id", "tools_id", "__weakref__")
+    __slots__ = ("handle", "graph", "type", "params", "deps", "outs", "local_id", "tools_id", "device",
+                 "__weakref__")
 
-    def __init__(self, graph: "Graph", type_: int, params: Any) -> None:
+    def __init__(self, graph: "Graph", type_: int, params: Any, device: int = 0) -> None:
         self.handle = new_handle()
         self.graph = graph
         self.type = type_
         self.params = params
+        # the device whose context the node runs in: the current device when it was added, the
+        # stream's device when it was captured (a runtime node's context)
+        self.device = device
         self.deps: list[tuple[Node, EdgeData]] = []
         self.outs: list[tuple[Node, EdgeData]] = []
         self.local_id = graph.next_local_id
@@ -232,7 +236,7 @@ class Graph:
     def has_conditional_nodes(self) -> bool:
         return any(n.type == CONDITIONAL for n in self.nodes)
 
-    def add_node(self, type_: int, params: Any, deps: list[Node], edges: list[EdgeData]) -> Node:
+    def add_node(self, type_: int, params: Any, deps: list[Node], edges: list[EdgeData], device: int = 0) -> Node:
         if len(set(id(d) for d in deps)) != len(deps):
             raise SimError("InvalidValue", "the dependencies hold the same node twice")
         for d in deps:
@@ -240,7 +244,7 @@ class Graph:
                 raise SimError("InvalidValue", f"dependency {d.handle:#x} belongs to another graph")
         for d, e in zip(deps, edges):
             check_edge(d.type, type_, e)
-        node = Node(self, type_, params)
+        node = Node(self, type_, params, device)
         self.nodes.append(node)
         for d, e in zip(deps, edges):
             self._link(d, node, e)
@@ -361,7 +365,7 @@ def order(nodes: list[Any], deps_of: Any, rng: Any = None) -> list[Any]:
 
 # -- snapshots (what an executable graph runs) --------------------------------------------------
 class SNode:
-    __slots__ = ("orig", "type", "params", "deps", "enabled", "child", "bodies", "local_id")
+    __slots__ = ("orig", "type", "params", "deps", "enabled", "child", "bodies", "local_id", "device")
 
     def __init__(self, node: Node, deps: list[tuple[int, EdgeData]]) -> None:
         self.orig = node.handle
@@ -370,6 +374,7 @@ class SNode:
         self.deps = deps
         self.enabled = True
         self.local_id = node.local_id
+        self.device = node.device
         self.child: Snapshot | None = None
         self.bodies: list[Snapshot] = []
 

@@ -210,9 +210,10 @@ class KernelContext:
 
     def __init__(self, runtime: Any, name: str, grid: tuple[int, int, int], block: tuple[int, int, int],
                  shared_mem: int, stream: int | None, conditionals: dict[int, Any] | None,
-                 signature: Any = None) -> None:
+                 signature: Any = None, device: int = 0) -> None:
         self._runtime = runtime
         self.name = name
+        self.device = device  # the device the kernel runs on (its stream's, or its graph node's)
         self.signature = signature
         self.grid = grid
         self.block = block
@@ -227,7 +228,9 @@ class KernelContext:
         return g[0] * g[1] * g[2] * b[0] * b[1] * b[2]
 
     def memory(self, address: int, nbytes: int) -> memoryview:
-        """A writable view of ``nbytes`` of device (or host) memory at ``address``."""
+        """A writable view of ``nbytes`` of device (or host) memory at ``address`` (another device's
+        memory only where this kernel's device may reach it: else an illegal-address fault)."""
+        self._runtime._kernel_reach(self.device, int(address), f"kernel {self.name}")
         return self._runtime.memory.view(int(address), int(nbytes), f"kernel {self.name}", "IllegalAddress")
 
     def read(self, address: int, nbytes: int) -> bytes:
@@ -255,8 +258,9 @@ class KernelContext:
 
 
 def run(runtime: Any, kernel: SimKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-        smem: int, args: tuple[bytes, ...], stream: int | None, conditionals: dict[int, Any] | None) -> None:
-    """Run one launch of ``kernel`` through its registered function."""
+        smem: int, args: tuple[bytes, ...], stream: int | None, conditionals: dict[int, Any] | None,
+        device: int = 0) -> None:
+    """Run one launch of ``kernel`` on ``device`` through its registered function."""
     reg = lookup(kernel.name)
     if reg is None:
         raise SimError("NotSupported", f"kernel {kernel.name!r} has no Python implementation on the simulator: "
@@ -267,7 +271,7 @@ def run(runtime: Any, kernel: SimKernel, grid: tuple[int, int, int], block: tupl
                                        "its parameter list was not found or not understood; pass signature= "
                                        "to pygraphrt.sim.register_kernel")
     values = layout.unpack(list(args)) if len(layout) else []
-    ctx = KernelContext(runtime, kernel.name, grid, block, smem, stream, conditionals, layout)
+    ctx = KernelContext(runtime, kernel.name, grid, block, smem, stream, conditionals, layout, device)
     try:
         reg.fn(ctx, *values)
     except SimError:

@@ -54,7 +54,7 @@ class Block:
     """One allocation (or, for graph memory, one reserved address range)."""
 
     __slots__ = ("base", "size", "device", "kind", "data", "phys", "pool", "refs", "exec_owner",
-                 "orphan", "node_params")
+                 "orphan", "node_params", "access")
 
     def __init__(self, base: int, size: int, device: int, kind: str) -> None:
         self.base = base
@@ -68,6 +68,9 @@ class Block:
         self.exec_owner: Any = None  # graph memory: the executable its physical memory belongs to
         self.orphan = False  # graph memory: still mapped after its executable was destroyed
         self.node_params: Any = None  # graph memory: the allocation node's pool properties (bytes)
+        # graph memory: the other devices its allocation node maps it for (device -> cudaMemAccessFlags),
+        # from the node's access descriptors or, captured, the pool's access at capture time
+        self.access: dict[int, int] = {}
 
     def __repr__(self) -> str:
         return f"<{self.kind} block {self.base:#x}+{self.size}>"

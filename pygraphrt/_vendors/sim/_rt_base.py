@@ -74,7 +74,7 @@ class RuntimeBase:
     VERSION = 13050  # the cuda13 binding's headers: CUDA 13.5
 
     def __init__(self, devices: int = 1, total_memory: int = 16 << 30, order: str = "creation",
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, peer_access: bool = True) -> None:
         if not 1 <= devices <= 16:
             raise ValueError(f"the simulator has 1 to 16 devices, not {devices}")
         self.device_count = devices
@@ -101,6 +101,9 @@ class RuntimeBase:
         self.peer_pairs: set[tuple[int, int]] = set()
         # (pool handle, device) -> cudaMemAccessFlags granted by cudaMemPoolSetAccess
         self.pool_access: dict[tuple[int, int], int] = {}
+        # False: a machine whose devices cannot reach each other's memory (no NVLink or PCIe P2P:
+        # cudaDeviceCanAccessPeer answers 0); copies between devices still work (staged)
+        self.peer_capable = peer_access
 
     def set_order(self, mode: str, seed: int | None = None) -> None:
         """``"creation"``: ready nodes run in creation order; ``"random"``: a random valid order."""
@@ -312,7 +315,9 @@ class RuntimeBase:
             type_, params = node()
             deps = st.deps
             data = edges(deps) if edges is not None else [e for _, e in deps]
-            n = cap.graph.add_node(type_, params, [d for d, _ in deps], data)
+            self._body_rules(cap.graph, type_, params, st.device, what)
+            # a captured node runs in the context of the stream it was captured on
+            n = cap.graph.add_node(type_, params, [d for d, _ in deps], data, device=st.device)
             self._register_node(n)
             captured_work(st, n)
             return n
@@ -491,7 +496,8 @@ class RuntimeBase:
             params = n.params
             if n.type == GRAPH:
                 params = ChildP(self._clone_graph(n.params.graph, what))
-            m = c.add_node(n.type, params, [mapping[d.handle] for d, _ in n.deps], [e for _, e in n.deps])
+            m = c.add_node(n.type, params, [mapping[d.handle] for d, _ in n.deps], [e for _, e in n.deps],
+                           device=n.device)
             if n.type == GRAPH:
                 params.graph.owner = m
             mapping[n.handle] = m
@@ -500,6 +506,42 @@ class RuntimeBase:
             c.cond_handles.append(h)
         self._register_tree(c)
         return c
+
+    @staticmethod
+    def _conditional_owner(g: Graph) -> Node | None:
+        """The conditional node whose body ``g`` is (directly, or through child graphs and nested
+        bodies: the outermost one), else None."""
+        found = None
+        owner = g.owner
+        while owner is not None:
+            if owner.type == CONDITIONAL:
+                found = owner
+            owner = owner.graph.owner
+        return found
+
+    def _body_rules(self, g: Graph, type_: int, params: Any, device: int, what: str) -> None:
+        """The rules of a conditional node's bodies (cudaConditionalNodeParams, CUDA Runtime API
+        13.x: "All kernels, including kernels in nested conditionals or child graphs at any
+        level, must belong to the same device context", and the allowed node types leave out
+        event record and event wait nodes; the driver's CUDA_CONDITIONAL_NODE_PARAMS: the
+        node's ctx "must match context used to create the handle and all body nodes")."""
+        cond = self._conditional_owner(g)
+        if cond is None:
+            return
+        if type_ in (EVENT_RECORD, WAIT_EVENT):
+            raise SimError("InvalidValue", f"{what}: a conditional node's body holds no event record or "
+                                           "event wait nodes")
+        kernels: list[int] = [device] if type_ == KERNEL else []
+        if type_ == GRAPH:
+            kernels = [n.device for sub in params.graph.walk() for n in sub.nodes if n.type == KERNEL]
+            if any(n.type in (EVENT_RECORD, WAIT_EVENT) for sub in params.graph.walk() for n in sub.nodes):
+                raise SimError("InvalidValue", f"{what}: a conditional node's body holds no event record or "
+                                               "event wait nodes (the child graph has one)")
+        for d in kernels:
+            if d != cond.device:
+                raise SimError("InvalidValue", f"{what}: a kernel on device {d} in the body of a conditional node "
+                                               f"of device {cond.device}: all kernels of a conditional node's "
+                                               "bodies belong to one device context")
 
     def _memory_node_allowed(self, g: Graph, what: str) -> None:
         if g.owner is not None and g.owner.type == GRAPH:
@@ -521,7 +563,19 @@ class RuntimeBase:
         access = b""
         if p.accessDescCount:
             access = bytes(ffi.buffer(p.accessDescs, ffi.sizeof("struct cudaMemAccessDesc") * p.accessDescCount))
+        grants = {}
+        if p.accessDescCount:
+            if p.accessDescs == ffi.NULL:
+                raise SimError("InvalidValue", f"{what}: NULL access descriptors for {int(p.accessDescCount)}")
+            for i in range(int(p.accessDescCount)):
+                desc = p.accessDescs[i]
+                peer = int(desc.location.id)
+                if int(desc.location.type) != enum("enum cudaMemLocationType")["cudaMemLocationTypeDevice"] \
+                        or not 0 <= peer < self.device_count:
+                    raise SimError("InvalidValue", f"{what}: access descriptor {i} names no simulated device")
+                grants[peer] = int(desc.flags)
         block = self.memory.reserve_graph(device, size)
+        block.access = grants  # the devices the allocation is mapped for when its node runs
         self.memory.ref_graph(block)
         return AllocP(block, size, device, bytes(ffi.buffer(ffi.addressof(props))), access)
 

@@ -45,6 +45,13 @@ class EventSection(RuntimeBase):
     def _record(self, event: Any, stream: Any, flags: int, what: str) -> None:
         ev = self._event(event)
         st = self._stream(stream)
+        if ev.device != st.device:
+            # CUDA Runtime API, cudaEventRecord: "event and stream must be on the same device"; the
+            # driver's cuEventRecord: "hEvent and hStream must be from the same context otherwise
+            # CUDA_ERROR_INVALID_HANDLE is returned" (seen on 2 H200s: cudaErrorInvalidResourceHandle).
+            # A wait (cudaStreamWaitEvent) may use another device's event.
+            raise SimError("InvalidResourceHandle", f"{what}: the event belongs to device {ev.device} and the "
+                                                    f"stream to device {st.device}")
         cap = st.capture
         if cap is not None:
             if cap.status != STATUS_ACTIVE:

@@ -40,6 +40,12 @@ class ExecSection(RuntimeBase):
                     raise SimError("InvalidValue", f"{what}: a graph for device launch has only kernel, memcpy, "
                                                    f"memset and child graph nodes, not "
                                                    f"{TYPE_NAMES.get(bad[0].type, bad[0].type)}")
+            # CUDA Programming Guide, Device Graph Launch (device graph creation): a graph
+            # instantiated for device launch has all its nodes on a single device / context
+            devices = sorted({n.device for sub in g.walk() for n in sub.nodes if n.type != GRAPH})
+            if len(devices) > 1:
+                raise SimError("InvalidValue", f"{what}: a graph for device launch has its nodes on one device, "
+                                               f"not on devices {devices}")
         if g.has_memory_nodes() and g.live_execs:
             raise SimError("NotSupported", f"{what}: a graph with memory nodes may have one executable graph "
                                            "at a time")
@@ -171,7 +177,7 @@ class ExecSection(RuntimeBase):
         elif t == MEMCPY:
             self._memcpy(p, what, "IllegalAddress")
         elif t == KERNEL:
-            _kernels.run(self, p.kernel, p.grid, p.block, p.smem, p.args, None, values)
+            _kernels.run(self, p.kernel, p.grid, p.block, p.smem, p.args, None, values, n.device)
         elif t == HOST:
             p.fn(p.user)
         elif t == GRAPH:

@@ -47,6 +47,10 @@ class ExecUpdateSection(RuntimeBase):
     def _params_changed(self, o: SNode, n: Node, old_handles: list[CondHandle],
                         new_handles: list[CondHandle], flags: int = 0) -> str:
         a, b = o.params, n.params
+        if o.type == KERNEL and o.device != n.device:
+            # CUDA Runtime API, cudaGraphExecUpdate, kernel nodes: "The owning context of the
+            # function cannot change" (a kernel node runs in the context it was made in)
+            return "UnsupportedFunctionChange"
         if o.type == KERNEL:
             # a node cannot become (or stop being) cooperative, nor change its priority when the
             # executable graph uses node priorities: AttributesChanged (as CUDA 12.9-13.5 report)
@@ -95,6 +99,15 @@ class ExecUpdateSection(RuntimeBase):
             return "zero-sized memsets are not supported"
         if self.memory.is_device(a.dst) != self.memory.is_device(b.dst):
             return "the destination must be the same kind of memory"
+        return self._operand_devices_kept(((a.dst, b.dst),))
+
+    def _operand_devices_kept(self, pairs: tuple[tuple[int, int], ...]) -> str | None:
+        """CUDA Runtime API, cudaGraphExecUpdate, memset and memcpy nodes: "The CUDA device(s) to
+        which the operand(s) was allocated/mapped cannot change"."""
+        for old, new in pairs:
+            a, b = self.memory.find(old), self.memory.find(new)
+            if a is not None and b is not None and a.device != b.device:
+                return f"an operand moved from device {a.device}'s memory to device {b.device}'s"
         return None
 
     def _memcpy_ok(self, a: MemcpyP, b: MemcpyP) -> str | None:
@@ -107,7 +120,7 @@ class ExecUpdateSection(RuntimeBase):
         # No check of the kinds of memory: documented as not supported, but CUDA 12.9-13.5 accept a
         # device operand replaced by pageable host memory (exec.*.memcpy_memory_type_changed),
         # and the simulator reproduces that known deviation.
-        return None
+        return self._operand_devices_kept(((a.src.ptr, b.src.ptr), (a.dst.ptr, b.dst.ptr)))
 
     def cudaGraphExecUpdate(self, exec_: Any, graph: Any, info: Any) -> None:
         ex = self._exec(exec_)

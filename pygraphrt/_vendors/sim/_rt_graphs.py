@@ -73,7 +73,9 @@ class GraphSection(RuntimeBase):
         if (type_ == MEMCPY and not all(params.extent)) or (type_ == MEMSET and not (params.width and params.height)):
             # CUDA refuses a memcpy or memset node that touches nothing (found by the differential test)
             raise SimError("InvalidValue", f"{what}: the node would touch no memory")
-        node = g.add_node(type_, params, nodes, read_edges(edata, n))
+        self._body_rules(g, type_, params, self.cur_device, what)
+        # an added node runs in the context current when it was added (cuGraphAdd*Node's ctx)
+        node = g.add_node(type_, params, nodes, read_edges(edata, n), device=self.cur_device)
         self._register_node(node)
         out[0] = handle("cudaGraphNode_t", node.handle)
         return node

@@ -111,7 +111,7 @@ class KernelSection(RuntimeBase):
                     for d, e in deps]
 
         self._submit(st, what, lambda: (KERNEL, p),
-                     lambda: _kernels.run(self, k, grid, block, smem, args, addr(stream), None), edges)
+                     lambda: _kernels.run(self, k, grid, block, smem, args, addr(stream), None, st.device), edges)
 
     def cudaLaunchKernel(self, func: Any, grid: Any, block: Any, argv: Any, smem: int, stream: Any) -> None:
         self._launch_kernel(func, _dims(grid), _dims(block), argv, int(smem), stream, (), "cudaLaunchKernel")

@@ -176,7 +176,17 @@ class MemorySection(RuntimeBase):
             props.location.type = enum("enum cudaMemLocationType")["cudaMemLocationTypeDevice"]
             props.location.id = pool.device
             self.memory.ref_graph(block)
-            params = AllocP(block, size, pool.device, bytes(ffi.buffer(props)), b"")
+            # CUDA Programming Guide, Graph Memory Nodes, peer access with stream capture: the
+            # allocation node takes the pool's peer accessibility as it is at capture time; a
+            # cudaMemPoolSetAccess after the capture does not change what the graph maps
+            none = enum("enum cudaMemAccessFlags")["cudaMemAccessFlagsProtNone"]
+            block.access = {d: f for (h, d), f in self.pool_access.items() if h == pool.handle and f != none}
+            descs = ffi.new("struct cudaMemAccessDesc[]", max(1, len(block.access)))
+            for i, (d, f) in enumerate(sorted(block.access.items())):
+                descs[i].location.type = enum("enum cudaMemLocationType")["cudaMemLocationTypeDevice"]
+                descs[i].location.id, descs[i].flags = d, f
+            access = bytes(ffi.buffer(descs, ffi.sizeof("struct cudaMemAccessDesc") * len(block.access)))
+            params = AllocP(block, size, pool.device, bytes(ffi.buffer(props)), access)
             self._submit(st, what, lambda: (MEM_ALLOC, params), lambda: None)
             out[0] = ffi.cast("void *", block.base)
             return

@@ -7,8 +7,15 @@ raising :class:`SimError` for the ``cudaError_t`` they return).  What is modelle
 the runtime documents for valid and invalid ordinals, the per-context record of enabled peers
 (``cudaErrorPeerAccessAlreadyEnabled`` / ``cudaErrorPeerAccessNotEnabled``), each pool's
 access table (its own device always reads and writes), and which device's memory an address
-is.  The simulated devices all reach each other (an NVLink machine); the per-device rules of
-work (events, kernels touching memory without access) are not modelled here.
+is, and whether a kernel on one device may touch another device's memory.
+
+The simulated devices reach each other (an NVLink machine) unless the simulator was made
+without peer access (``SimRuntime(peer_access=False)``, ``PYGRAPHRT_SIM_PEER_ACCESS=0``: a
+machine without P2P, where ``cudaDeviceCanAccessPeer`` answers 0 and enabling it is refused).
+Copies between devices need no peer access either way (the runtime stages them).  A kernel
+touching another device's memory without access faults on a GPU (an illegal address, which
+poisons the context): the simulator records the launch as undefined behaviour
+(``pygraphrt.sim.undefined_calls``) and fails it with ``cudaErrorIllegalAddress``.
 """
 
 from __future__ import annotations
@@ -39,13 +46,19 @@ class PeerSection(RuntimeBase):
 
     def cudaDeviceCanAccessPeer(self, out: Any, d: int, peer: int) -> None:
         self._pair(d, peer, "cudaDeviceCanAccessPeer")
-        out[0] = 1
+        out[0] = 1 if self.peer_capable else 0
 
     def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> None:
         if flags != 0:
             raise SimError("InvalidValue", f"cudaDeviceEnablePeerAccess: flags must be 0, got {flags}")
         d = self.thread.device
         self._pair(d, peer, "cudaDeviceEnablePeerAccess")
+        if not self.peer_capable:
+            # CUDA Runtime API, cudaDeviceEnablePeerAccess: "Returns cudaErrorInvalidDevice if
+            # cudaDeviceCanAccessPeer() indicates that the current device cannot directly access
+            # memory from peerDevice"
+            raise SimError("InvalidDevice", f"cudaDeviceEnablePeerAccess: device {d} cannot access device "
+                                            f"{peer}'s memory (the simulated machine has no peer access)")
         if (d, peer) in self.peer_pairs:
             raise SimError("PeerAccessAlreadyEnabled", f"device {d} has peer access to device {peer} already")
         self.peer_pairs.add((d, peer))
@@ -59,8 +72,9 @@ class PeerSection(RuntimeBase):
 
     def cudaDeviceGetP2PAttribute(self, out: Any, attr: int, d: int, peer: int) -> None:
         self._pair(d, peer, "cudaDeviceGetP2PAttribute")
-        values = {P2P["cudaDevP2PAttrPerformanceRank"]: 0, P2P["cudaDevP2PAttrAccessSupported"]: 1,
-                  P2P["cudaDevP2PAttrNativeAtomicSupported"]: 1, P2P["cudaDevP2PAttrCudaArrayAccessSupported"]: 0,
+        can = 1 if self.peer_capable else 0
+        values = {P2P["cudaDevP2PAttrPerformanceRank"]: 0, P2P["cudaDevP2PAttrAccessSupported"]: can,
+                  P2P["cudaDevP2PAttrNativeAtomicSupported"]: can, P2P["cudaDevP2PAttrCudaArrayAccessSupported"]: 0,
                   P2P["cudaDevP2PAttrOnlyPartialNativeAtomicSupported"]: 0}
         if attr not in values:
             raise SimError("InvalidValue", f"cudaDeviceGetP2PAttribute: {attr} is not a cudaDeviceP2PAttr")
@@ -103,6 +117,10 @@ class PeerSection(RuntimeBase):
             if d == p.device and flags != ACCESS["cudaMemAccessFlagsProtReadWrite"]:
                 raise SimError("InvalidDevice", f"cudaMemPoolSetAccess: the pool's own device {d} always "
                                                 "reads and writes its memory")
+            if d != p.device and not self.peer_capable and flags != ACCESS["cudaMemAccessFlagsProtNone"]:
+                # (the simulator's choice, not seen on hardware: the same answer as enabling peer access)
+                raise SimError("InvalidDevice", f"cudaMemPoolSetAccess: device {d} cannot access device "
+                                                f"{p.device}'s memory (the simulated machine has no peer access)")
             changes.append((d, flags))
         for d, flags in changes:
             self.pool_access[(p.handle, d)] = flags
@@ -114,6 +132,38 @@ class PeerSection(RuntimeBase):
             out[0] = ACCESS["cudaMemAccessFlagsProtReadWrite"]
         else:
             out[0] = self.pool_access.get((p.handle, d), ACCESS["cudaMemAccessFlagsProtNone"])
+
+    # -- kernels touching memory -------------------------------------------------------------
+    def _reaches(self, device: int, block: Any) -> bool:
+        """Whether a kernel on ``device`` may touch ``block`` (an allocation of another device):
+        cudaMalloc memory through peer access (cudaDeviceEnablePeerAccess, per context), pool
+        memory through the pool's access (cudaMemPoolSetAccess; peer access does not reach it),
+        graph memory through its allocation node's access descriptors."""
+        if not self.peer_capable:
+            return False
+        none = ACCESS["cudaMemAccessFlagsProtNone"]
+        if block.kind == "graph":
+            return bool(block.access.get(device, none) != none)
+        if block.kind == "async":
+            return block.pool is not None and self.pool_access.get((block.pool.handle, device), none) != none
+        return (device, block.device) in self.peer_pairs
+
+    def _kernel_reach(self, device: int, address: int, what: str) -> None:
+        """A kernel on ``device`` touches ``address``: another device's memory without access is an
+        illegal-address fault on a GPU (the context is lost): undefined here, and the launch fails."""
+        if not self.memory.is_device(address):
+            return
+        block = self.memory.find(address)
+        if block is None or block.device == device or self._reaches(device, block):
+            return
+        how = {"graph": "its allocation node gives device {d} no access (accessDescs)",
+               "async": "its pool gives device {d} no access (cudaMemPoolSetAccess)",
+               "malloc": "device {d} has no peer access to it (cudaDeviceEnablePeerAccess)"}[block.kind]
+        if not self.peer_capable:
+            how = "the simulated machine has no peer access"
+        raise SimError("IllegalAddress", f"{what} on device {device} touched {address:#x}, memory of device "
+                                         f"{block.device}: " + how.format(d=device) + " (an illegal-address "
+                                         "fault on a GPU, which poisons the context)", undefined=True)
 
     def cudaStreamGetDevice(self, stream: Any, out: Any) -> None:
         out[0] = self._stream(stream).device

@@ -138,7 +138,9 @@ def settings() -> dict[str, Any]:
     optional k/m/g/t suffix; default 16g), ``PYGRAPHRT_SIM_ORDER`` (``creation``, ``random`` or
     ``random:SEED``: the order among nodes ready at the same time), ``PYGRAPHRT_SIM_RACES``
     (``off`` -- the default --, ``warn`` or ``raise``: check each graph launch for data races,
-    see :func:`pygraphrt.sim.set_race_check`).
+    see :func:`pygraphrt.sim.set_race_check`), ``PYGRAPHRT_SIM_PEER_ACCESS`` (``1`` -- the
+    default: the devices reach each other's memory, as on an NVLink machine -- or ``0``: a machine
+    without peer access, where ``cudaDeviceCanAccessPeer`` answers 0).
     """
     order = os.environ.get("PYGRAPHRT_SIM_ORDER", "creation").strip() or "creation"
     seed = None
@@ -158,8 +160,11 @@ def settings() -> dict[str, Any]:
         races = check_mode(raw_races, "PYGRAPHRT_SIM_RACES")
     except errors.InvalidValue:
         raise errors.BackendError(f"PYGRAPHRT_SIM_RACES={raw_races!r}: use off, warn or raise") from None
+    raw_peer = os.environ.get("PYGRAPHRT_SIM_PEER_ACCESS", "").strip() or "1"
+    if raw_peer not in ("0", "1"):
+        raise errors.BackendError(f"PYGRAPHRT_SIM_PEER_ACCESS={raw_peer!r}: use 1 (peer access) or 0 (none)")
     return {"devices": devices, "total_memory": _env_int("PYGRAPHRT_SIM_MEMORY", 16 << 30),
-            "order": order, "seed": seed, "races": races}
+            "order": order, "seed": seed, "races": races, "peer_access": raw_peer == "1"}
 
 
 class SimBackend(Backend):
@@ -175,7 +180,8 @@ class SimBackend(Backend):
         self.path = LIBRARY_PATH
         self.runtime_version = SimRuntime.VERSION
         self.ffi = cuda13.ffi
-        self.runtime = SimRuntime(cfg["devices"], cfg["total_memory"], cfg["order"], cfg["seed"])
+        self.runtime = SimRuntime(cfg["devices"], cfg["total_memory"], cfg["order"], cfg["seed"],
+                                  peer_access=cfg["peer_access"])
         self.runtime.race_check = cfg["races"]
         self.lib = SimLib(self.runtime)
         self.ffi_mode = "sim (the simulator's lib; PYGRAPHRT_FAST does not apply)"
