@@ -285,9 +285,44 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
     none) and the previous device current."""
     b = graph._backend
     d = checked_ordinal(b, device, f"Graph.{what}")
+    if what == "add_kernel" and graph._owner is not None:
+        check_body_device(graph, d)
     node = on_device(b, d, add)
     node_devices(graph)[node._handle] = d  # type: ignore[attr-defined]
     return node
+
+
+def record_conditional_device(graph: Any, node: Any) -> None:
+    """A conditional node was made: record the device current then where there are several
+    (its bodies' kernels must run there), so that ``add_kernel(device=)`` in a body can check."""
+    b = graph._backend
+    if _count(b) > 1:
+        node_devices(graph)[node._handle] = current(b)
+
+
+def check_body_device(graph: Any, device: int) -> None:
+    """Refuse a kernel on ``device`` in a body of a conditional node of another device
+    (cudaConditionalNodeParams, CUDA Runtime API: "All kernels, including kernels in nested
+    conditionals or child graphs at any level, must belong to the same device context")."""
+    cond = graph._conditional_owner()
+    if cond is None:
+        return
+    cd = node_device(cond)
+    if cd is not None and cd != device:
+        raise errors.InvalidValue("Graph.add_kernel", detail=f"a kernel on device {device} in the body of a "
+                                  f"conditional node of device {cd}: all kernels of a conditional node's bodies "
+                                  "run in one device's context")
+
+
+def check_one_device(graph: Any, what: str) -> None:
+    """Refuse to instantiate for device launch a graph whose nodes pygraphrt placed on several
+    devices (CUDA Programming Guide, device graph launch: a device graph's nodes all reside on
+    one device)."""
+    table = node_devices(graph)
+    devices = sorted({table[n._handle] for n in graph.nodes() if n._handle in table})
+    if len(devices) > 1:
+        raise errors.InvalidValue(what, detail=f"a graph instantiated for device launch has all its nodes on one "
+                                               f"device; this one has nodes on devices {devices}")
 
 
 def node_device(node: Any) -> int | None:

@@ -20,7 +20,7 @@ import pytest
 
 import pygraphrt as rt
 from pygraphrt import errors, sim
-from pygraphrt.enums import CaptureStatus, NodeType
+from pygraphrt.enums import CaptureStatus, NodeType, UpdateResult
 
 from .backends import simulator
 from .conftest import require_devices
@@ -354,6 +354,257 @@ def test_exec_update_cannot_move_a_kernel_node_to_another_device(sim2):
     g3 = rt.Graph()
     g3.add_kernel(k, 1, 16, (b, a, 16), device=1)
     exe.update(g3)  # the same device: the runtime's update
+
+
+# ============================================================================ the runtime's per-device rules (sim)
+@contextlib.contextmanager
+def no_peer_access(backend: Any) -> Iterator[None]:
+    """The simulated machine without peer access (PYGRAPHRT_SIM_PEER_ACCESS=0) for the block."""
+    rt_ = backend.runtime
+    saved = rt_.peer_capable
+    rt_.peer_capable = False
+    try:
+        yield
+    finally:
+        rt_.peer_capable = saved
+
+
+@contextlib.contextmanager
+def peer(device: int, other: int) -> Iterator[None]:
+    rt.Device(device).enable_peer_access(other)
+    try:
+        yield
+    finally:
+        rt.Device(device).disable_peer_access(other)
+
+
+def faults(backend: Any, call: Any) -> str:
+    """``call()`` must fail with the runtime's cudaErrorIllegalAddress and be recorded as undefined
+    behaviour (a GPU faults); returns the recorded reason."""
+    sim.undefined_calls(clear=True)
+    with pytest.raises(errors.GraphRTError) as e:
+        call()
+    assert e.value.name == "cudaErrorIllegalAddress", e.value
+    recorded = sim.undefined_calls(clear=True)
+    assert recorded, "the illegal access was not recorded as undefined behaviour"
+    return recorded[-1][1]
+
+
+def test_sim_event_record_on_another_devices_stream_is_the_runtimes_invalid_resource_handle(sim2):
+    ops = sim2.ops
+    s0 = rt.Stream()
+    with rt.Device(1):
+        e1, s1 = rt.Event(), rt.Stream()
+    with pytest.raises(errors.InvalidResourceHandle) as e:  # the raw call: the runtime's own refusal
+        ops.call("EventRecord", e1.handle, s0.handle)
+    assert "the event belongs to device 1 and the stream to device 0" in str(e.value)
+    ops.call("EventRecord", e1.handle, s1.handle)  # its own device's stream
+    ops.call("StreamWaitEvent", s0.handle, e1.handle, 0)  # a wait may use another device's event
+    s0.synchronize()
+
+
+def test_sim_kernel_touching_another_devices_memory_needs_peer_access(sim2):
+    k = kernels()["md_copy"]
+    s0, buf0 = rt.Stream(), rt.malloc(64)
+    with rt.Device(1):
+        buf1 = rt.malloc(64)
+    buf1.copy_from(bytes(range(64)))
+    # plain addresses: pygraphrt cannot tell their device, the runtime (here the simulator) faults
+    why = faults(sim2, lambda: s0.launch(k, 1, 16, buf0.ptr, buf1.ptr, 16))
+    assert "device 0 has no peer access" in why and "device 1" in why
+    with peer(0, 1):
+        s0.launch(k, 1, 16, buf0.ptr, buf1.ptr, 16)
+        s0.synchronize()
+    assert buf0.to_bytes() == bytes(range(64))
+    faults(sim2, lambda: s0.launch(k, 1, 16, buf0.ptr, buf1.ptr, 16))  # disabled again
+
+
+def test_sim_copies_between_devices_need_no_peer_access(sim2):
+    with no_peer_access(sim2):
+        assert rt.Device(0).can_access_peer(1) is False
+        with pytest.raises(errors.InvalidDevice) as e:
+            rt.Device(0).enable_peer_access(1)
+        assert "device 0 and peer device 1" in str(e.value)
+        assert rt.Device(0).p2p_attributes(1).access_supported is False
+        s0, a = rt.Stream(), rt.malloc(256)
+        with rt.Device(1):
+            b = rt.malloc(256)
+        a.copy_from(bytes(range(256)))
+        s0.memcpy(b, a, 256)
+        s0.synchronize()
+        assert b.to_bytes() == bytes(range(256))
+    assert rt.Device(0).can_access_peer(1) is True
+
+
+def test_sim_peer_access_setting_from_the_environment(monkeypatch):
+    from pygraphrt._vendors.sim._vendor import settings
+
+    monkeypatch.setenv("PYGRAPHRT_SIM_PEER_ACCESS", "0")
+    assert settings()["peer_access"] is False
+    monkeypatch.setenv("PYGRAPHRT_SIM_PEER_ACCESS", "yes")
+    with pytest.raises(errors.BackendError):
+        settings()
+    monkeypatch.delenv("PYGRAPHRT_SIM_PEER_ACCESS")
+    assert settings()["peer_access"] is True
+
+
+def test_sim_graph_memory_access_descriptors(sim2):
+    k = kernels()["md_copy"]
+    n = 64
+    out, s = rt.malloc(4 * n), rt.Stream()
+    for peers, ok in (([], False), ([0], True)):
+        g = rt.Graph()
+        alloc = g.add_mem_alloc(4 * n, device=1, peers=peers)
+        fill = g.add_memset(alloc.dptr, 7, 4 * n, dependencies=[alloc], device=1)
+        read = g.add_kernel(k, 1, n, (out, alloc.dptr, n), dependencies=[fill], device=0)
+        g.add_mem_free(alloc, dependencies=[read], device=1)
+        exe = g.instantiate()
+        if ok:
+            exe.launch(s)
+            s.synchronize()
+            assert out.to_bytes() == bytes([7]) * (4 * n)
+        else:
+            assert "accessDescs" in faults(sim2, lambda: exe.launch(s))
+        exe.close()
+        g.close()
+
+
+def test_sim_pool_memory_needs_the_pools_access(sim2):
+    k = kernels()["md_copy"]
+    s0, out = rt.Stream(), rt.malloc(64)
+    with rt.Device(1):
+        pool, s1 = rt.MemPool(), rt.Stream()
+    buf = s1.malloc_async(64, pool=pool)
+    s1.synchronize()
+    with peer(0, 1):  # peer access does not reach pool memory
+        assert "cudaMemPoolSetAccess" in faults(sim2, lambda: s0.launch(k, 1, 16, out.ptr, buf.ptr, 16))
+    pool.set_access(0)
+    s0.launch(k, 1, 16, out.ptr, buf.ptr, 16)
+    s0.synchronize()
+    pool.set_access(0, "none")
+    buf.free(s1)
+    s1.synchronize()
+
+
+def test_sim_captured_allocation_takes_the_pools_access_at_capture_time(sim2):
+    k = kernels()["md_copy"]
+    n = 16
+    out = rt.malloc(4 * n)
+    with rt.Device(1):
+        pool, s1 = rt.MemPool(), rt.Stream()
+    s0 = rt.Stream()
+    for granted in (True, False):
+        pool.set_access(0, "read_write" if granted else "none")
+        fork, join = rt.Event(), None
+        with s0.capture() as cap:
+            s0.record(fork)
+            s1.wait(fork)
+            with rt.Device(1):
+                buf = s1.malloc_async(4 * n, pool=pool)
+                s1.memset(buf, 3, 4 * n)
+                join = rt.Event()
+                s1.record(join)
+            s0.wait(join)
+            s0.launch(k, 1, n, out.ptr, buf.ptr, n)  # device 0 reads device 1's graph memory
+            s1.wait(rt_record(s0))
+            with rt.Device(1):
+                buf.free(s1)
+                back = rt.Event()
+                s1.record(back)
+            s0.wait(back)
+        alloc = next(x for x in cap.graph.nodes() if x.type is NodeType.MEM_ALLOC)
+        assert alloc.params["peers"] == ({0: "read_write"} if granted else {})
+        pool.set_access(0, "none" if granted else "read_write")  # changed after the capture: no effect
+        exe = cap.graph.instantiate()
+        if granted:
+            exe.launch(s0)
+            s0.synchronize()
+            assert out.to_bytes() == bytes([3]) * (4 * n)
+        else:
+            faults(sim2, lambda: exe.launch(s0))
+        exe.close()
+    pool.set_access(0, "none")
+
+
+def rt_record(stream: Any) -> Any:
+    """An event of ``stream``'s device recorded on it (made with that device current)."""
+    with rt.Device(stream.device):
+        e = rt.Event()
+    stream.record(e)
+    return e
+
+
+def test_conditional_body_kernels_on_one_device_and_no_event_nodes(sim2):
+    k = kernels()["md_copy"]
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    node = g.add_if(g.conditional_handle(1))
+    (body,) = node.bodies
+    with peer(1, 0):
+        with pytest.raises(errors.InvalidValue) as e:
+            body.add_kernel(k, 1, 16, (buf, buf, 16), device=1)  # pygraphrt refuses first
+        assert e.value.api == "Graph.add_kernel" and e.value.code is None
+        assert "conditional node of device 0" in str(e.value)
+        with rt.Device(1), pytest.raises(errors.InvalidValue) as e:  # without device=: the runtime refuses
+            body.add_kernel(k, 1, 16, (buf, buf, 16))
+        assert "all kernels of a conditional node's bodies" in str(e.value)
+    assert len(body) == 0
+    body.add_kernel(k, 1, 16, (buf, buf, 16), device=0)
+    with rt.Device(0):
+        ev = rt.Event()
+    with pytest.raises(errors.InvalidValue) as e:
+        body.add_event_record(ev)
+    assert e.value.code is None and "no event record or event wait nodes" in str(e.value)
+    p = sim2.ffi.new("cudaGraphNode_t *")
+    with pytest.raises(errors.InvalidValue):  # the raw call: the runtime's refusal
+        sim2.ops.call("GraphAddEventWaitNode", p, body.handle, sim2.ffi.NULL, 0, ev.handle)
+    assert len(body) == 1
+
+
+def test_device_launch_graph_has_its_nodes_on_one_device(sim2):
+    buf0 = rt.malloc(64)
+    with rt.Device(1):
+        buf1 = rt.malloc(64)
+    g = rt.Graph()
+    g.add_memset(buf0, 1, 64, device=0)
+    g.add_memset(buf1, 1, 64, device=1)
+    with pytest.raises(errors.InvalidValue) as e:
+        g.instantiate(device_launch=True)
+    assert e.value.code is None and "devices [0, 1]" in str(e.value)  # pygraphrt's, before the runtime
+    out = sim2.ffi.new("cudaGraphExec_t *")
+    with pytest.raises(errors.InvalidValue) as e:  # the raw call
+        sim2.ops.call("GraphInstantiateWithFlags", out, g.handle, 4)
+    assert "on one device" in str(e.value)
+    one = rt.Graph()
+    one.add_memset(buf1, 1, 64, device=1)
+    one.add_memset(buf1, 2, 32, device=1)
+    one.instantiate(device_launch=True).close()
+    g.instantiate().close()  # for host launch several devices are fine
+
+
+def test_sim_exec_update_keeps_kernel_contexts_and_memcpy_operand_devices(sim2):
+    k = kernels()["md_copy"]
+    a0, b0 = rt.malloc(64), rt.malloc(64)
+    with rt.Device(1):
+        a1 = rt.malloc(64)
+    with peer(1, 0):
+        g1, g2 = rt.Graph(), rt.Graph()
+        g1.add_kernel(k, 1, 16, (a0.ptr, b0.ptr, 16))  # without device=: current device 0
+        with rt.Device(1):
+            g2.add_kernel(k, 1, 16, (a0.ptr, b0.ptr, 16))  # device 1 current
+        exe = g1.instantiate()
+        with pytest.raises(errors.GraphExecUpdateError) as e:  # pygraphrt has no record: the runtime's
+            exe.update(g2)
+        assert e.value.result is UpdateResult.UNSUPPORTED_FUNCTION_CHANGE
+    c1, c2, c3 = rt.Graph(), rt.Graph(), rt.Graph()
+    c1.add_memcpy(a0, b0, 64)
+    c2.add_memcpy(a1, b0, 64)  # the destination moves to device 1
+    c3.add_memcpy(b0, a0, 64)  # device 0 still
+    exe = c1.instantiate()
+    with pytest.raises(errors.GraphExecUpdateError) as e:
+        exe.update(c2)
+    assert e.value.result is UpdateResult.PARAMETERS_CHANGED
+    exe.update(c3)
 
 
 # ============================================================================ two devices: real work

@@ -110,6 +110,9 @@ def add(graph: "Graph", kind: str, handle: Any, size: int, dependencies: Iterabl
     h = ops.add_node_generic(graph.handle, [d.handle for d in deps], edge_list, p)
     node = graph._wrap(h, ConditionalNode)
     assert isinstance(node, ConditionalNode)
+    from ..multidevice import record_conditional_device
+
+    record_conditional_device(graph, node)  # (its bodies' kernels run there: checked by add_kernel(device=))
     bodies = []
     for i in range(size):
         body = Graph._borrow(p.conditional.phGraph_out[i], owner=node)

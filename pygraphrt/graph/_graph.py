@@ -155,6 +155,17 @@ class Graph(Owned):
     def _borrow(cls, handle: Any, owner: Any) -> "Graph":
         return cls(_handle=handle, _owned=False, _owner=owner)
 
+    def _conditional_owner(self) -> Any:
+        """The conditional node this graph is a body of -- directly, or through child graphs and
+        nested bodies (the outermost one) -- else None."""
+        found = None
+        owner = self._owner
+        while owner is not None:
+            if getattr(owner, "_cond", None) is not None:
+                found = owner
+            owner = getattr(owner._graph, "_owner", None)
+        return found
+
     def close(self) -> None:
         """Destroy the graph now.  Executable graphs made from it stay usable."""
         super().close()
@@ -518,6 +529,11 @@ class Graph(Owned):
 
     def _check_event(self, event: Any) -> None:
         self._same_backend(event, "event node", Event)
+        if self._owner is not None and self._conditional_owner() is not None:
+            # cudaConditionalNodeParams (CUDA Runtime API): the node types a body may hold are
+            # kernel, empty, child graph, memset, memcpy and conditional nodes
+            raise errors.InvalidValue("event node", detail="a conditional node's body holds no event record or "
+                                                           "event wait nodes")
         self._keep.append(event)
 
     def add_mem_alloc(self, size: int, *, device: "Device | int | None" = None,
@@ -894,6 +910,10 @@ class Graph(Owned):
         for bit in InstantiateFlags:
             if bit and bit in f and bit is not InstantiateFlags.UPLOAD:
                 vendor_flags |= ops.value(ops.instantiate_flags, bit, f"{ops.prefix}GraphInstantiate")
+        if InstantiateFlags.DEVICE_LAUNCH in f and "_node_devices" in self.__dict__:
+            from ..multidevice import check_one_device
+
+            check_one_device(self, "Graph.instantiate")
         handle = ops.instantiate(self.handle, vendor_flags)
         exec_ = GraphExec(self, handle)
         if upload_stream is not None or InstantiateFlags.UPLOAD in f:
