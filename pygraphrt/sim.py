@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from ._vendors.sim._races import Race, RaceNode
 
 __all__ = ["register_kernel", "unregister_kernel", "registered_kernels", "KernelContext", "set_order",
-           "runtime", "is_active", "read", "write", "memory", "check_races", "set_race_check", "undefined_calls", "Race",
+           "runtime", "is_active", "read", "write", "memory", "check_races", "set_race_check", "set_peer_access", "undefined_calls", "Race",
            "RaceNode", "RaceDetected", "RaceWarning"]
 
 
@@ -207,6 +207,24 @@ def set_race_check(mode: str = "off") -> str:
     with rt.lock:
         previous, rt.race_check = rt.race_check, m
     return str(previous)
+
+
+def set_peer_access(enabled: bool) -> bool:
+    """Whether the simulated devices can reach each other's memory (``PYGRAPHRT_SIM_PEER_ACCESS``
+    when the backend started; default True, an NVLink machine); returns the previous setting.
+
+    With False the simulator is a machine without peer access: ``cudaDeviceCanAccessPeer``
+    answers 0, enabling peer access is ``cudaErrorInvalidDevice``, and no kernel reaches another
+    device's memory (whatever was enabled before); copies between devices still work.
+    """
+    if not isinstance(enabled, bool):
+        from .errors import InvalidValue
+
+        raise InvalidValue("pygraphrt.sim.set_peer_access", detail=f"enabled is a bool, not {enabled!r}")
+    rt = runtime()
+    with rt.lock:
+        previous, rt.peer_capable = rt.peer_capable, enabled
+    return bool(previous)
 
 
 def undefined_calls(clear: bool = False) -> list[tuple[str, str]]:

@@ -23,7 +23,8 @@ case *negative*.  ``t.check`` / ``t.raises`` verify intermediate steps of a case
 ``cudaGraphAddNode`` / ``hipGraphAddNode``).  ``requires`` lists what the case needs:
 capability names of :class:`pygraphrt.capabilities.Capabilities` (``"edge_data"``),
 a vendor (``"cuda"``, ``"hip"``), or a minimum runtime (``"cuda>=12.4"``, ``"hip>=7.1"``),
-or ``"kernels"`` (a kernel compiler for the backend).
+or ``"kernels"`` (a kernel compiler for the backend), or ``"devices>=2"`` (at least that many
+devices), or ``"sim"`` (only on the simulator: what no GPU machine can show safely or at all).
 
 **Two kinds of case.**  ``kind="runtime"`` (the default) claims what the *runtime*
 documents; ``kind="binding"`` claims what pygraphrt adds: its own refusals (raised
@@ -81,6 +82,8 @@ AREAS: dict[str, str] = {
     "kernels": "kernel nodes, kernel arguments, launch attributes",
     "control": "conditional nodes (IF / IF-ELSE / WHILE / SWITCH), their handles and bodies, "
                "external-semaphore nodes, device-launchable graphs",
+    "multidevice": "several devices: events and streams of different devices, peer access, pool "
+                   "access, copies between devices, the documented multi-device limits of graphs",
 }
 
 
@@ -93,7 +96,7 @@ class _Nothing:
 NOTHING: Any = _Nothing()
 
 _ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
-_REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+)$")
+_REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+|devices>=\d+)$")
 
 
 class CaseFailure(AssertionError):
@@ -173,7 +176,7 @@ def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any =
     for r in requires:
         if not _REQUIREMENT.match(r):
             raise ValueError(f"case {id}: requirement {r!r} is not a capability, vendor, "
-                             f"'kernels' or 'vendor>=major.minor'")
+                             f"'kernels', 'sim', 'devices>=N' or 'vendor>=major.minor'")
 
     def register(fn: Callable[[CaseContext], Any]) -> Case:
         doc = (fn.__doc__ or "").strip().splitlines()

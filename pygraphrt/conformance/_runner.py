@@ -171,6 +171,18 @@ class SetupError(Exception):
     """The suite cannot run here (no backend, no device, fake mode on the wrong backend)."""
 
 
+def _device_count(env: "Environment") -> int:
+    """The device count for ``devices>=N`` (0 where the runtime cannot tell: a fake runtime)."""
+    if env.fake:
+        return int(env.info.get("device_count", 0))
+    try:
+        from pygraphrt.multidevice import device_count
+
+        return device_count()
+    except Exception:  # noqa: BLE001 - no count is no devices for this requirement
+        return 0
+
+
 # ---------------------------------------------------------------------------- environment
 @dataclass
 class Environment:
@@ -499,6 +511,15 @@ class Runner:
                     return "skipped", f"needs {r} (the runtime is {env.vendor} {env.version_str})"
             elif r == "kernels":
                 later_kernels = True
+            elif r == "sim":
+                if env.vendor != "sim":
+                    return "skipped", (f"runs on the simulator only (this run is {env.vendor} {env.version_str}): "
+                                       "a GPU cannot show it safely or at all")
+            elif r.startswith("devices>="):
+                need, have = int(r[len("devices>="):]), _device_count(env)
+                if have < need:
+                    return "skipped", (f"needs {need} devices; this runtime reports {have}"
+                                       + (" (PYGRAPHRT_SIM_DEVICES)" if env.vendor == "sim" else ""))
             elif r in env.capabilities:
                 if not env.capabilities[r]:
                     return "skipped", (f"needs capability {r} (not on {env.vendor} {env.version_str}"
