@@ -336,17 +336,19 @@ class Environment:
 
 
 _VERSION_REQ = re.compile(r"^(cuda|hip)>=(\d+)\.(\d+)$")
+_DEVICES_REQ = re.compile(r"^devices>=(\d+)$")
 
 
 def known_requirement(requirement: str) -> bool:
-    """Whether the runner understands ``requirement`` (a capability, vendor, version or 'kernels')."""
+    """Whether the runner understands ``requirement`` (a capability, vendor, version, 'kernels',
+    'sim' or 'devices>=N')."""
     from dataclasses import fields
 
     from pygraphrt.capabilities import Capabilities
 
     caps = {f.name for f in fields(Capabilities) if f.type in (bool, "bool")}
-    return requirement in ("cuda", "hip", "kernels") or requirement in caps \
-        or _VERSION_REQ.match(requirement) is not None
+    return requirement in ("cuda", "hip", "kernels", "sim") or requirement in caps \
+        or _VERSION_REQ.match(requirement) is not None or _DEVICES_REQ.match(requirement) is not None
 
 
 # ---------------------------------------------------------------------------- results
@@ -515,10 +517,10 @@ class Runner:
                 if env.vendor != "sim":
                     return "skipped", (f"runs on the simulator only (this run is {env.vendor} {env.version_str}): "
                                        "a GPU cannot show it safely or at all")
-            elif r.startswith("devices>="):
-                need, have = int(r[len("devices>="):]), _device_count(env)
-                if have < need:
-                    return "skipped", (f"needs {need} devices; this runtime reports {have}"
+            elif _DEVICES_REQ.match(r) is not None:
+                devices, have = int(r[len("devices>="):]), _device_count(env)
+                if have < devices:
+                    return "skipped", (f"needs {devices} devices; this runtime reports {have}"
                                        + (" (PYGRAPHRT_SIM_DEVICES)" if env.vendor == "sim" else ""))
             elif r in env.capabilities:
                 if not env.capabilities[r]:
