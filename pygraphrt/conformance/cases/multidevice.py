@@ -152,7 +152,7 @@ def _(t: CaseContext) -> None:
 
 @case("multidevice.peer.can_access_out_of_range",
       cite=PEER + "cudaDeviceCanAccessPeer: returns cudaSuccess, cudaErrorInvalidDevice",
-      apis=("DeviceCanAccessPeer", "GetDeviceCount"), requires=TWO, raises=errors.InvalidDevice)
+      apis=("DeviceCanAccessPeer",), requires=TWO, raises=errors.InvalidDevice)
 def _(t: CaseContext) -> None:
     """cudaDeviceCanAccessPeer(0, device count)."""
     _can_access(t, 0, t.rt.device_count())
@@ -266,7 +266,7 @@ def _(t: CaseContext) -> tuple[str, str, str]:
 @case("multidevice.pool.captured_allocation_takes_access_at_capture",
       cite=PG_GRAPH_MEMORY + "an allocation node made by stream capture records the peer accessibility of "
       "the allocating pool at the time of capture; changing the pool's access afterwards does not change "
-      "the mappings the graph makes", apis=("MemPoolSetAccess", "MallocFromPoolAsync", "GraphMemAllocNodeGetParams"),
+      "the mappings the graph makes", apis=("MemPoolSetAccess", "MallocFromPoolAsync", "GraphNodeGetParams"),
       requires=TWO + ("graph_memory_nodes",), expect=({0: "read_write"}, {}))
 def _(t: CaseContext) -> tuple[dict[int, str], dict[int, str]]:
     """Allocation nodes captured with and without access granted to device 0."""
@@ -318,9 +318,9 @@ def _(t: CaseContext) -> bool:
 
 
 @case("multidevice.copy.graph_node_between_devices",
-      cite=f"{_RT}, Graph Management, cudaGraphAddMemcpyNode: a memcpy node copies between any two addresses "
+      cite=f"{_RT}, Graph Management, cudaGraphAddMemcpyNode1D: a memcpy node copies between any two addresses "
       "with cudaMemcpyDefault (unified addressing), also between devices",
-      apis=("GraphAddMemcpyNode", "GraphLaunch"), requires=TWO, expect=True)
+      apis=("GraphAddMemcpyNode1D", "GraphLaunch"), requires=TWO, expect=True)
 def _(t: CaseContext) -> bool:
     """A memcpy node from device 1's memory into device 0's."""
     size = 1024
@@ -414,7 +414,7 @@ def _body_kernel_on_device_1(t: CaseContext) -> None:
 @case("multidevice.limits.conditional_body_kernel_on_another_device",
       cite=COND + "All kernels, including kernels in nested conditionals or child graphs at any level, must "
       "belong to the same device context (refused when the kernel node is added or at instantiation)",
-      apis=("GraphAddNode", "GraphAddKernelNode", "GraphInstantiate"), requires=TWO_K + ("conditional_nodes",),
+      apis=("GraphAddNode", "GraphAddKernelNode"), requires=TWO_K + ("conditional_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> None:
     """A device-1 kernel in the body of a device-0 IF node."""
@@ -440,7 +440,7 @@ def _(t: CaseContext) -> tuple[bool, int]:
 @case("multidevice.limits.conditional_body_event_node",
       cite=COND + "Allowed node types are kernel nodes, empty nodes, child graphs, memsets, memcopies, and "
       "conditionals (no event record or wait nodes; refused when added or at instantiation)",
-      apis=("GraphAddEventRecordNode", "GraphInstantiate"), requires=("conditional_nodes",),
+      apis=("GraphAddEventRecordNode",), requires=("conditional_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> None:
     """An event record node added (raw) to an IF node's body."""
