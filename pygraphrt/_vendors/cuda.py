@@ -89,6 +89,7 @@ class CudaVendor(Vendor):
         "cudaErrorDeviceNotLicensed": "InvalidDevice",
         "cudaErrorMemoryAllocation": "OutOfMemory",
         "cudaErrorNotSupported": "NotSupported",
+        "cudaErrorPeerAccessUnsupported": "NotSupported",
         "cudaErrorNotPermitted": "NotPermitted",
         "cudaErrorIllegalState": "IllegalState",
         "cudaErrorInvalidResourceHandle": "InvalidResourceHandle",

@@ -128,6 +128,7 @@ def version_in(version: tuple[int, int], runtime: str) -> bool:
 _SEEN = "seen on an H100 with driver 580 (CUDA 13.0) under the 12.9, 13.0 and 13.5 runtimes"
 # The versions each entry was seen on (pygraphrt/conformance/results/*.json): nothing else.
 _RUNTIMES = "12.9|13.0|13.5"
+_SEEN_2GPU = "seen on two NVLink-connected H200s with driver 580 (CUDA 13.0) under the 13.0 runtime"
 _DRIVERS = "13.0"
 _UPDATE_FAILURE = "cudaErrorGraphExecUpdateFailure"
 
@@ -167,6 +168,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph whose node has another type with "
               "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN,
               driver=_DRIVERS),
+    Deviation("multidevice.peer.enable_self", "cuda", "13.0", "NotSupported", "cudaErrorPeerAccessUnsupported",
+              "cudaDeviceEnablePeerAccess of the current device itself returns cudaErrorPeerAccessUnsupported, "
+              "where the documentation says cudaErrorInvalidDevice when cudaDeviceCanAccessPeer() says the "
+              "device cannot access peerDevice (it answers 0 for itself); " + _SEEN_2GPU, driver=_DRIVERS),
+    Deviation("multidevice.pool.set_access_read_only", "cuda", "13.0", "NotSupported", "cudaErrorNotSupported",
+              "cudaMemPoolSetAccess refuses cudaMemAccessFlagsProtRead (read-only access to another device's "
+              "pool) with cudaErrorNotSupported; the documentation lists cudaSuccess and cudaErrorInvalidValue "
+              "only; " + _SEEN_2GPU, driver=_DRIVERS),
 )
 
 

@@ -41,12 +41,17 @@ class PeerSection(RuntimeBase):
     def _pair(self, d: int, peer: int, what: str) -> None:
         self._device(d)
         self._device(peer)
-        if d == peer:  # documented: a device is not its own peer
-            raise SimError("InvalidDevice", f"{what}: device {d} and its peer are the same device")
+        if d == peer:
+            # as CUDA 13.0 answered on a 2-GPU H200 machine (driver 580): a device enabling access
+            # to itself is cudaErrorPeerAccessUnsupported, where the documentation implies
+            # cudaErrorInvalidDevice (conformance deviation multidevice.peer.enable_self)
+            raise SimError("PeerAccessUnsupported", f"{what}: device {d} and its peer are the same device")
 
     def cudaDeviceCanAccessPeer(self, out: Any, d: int, peer: int) -> None:
-        self._pair(d, peer, "cudaDeviceCanAccessPeer")
-        out[0] = 1 if self.peer_capable else 0
+        self._device(d)
+        self._device(peer)
+        # a device is not its own peer: answered 0, not refused (as CUDA 13.0 does)
+        out[0] = 1 if self.peer_capable and d != peer else 0
 
     def cudaDeviceEnablePeerAccess(self, peer: int, flags: int) -> None:
         if flags != 0:
@@ -114,6 +119,10 @@ class PeerSection(RuntimeBase):
             flags = int(descs[i].flags)
             if flags not in ACCESS.values():
                 raise SimError("InvalidValue", f"cudaMemPoolSetAccess: {flags} is not a cudaMemAccessFlags")
+            if flags == ACCESS["cudaMemAccessFlagsProtRead"]:
+                # as CUDA 13.0 answered on a 2-GPU H200 machine: read-only pool access is
+                # cudaErrorNotSupported (conformance deviation multidevice.pool.set_access_read_only)
+                raise SimError("NotSupported", "cudaMemPoolSetAccess: read-only access to a pool")
             if d == p.device and flags != ACCESS["cudaMemAccessFlagsProtReadWrite"]:
                 raise SimError("InvalidDevice", f"cudaMemPoolSetAccess: the pool's own device {d} always "
                                                 "reads and writes its memory")
