@@ -698,6 +698,10 @@ def target_ratios(figs: dict[str, Figure]) -> list:
         if m == "api":
             R.append(ratio(figs, "api:Lc", "pygraphrt launch (empty) [api]",
                            c_ref(figs, "cudaGraphLaunch (empty)", t), "<= 2.0", limit=2.0))
+    from .multidevice import ratios as multidevice_ratios
+
+    for m in MODES:  # several GPUs (benchmarks/multidevice), where they were measured
+        R += multidevice_ratios(figs, f" [{m}]")
     # The best S any binding could reach on this machine: the driver's floor over cuda.bindings.
     R.append(ratio(figs, "S*", "driver floor: import + backend + first device call",
                    "cuda.bindings: import + backend + first device call", "report", limit=None))
@@ -752,6 +756,12 @@ def main(argv: list[str] | None = None) -> int:
             bench_kernel_launch(figs, a.quick)
         except Exception as exc:  # no NVRTC / no GPU (a stub runtime): the other figures stand
             print(f"kernel launch on a stream skipped: {type(exc).__name__}: {exc}")
+        try:  # several GPUs (benchmarks/multidevice): skips, saying why, with fewer than 2
+            from .multidevice import bench_multidevice
+
+            bench_multidevice(figs, a.quick)
+        except Exception as exc:
+            print(f"several-GPU group skipped: {type(exc).__name__}: {exc}")
         import pygraphrt as rt
 
         (a.outdir / f".figures-{a.child_mode}.json").write_text(json.dumps(

@@ -47,6 +47,11 @@ def _binding_of(vendor: str, version: int) -> str | None:
 class Backend:
     """A loaded runtime: its binding's ``ffi``/``lib`` and the vendor table."""
 
+    #: True once pygraphrt saw a device other than 0 in use with this backend (made current, or
+    #: holding an object made through it): the launch paths then check kernel arguments' devices
+    #: and graphs record the device of each node (pygraphrt.multidevice.now_several).
+    several = False
+
     def __init__(self, vendor: str, path: str, version: int,
                  driver_init: threading.Thread | None = None) -> None:
         binding = _binding_of(vendor, version)

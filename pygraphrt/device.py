@@ -119,7 +119,12 @@ class Device:
         return multidevice.p2p_attributes(self, other)
 
     def set_current(self) -> "Device":
-        self._backend.ops.call("SetDevice", self.ordinal)
+        b = self._backend
+        b.ops.call("SetDevice", self.ordinal)
+        if self.ordinal and not b.several:  # a second device in use (pygraphrt.multidevice)
+            from .multidevice import now_several
+
+            now_several(b)
         return self
 
     def synchronize(self) -> None:
@@ -178,7 +183,12 @@ def _current_ordinal(backend: Any) -> int | None:
     rc = fn(cur)
     if rc:
         raise backend.ops.error(rc, backend.ops.prefix + "GetDevice")
-    return int(cur[0])
+    d = int(cur[0])
+    if d and not backend.several:  # an object of a device other than 0: several in use
+        from .multidevice import now_several
+
+        now_several(backend)
+    return d
 
 
 def current_device() -> Device:

@@ -115,6 +115,8 @@ def enter(backend: Any, device: int) -> int | None:
     if previous == device:
         return None
     backend.ops.call("SetDevice", device)
+    if device and not backend.several:
+        now_several(backend)
     return previous
 
 
@@ -148,6 +150,8 @@ def scope_enter(device: "Device") -> None:
     previous = current(b)
     if previous != d:
         b.ops.call("SetDevice", d)
+        if d and not b.several:
+            now_several(b)
     _scopes.stack.append((b, previous))
 
 
@@ -287,7 +291,12 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
     d = checked_ordinal(b, device, f"Graph.{what}")
     if what == "add_kernel" and graph._owner is not None:
         check_body_device(graph, d)
-    node = on_device(b, d, add)
+    outer = getattr(_placing, "device", None)
+    _placing.device = d  # (record_node: the device is known, no need to ask the runtime)
+    try:
+        node = on_device(b, d, add)
+    finally:
+        _placing.device = outer
     node_devices(graph)[node._handle] = d  # type: ignore[attr-defined]
     return node
 
@@ -327,13 +336,18 @@ def check_one_device(graph: Any, what: str) -> None:
         raise errors.InvalidValue(what, detail=f"a graph instantiated for device launch has all its nodes on one "
                                                f"device; this one has nodes on devices {devices}")
 
+_placing = threading.local()  # .device: the device a placed add (placed) made current, or None
+
 
 def node_device(node: Any) -> int | None:
-    """Where a graph node runs: the device given with ``device=`` when it was made (pygraphrt's
-    record), else a graph allocation's device, else the device of the node's context where the
-    runtime reports it (CUDA >= 13.2: ``cudaGraphNodeGetParams``' ``ctx``); else None -- a node
-    made without ``device=`` runs on the device that was current then, which pygraphrt does not
-    record (that would cost every node of a one-device graph a runtime call)."""
+    """Where a graph node runs: the device given with ``device=`` when it was made, or the
+    device current when it was made while several devices were in use (pygraphrt's records);
+    else a graph allocation's device, else the device of the node's context where the runtime
+    reports it (CUDA >= 13.2: ``cudaGraphNodeGetParams``' ``ctx``); else device 0 while the
+    backend was only ever used with device 0 (see :func:`now_several`: nodes made before a
+    second device came into use are recorded as device 0's then).  None: a node pygraphrt did
+    not make (captured, or a borrowed graph's) after several devices came into use, on a
+    runtime that does not tell."""
     handle = node.handle  # raises once the node or its graph is gone
     table = node._graph.__dict__.get("_node_devices")
     if table and handle in table:
@@ -343,7 +357,11 @@ def node_device(node: Any) -> int | None:
     t = node.type
     if t is NodeType.MEM_ALLOC:
         return int(node.params["device"])
-    return node._graph._backend.ops.node_context_device(handle, t)
+    backend = node._graph._backend
+    d = backend.ops.node_context_device(handle, t)
+    if d is None and not backend.several:
+        return 0
+    return d  # type: ignore[no-any-return]
 
 
 def with_copy_devices(params: dict[str, Any], backend: Any) -> dict[str, Any]:
@@ -413,3 +431,105 @@ def access_of(backend: Any, p: Any) -> dict[int, str]:
              ops.const("MemAccessFlagsProtReadWrite"): "read_write"}
     descs = p.accessDescs
     return {int(descs[i].location.id): names.get(int(descs[i].flags), str(int(descs[i].flags))) for i in range(n)}
+
+
+# -------------------------------------------------------------------- several devices in use
+# A process that only ever uses device 0 pays nothing for the checks below: they run where a
+# backend's ``several`` flag is set, once a device other than 0 is made current through
+# pygraphrt (``Device.set_current``, ``with Device(n)``, ``device=``) or an object is made on
+# one (a stream, event or buffer made while another library had made it current).  Until
+# then every node, launch and buffer is device 0's as far as pygraphrt knows.  Blind spot: a
+# device made current behind pygraphrt's back (``torch.cuda.set_device(1)``) with nothing
+# made through pygraphrt on it yet.
+def now_several(backend: Any) -> None:
+    """Note that ``backend`` is used with more than one device (once): the graphs made so far
+    record their nodes as device 0's (all there was), and the hooks the upper layers
+    registered (:func:`when_several`) run -- they hand the compiled hot methods' calls to
+    their Python methods, which make the several-device checks."""
+    with _several_lock:
+        if backend.several:
+            return
+        backend.several = True
+        hooks = list(backend.__dict__.get("_several_hooks", ()))
+    from ._handles import Owned
+
+    for obj in list(backend.live):
+        if isinstance(obj, Owned) and type(obj).__name__ == "Graph" and obj._handle is not None:
+            _record_existing_nodes(obj)
+    for off, _on in hooks:
+        off()
+
+
+_several_lock = threading.Lock()
+
+
+def _record_existing_nodes(graph: Any) -> None:
+    """Every node ``graph`` holds now as made on device 0 (where no device is recorded)."""
+    table = node_devices(graph)
+    try:
+        handles = [n._handle for n in graph.nodes()]
+    except errors.GraphRTError:
+        return
+    for h in handles:
+        table.setdefault(h, 0)
+
+
+def when_several(backend: Any, off: Callable[[], None], on: Callable[[], None]) -> None:
+    """Run ``off()`` when ``backend`` becomes used with several devices (now, if it is);
+    ``on()`` undoes it (:func:`_reset_several`)."""
+    with _several_lock:
+        backend.__dict__.setdefault("_several_hooks", []).append((off, on))
+        if not backend.several:
+            return
+    off()
+
+
+def note_device(backend: Any, device: int | None) -> None:
+    """An object was made on ``device`` (or it was made current): several devices are in use
+    where it is not device 0."""
+    if device and not backend.several:
+        now_several(backend)
+
+
+def launch_device(backend: Any) -> int:
+    """The device a kernel node made now runs on: the current one (known without asking the
+    runtime inside :func:`placed`)."""
+    d = getattr(_placing, "device", None)
+    return current(backend) if d is None else int(d)
+
+
+def check_launch(backend: Any, kernel: Any, device: int, args: Any, what: str) -> Any:
+    """Before a kernel runs on ``device`` (several devices in use): refuse arguments of memory
+    ``device`` may not reach (:func:`check_kernel_buffers`) and code ``device`` cannot run;
+    return the kernel to launch there (the kernel itself, or its library loaded on ``device``
+    where the runtime loads code per device)."""
+    check_kernel_buffers(backend, device, args, what)
+    for_device = getattr(kernel, "for_device", None)
+    return kernel if for_device is None else for_device(device, what)
+
+
+def record_node(graph: Any, node: Any) -> None:
+    """Record the current device as ``node``'s (a node made without ``device=`` while several
+    devices are in use)."""
+    d = getattr(_placing, "device", None)
+    node_devices(graph).setdefault(node._handle, current(graph._backend) if d is None else d)
+
+
+def record_nodes(graph: Any, nodes: Any) -> None:
+    """:func:`record_node` for each of ``nodes`` (one ``Graph.add_nodes`` call's)."""
+    d = current(graph._backend)
+    table = node_devices(graph)
+    for node in nodes:
+        table.setdefault(node._handle, d)
+
+
+def _reset_several(backend: Any) -> None:
+    """Forget that ``backend`` was used with several devices (tests only: one test's second
+    device must not turn the next test's hot paths off); the hooks' ``on`` run."""
+    with _several_lock:
+        if not backend.several:
+            return
+        backend.__dict__.pop("several", None)
+        hooks = list(backend.__dict__.get("_several_hooks", ()))
+    for _off, on in hooks:
+        on()

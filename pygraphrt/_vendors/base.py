@@ -520,6 +520,14 @@ class Vendor:
     # CUfunction: driver API); HIP's module functions ("function", hipFunction_t).
     launch_attribute_ids: dict[str, str] = {}
     library_unload_api: str = ""
+    #: Whether a loaded library's kernels run only on the device it was loaded on (HIP's
+    #: modules), so that pygraphrt loads it once more per device it is launched on.
+    library_per_device: bool = False
+
+    def code_runs_on(self, code_arch: str, image_kind: str, device_arch: str) -> str | None:
+        """Why code compiled for ``code_arch`` (``image_kind``: cubin, ptx, code_object) cannot
+        run on a device of ``device_arch``; None where it can (or the rule is not known)."""
+        return None
 
     def load_library(self, image: Any, path: bytes | None) -> Any:
         """Load a code image (a cffi buffer) or a file into a library / module handle."""

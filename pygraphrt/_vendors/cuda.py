@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from .. import _fast, errors
@@ -387,6 +388,29 @@ class CudaVendor(Vendor):
 
     def _arch_of(self, prop: Any) -> str:
         return f"sm_{prop.major}{prop.minor}"
+
+    def code_runs_on(self, code_arch: str, image_kind: str, device_arch: str) -> str | None:
+        """CUDA's compatibility rules (CUDA C++ Programming Guide, "Binary Compatibility" and
+        "PTX Compatibility"): a cubin for ``sm_XY`` runs on devices of compute capability X.Z with
+        Z >= Y (the same major); an arch-specific one (``sm_90a``) only on X.Y itself; a
+        family-specific one (``sm_100f``) on X.Z, Z >= Y.  PTX for ``compute_XY`` is compiled by
+        the driver for any device of compute capability X.Y or newer."""
+        code = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", code_arch)
+        dev = re.fullmatch(r"sm_(\d+)(\d)[af]?", device_arch)
+        if code is None or dev is None:
+            return None
+        cmaj, cmin, dmaj, dmin = int(code[2]), int(code[3]), int(dev[1]), int(dev[2])
+        suffix = code[4]
+        if code[1] == "compute" or image_kind == "ptx":
+            ok = (dmaj, dmin) >= (cmaj, cmin) and not suffix
+            rule = "PTX is compiled by the driver only for the same or a newer compute capability"
+        elif suffix == "a":
+            ok = (dmaj, dmin) == (cmaj, cmin)
+            rule = "arch-specific code runs only on that very compute capability"
+        else:
+            ok = dmaj == cmaj and dmin >= cmin
+            rule = "a cubin runs only on devices of its major compute capability, same or newer minor"
+        return None if ok else f"{image_kind} compiled for {code_arch} cannot run on a {device_arch} device ({rule})"
 
     # The node-params members that carry the node's context (cudaGraphNodeParams, CUDA 13).
     _CONTEXT_MEMBERS = {NodeType.KERNEL: "kernel", NodeType.MEMSET: "memset", NodeType.MEMCPY: "memcpy",

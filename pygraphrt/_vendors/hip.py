@@ -175,6 +175,19 @@ class HipVendor(Vendor):
     def _arch_of(self, prop: Any) -> str:
         return str(self.ffi.string(prop.gcnArchName).decode(errors="replace"))
 
+    # A code object loads into the current device's context (hipModuleLoadData); its functions
+    # run there only, so a library launched on another device is loaded there too.
+    library_per_device = True
+
+    def code_runs_on(self, code_arch: str, image_kind: str, device_arch: str) -> str | None:
+        """An AMD code object runs only on its own processor (``gfx942``; the target features
+        after ``:``, such as ``xnack-``, are left to the loader)."""
+        code, dev = code_arch.split(":", 1)[0], device_arch.split(":", 1)[0]
+        if not code or not dev or code == dev:
+            return None
+        return f"a code object compiled for {code_arch} cannot run on a {device_arch} device (AMD code objects " \
+               "run only on the processor they were compiled for)"
+
     # -- kernels: code objects load as modules; kernels are hipFunction_t ---------------
     def load_library(self, image: Any, path: bytes | None) -> Any:
         out = self.ffi.new("hipModule_t *")

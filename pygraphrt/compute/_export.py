@@ -25,7 +25,8 @@ def to_dot(g: "ComputeGraph", *, variables: bool = True) -> str:
     lines = [f"digraph {_q(g.name)} {{", "  node [shape=box, style=rounded];"]
     for n in g.nodes():
         work = ", ".join(w.describe() for w in n.items) or "empty"
-        lines.append(f"  {_q('node:' + n.name)} [label={_q(n.name, work)}];")
+        where = () if n.device is None else (f"device {n.device}",)
+        lines.append(f"  {_q('node:' + n.name)} [label={_q(n.name, work, *where)}];")
     if variables:
         used: dict[Any, None] = {}
         for n in g.nodes():
@@ -55,7 +56,7 @@ def to_networkx(g: "ComputeGraph") -> Any:
     edges = g.edges()
     for n in g.nodes():
         d.add_node(n.name, index=n.index, reads=[v.name for v in n.reads],
-                   writes=[v.name for v in n.writes], work=n.work)
+                   writes=[v.name for v in n.writes], work=n.work, device=n.device)
     for a, b, hazards in edges:
         d.add_edge(a.name, b.name, hazards=[(h.variable, h.kind.value) for h in hazards])
     return d

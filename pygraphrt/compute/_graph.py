@@ -28,7 +28,7 @@ from ._vars import BufferVar, Var, VarManager, _Recorder, recording
 from ._work import CannotSet, NodeContext, Work
 
 if TYPE_CHECKING:
-    from ..device import Stream
+    from ..device import Device, Stream
     from ..graph import Graph, GraphExec, Node
 
 
@@ -61,18 +61,23 @@ class UpdateReport:
 class ComputeNode:
     """One node of a compute graph: a name, a closure, and what it did when last evaluated."""
 
-    def __init__(self, graph: "ComputeGraph", index: int, name: str, fn: Callable[[NodeContext], Any]) -> None:
+    def __init__(self, graph: "ComputeGraph", index: int, name: str, fn: Callable[[NodeContext], Any],
+                 device: int | None = None) -> None:
         self.graph = graph
         self.index = index
         self.name = name
         self.fn = fn
+        #: The device the node's work runs on (its closure runs with it current); None: the
+        #: device current when the graph is built or launched.
+        self.device = device
         self.reads: tuple[Var, ...] = ()
         self.writes: tuple[Var, ...] = ()
         self.items: list[Work] = []
         self._gnodes: list["Node"] = []
 
     def __repr__(self) -> str:
-        return f"<ComputeNode {self.name!r} #{self.index}>"
+        where = "" if self.device is None else f" on device {self.device}"
+        return f"<ComputeNode {self.name!r} #{self.index}{where}>"
 
     @property
     def work(self) -> list[str]:
@@ -137,6 +142,7 @@ class ComputeGraph:
         self._child_execs: dict[int, tuple[Any, Any]] = {}
         self._retired: list[tuple[Any, Any]] = []
         self.last_update: UpdateReport | None = None
+        self._device_streams: dict[int, tuple[Any, Any]] = {}  # single-stream launch: device -> (stream, event)
         manager._graphs.add(self)
 
     def __repr__(self) -> str:
@@ -147,14 +153,27 @@ class ComputeGraph:
         return len(self._nodes)
 
     # -- nodes --------------------------------------------------------------
-    def node(self, name: str, fn: Callable[[NodeContext], Any] | None = None) -> Any:
+    def node(self, name: str, fn: Callable[[NodeContext], Any] | None = None, *,
+             device: "Device | int | None" = None) -> Any:
         """Add a node after all existing ones (program order).
 
         ``g.node("name", fn)`` returns the :class:`ComputeNode`; ``@g.node("name")``
         decorates the closure (and binds the name to the ComputeNode).
+
+        ``device``: the device the node's work runs on.  Its closure runs with that device
+        current in every phase (so that what it looks up is the same each time), its graph
+        nodes are made there (``node.device``), and a single-stream launch issues its work on
+        a stream of that device, ordered with the launch's stream by events.  Edges are
+        inferred from the variables as for one device; an edge between nodes of two devices
+        is an ordinary dependency of the graph.
         """
         if not isinstance(name, str) or not name:
             raise errors.InvalidValue("ComputeGraph.node", detail=f"a node needs a non-empty name, got {name!r}")
+        ordinal: int | None = None
+        if device is not None:
+            from .. import _runtime, multidevice
+
+            ordinal = multidevice.checked_ordinal(_runtime.active(), device, "ComputeGraph.node")
         if name in self._by_name:
             raise errors.InvalidValue("ComputeGraph.node", detail=f"graph {self.name!r} already has a node {name!r}")
 
@@ -164,7 +183,7 @@ class ComputeGraph:
             if name in self._by_name:
                 raise errors.InvalidValue("ComputeGraph.node",
                                           detail=f"graph {self.name!r} already has a node {name!r}")
-            n = ComputeNode(self, len(self._nodes), name, f)
+            n = ComputeNode(self, len(self._nodes), name, f, ordinal)
             self._nodes.append(n)
             self._by_name[name] = n
             self._edges = None
@@ -199,8 +218,23 @@ class ComputeGraph:
         rec = _Recorder(self, n.name)
         ctx = NodeContext(n.name, phase)
         with recording(rec):
-            n.fn(ctx)
+            if n.device is None:
+                n.fn(ctx)
+            else:
+                from ..device import Device
+
+                with Device(n.device):
+                    n.fn(ctx)
         return tuple(rec.reads), tuple(rec.writes), ctx.items
+
+    @staticmethod
+    def _on_device(n: ComputeNode, call: Callable[[], Any]) -> Any:
+        """``call()`` with ``n``'s device current (as it is, for a node without one)."""
+        if n.device is None:
+            return call()
+        from .. import _runtime, multidevice
+
+        return multidevice.on_device(_runtime.active(), n.device, call)
 
     @staticmethod
     def _mismatch(n: ComputeNode, first: str, second: str, reads: Sequence[Var], writes: Sequence[Var],
@@ -284,7 +318,14 @@ class ComputeGraph:
                 if diff:
                     raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
                 n.items = items
-                n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                if n.device is None:
+                    n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                else:
+                    from ..multidevice import placed
+
+                    d = n.device
+                    n._gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
+                                 or [placed(g, d, "add_empty", g.add_empty)])
             froms: list[Node] = []
             tos: list[Node] = []
             for n in self._nodes:  # a node's own work runs in the order it was issued
@@ -363,7 +404,7 @@ class ComputeGraph:
         for n, items in fresh:
             for w, gnode in zip(items, n._gnodes):
                 try:
-                    calls += w.set(self, self._exec, gnode)
+                    calls += self._on_device(n, lambda: w.set(self, self._exec, gnode))  # noqa: B023
                 except CannotSet as e:
                     return self._rebuild(f"node {n.name!r}: {e}")
                 except errors.GraphRTError as e:
@@ -418,8 +459,31 @@ class ComputeGraph:
                 diff = self._mismatch(n, "topology", "direct", reads, writes, items)
                 if diff:
                     raise errors.PhaseMismatch("ComputeGraph.launch(single_stream=True)", detail=diff)
+            if n.device is None or n.device == s.device:
+                self._on_device(n, lambda: [w.run(self, s) for w in items])  # noqa: B023
+            else:
+                self._run_on_other_device(n, items, s)
+
+    def _run_on_other_device(self, n: ComputeNode, items: list[Work], s: "Stream") -> None:
+        """A single-stream launch's work of node ``n`` on a stream of its device, after what
+        ``s`` holds and before what follows on ``s`` (events of each stream's device)."""
+        from ..device import Device, Event, Stream
+
+        d = n.device
+        assert d is not None
+        own = self._device_streams.get(d)
+        with Device(d):
+            if own is None:
+                own = self._device_streams[d] = (Stream(), Event())
+            sd, joined = own
+            with Device(s.device):
+                forked = Event()
+            s.record(forked)
+            sd.wait(forked)
             for w in items:
-                w.run(self, s)
+                w.run(self, sd)
+            sd.record(joined)
+        s.wait(joined)
 
     def _add_to_capture(self, s: "Stream") -> None:
         from ..graph import Graph
@@ -520,7 +584,7 @@ class ComputeGraph:
         return to_dot(self, variables=variables)
 
     def to_networkx(self) -> Any:
-        """A ``networkx.DiGraph``: nodes by name (``reads``, ``writes``, ``work``, ``index``),
+        """A ``networkx.DiGraph``: nodes by name (``reads``, ``writes``, ``work``, ``index``, ``device``),
         edges with their ``hazards``."""
         from ._export import to_networkx
 

@@ -179,6 +179,10 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
             i = made._made_count()  # one entry per spec, in order: the failing spec is the next
         exc.add_note(f"(Graph.add_nodes: spec {i}; {i} node(s) added before it stay)")
         raise
+    if graph._backend.several:  # several devices in use: each node's device (multidevice.node_device)
+        from ..multidevice import record_nodes
+
+        record_nodes(graph, made)
     return made
 
 

@@ -73,6 +73,13 @@ def _calls(backend: Any) -> _Calls:
     return c
 
 
+def _record_node(graph: "Graph", node: Node) -> None:
+    """Record the current device as ``node``'s (several devices in use: pygraphrt.multidevice)."""
+    from ..multidevice import record_node
+
+    record_node(graph, node)
+
+
 def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
     """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported only by calls
     that name a device)."""
@@ -297,6 +304,8 @@ class Graph(Owned):
         if cls is ConditionalNode:
             node._cond = None  # type: ignore[attr-defined]
         self._nodes[node_handle] = node
+        if self._backend.several:  # several devices in use: where it runs (multidevice.node_device)
+            _record_node(self, node)
         return node
 
     def _add(self, api: str, dependencies: Iterable[Node] | None, edges: Sequence[EdgeData] | None,
@@ -385,6 +394,8 @@ class Graph(Owned):
                         node._graph = self
                         node._handle = nh = out[0]
                         self._nodes[nh] = node
+                        if self._backend.several:
+                            _record_node(self, node)
                         return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
@@ -625,7 +636,10 @@ class Graph(Owned):
         edges = _check_edges(deps, edges)
         p = _params.fill(self, node_type, params, self._sink, self._keep.append)
         h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
-        return self._wrap(h, NODE_CLASSES.get(node_type, OtherNode))
+        node = self._wrap(h, NODE_CLASSES.get(node_type, OtherNode))
+        if self._backend.several:
+            _record_node(self, node)
+        return node
 
     def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
                    shared_mem: int = 0, attributes: dict[str, Any] | None = None,
@@ -662,6 +676,10 @@ class Graph(Owned):
             return _placed(self, device, "add_kernel", lambda: self.add_kernel(
                 kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes,
                 dependencies=dependencies, edges=edges))
+        if self._backend.several:  # several devices in use: checked for the current device
+            from ..multidevice import check_launch, launch_device
+
+            kernel = check_launch(self._backend, kernel, launch_device(self._backend), args, "Graph.add_kernel")
         kernel_nodes = _kernel_nodes or _load_kernel_nodes()
         return kernel_nodes.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
 

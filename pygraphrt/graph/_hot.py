@@ -91,8 +91,9 @@ def install(backend: Any) -> None:
                 ctypes = tuple(ffi.typeof(t) for t in (f"{prefix}GraphExec_t", f"{prefix}Stream_t",
                                                        f"{prefix}Graph_t", f"{prefix}GraphNode_t", "void *"))
                 classes = _classes()
-                hot.bind(backend, backend.ops.error, api, ctypes,
-                         (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer))
+                bound = (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer)
+                hot.bind(backend, backend.ops.error, api, ctypes, bound)
+                _python_with_several_devices(backend, hot, api, ctypes, bound)
                 for (cls_name, method, _name), on in zip(HOT_METHODS[:_FIRST], api):
                     _fast.put_method(hot, classes[cls_name], method, method)
                     if on:
@@ -103,6 +104,18 @@ def install(backend: Any) -> None:
         except (TypeError, ValueError, RuntimeError) as exc:  # the classes changed under the C: stay Python
             why = f"{type(exc).__name__}: {exc}"
         backend.__dict__["_hot_methods"] = done if why is None else why
+
+
+def _python_with_several_devices(backend: Any, hot: Any, api: tuple[str | None, ...], ctypes: tuple[Any, ...],
+                                 classes: tuple[type, ...]) -> None:
+    """Once ``backend`` is used with several devices, its node adds take the Python methods
+    (the C hands them every call: their API names None), which record each node's device and
+    check kernel arguments' devices (pygraphrt.multidevice); a one-device program keeps the C."""
+    from ..multidevice import when_several
+
+    python_adds = (api[0],) + (None,) * (len(api) - 1)  # GraphExec.launch stays C
+    when_several(backend, lambda: hot.bind(backend, backend.ops.error, python_adds, ctypes, classes),
+                 lambda: hot.bind(backend, backend.ops.error, api, ctypes, classes))
 
 
 def install_kernel_nodes(backend: Any) -> bool:
@@ -155,7 +168,8 @@ def in_c(backend: Any) -> bool:
         return False
     install(backend)
     done = backend.__dict__["_hot_methods"]
-    return isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
+    return (isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
+            and not backend.several)  # (several devices: the Python adds record node devices)
 
 
 def status(backend: Any) -> str:

@@ -80,6 +80,14 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
         if made is not None:
             return made
     k = _kernel(graph, kernel, "Graph.add_kernel")
+    if k._node_layout is None and not graph._backend.several:
+        # A kernel's first node: can the current device run its code?  (With several devices in
+        # use Graph.add_kernel checks every node.)
+        from ..device import _current_ordinal
+
+        device = _current_ordinal(graph._backend)
+        if device is not None:
+            k.for_device(device, "Graph.add_kernel")
     g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(shared_mem)
     ops = graph._backend.ops
     foreign = k.form == "function" and graph._backend.vendor == "cuda"
@@ -95,6 +103,10 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
         checked = _check_edges(deps, edges)
         h = ops.add_kernel_node_unlinked(graph.handle, k.handle, k.form, g, b, smem, argv)
         node = graph._wrap(h, KernelNode)
+        if graph._backend.several:
+            from ..multidevice import record_node
+
+            record_node(graph, node)
         try:
             if deps:
                 graph.add_dependencies(deps, [node] * len(deps), checked)

@@ -57,6 +57,8 @@ KERNEL_MAX_PARAMS, KERNEL_MAX_BYTES = 64, 4096
 #: struct codes the C packs; a pointer is 'P' in the layout (its own checks), 'Q' in the signature.
 _C_CODES = frozenset("bBhHiIqQfd")
 _lock = threading.Lock()
+#: What the C launches are bound to while several devices are in use: no kernel's backend.
+_NO_BACKEND = object()
 
 
 def c_layout(kernel: "Kernel") -> tuple[Any, bytes] | bool:
@@ -96,8 +98,15 @@ def install_launch(backend: Any) -> bool:
             if state is None:
                 try:
                     ffi = backend.ffi
-                    hot.bind_launch(backend, (ffi.typeof(f"{backend.ops.prefix}Stream_t"), ffi.typeof("void *")),
-                                    (Stream, Kernel, Library, DeviceBuffer, AsyncBuffer))
+                    ctypes = (ffi.typeof(f"{backend.ops.prefix}Stream_t"), ffi.typeof("void *"))
+                    classes = (Stream, Kernel, Library, DeviceBuffer, AsyncBuffer)
+                    hot.bind_launch(backend, ctypes, classes)
+                    # Several devices in use: the C launches hand every call to the Python ones
+                    # (bound to no backend, they take none), which check the arguments' devices.
+                    from ..multidevice import when_several
+
+                    when_several(backend, lambda: hot.bind_launch(_NO_BACKEND, ctypes, classes),
+                                 lambda: hot.bind_launch(backend, ctypes, classes))
                     # (in place since the backend's first stream and kernel, which install them:
                     # a bound method taken before the first launch is the C one too)
                     done = [_fast.install_method(backend, cls, "launch", key)
@@ -191,7 +200,7 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     body = [
         "def hot(kernel, stream, grid, block, args, smem):",
         "    sh = stream._handle",
-        "    if (stream._backend is not backend or sh is None or kernel._func is None"
+        "    if (stream._backend is not backend or backend.several or sh is None or kernel._func is None"
         + (" or library._handle is None" if library is not None else "") + "):",
         f"        {slow}",
         "    if grid.__class__ is int and 0 < grid < 4294967296:",

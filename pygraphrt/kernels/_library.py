@@ -111,6 +111,51 @@ class Library(Owned):
         super().__init__(backend, handle, True, keep=(data,))
         self._kernels: dict[str, Kernel] = {}
         self.link_log = ""  # the linker's info log, for libraries made by pygraphrt.link
+        from ..device import _current_ordinal
+
+        # The device current at the load (HIP loads into its context; CUDA's libraries are
+        # context-independent); None where the runtime cannot tell.
+        self.device: int | None = _current_ordinal(backend)
+        # (architecture, image kind) where pygraphrt compiled the code (Program.load); None for
+        # an image given as it is, whose architecture is left to the runtime to check.
+        self._code: tuple[str, str] | None = None
+        self._image = (data, path if data is None else None)  # to load it on another device (HIP)
+        self._copies: dict[int, Library] = {}  # device -> this code loaded there (HIP)
+        self._runs_on: dict[int, str | None] = {}  # device -> why it cannot run there (None: it can)
+
+    # -- several devices ------------------------------------------------------------
+    def check_device(self, device: int, what: str) -> None:
+        """Refuse (NotSupported) to run this library's code on ``device`` where pygraphrt knows
+        the code's architecture (a :class:`Program`'s) and the device cannot run it; the runtime
+        checks any other image itself (``cudaErrorNoKernelImageForDevice`` at the launch)."""
+        if self._code is None:
+            return
+        why = self._runs_on.get(device, False)
+        if why is False:
+            backend = self._backend
+            arch = backend.ops.device_name_and_arch(device)[1]
+            why = self._runs_on[device] = backend.ops.code_runs_on(self._code[0], self._code[1], arch)
+        if why:
+            raise errors.NotSupported(what, vendor=self._backend.ops.name,
+                                      detail=f"device {device}: {why} (compile it for that device: "
+                                             f"Program(..., device={device}))")
+
+    def on_device(self, device: int) -> "Library":
+        """This code as the runtime runs it on ``device``: the library itself where its kernels
+        run on every device (CUDA's context-independent libraries) or it was loaded there; else
+        (HIP) a copy loaded with ``device`` current, once, kept while this library is open."""
+        if not self._backend.ops.library_per_device or device == self.device or self.device is None:
+            return self
+        copy = self._copies.get(device)
+        if copy is None or not copy.is_valid:
+            from .. import multidevice
+
+            data, path = self._image
+            copy = multidevice.on_device(self._backend, device,
+                                         lambda: Library(path if data is None else bytes(self._backend.ffi.buffer(data))))
+            copy._code = self._code
+            self._copies[device] = copy
+        return copy
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> "Library":
@@ -159,6 +204,9 @@ class Library(Owned):
         for k in self._kernels.values():
             k._func = None
         self._kernels.clear()
+        for copy in self._copies.values():
+            copy.close()
+        self._copies.clear()
         if not self._in_use():
             super().close()
             return
@@ -186,7 +234,7 @@ class Kernel(Launchable):
 
     __slots__ = ("_backend", "_func", "form", "name", "_signature", "_owner", "_checked",
                  "_param_info", "_launcher", "_scratch", "_scratch_keep", "_hot", "_launch_layout",
-                 "_node_layout", "_node_hot", "_node_scratch", "__weakref__")
+                 "_node_layout", "_node_hot", "_node_scratch", "_on_devices", "__weakref__")
 
     def __init__(self, backend: Any, func: Any, form: str, name: str, signature: Signature | None,
                  owner: Any) -> None:
@@ -216,6 +264,8 @@ class Kernel(Launchable):
         self._node_hot: Any = None
         # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
         self._node_scratch: list[list[Any]] = []
+        # device -> the kernel that runs there (for_device: itself, or its library's copy's on HIP)
+        self._on_devices: dict[int, Kernel] = {}
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
@@ -280,6 +330,23 @@ class Kernel(Launchable):
     def __repr__(self) -> str:
         sig = f"({self.signature})" if self.signature is not None else "(untyped)"
         return f"<Kernel {self.name}{sig} {self.form}>"
+
+    def for_device(self, device: int, what: str = "Kernel.launch") -> "Kernel":
+        """This kernel as it runs on ``device``: itself where its code runs on every device
+        (CUDA), else the same kernel of its library loaded on ``device`` (HIP; loaded once).
+        NotSupported where pygraphrt compiled the code for an architecture ``device`` cannot
+        run (see :meth:`Library.check_device`)."""
+        k = self._on_devices.get(device)
+        if k is not None and k.is_valid:
+            return k
+        lib = self._owner if isinstance(self._owner, Library) else None
+        if lib is None:  # a foreign kernel: the runtime says whether it runs there
+            return self
+        lib.check_device(device, what)
+        copy = lib.on_device(device)
+        k = self if copy is lib else copy.kernel(self.name, self._signature)
+        self._on_devices[device] = k
+        return k
 
     # -- what the runtime says ------------------------------------------------------
     def attributes(self) -> KernelAttributes:
@@ -395,6 +462,18 @@ class Kernel(Launchable):
         backend = self._backend
         if stream._backend is not backend:
             raise errors.InvalidValue("Kernel.launch", detail="the stream belongs to another backend")
+        if backend.several or self._hot is None:
+            # The stream's device may not reach an argument's memory or run the code (checked at
+            # a kernel's first launches, and at every launch once several devices are in use).
+            if backend.several:
+                from .. import multidevice
+
+                runs = multidevice.check_launch(backend, self, stream.device, args, "Kernel.launch")
+                if runs is not self:
+                    return runs._launch(stream, grid, block, args, shared_mem, attributes)
+            else:  # one device in use: device 0 (a borrowed stream's is not asked for)
+                d = stream._device
+                self.for_device(0 if d is None else d)
         g = (grid, 1, 1) if type(grid) is int and 0 < grid < 1 << 32 else as_dims(grid, "grid")
         b = (block, 1, 1) if type(block) is int and 0 < block < 1 << 32 else as_dims(block, "block")
         smem = as_shared_mem(shared_mem)

@@ -21,6 +21,7 @@ from .. import _runtime, errors
 from .._operands import listed
 
 if TYPE_CHECKING:
+    from ..device import Device
     from ._library import Kernel, Library
 
 
@@ -165,10 +166,15 @@ class Program:
     name : str
         The program's file name, used in compiler messages.
     options : sequence of str
-        Compiler options.  Without an architecture option the current device's
+        Compiler options.  Without an architecture option the device's
         is used (``--gpu-architecture=sm_XY`` on CUDA, giving CUBIN; PTX for the
         newest architecture the compiler knows if it predates the device;
         ``--offload-arch=gfx...`` on HIP).
+    device : Device or int, optional
+        The device whose architecture the code is compiled for (default: the
+        current device).  Its kernels launch on any device that can run that
+        code (on HIP the library is loaded once more on each other device it is
+        launched on); one that cannot is refused before the launch.
     headers : mapping of str to str
         Extra headers by include name.
     name_expressions : sequence of str
@@ -196,11 +202,14 @@ class Program:
         Name expression -> lowered kernel name.
     compiler : str
         Which compiler library compiled it, with its version.
+    device : int or None
+        The device it was compiled for (the current one when ``device`` was not given; None
+        where the runtime cannot tell which is current).
     """
 
     def __init__(self, source: str | bytes, name: str = "program.cu", *,
                  options: Sequence[str] = (), headers: Mapping[str, str] | None = None,
-                 name_expressions: Sequence[str] = ()) -> None:
+                 name_expressions: Sequence[str] = (), device: "Device | int | None" = None) -> None:
         if isinstance(source, str):
             source = source.encode()
         if not isinstance(source, (bytes, bytearray)):
@@ -221,6 +230,15 @@ class Program:
             raise errors.InvalidValue("Program", detail="name_expressions must be a sequence of str")
         backend = _runtime.active()
         self._backend = backend
+        from .. import multidevice
+
+        if device is None:
+            from ..device import _current_ordinal
+
+            self.device: int | None = _current_ordinal(backend)
+        else:
+            self.device = multidevice.checked_ordinal(backend, device, "Program")
+            multidevice.note_device(backend, self.device)  # (code for another device: several in use)
         c = compiler(backend)
         self.compiler = repr(c)
         self.name = name
@@ -234,9 +252,9 @@ class Program:
     def _arch_options(self, c: _Compiler, options: Sequence[str]) -> tuple[str, ...]:
         if any(_ARCH_OPTION.match(o) for o in options):
             return ()
-        from ..device import current_device
+        from ..device import Device
 
-        arch = current_device().info().arch
+        arch = Device(self.device or 0).info().arch
         if c.kind == "hiprtc":
             return (f"--offload-arch={arch}",)
         wanted = int(arch.removeprefix("sm_"))
@@ -295,6 +313,7 @@ class Program:
             from ._library import Library
 
             self._library = Library(self.image)
+            self._library._code = (self.arch, self.image_kind)
         return self._library
 
     def kernel(self, name: str, signature: Any = None) -> "Kernel":
@@ -304,4 +323,4 @@ class Program:
         return self.load().kernel(self.lowered_names.get(name, name), signature=signature)
 
     def __repr__(self) -> str:
-        return f"<Program {self.name} {self.image_kind} {self.arch} by {self.compiler}>"
+        return f"<Program {self.name} {self.image_kind} {self.arch} (device {self.device}) by {self.compiler}>"
