@@ -219,3 +219,26 @@ def test_cold_start_is_set_against_the_driver_floor():
     imp, first = run.IMPORT_PROG["driver floor"]
     assert imp == "import _cffi_backend" and "cuInit" in first and "cuStreamCreate" in first
     compile(f"{imp}; {first}", "driver-floor", "exec")  # the program bench_import runs
+
+
+def test_multidevice_group_runs_on_a_two_device_simulator():
+    """The several-GPU group (benchmarks/multidevice) end to end on the simulator with 2 devices
+    (its figures mean nothing there: the harness is what is checked), and its skip with one."""
+    from benchmarks.multidevice import bench_multidevice, ratios
+    from tests.backends import simulator
+
+    with simulator(2):
+        figs: dict = {}
+        assert bench_multidevice(figs, quick=True) is None
+    names = set(figs)
+    assert {"2-GPU step, graph replay", "2-GPU step, streams", "launch, 8 nodes on 1 device",
+            "launch, 8 nodes over 2 devices", "add_memset", "add_memset device=<current>",
+            "captured 1 MiB copy device 1 -> 0, peer access off",
+            "captured 1 MiB copy device 1 -> 0, peer access on"} <= names, names
+    assert all(f.group == "several GPUs" and f.trials_us for f in figs.values())
+    assert figs["captured 1 MiB copy device 1 -> 0, peer access on"].unit == "GB/s"
+    assert {r.name for r in ratios(figs)} == {"md:step", "md:launch", "md:device=", "md:peer"}
+    with simulator(1):
+        figs = {}
+        why = bench_multidevice(figs, quick=True)
+    assert figs == {} and "needs 2 devices" in why and "reports 1" in why
