@@ -18,6 +18,15 @@ Peer access: the runtime has no query of whether peer access is enabled, so
 to peer access enabled by other libraries in the process (PyTorch, CuPy call
 ``cudaDeviceEnablePeerAccess`` themselves).  Copies between devices need no peer access
 (the runtime stages them); kernels touching another device's memory do.
+
+One device costs nothing: until a device other than 0 is used through pygraphrt (made current,
+or an object made on it -- :func:`now_several`), every launch and node is device 0's and the
+compiled hot methods run untouched.  From then on the backend's ``several`` flag is set: kernel
+launches and kernel nodes check their arguments' devices and the code's architecture against
+the device they run on (the compiled methods hand those calls to the Python ones), and each node
+made without ``device=`` records the device current then (``Node.device``).  Blind spot: a device
+made current behind pygraphrt's back (``torch.cuda.set_device(1)``, ``cudaSetDevice`` from
+another library) while nothing has been made on it through pygraphrt yet is taken for device 0.
 """
 
 from __future__ import annotations
@@ -453,8 +462,9 @@ def now_several(backend: Any) -> None:
         hooks = list(backend.__dict__.get("_several_hooks", ()))
     from ._handles import Owned
 
-    for obj in list(backend.live):
-        if isinstance(obj, Owned) and type(obj).__name__ == "Graph" and obj._handle is not None:
+    for obj in list(backend.live):  # (graphs by name: the graph layer sits above this one)
+        if isinstance(obj, Owned) and obj._handle is not None and any(
+                c.__name__ == "Graph" and c.__module__ == "pygraphrt.graph._graph" for c in type(obj).__mro__):
             _record_existing_nodes(obj)
     for off, _on in hooks:
         off()
