@@ -393,6 +393,7 @@ def test_compute_graph_nodes_on_devices(sim2):
     g.launch(s, single_stream=True)  # fill_b's work on a stream of device 1, ordered by events
     s.synchronize()
     assert out.to_bytes() == bytes([3]) * (4 * n)
+    assert list(g._device_streams) == [1] and g._device_streams[1][0].device == 1
     assert "device 1" in g.to_dot() and repr(g["fill_b"]).endswith("on device 1>")
     with pytest.raises(errors.InvalidDevice):
         g.node("nowhere", lambda ctx: None, device=2)
