@@ -408,9 +408,8 @@ class TestTwoDevices:
     def test_program_for_each_device(self, two_devices):
         for d in (0, 1):
             p = rt.Program(SOURCE, name=f"dev{d}.cu", device=d)
-            assert p.device == d and p.arch  # its architecture, from that device's properties
-            assert p.arch.endswith(rt.Device(d).properties().arch.removeprefix("sm_")) or p.image_kind == "ptx" \
-                or two_devices.vendor == "hip"
+            # that device's architecture (PTX for an older one where NVRTC predates the device)
+            assert p.device == d and (p.arch == rt.Device(d).properties().arch or p.image_kind == "ptx"), p
             k = p.kernel("mdk_fill", signature=FILL)
             with rt.Device(d):
                 s, buf = rt.Stream(), rt.malloc(64)

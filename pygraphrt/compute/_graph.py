@@ -460,9 +460,13 @@ class ComputeGraph:
                 if diff:
                     raise errors.PhaseMismatch("ComputeGraph.launch(single_stream=True)", detail=diff)
             if n.device is None or n.device == s.device:
-                self._on_device(n, lambda: [w.run(self, s) for w in items])  # noqa: B023
+                self._on_device(n, lambda: self._run_items(items, s))  # noqa: B023
             else:
                 self._run_on_other_device(n, items, s)
+
+    def _run_items(self, items: list[Work], s: "Stream") -> None:
+        for w in items:
+            w.run(self, s)
 
     def _run_on_other_device(self, n: ComputeNode, items: list[Work], s: "Stream") -> None:
         """A single-stream launch's work of node ``n`` on a stream of its device, after what
