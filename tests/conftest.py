@@ -53,6 +53,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     pytest.skip(f"no GPU: {reason}")
 
 
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A test that used a second GPU leaves the next test a one-device backend again: the record
+    of several devices in use turns the compiled hot paths' C off (pygraphrt.multidevice), which
+    the tests of those paths expect on.  (The simulators are the tests' own business.)"""
+    from pygraphrt import _runtime
+
+    b = _runtime._state.active
+    if b is not None and getattr(b, "several", False) and b.vendor != "sim":
+        from pygraphrt import multidevice
+
+        multidevice._reset_several(b)
+
+
 def require_devices(n: int, backend: object = None) -> None:
     """Skip, saying why, unless the active backend (or ``backend``) has at least ``n`` devices.
 
