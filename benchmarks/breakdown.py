@@ -6,7 +6,8 @@
 
 For each call path (``abi``: cffi ABI mode through libffi, ``PYGRAPHRT_FAST=0``; ``api``:
 the compiled fast path, ``PYGRAPHRT_FAST=1``) a fresh interpreter times, per call:
-exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset, graph.add_kernel,
+exec.launch, stream.is_capturing, graph.add_empty (chain and fan-out), graph.add_memset (also with
+``device=`` naming the current device), graph.add_kernel,
 graph.add_nodes (bulk, per node), each next to the raw ``lib.<symbol>`` call of the same
 mode with prepared arguments, and stream.launch of a tiny typed kernel next to the driver's
 ``cuLaunchKernel`` with prepared arguments (through libffi in ABI mode, through the compiled
@@ -149,13 +150,17 @@ def child(quick: bool, profile: bool) -> dict:
                         if shape == "chain":
                             deps[0] = out[0]
                 per.append((time.perf_counter_ns() - t0) / 1e3 / nodes)
-            elif which in ("py", "py-nogc"):
+            elif which in ("py", "py-nogc", "py-device"):
                 prev = root
                 paused = which == "py-nogc" and gc.isenabled()
                 if paused:  # the same loop without the cyclic collector's share
                     gc.disable()
                 t0 = time.perf_counter_ns()
-                if kind == "empty":
+                if which == "py-device":  # device= naming the current device (no switch)
+                    add = gg.add_memset
+                    for _ in range(nodes):
+                        prev = add(dst, 0, 256, dependencies=[root if shape == "fanout" else prev], device=0)
+                elif kind == "empty":
                     add = gg.add_empty
                     for _ in range(nodes):
                         prev = add(dependencies=[root if shape == "fanout" else prev])
@@ -188,6 +193,8 @@ def child(quick: bool, profile: bool) -> dict:
             res[op] = {"raw": timed_build(shape, "raw", kind), "py": timed_build(shape, "py", kind)}
             if shape == "chain":  # every node the layer keeps is an object the collector tracks
                 res[f"{op}, collector paused"] = {"raw": res[op]["raw"], "py": timed_build(shape, "py-nogc", kind)}
+            if kind == "memset" and shape == "chain":  # what device= costs a one-device build
+                res[f"{op}, device=<current>"] = {"raw": res[op]["raw"], "py": timed_build(shape, "py-device", kind)}
             bulk = timed_build(shape, "bulk", kind)
             if bulk == bulk:  # not NaN
                 res[f"graph.add_nodes [{kind}] ({shape})"] = {"raw": res[op]["raw"], "py": bulk}

@@ -21,6 +21,10 @@ cudaError_t cudaRuntimeGetVersion(int *v) { if (!v) return cudaErrorInvalidValue
 cudaError_t cudaDriverGetVersion(int *v) { if (!v) return cudaErrorInvalidValue; *v = CUDART_VERSION; return cudaSuccess; }
 cudaError_t cudaGetDeviceCount(int *n) { if (!n) return cudaErrorInvalidValue; *n = 1; return cudaSuccess; }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+/* one device, current from the start (device= on the graph adds asks which is current) */
+static int stub_device;
+cudaError_t cudaGetDevice(int *d) { if (!d) return cudaErrorInvalidValue; *d = stub_device; return cudaSuccess; }
+cudaError_t cudaSetDevice(int d) { if (d != 0) return cudaErrorInvalidDevice; stub_device = d; return cudaSuccess; }
 const char *cudaGetErrorName(cudaError_t e) { return e ? "cudaErrorUnknown" : "cudaSuccess"; }
 const char *cudaGetErrorString(cudaError_t e) { return e ? "stub error" : "no error"; }
 
