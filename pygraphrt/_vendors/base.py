@@ -573,6 +573,11 @@ class Vendor:
                                                        f"{address + count - base - size} bytes past the end of "
                                                        f"its {size}-byte device allocation at {base:#x}")
 
+    #: While true, kernel launches go through the runtime's own launch function, never a
+    #: shorter way to the driver (:meth:`launch_entry` gives None, :meth:`kernel_launcher` the
+    #: runtime's call): the conformance suite's call recorder sets it, so that it sees them.
+    runtime_launches: bool = False
+
     def kernel_launcher(self, func: Any, form: str) -> Callable[..., None]:
         """``launch(grid, block, smem, stream, argv)`` of one kernel without attributes:
         the hot path of :meth:`Kernel.launch`."""

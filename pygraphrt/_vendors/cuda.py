@@ -631,6 +631,8 @@ class CudaVendor(Vendor):
         the runtime's ``cudaLaunchKernel``, which makes the device's primary context
         current (:meth:`kernel_launcher`).
         """
+        if self.runtime_launches:
+            return None  # (recording: Kernel.launch takes kernel_launcher, the runtime's call)
         c_launch = self._driver_fn("cuLaunchKernel", _LAUNCH_CDECL)
         retry = self._driver_enum("CUresult", "CUDA_ERROR_INVALID_CONTEXT") if form == "kernel" else None
         return LaunchEntry(c_launch, int(self.ffi.cast("uintptr_t", c_launch)), func,
@@ -638,7 +640,14 @@ class CudaVendor(Vendor):
 
     def kernel_launcher(self, func: Any, form: str) -> Any:
         """The plain launch of one kernel (no attributes): :meth:`launch_entry`'s
-        ``cuLaunchKernel``, falling back to the runtime where the driver finds no context."""
+        ``cuLaunchKernel``, falling back to the runtime where the driver finds no context
+        (the runtime's ``cudaLaunchKernel`` alone while :attr:`runtime_launches` is set)."""
+        if self.runtime_launches:
+            def through_runtime(grid: tuple[int, int, int], block: tuple[int, int, int], smem: int,
+                                stream: Any, argv: Any) -> None:
+                self.launch_kernel(func, form, grid, block, smem, stream, argv, {})
+
+            return through_runtime
         entry = self.launch_entry(func, form)
         c_launch, null, retry = entry.call, self.ffi.NULL, entry.retry
 

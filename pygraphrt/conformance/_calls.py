@@ -12,8 +12,10 @@ function.  Every route pygraphrt takes to the library goes through that proxy:
 * the graph module's per-backend function table (``graph._graph._Calls``), emptied at install;
 * function references cached on objects (``GraphExec._launch_fn``, ``Stream._is_capturing_fn``)
   -- for objects made after the install, i.e. everything a case makes;
-* ABI mode's calls straight to the CUDA driver (``Vendor.direct_fn``): turned off while
-  recording, so that those calls go through the runtime's function and are seen.
+* ABI mode's calls straight to the CUDA driver (``Vendor.direct_fn``) and kernel launches
+  through the driver's ``cuLaunchKernel`` (``Vendor.runtime_launches``): turned off while
+  recording, so that those calls go through the runtime's function and are seen (the suite's
+  standard kernels, made once per process, have their cached launch paths reset).
 
 **Not** seen: the compiled fast path (``PYGRAPHRT_FAST=1`` with the extension built: its C
 calls the library directly, past any Python proxy).  :meth:`CallRecorder.install` refuses
@@ -154,6 +156,7 @@ class CallRecorder:
         b.lib = proxy
         ops.lib = proxy
         ops._direct_fns = _NoDirect()
+        ops.runtime_launches = True  # kernel launches through the runtime's function, not the driver's
         self._reset_caches()
         return self
 
@@ -164,6 +167,7 @@ class CallRecorder:
         b.lib = self._inner
         ops.lib = self._inner
         ops._direct_fns = self._saved.get("direct", {})
+        ops.runtime_launches = False
         self._inner = None
         self._reset_caches()
 
@@ -175,6 +179,14 @@ class CallRecorder:
         if calls is not None:
             for k in [k for k in calls.__dict__ if k != "_ops"]:
                 del calls.__dict__[k]
+        # the suite's standard kernels outlive a case: their cached launch paths (the driver's
+        # launch on CUDA) are made again, through the runtime's launch while recording
+        from ._case import _compiled
+
+        for kernels in _compiled.values():
+            for k in kernels.values():
+                k._launcher = None
+                k._hot = None
 
     def _unknown_code(self) -> int:
         try:
