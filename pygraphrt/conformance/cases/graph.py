@@ -90,11 +90,82 @@ def runtime_types(t: CaseContext, g: Any) -> list[NodeType]:
     return sorted(out, key=lambda x: getattr(x, "value", str(x)))
 
 
-def shape(g: Any) -> tuple[list[str], list[tuple[str, str]]]:
-    """Node types and edges (as pairs of node types), sorted: a graph's shape up to node identity."""
-    types = sorted(n.type.value for n in g.nodes())
-    edges = sorted((a.type.value, b.type.value) for a, b, _ in g.edges())
+def shape(t: CaseContext, g: Any) -> tuple[list[str], list[tuple[str, str]]]:
+    """Node types and edges (as pairs of node types), sorted: a graph's shape up to node identity.
+    The types are the runtime's (``GraphNodeGetType``), not pygraphrt's class constants."""
+    def name(n: Any) -> str:
+        ty = t.runtime_type(n)
+        return str(getattr(ty, "value", ty))
+
+    types = sorted(name(n) for n in g.nodes())
+    edges = sorted((name(a), name(b)) for a, b, _ in g.edges())
     return types, edges
+
+
+SENTINEL = 0x5EED  # a count no case's graph has: an out-parameter the runtime did not write keeps it
+
+
+def raw_count(t: CaseContext, api: str, graph_handle: Any) -> int:
+    """The count ``api`` (GraphGetNodes / GraphGetRootNodes / GraphGetEdges) reports when asked
+    with NULL arrays, read straight from the runtime.  The out-parameter starts at
+    :data:`SENTINEL`, so a call that wrote nothing does not pass for a count of 0."""
+    ffi, ops = t.ffi, t.backend.ops
+    n = ffi.new("size_t *", SENTINEL)
+    if api == "GraphGetEdges":
+        sym = ops.edge_forms.get("get_edges")
+        if sym:  # the edge-data form (the only one in CUDA 13): NULL edge data asks the count
+            rc = getattr(ops.lib, sym)(graph_handle, t.NULL, t.NULL, t.NULL, n)
+            if rc:
+                raise ops.error(rc, sym)
+            return int(n[0])
+        t.call(api, graph_handle, t.NULL, t.NULL, n)
+    else:
+        t.call(api, graph_handle, t.NULL, n)
+    return int(n[0])
+
+
+def counts(t: CaseContext, g: Any) -> tuple[int, int, int]:
+    """(nodes, edges, roots) of ``g`` as the runtime counts them (:func:`raw_count`)."""
+    h = getattr(g, "handle", g)
+    return (raw_count(t, "GraphGetNodes", h), raw_count(t, "GraphGetEdges", h),
+            raw_count(t, "GraphGetRootNodes", h))
+
+
+def typed(node: Any) -> dict[str, Any]:
+    """The node's parameters through its type-specific getter (``GraphMemsetNodeGetParams``,
+    ``GraphHostNodeGetParams``, ...), which every runtime version has -- not the generic
+    ``GraphNodeGetParams`` that ``node.params`` prefers where it exists (CUDA >= 13.2)."""
+    from pygraphrt.graph._readback import typed_params
+
+    return typed_params(node)
+
+
+def labels(named: dict[str, Any], nodes: Any) -> list[str]:
+    """The names (keys of ``named``) of ``nodes``, sorted; a node not named is ``"?"``, so a
+    failure shows which nodes came back."""
+    by_handle = {int(n): k for k, n in named.items()}
+    return sorted(by_handle.get(int(n), "?") for n in nodes)
+
+
+def edge_labels(named: dict[str, Any], edges: Any) -> list[tuple[str, str]]:
+    """The edges ``(from, to, data)`` of ``graph.edges()`` as sorted pairs of names."""
+    by_handle = {int(n): k for k, n in named.items()}
+    return sorted((by_handle.get(int(a), "?"), by_handle.get(int(b), "?")) for a, b, _ in edges)
+
+
+def embedded_graph(t: CaseContext, node: Any) -> Any:
+    """The raw handle ``GraphChildGraphNodeGetGraph`` returns for a child graph node (the out-parameter
+    starts as a non-NULL marker the runtime must overwrite)."""
+    out = t.new("Graph_t *")
+    out[0] = t.ffi.cast(f"{t.backend.ops.prefix}Graph_t", 8)
+    t.call("GraphChildGraphNodeGetGraph", node.handle, out)
+    return out[0]
+
+
+def first_word(text: str) -> str:
+    """The first word of a DOT document (``digraph`` for a directed graph)."""
+    words = text.split(None, 1)
+    return words[0] if words else ""
 
 
 def diamond(t: CaseContext, buf: Any = None) -> tuple[Any, list[Any]]:
@@ -112,9 +183,8 @@ def diamond(t: CaseContext, buf: Any = None) -> tuple[Any, list[Any]]:
 @case("graph.create.empty", cite=CREATE + "creates an empty graph",
       apis=("GraphCreate", "GraphGetNodes", "GraphGetEdges", "GraphGetRootNodes"), expect=(0, 0, 0))
 def _(t: CaseContext) -> Any:
-    """A new graph has no nodes, edges or roots."""
-    g = t.graph()
-    return len(g.nodes()), len(g.edges()), len(g.root_nodes())
+    """A new graph has no nodes, edges or roots (the runtime's counts)."""
+    return counts(t, t.graph())
 
 
 @case("graph.create.flags_must_be_zero", cite=CREATE + "flags - graph creation flags, must be 0; "
@@ -123,7 +193,7 @@ def _(t: CaseContext) -> Any:
     """GraphCreate with flags=1 is refused."""
     out = t.new("Graph_t *")
     try:
-        t.call("GraphCreate", out, 1)
+        t.call_under_test(t.call, "GraphCreate", out, 1)
     finally:
         if out[0] != t.NULL:
             t.call("GraphDestroy", out[0])
@@ -134,7 +204,7 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """GraphCreate with a NULL out-pointer is refused."""
     # unsure: a NULL pGraph is not named by the documentation; hip-tests expect hipErrorInvalidValue.
-    t.call("GraphCreate", t.NULL, 0)
+    t.call_under_test(t.call, "GraphCreate", t.NULL, 0)
 
 
 @case("graph.create.len_counts_nodes", cite=GET_NODES + "returns the number of nodes in numNodes when "
@@ -159,7 +229,7 @@ def _(t: CaseContext) -> Any:
     return len(g1.nodes()), len(g2.nodes())
 
 
-@case("graph.destroy.is_valid_false", cite=DESTROY + "destroys the graph and all of its nodes; "
+@case("graph.destroy.is_valid_false", kind="binding", cite=DESTROY + "destroys the graph and all of its nodes; "
       + PYGRAPHRT + "Graph.close() destroys it now, is_valid turns false", apis=("GraphDestroy",),
       expect=(True, False))
 def _(t: CaseContext) -> Any:
@@ -170,7 +240,7 @@ def _(t: CaseContext) -> Any:
     return before, g.is_valid
 
 
-@case("graph.destroy.close_twice", cite=PYGRAPHRT + "close() is idempotent (the runtime object is "
+@case("graph.destroy.close_twice", kind="binding", cite=PYGRAPHRT + "close() is idempotent (the runtime object is "
       "destroyed exactly once)", apis=("GraphDestroy",), expect=False)
 def _(t: CaseContext) -> Any:
     """Closing a closed graph does nothing."""
@@ -181,7 +251,7 @@ def _(t: CaseContext) -> Any:
     return g.is_valid
 
 
-@case("graph.destroy.nodes_invalid", cite=DESTROY + "destroys the graph, as well as all of its nodes",
+@case("graph.destroy.nodes_invalid", kind="binding", cite=DESTROY + "destroys the graph, as well as all of its nodes",
       apis=("GraphDestroy",), expect=(False, False))
 def _(t: CaseContext) -> Any:
     """Nodes of a destroyed graph are no longer valid."""
@@ -282,7 +352,7 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.destroy.exec_survives_graph", cite=INSTANTIATE + "instantiates graph as an executable "
       "graph; " + PYGRAPHRT + "Graph.close(): executable graphs made from it stay usable",
-      apis=("GraphInstantiate", "GraphDestroy", "GraphLaunch"), expect=b"\x2a" * 8)
+      apis=("GraphInstantiateWithFlags", "GraphDestroy", "GraphLaunch"), expect=b"\x2a" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches after its graph was destroyed."""
     buf = t.malloc(N)
@@ -302,18 +372,18 @@ def _(t: CaseContext) -> Any:
     """GraphDestroy(NULL) is refused."""
     # unsure: a NULL graph is not named by the documentation; the runtime checks it for
     # cudaGraphAddEmptyNode (InvalidValue, seen on 12.9 and 13.0).
-    t.call("GraphDestroy", t.NULL)
+    t.call_under_test(t.call, "GraphDestroy", t.NULL)
 
 
 # ============================================================================ listing
-@case("graph.nodes.identity", cite=PYGRAPHRT + "the same runtime handle always gives the same Python "
-      "node object while the graph lives", apis=("GraphGetNodes",), expect=True)
+@case("graph.nodes.identity", kind="binding", cite=PYGRAPHRT + "the same runtime handle always gives the "
+      "same Python node object while the graph lives", apis=("GraphGetNodes",), expect=(3, [True, True, True]))
 def _(t: CaseContext) -> Any:
     """nodes() returns the very node objects the add methods returned."""
     g = t.graph()
     made = [g.add_empty() for _ in range(3)]
     listed = g.nodes()
-    return len(listed) == 3 and all(any(x is m for m in made) for x in listed)
+    return len(listed), [any(x is m for m in made) for x in listed]
 
 
 @case("graph.nodes.count_query", cite=GET_NODES + "nodes may be NULL, in which case this function will "
@@ -358,7 +428,7 @@ def _(t: CaseContext) -> Any:
     """GraphGetNodes without a count pointer is refused."""
     g = t.graph()
     g.add_empty()
-    t.call("GraphGetNodes", g.handle, t.NULL, t.NULL)
+    t.call_under_test(t.call, "GraphGetNodes", g.handle, t.NULL, t.NULL)
 
 
 @case("graph.nodes.null_graph", cite=GET_NODES + "graph - graph to query; returns cudaErrorInvalidValue",
@@ -366,7 +436,7 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """GraphGetNodes of a NULL graph is refused."""
     n = t.ffi.new("size_t *", 0)
-    t.call("GraphGetNodes", t.NULL, t.NULL, n)
+    t.call_under_test(t.call, "GraphGetNodes", t.NULL, t.NULL, n)
 
 
 def runtime_type(t: CaseContext, node: Any) -> Any:
@@ -422,7 +492,7 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType of a NULL node is refused."""
     ty = t.ffi.new(f"enum {t.backend.ops.prefix}GraphNodeType *")
-    t.call("GraphNodeGetType", t.NULL, ty)
+    t.call_under_test(t.call, "GraphNodeGetType", t.NULL, ty)
 
 
 @case("graph.node_type.null_out", cite=NODE_TYPE + "pType - pointer to return the node type; returns "
@@ -431,7 +501,7 @@ def _(t: CaseContext) -> Any:
     """GraphNodeGetType without an out-pointer is refused."""
     g = t.graph()
     n = g.add_empty()
-    t.call("GraphNodeGetType", n.handle, t.NULL)
+    t.call_under_test(t.call, "GraphNodeGetType", n.handle, t.NULL)
 
 
 @case("graph.add_empty.null_graph", cite=ADD_EMPTY + "graph - graph to which to add the node; returns "
@@ -439,7 +509,7 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """Adding a node to a NULL graph is refused."""
     out = t.new("GraphNode_t *")
-    t.call("GraphAddEmptyNode", out, t.NULL, t.NULL, 0)
+    t.call_under_test(t.call, "GraphAddEmptyNode", out, t.NULL, t.NULL, 0)
 
 
 @case("graph.add_empty.null_out", cite=ADD_EMPTY + "pGraphNode returns the newly created node; returns "
@@ -448,7 +518,11 @@ def _(t: CaseContext) -> Any:
     """Adding a node without an out-pointer is refused."""
     # unsure: a NULL pGraphNode is not named by the documentation; hip-tests expect hipErrorInvalidValue.
     g = t.graph()
-    t.call("GraphAddEmptyNode", t.NULL, g.handle, t.NULL, 0)
+    before = t.snapshot(graph=g)
+    try:
+        t.call_under_test(t.call, "GraphAddEmptyNode", t.NULL, g.handle, t.NULL, 0)
+    finally:
+        t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
 @case("graph.add_empty.dependencies_without_array", cite=ADD_EMPTY + "numDependencies dependencies "
@@ -458,19 +532,22 @@ def _(t: CaseContext) -> Any:
     """A dependency count with a NULL dependency array is refused."""
     g = t.graph()
     out = t.new("GraphNode_t *")
-    t.call("GraphAddEmptyNode", out, g.handle, t.NULL, 1)
+    before = t.snapshot(graph=g)
+    try:
+        t.call_under_test(t.call, "GraphAddEmptyNode", out, g.handle, t.NULL, 1)
+    finally:
+        t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
 @case("graph.root_nodes.excludes_dependents", cite=GET_ROOTS + "returns a list of graph's root nodes",
-      apis=("GraphGetRootNodes",), expect=True)
+      apis=("GraphGetRootNodes",), expect=["a", "c"])
 def _(t: CaseContext) -> Any:
     """Roots are the nodes without dependencies."""
     g = t.graph()
     a = g.add_empty()
-    a.empty()
+    b = a.empty()
     c = g.add_empty()
-    roots = g.root_nodes()
-    return len(roots) == 2 and {id(r) for r in roots} == {id(a), id(c)}
+    return labels({"a": a, "b": b, "c": c}, g.root_nodes())
 
 
 @case("graph.root_nodes.larger_array_padded", cite=GET_ROOTS + "if pNumRootNodes is higher than the "
@@ -487,42 +564,39 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.root_nodes.empty_graph", cite=GET_ROOTS + "returns a list of graph's root nodes",
-      apis=("GraphGetRootNodes",), expect=[])
+      apis=("GraphGetRootNodes",), expect=0)
 def _(t: CaseContext) -> Any:
-    """An empty graph has no roots."""
-    return t.graph().root_nodes()
+    """An empty graph has no roots (the runtime's count)."""
+    return raw_count(t, "GraphGetRootNodes", t.graph().handle)
 
 
 @case("graph.leaf_nodes.excludes_dependencies", cite=NODE_DEPS + "returns the nodes that depend on a node "
-      "(a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=True)
+      "(a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
 def _(t: CaseContext) -> Any:
     """Leaves are the nodes nothing depends on."""
     g = t.graph()
     a = g.add_empty()
     b = a.empty()
     c = g.add_empty()
-    leaves = g.leaf_nodes()
-    return len(leaves) == 2 and {id(x) for x in leaves} == {id(b), id(c)}
+    return labels({"a": a, "b": b, "c": c}, g.leaf_nodes())
 
 
 @case("graph.edges.diamond", cite=GET_EDGES + "returns a list of graph's dependency edges",
-      apis=("GraphGetEdges",), expect=(4, True))
+      apis=("GraphGetEdges",), expect=[("a", "b"), ("a", "c"), ("b", "d"), ("c", "d")])
 def _(t: CaseContext) -> Any:
     """The diamond A -> {B, C} -> D has exactly its four edges."""
     g, (a, b, c, d) = diamond(t)
-    edges = g.edges()
-    pairs = {(id(x), id(y)) for x, y, _ in edges}
-    return len(edges), pairs == {(id(a), id(b)), (id(a), id(c)), (id(b), id(d)), (id(c), id(d))}
+    return edge_labels({"a": a, "b": b, "c": c, "d": d}, g.edges())
 
 
 @case("graph.edges.empty_graph", cite=GET_EDGES + "returns a list of graph's dependency edges",
-      apis=("GraphGetEdges",), expect=[])
+      apis=("GraphGetEdges",), expect=0)
 def _(t: CaseContext) -> Any:
-    """A graph of unconnected nodes has no edges."""
+    """A graph of unconnected nodes has no edges (the runtime's count)."""
     g = t.graph()
     g.add_empty()
     g.add_empty()
-    return g.edges()
+    return raw_count(t, "GraphGetEdges", g.handle)
 
 
 @case("graph.dependencies.chain", cite=NODE_DEPS + "return a node's dependencies and its dependent nodes",
@@ -546,25 +620,27 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.clone.copies_types_and_edges", cite=CLONE + "creates a copy of originalGraph; all "
       "parameters are copied into the cloned graph", apis=("GraphClone", "GraphGetNodes", "GraphGetEdges",
-                                                         "GraphNodeGetType"), expect=True)
+                                                         "GraphNodeGetType"),
+      expect=(["empty", "memcpy", "memset", "memset"],
+              [("memcpy", "empty"), ("memset", "empty"), ("memset", "memcpy"), ("memset", "memset")]))
 def _(t: CaseContext) -> Any:
-    """The clone has the same node types and edges (types read from the runtime)."""
+    """The clone has the diamond's node types and edges (types read from the runtime)."""
     g, _ = diamond(t)
     c = t.track(g.clone())
-    return shape(c) == shape(g) and runtime_types(t, c) == runtime_types(t, g)
+    return shape(t, c)
 
 
 @case("graph.clone.find_clone_maps_every_node", cite=FIND_CLONE + "returns the node in clonedGraph "
       "corresponding to originalNode in the original graph", apis=("GraphClone", "GraphNodeFindInClone"),
-      expect=(4, True, True))
+      expect=(4, True, [NodeType.MEMSET, NodeType.MEMCPY, NodeType.MEMSET, NodeType.EMPTY]))
 def _(t: CaseContext) -> Any:
-    """find_clone maps the original's nodes one-to-one onto the clone's, types kept."""
+    """find_clone maps the original's nodes one-to-one onto the clone's, types kept (runtime types)."""
     g, nodes = diamond(t)
     c = t.track(g.clone())
     mapped = [g.find_clone(n, c) for n in nodes]
     ids = {int(m) for m in mapped}
-    return (len(ids), ids == {int(n) for n in c.nodes()},
-            all(m.graph is c and m.type is n.type for m, n in zip(mapped, nodes)))
+    _, listed = raw_list(t, "GraphGetNodes", c.handle, 4)
+    return len(ids), ids == set(listed), [t.runtime_type(m) for m in mapped]
 
 
 @case("graph.clone.find_clone_params", cite=CLONE + "all parameters are copied into the cloned graph",
@@ -575,7 +651,7 @@ def _(t: CaseContext) -> Any:
     g = t.graph()
     m = g.add_memset(buf, 7, 100)
     c = t.track(g.clone())
-    p = g.find_clone(m, c).params
+    p = typed(g.find_clone(m, c))
     return p["value"], p["width"], p["dst"] == buf.ptr
 
 
@@ -602,19 +678,20 @@ def _(t: CaseContext) -> Any:
     m = g.add_memcpy(buf.ptr + 1024, buf, 64)
     c = t.track(g.clone())
     m.set_params(dst=buf.ptr + 2048, src=buf, count=16)
-    return m.params["width"], g.find_clone(m, c).params["width"]
+    return typed(m)["width"], typed(g.find_clone(m, c))["width"]
 
 
 @case("graph.clone.independent_of_destroyed_nodes", cite=CLONE + "the original graph may be modified "
-      "after this call without affecting the clone", apis=("GraphClone", "GraphDestroyNode"), expect=(1, 2))
+      "after this call without affecting the clone", apis=("GraphClone", "GraphDestroyNode", "GraphGetNodes"),
+      expect=(1, 2))
 def _(t: CaseContext) -> Any:
-    """Destroying a node of the original leaves the clone's copy."""
+    """Destroying a node of the original leaves the clone's copy (the runtime's counts)."""
     g = t.graph()
     a = g.add_empty()
     b = a.empty()
     c = t.track(g.clone())
     b.destroy()
-    return len(g.nodes()), len(c.nodes())
+    return raw_count(t, "GraphGetNodes", g.handle), raw_count(t, "GraphGetNodes", c.handle)
 
 
 @case("graph.clone.modified_clone_leaves_original", cite=CLONE + "creates a copy of originalGraph "
@@ -630,28 +707,33 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.clone.survives_closing_original", cite=CLONE + "creates a copy of originalGraph; "
-      + DESTROY + "destroys the graph specified (only that one)", apis=("GraphClone", "GraphDestroy"),
-      expect=(2, 1))
+      + DESTROY + "destroys the graph specified (only that one)",
+      apis=("GraphClone", "GraphGetNodes", "GraphGetEdges"), expect=(2, 1))
 def _(t: CaseContext) -> Any:
-    """A clone stays usable after its original is destroyed."""
+    """A clone stays usable after its original is destroyed (the clone's counts, from the runtime)."""
+    # GraphDestroy is set-up here, not claimed: nothing of the destroyed graph can be asked afterwards.
     g = t.graph()
     a = g.add_empty()
     a.empty()
     c = t.track(g.clone())
     g.close()
-    return len(c.nodes()), len(c.edges())
+    return raw_count(t, "GraphGetNodes", c.handle), raw_count(t, "GraphGetEdges", c.handle)
 
 
 @case("graph.clone.clone_of_clone", cite=CLONE + "creates a copy of originalGraph (a clone is a graph "
-      "like any other)", apis=("GraphClone", "GraphNodeFindInClone"), expect=(True, NodeType.MEMSET))
+      "like any other)", apis=("GraphClone", "GraphNodeFindInClone", "GraphNodeGetType"),
+      expect=((["empty", "memcpy", "memset", "memset"],
+               [("memcpy", "empty"), ("memset", "empty"), ("memset", "memcpy"), ("memset", "memset")]),
+              NodeType.MEMSET, 3))
 def _(t: CaseContext) -> Any:
-    """A clone can be cloned again; find_clone maps step by step."""
-    g, nodes = diamond(t)
+    """A clone can be cloned again; find_clone maps step by step (types and parameters from the runtime)."""
+    buf = t.malloc(N)
+    g, nodes = diamond(t, buf)
     c1 = t.track(g.clone())
     c2 = t.track(c1.clone())
-    n1 = g.find_clone(nodes[0], c1)
+    n1 = g.find_clone(nodes[2], c1)  # the memset of value 3
     n2 = c1.find_clone(n1, c2)
-    return shape(c2) == shape(g), n2.type
+    return shape(t, c2), t.runtime_type(n2), typed(n2)["value"]
 
 
 @case("graph.clone.child_recursively_copied", cite=CLONE + "child graph nodes in the original graph are "
@@ -671,7 +753,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.clone.launches", cite=CLONE + "creates a copy of originalGraph with all parameters",
-      apis=("GraphClone", "GraphInstantiate", "GraphLaunch"), expect=b"\x5a" * 8)
+      apis=("GraphClone", "GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x5a" * 8)
 def _(t: CaseContext) -> Any:
     """The clone runs the original's work."""
     buf = t.malloc(N)
@@ -692,7 +774,7 @@ def _(t: CaseContext) -> Any:
     g.add_empty()
     c = t.track(g.clone())
     later = g.add_empty()
-    g.find_clone(later, c)
+    t.call_under_test(g.find_clone, later, c)
 
 
 @case("graph.clone.find_clone_removed_in_clone", cite=FIND_CLONE + "the corresponding cloned node in "
@@ -705,7 +787,7 @@ def _(t: CaseContext) -> Any:
     g.add_empty()
     c = t.track(g.clone())
     g.find_clone(a, c).destroy()
-    g.find_clone(a, c)
+    t.call_under_test(g.find_clone, a, c)
 
 
 @case("graph.clone.find_clone_not_a_clone", cite=FIND_CLONE + "clonedGraph must have been cloned from "
@@ -717,7 +799,7 @@ def _(t: CaseContext) -> Any:
     a = g.add_empty()
     other = t.graph()
     other.add_empty()
-    g.find_clone(a, other)
+    t.call_under_test(g.find_clone, a, other)
 
 
 @case("graph.clone.find_clone_foreign_node", kind="binding", cite=FIND_CLONE + "originalNode must have been in "
@@ -746,15 +828,16 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.clone.with_mem_alloc", cite=CLONE + "cloning is not supported for graphs which contain "
       "memory allocation nodes, memory free nodes, or conditional nodes",
-      apis=("GraphClone", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      apis=("GraphClone", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """A graph with graph-memory nodes cannot be cloned (the error is recorded)."""
-    # unsure: which error: the returns list has only cudaErrorInvalidValue; cloning a conditional
-    # node was seen to give cudaErrorNotSupported.
+    """A graph with graph-memory nodes cannot be cloned: NotSupported, from the clone call."""
+    # The returns list names only cudaErrorInvalidValue; "not supported" is the documentation's
+    # word and cudaErrorNotSupported what CUDA 12.9, 13.0 and 13.5 return (H100, driver 580).
     g = t.graph()
     a = g.add_mem_alloc(1 << 16)
     a.mem_free(a)
-    t.track(g.clone())
+    with t.under_test():
+        t.track(g.clone())
 
 
 @case("graph.clone.null_graph", cite=CLONE + "originalGraph - graph to clone; returns "
@@ -763,7 +846,7 @@ def _(t: CaseContext) -> Any:
     """Cloning a NULL graph is refused."""
     out = t.new("Graph_t *")
     try:
-        t.call("GraphClone", out, t.NULL)
+        t.call_under_test(t.call, "GraphClone", out, t.NULL)
     finally:
         if out[0] != t.NULL:
             t.call("GraphDestroy", out[0])
@@ -784,38 +867,42 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.child.survives_closing_original", cite=ADD_CHILD + "the child graph is cloned in this call",
-      apis=("GraphAddChildGraphNode", "GraphDestroy", "GraphChildGraphNodeGetGraph"), expect=(2, 1))
+      apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph", "GraphGetNodes", "GraphGetEdges"),
+      expect=(2, 1))
 def _(t: CaseContext) -> Any:
-    """The node keeps its copy after the graph it was made from is destroyed."""
+    """The node keeps its copy after the graph it was made from is destroyed (counts from the runtime)."""
+    # GraphDestroy is set-up here, not claimed: nothing of the destroyed graph can be asked afterwards.
     child = t.graph()
     a = child.add_empty()
     a.empty()
     g = t.graph()
     node = g.add_child_graph(child)
     child.close()
-    embedded = node.child
-    return len(embedded.nodes()), len(embedded.edges())
+    embedded = embedded_graph(t, node)
+    return raw_count(t, "GraphGetNodes", embedded), raw_count(t, "GraphGetEdges", embedded)
 
 
 @case("graph.child.params", cite=CHILD_GET + "gets a handle to the embedded graph in a child graph node",
-      apis=("GraphChildGraphNodeGetGraph",), expect=(NodeType.GRAPH, {"nodes": 2}))
+      apis=("GraphChildGraphNodeGetGraph", "GraphNodeGetType", "GraphGetNodes"), expect=(NodeType.GRAPH, 2))
 def _(t: CaseContext) -> Any:
-    """A child graph node reports its type and its embedded graph's size."""
+    """A child graph node reports its type and its embedded graph's size (both from the runtime)."""
     child = t.graph()
     child.add_empty()
     child.add_empty()
     node = t.graph().add_child_graph(child)
-    return node.type, node.params
+    return t.runtime_type(node), raw_count(t, "GraphGetNodes", embedded_graph(t, node))
 
 
 @case("graph.child.same_embedded_handle", cite=CHILD_GET + "this call does not clone the graph",
-      apis=("GraphChildGraphNodeGetGraph",), expect=True)
+      apis=("GraphChildGraphNodeGetGraph", "GraphGetNodes"), expect=(True, True, 1))
 def _(t: CaseContext) -> Any:
-    """Asking twice gives the same embedded graph, not a copy."""
+    """Asking twice gives the same embedded graph (not the original, not a new copy), with the child's node."""
     child = t.graph()
     child.add_empty()
     node = t.graph().add_child_graph(child)
-    return int(node.child) == int(node.child) and int(node.child) != int(child)
+    first, second = embedded_graph(t, node), embedded_graph(t, node)
+    as_int = [int(t.ffi.cast("uintptr_t", h)) for h in (first, second)]
+    return as_int[0] == as_int[1], as_int[0] != int(child), raw_count(t, "GraphGetNodes", first)
 
 
 @case("graph.child.changes_through_handle", cite=CHILD_GET + "changes to the graph will be reflected in "
@@ -834,7 +921,7 @@ def _(t: CaseContext) -> Any:
       "itself contain child graph nodes)", apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph"),
       expect=(NodeType.GRAPH, 2))
 def _(t: CaseContext) -> Any:
-    """A child graph can contain a child graph; the inner copy is reachable."""
+    """A child graph can contain a child graph; the inner copy is reachable (types and counts from the runtime)."""
     inner = t.graph()
     inner.add_empty()
     inner.add_empty()
@@ -843,11 +930,11 @@ def _(t: CaseContext) -> Any:
     outer = t.graph()
     node = outer.add_child_graph(middle)
     (inner_node,) = node.child.nodes()
-    return inner_node.type, len(inner_node.child.nodes())
+    return t.runtime_type(inner_node), raw_count(t, "GraphGetNodes", embedded_graph(t, inner_node))
 
 
 @case("graph.child.runs_embedded_work", cite=ADD_CHILD + "creates a new node which executes an "
-      "embedded graph", apis=("GraphAddChildGraphNode", "GraphInstantiate", "GraphLaunch"),
+      "embedded graph", apis=("GraphAddChildGraphNode", "GraphInstantiateWithFlags", "GraphLaunch"),
       expect=(b"\x06" * 8, b"\x06" * 8))
 def _(t: CaseContext) -> Any:
     """Launching the parent runs the child's nodes, ordered within the parent."""
@@ -892,27 +979,39 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.child.with_mem_alloc", cite=ADD_CHILD + "if childGraph contains allocation nodes, free nodes, "
       "or conditional nodes, this call will return an error", apis=("GraphAddChildGraphNode",),
-      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """A graph with graph-memory nodes cannot be embedded (the error is recorded)."""
-    # unsure: which error (cudaErrorInvalidValue is the only one documented).
+    """A graph with graph-memory nodes cannot be embedded: NotSupported, from the add."""
+    # The documentation says "an error"; cudaErrorNotSupported is what CUDA 12.9, 13.0 and 13.5
+    # return (H100, driver 580).
     child = t.graph()
     a = child.add_mem_alloc(1 << 16)
     a.mem_free(a)
-    t.graph().add_child_graph(child)
+    g = t.graph()
+    before = t.snapshot(graph=g)
+    try:
+        t.call_under_test(g.add_child_graph, child)
+    finally:
+        t.check_equal(t.snapshot(graph=g), before, "the parent graph after the refused add")
 
 
 @case("graph.child.mem_alloc_into_embedded", cite=CHILD_GET + "allocation and free nodes cannot be added "
       "to the returned graph; attempting to do so will return an error",
       apis=("GraphChildGraphNodeGetGraph", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",),
-      raises=errors.GraphRTError)
+      raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """An allocation node cannot be added to a child node's embedded graph (the error is recorded)."""
-    # unsure: which error (cudaGraphAddMemAllocNode documents NotSupported and InvalidValue).
+    """An allocation node cannot be added to a child node's embedded graph: NotSupported, from the add."""
+    # The documentation says "an error"; cudaErrorNotSupported is what CUDA 12.9, 13.0 and 13.5
+    # return (H100, driver 580).
     child = t.graph()
     child.add_empty()
     node = t.graph().add_child_graph(child)
-    node.child.add_mem_alloc(1 << 16)
+    embedded = node.child
+    before = t.snapshot(graph=embedded)
+    try:
+        t.call_under_test(embedded.add_mem_alloc, 1 << 16)
+    finally:
+        t.check_equal(t.snapshot(graph=embedded), before, "the embedded graph after the refused add")
 
 
 @case("graph.child.get_graph_wrong_type", cite=CHILD_GET + "node - node to get the embedded graph for; "
@@ -922,20 +1021,21 @@ def _(t: CaseContext) -> Any:
     buf = t.malloc(N)
     m = t.graph().add_memset(buf, 1, 16)
     out = t.new("Graph_t *")
-    t.call("GraphChildGraphNodeGetGraph", m.handle, out)
+    t.call_under_test(t.call, "GraphChildGraphNodeGetGraph", m.handle, out)
 
 
 @case("graph.child.generic_add", cite=f"{_RT}, cudaGraphAddNode: adds a node of arbitrary type "
       "(cudaGraphNodeTypeGraph: the child graph is cloned into the node)", apis=("GraphAddNode",),
       requires=("generic_add_node",), expect=(NodeType.GRAPH, 1, 2))
 def _(t: CaseContext) -> Any:
-    """The generic form embeds a copy of the child graph."""
+    """The generic form embeds a copy of the child graph (type and counts from the runtime)."""
     child = t.graph()
     child.add_empty()
     g = t.graph()
     node = g.add_node(NodeType.GRAPH, child=child)
     child.add_empty()
-    return node.type, len(node.child.nodes()), len(child.nodes())
+    return (t.runtime_type(node), raw_count(t, "GraphGetNodes", embedded_graph(t, node)),
+            raw_count(t, "GraphGetNodes", child.handle))
 
 
 @case("graph.child.generic_contains_itself", kind="binding", cite=f"{_RT}, cudaGraphAddNode: nodeParams.graph.graph is "
@@ -949,11 +1049,11 @@ def _(t: CaseContext) -> Any:
 
 # ============================================================================ debug dot, export
 @case("graph.debug_dot.digraph", cite=DOT + "writes a DOT formatted description of the graph",
-      apis=("GraphDebugDotPrint",), expect=True)
+      apis=("GraphDebugDotPrint",), expect="digraph")
 def _(t: CaseContext) -> Any:
     """The output is a DOT digraph."""
     g, _ = diamond(t)
-    return g.debug_dot().lstrip().startswith("digraph")
+    return first_word(g.debug_dot())
 
 
 @case("graph.debug_dot.mentions_node_types", cite=DOT + "by default this includes the graph topology, "
@@ -988,30 +1088,31 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.debug_dot.flags_none", cite=DOT + "flags - flags from cudaGraphDebugDotFlags for additional "
-      "node information (none: topology and node types only)", apis=("GraphDebugDotPrint",), expect=True)
+      "node information (none: topology and node types only)", apis=("GraphDebugDotPrint",),
+      expect="digraph")
 def _(t: CaseContext) -> Any:
     """DOT output without extra flags is still a digraph."""
     g, _ = diamond(t)
-    return g.debug_dot(flags=DebugDotFlags.NONE).lstrip().startswith("digraph")
+    return first_word(g.debug_dot(flags=DebugDotFlags.NONE))
 
 
 @case("graph.debug_dot.all_param_flags", cite=DOT + "flags can be specified to write more detailed "
       "information about each node type such as parameter values, kernel attributes, node and function "
-      "handles", apis=("GraphDebugDotPrint",), expect=True)
+      "handles", apis=("GraphDebugDotPrint",), expect="digraph")
 def _(t: CaseContext) -> Any:
     """Every documented flag together is accepted."""
     g, _ = diamond(t)
     flags = DebugDotFlags.NONE
     for f in DebugDotFlags:
         flags |= f
-    return g.debug_dot(flags=flags).lstrip().startswith("digraph")
+    return first_word(g.debug_dot(flags=flags))
 
 
 @case("graph.debug_dot.empty_graph", cite=DOT + "writes a DOT formatted description of the graph",
-      apis=("GraphDebugDotPrint",), expect=True)
+      apis=("GraphDebugDotPrint",), expect="digraph")
 def _(t: CaseContext) -> Any:
     """An empty graph prints as a digraph."""
-    return t.graph().debug_dot().lstrip().startswith("digraph")
+    return first_word(t.graph().debug_dot())
 
 
 @case("graph.debug_dot.unwritable_path", cite=DOT + "path - the path to write the DOT file to; returns "
@@ -1022,10 +1123,11 @@ def _(t: CaseContext) -> Any:
     g, _ = diamond(t)
     d = tempfile.mkdtemp()
     os.rmdir(d)
-    g.debug_dot(os.path.join(d, "missing", "graph.dot"))
+    # GraphRTError: the GPU's cudaErrorOperatingSystem (12.9, 13.0, 13.5) has no class of its own.
+    t.call_under_test(g.debug_dot, os.path.join(d, "missing", "graph.dot"))
 
 
-@case("graph.to_json.types_and_edges", cite=PYGRAPHRT + "to_json(): nodes with type and params, edges "
+@case("graph.to_json.types_and_edges", kind="binding", cite=PYGRAPHRT + "to_json(): nodes with type and params, edges "
       "with edge data (from cudaGraphGetNodes / cudaGraphGetEdges)", apis=("GraphGetNodes", "GraphGetEdges"),
       expect=(["empty", "memset"], [("empty", "memset", 0, 0, 0)], 9))
 def _(t: CaseContext) -> Any:
