@@ -1011,7 +1011,11 @@ def _(t: CaseContext) -> Any:
     """The generic form refuses the same dependency twice."""
     g = t.graph()
     a = g.add_empty()
-    g.add_node(NodeType.EMPTY, dependencies=[a, a])
+    before = t.snapshot(graph=g)
+    try:
+        t.call_under_test(g.add_node, NodeType.EMPTY, dependencies=[a, a])
+    finally:
+        t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
 # ============================================================================ destroying nodes
