@@ -352,9 +352,11 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.destroy.exec_survives_graph", cite=INSTANTIATE + "instantiates graph as an executable "
       "graph; " + PYGRAPHRT + "Graph.close(): executable graphs made from it stay usable",
-      apis=("GraphInstantiateWithFlags", "GraphDestroy", "GraphLaunch"), expect=b"\x2a" * 8)
+      apis=("GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x2a" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches after its graph was destroyed."""
+    # GraphDestroy is set-up here, not claimed: nothing of the destroyed graph can be asked afterwards
+    # (a destroy that did nothing would pass), so the case claims the instantiation and launch only.
     buf = t.malloc(N)
     g = t.graph()
     g.add_memset(buf, 0x2A, N)

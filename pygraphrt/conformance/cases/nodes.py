@@ -48,6 +48,21 @@ PYGRAPHRT = "pygraphrt graph API: "
 PYCHECK = PYGRAPHRT + "checked before any runtime call, InvalidValue"
 
 
+def _alloc_node(t: CaseContext, g: Any, size: int) -> tuple[Any, int]:
+    """An allocation node added through the raw ``GraphAddMemAllocNode``, and the address that
+    call returned in ``nodeParams.dptr`` -- kept here, where ``add_mem_alloc`` forgets it, so that
+    what ``GraphMemAllocNodeGetParams`` reports later is compared with the runtime's first answer."""
+    from pygraphrt.graph import _params
+    from pygraphrt.graph._node import MemAllocNode
+
+    b = t.backend
+    p = t.ffi.new(f"{b.ops.mem_alloc_params_type} *")
+    _params.alloc_fields(b, p, size, None)
+    out = t.new("GraphNode_t *")
+    t.call("GraphAddMemAllocNode", out, g.handle, t.NULL, 0, p)
+    return g._wrap(out[0], MemAllocNode), int(t.ffi.cast("uintptr_t", p.dptr))
+
+
 def _zeroed(t: CaseContext, size: int = N) -> Any:
     buf = t.malloc(size)
     buf.copy_from(bytes(size))
@@ -567,22 +582,22 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.event_record.runs", cite=REC + "each launch of the graph will record event to capture "
-      "execution of the node's dependencies", apis=("GraphAddEventRecordNode", "GraphLaunch",
-                                                     "EventSynchronize"), expect=b"\x11" * 8)
+      "execution of the node's dependencies", apis=("GraphAddEventRecordNode", "GraphNodeGetType", "GraphLaunch",
+                                                     "EventSynchronize"), expect=(NodeType.EVENT_RECORD, b"\x11" * 8))
 def _(t: CaseContext) -> Any:
     """Waiting for the recorded event waits for the work before the record node."""
     # unsure: that EventSynchronize right after the launch waits for the record the launch enqueued.
-    buf = t.malloc(N)
+    buf = _zeroed(t)
     ev = t.event()
     g = t.graph()
-    g.add_memset(buf, 0x11, N).event_record(ev)
+    rec = g.add_memset(buf, 0x11, N).event_record(ev)
     s = t.stream()
     exe = t.instantiate(g)
     exe.launch(s)
     ev.synchronize()
     out = buf.to_bytes(8)
     s.synchronize()
-    return out
+    return t.runtime_type(rec), out
 
 
 @case("graph.event_record.not_an_event", kind="binding", cite=REC + "event - event for the node; " + PYCHECK,
@@ -690,35 +705,42 @@ def _(t: CaseContext) -> Any:
 @case("graph.mem_alloc.address_fixed", cite=ALLOC + "the allocation's address remains fixed across "
       "instantiations and launches", apis=("GraphAddMemAllocNode", "GraphMemAllocNodeGetParams",
                                      "GraphInstantiateWithFlags", "GraphLaunch"),
-      requires=("graph_memory_nodes",), expect=(True, True))
+      requires=("graph_memory_nodes",), expect=(True, True, True, True, 1 << 16, b"\x5a" * 8))
 def _(t: CaseContext) -> Any:
-    """The address read at creation is the address after instantiation and launch."""
+    """The address the add returned is the one read back before, after instantiation and after a
+    launch that used it (the launch's work is read back too)."""
+    out = _zeroed(t)
     g = t.graph()
-    a = g.add_mem_alloc(1 << 16)
-    before = typed(a)["dptr"]
-    m = a.memset(before, 1, 1 << 16)
-    m.mem_free(a)
+    a, added = _alloc_node(t, g, 1 << 16)
+    read_at_creation = typed(a)["dptr"]
+    m = a.memset(added, 0x5A, 1 << 16)
+    c = m.memcpy(out, added, N)
+    c.mem_free(a)
     s = t.stream()
     exe = t.instantiate(g)
     after_instantiate = typed(a)["dptr"]
     exe.launch(s)
     s.synchronize()
-    return after_instantiate == before, typed(a)["dptr"] == before
+    after_launch = typed(a)
+    return (added != 0, read_at_creation == added, after_instantiate == added, after_launch["dptr"] == added,
+            after_launch["bytesize"], out.to_bytes(8))
 
 
 @case("graph.mem_alloc.concurrent_distinct", cite=PG_MEMNODES + "allocations whose lifetimes may overlap "
       "are given distinct addresses (addresses are reused only between allocations that cannot be live "
       "at the same time)", apis=("GraphAddMemAllocNode", "GraphMemAllocNodeGetParams"),
-      requires=("graph_memory_nodes",), expect=1 << 16)
+      requires=("graph_memory_nodes",), expect=(1 << 16, True, [1 << 16, 1 << 16]))
 def _(t: CaseContext) -> Any:
-    """Two unordered allocations of one graph do not overlap (their distance, capped at the size)."""
+    """Two unordered allocations of one graph do not overlap (their distance, capped at the size; the
+    addresses the adds returned, and read back the same)."""
     size = 1 << 16
     g = t.graph()
-    a, b = g.add_mem_alloc(size), g.add_mem_alloc(size)
+    (a, at_a), (b, at_b) = _alloc_node(t, g, size), _alloc_node(t, g, size)
     j = g.add_empty(dependencies=[a, b])
     f = j.mem_free(a)
     f.mem_free(b)
-    return min(abs(typed(a)["dptr"] - typed(b)["dptr"]), size)
+    pa, pb = typed(a), typed(b)
+    return min(abs(at_a - at_b), size), (pa["dptr"], pb["dptr"]) == (at_a, at_b), [pa["bytesize"], pb["bytesize"]]
 
 
 @case("graph.mem_alloc.runs", cite=ALLOC + "the allocation can be accessed by nodes ordered after the "
