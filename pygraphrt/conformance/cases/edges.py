@@ -19,7 +19,7 @@ from pygraphrt import errors
 from pygraphrt.enums import PORT_LAUNCH_ORDER, PORT_PROGRAMMATIC, DependencyType, EdgeData, NodeType
 
 from .._case import CaseContext, case
-from .graph import edge_labels, labels, raw_count
+from .graph import NULL_ARG, edge_labels, labels, raw_count
 
 N = 4096
 
@@ -276,7 +276,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("edges.add.null_graph_raw", cite=ADD + "graph - graph to which dependencies are added; returns "
-      "cudaErrorInvalidValue", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to add edges to a NULL graph."""
     g = t.graph()
@@ -912,7 +912,8 @@ def _(t: CaseContext) -> Any:
         raise
 
 
-@case("edges.data.not_supported_without_edge_data", kind="binding", cite=PYGRAPHRT + "where a runtime has no edge data (HIP, "
+@case("edges.data.not_supported_without_edge_data", kind="binding",
+      cite=PYGRAPHRT + "where a runtime has no edge data (HIP, "
       "CUDA < 12.3) default edges work and non-default ones raise NotSupported before any call",
       apis=("GraphAddDependencies",), requires=("hip",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -922,7 +923,8 @@ def _(t: CaseContext) -> Any:
     g.add_dependencies([a], [b], [PROGRAMMATIC])
 
 
-@case("edges.data.default_works_without_edge_data", kind="binding", cite=PYGRAPHRT + "where a runtime has no edge data, "
+@case("edges.data.default_works_without_edge_data", kind="binding",
+      cite=PYGRAPHRT + "where a runtime has no edge data, "
       "default edge data is accepted (an ordinary edge)", apis=("GraphAddDependencies", "GraphGetEdges"),
       requires=("hip",), expect=1)
 def _(t: CaseContext) -> Any:
@@ -933,7 +935,8 @@ def _(t: CaseContext) -> Any:
     return len(g.edges())
 
 
-@case("edges.data.creation_not_supported_without_edge_data", kind="binding", cite=PYGRAPHRT + "non-default edge data at node "
+@case("edges.data.creation_not_supported_without_edge_data", kind="binding",
+      cite=PYGRAPHRT + "non-default edge data at node "
       "creation raises NotSupported where the runtime has no edge data", apis=("GraphAddEmptyNode",),
       requires=("hip",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:

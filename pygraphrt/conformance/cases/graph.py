@@ -51,6 +51,12 @@ INSTANTIATE = f"{_RT}, cudaGraphInstantiate: "
 PG_GRAPHS = "CUDA Programming Guide, CUDA Graphs: "
 PYGRAPHRT = "pygraphrt graph API: "
 
+# A NULL handle or pointer where the function needs one: the error codes' own documentation.
+NULL_ARG = ("; CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of the "
+            "parameters passed to the API call is not within an acceptable range of values; HIP Runtime API, "
+            "hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or not in an "
+            "acceptable range")
+
 
 # ---------------------------------------------------------------------------- helpers
 def launch(t: CaseContext, g: Any) -> None:
@@ -199,11 +205,12 @@ def _(t: CaseContext) -> Any:
             t.call("GraphDestroy", out[0])
 
 
-@case("graph.create.null_out", cite=CREATE + "pGraph returns the new graph; returns cudaErrorInvalidValue",
+@case("graph.create.null_out", cite=CREATE + "pGraph returns the new graph; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphCreate with a NULL out-pointer is refused."""
-    # unsure: a NULL pGraph is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    # The function's text does not name a NULL pGraph; the error code's does (NULL_ARG).
+    # CUDA 12.9, 13.0, 13.5: InvalidValue.
     t.call_under_test(t.call, "GraphCreate", t.NULL, 0)
 
 
@@ -368,7 +375,7 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.destroy.null", cite=DESTROY + "graph - graph to destroy; returns cudaErrorInvalidValue",
+@case("graph.destroy.null", cite=DESTROY + "graph - graph to destroy; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphDestroy",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroy(NULL) is refused."""
@@ -425,7 +432,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.nodes.null_count", cite=GET_NODES + "numNodes - see description; returns "
-      "cudaErrorInvalidValue", apis=("GraphGetNodes",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes without a count pointer is refused."""
     g = t.graph()
@@ -433,7 +440,7 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphGetNodes", g.handle, t.NULL, t.NULL)
 
 
-@case("graph.nodes.null_graph", cite=GET_NODES + "graph - graph to query; returns cudaErrorInvalidValue",
+@case("graph.nodes.null_graph", cite=GET_NODES + "graph - graph to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes of a NULL graph is refused."""
@@ -489,7 +496,7 @@ def _(t: CaseContext) -> Any:
     return runtime_types(t, g)
 
 
-@case("graph.node_type.null_node", cite=NODE_TYPE + "node - node to query; returns cudaErrorInvalidValue",
+@case("graph.node_type.null_node", cite=NODE_TYPE + "node - node to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType of a NULL node is refused."""
@@ -498,7 +505,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.node_type.null_out", cite=NODE_TYPE + "pType - pointer to return the node type; returns "
-      "cudaErrorInvalidValue", apis=("GraphNodeGetType",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType without an out-pointer is refused."""
     g = t.graph()
@@ -507,7 +514,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.add_empty.null_graph", cite=ADD_EMPTY + "graph - graph to which to add the node; returns "
-      "cudaErrorInvalidValue", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node to a NULL graph is refused."""
     out = t.new("GraphNode_t *")
@@ -515,10 +522,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.add_empty.null_out", cite=ADD_EMPTY + "pGraphNode returns the newly created node; returns "
-      "cudaErrorInvalidValue", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node without an out-pointer is refused."""
-    # unsure: a NULL pGraphNode is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    # The function's text does not name a NULL pGraphNode; the error code's does (NULL_ARG).
+    # CUDA 12.9, 13.0, 13.5: InvalidValue.
     g = t.graph()
     before = t.snapshot(graph=g)
     try:
@@ -528,7 +536,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.add_empty.dependencies_without_array", cite=ADD_EMPTY + "numDependencies dependencies "
-      "specified via pDependencies; returns cudaErrorInvalidValue", apis=("GraphAddEmptyNode",),
+      "specified via pDependencies; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A dependency count with a NULL dependency array is refused."""
@@ -843,7 +851,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.clone.null_graph", cite=CLONE + "originalGraph - graph to clone; returns "
-      "cudaErrorInvalidValue", apis=("GraphClone",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Cloning a NULL graph is refused."""
     out = t.new("Graph_t *")

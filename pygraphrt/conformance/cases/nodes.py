@@ -15,7 +15,7 @@ from pygraphrt import errors
 from pygraphrt.enums import EdgeData, NodeType
 
 from .._case import CaseContext, case
-from .graph import N, counts, edge_labels, labels, launch, raw_count, raw_list, shape, typed
+from .graph import NULL_ARG, N, counts, edge_labels, labels, launch, raw_count, raw_list, shape, typed
 
 _RT = "CUDA Runtime API 13.0, Graph Management"
 EMPTY = f"{_RT}, cudaGraphAddEmptyNode: "
@@ -272,10 +272,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.memset.null_dst", cite=MEMSET + "dst is the destination device pointer; returns "
-      "cudaErrorInvalidValue", apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL destination is refused by the runtime."""
-    # unsure: NULL dst is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    # The function's text does not name a NULL dst; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
     t.call_under_test(t.graph().add_memset, 0, 1, 16)
 
 
@@ -421,10 +421,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.memcpy.null_src", cite=MEMCPY_1D + "src - source memory address; returns "
-      "cudaErrorInvalidValue", apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL source is refused by the runtime."""
-    # unsure: NULL src is not named by the documentation; hip-tests expect hipErrorInvalidValue.
+    # The function's text does not name a NULL src; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
     buf = t.malloc(N)
     t.call_under_test(t.graph().add_memcpy, buf, 0, 64)
 
@@ -823,7 +823,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.mem_free.null", cite=FREE + "returns cudaErrorInvalidValue if the user attempts to free an "
-      "invalid address", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+      "invalid address" + NULL_ARG, apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """NULL cannot be freed by a free node."""
@@ -1114,7 +1114,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.destroy_node.null", cite=DESTROY_NODE + "node - node to remove; returns "
-      "cudaErrorInvalidValue", apis=("GraphDestroyNode",), raises=errors.InvalidValue)
+      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphDestroyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroyNode(NULL) is refused."""
     t.call_under_test(t.call, "GraphDestroyNode", t.NULL)
