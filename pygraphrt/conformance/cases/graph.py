@@ -11,9 +11,16 @@ Conventions:
   tracked (``t.track(g.clone())``), so a failing case leaves nothing behind;
 * ``t.call(api, ...)`` reaches the runtime without pygraphrt's own checks, for the
   cases about what the *runtime* does with NULL handles and out-pointers;
-* where the documentation says only that "an error" is returned, the case expects
-  :class:`pygraphrt.errors.GraphRTError` (any runtime error) and the result records
-  which one came;
+* where the documentation says only that "an error" is returned, the case expects the
+  class the GPU runs returned (CUDA 12.9, 13.0 and 13.5 on an H100, driver 580; the
+  comment says so); :class:`pygraphrt.errors.GraphRTError` only where that error has no
+  class of its own (``cudaErrorOperatingSystem``, ``cudaErrorInvalidPitchValue``);
+* a runtime case reads what it claims from the runtime: node types through
+  ``t.runtime_type``, parameters through the type-specific getters (:func:`typed`),
+  counts through :func:`raw_count` (an out-parameter the runtime must overwrite), child
+  graphs by handle (:func:`embedded_graph`); a negative case wraps the refused call in
+  ``t.under_test()`` and, where the graph must stay as it was, compares
+  ``t.snapshot(...)`` taken before it;
 * cases whose outcome could not be confirmed without a GPU carry an ``# unsure:``
   comment saying what to look at first.
 """
