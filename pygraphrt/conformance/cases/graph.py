@@ -617,7 +617,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.dependencies.chain", cite=NODE_DEPS + "return a node's dependencies and its dependent nodes",
-      apis=("GraphNodeGetDependencies", "GraphNodeGetDependentNodes"), expect=(True, True, EdgeData()))
+      apis=("GraphNodeGetDependencies", "GraphNodeGetDependentNodes"), expect=(["a"], ["c"], [EdgeData()]))
 def _(t: CaseContext) -> Any:
     """The middle node of a -> b -> c depends on a and has c as its dependent."""
     g = t.graph()
@@ -625,7 +625,8 @@ def _(t: CaseContext) -> Any:
     b = a.empty()
     c = b.empty()
     deps, dependents = b.dependencies, b.dependents
-    return ([n for n, _ in deps] == [a], [n for n, _ in dependents] == [c], deps[0][1])
+    named = {"a": a, "b": b, "c": c}
+    return labels(named, [n for n, _ in deps]), labels(named, [n for n, _ in dependents]), [e for _, e in deps]
 
 
 # ============================================================================ clone
