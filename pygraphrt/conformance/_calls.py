@@ -360,13 +360,16 @@ def falsify(ffi: Any, fn: Any, ctype: Any, args: tuple[Any, ...], mode: str, rec
     ``InvalidValue``).  Pointers the caller dereferences (not handles) are never moved.
     ``no-effect``: the call is not made; it reports success.  Where the call would fill a
     pointer in a struct that the caller then reads (a NULL non-handle pointer field), the
-    call is made unchanged instead (not counted in ``rec.faulted``).
+    call is made unchanged instead (not counted in ``rec.faulted``) -- except for a setter
+    (``...Set...``: ``GraphNodeSetParams``, ``GraphExecKernelNodeSetParams``,
+    ``MemPoolSetAccess``), whose struct arguments are inputs only, NULL fields included.
     """
     if mode not in FAULT_MODES:
         raise ValueError(f"unknown fault mode {mode!r}; one of {FAULT_MODES}")
     slots = _pointees(ffi, ctype, args)
     if mode == "no-effect":
-        if any(_fills_pointer(ffi, ctype.args[i].item, p) for i, p, _n in slots):
+        setter = rec.fault is not None and "Set" in rec.fault[0]
+        if not setter and any(_fills_pointer(ffi, ctype.args[i].item, p) for i, p, _n in slots):
             return int(fn(*args))
         rec.faulted += 1
         return 0
