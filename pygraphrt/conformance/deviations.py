@@ -176,6 +176,10 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaMemPoolSetAccess refuses cudaMemAccessFlagsProtRead (read-only access to another device's "
               "pool) with cudaErrorNotSupported; the documentation lists cudaSuccess and cudaErrorInvalidValue "
               "only; " + _SEEN_2GPU, driver=_DRIVERS),
+    Deviation("control.ext_sem.import_not_a_semaphore", "cuda", _RUNTIMES, "GraphRTError", "cudaErrorUnknown",
+              "cudaImportExternalSemaphore refuses an fd that is not a timeline semaphore (/dev/null) with "
+              "cudaErrorUnknown, where the documentation lists cudaErrorInvalidResourceHandle and "
+              "cudaErrorOperatingSystem; " + _SEEN, driver=_DRIVERS),
 )
 
 

@@ -53,6 +53,7 @@ PG_PROHIBITED = f"{_PG}, Prohibited and Unhandled Operations: "
 PG_INVALIDATION = f"{_PG}, Invalidation: "
 PG_MEMNODES = "CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes, Stream Capture: "
 PYGRAPHRT = "pygraphrt README, Stream capture: "
+PYGRAPHRT_BEGIN = "pygraphrt policy (graph/_capture.py, Capture.begin), not runtime behaviour: "
 
 BEGIN_END = ("StreamBeginCapture", "StreamEndCapture")
 
@@ -70,13 +71,96 @@ def _graph(t: CaseContext, cap: Any) -> Any:
     return t.track(g)
 
 
+def _rt_type(node: Any) -> Any:
+    """The node's type as the runtime reports it (``GraphNodeGetType`` through the raw layer; the
+    vendor's integer for a type pygraphrt has no name for) -- not ``node.type``, a class constant
+    for nodes pygraphrt made.  The same read as ``t.runtime_type``, for helpers without ``t``."""
+    from pygraphrt import _runtime
+
+    b = _runtime.active()
+    out = b.ffi.new(f"enum {b.ops.prefix}GraphNodeType *")
+    b.ops.call("GraphNodeGetType", getattr(node, "handle", node), out)
+    return b.ops.node_type_of.get(int(out[0]), int(out[0]))
+
+
 def _types(graph: Any) -> tuple[NodeType, ...]:
-    """Node types of ``graph`` in creation order."""
-    return tuple(n.type for n in graph.nodes())
+    """Node types of ``graph`` in the runtime's listing order (GraphGetNodes), as the runtime reports
+    each (GraphNodeGetType)."""
+    return tuple(_rt_type(n) for n in graph.nodes())
 
 
 def _edge_types(graph: Any) -> list[tuple[NodeType, NodeType]]:
-    return [(a.type, b.type) for a, b, _ in graph.edges()]
+    """The edges the runtime lists, as pairs of the runtime's node types."""
+    return [(_rt_type(a), _rt_type(b)) for a, b, _ in graph.edges()]
+
+
+def _address(handle: Any) -> int:
+    """A runtime handle (or an object with ``.handle``) as an integer, for comparing handles."""
+    from pygraphrt import _runtime
+
+    return int(_runtime.active().ffi.cast("uintptr_t", getattr(handle, "handle", handle)))
+
+
+#: A value no capture status has.  The raw reads below pre-fill their outputs with it, so that a
+#: runtime call that reports success without writing its answer fails the case instead of leaving
+#: a zero that reads as "none".
+_UNWRITTEN = 0x5EED
+
+
+def _rt_status(s: Any) -> CaptureStatus:
+    """The stream's capture status as ``StreamIsCapturing`` writes it (never pygraphrt's state)."""
+    b = s.backend
+    ops = b.ops
+    out = b.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *", _UNWRITTEN)
+    ops.call("StreamIsCapturing", s.handle, out)
+    if int(out[0]) == _UNWRITTEN:
+        raise CaseFailure("StreamIsCapturing reported success but wrote no status")
+    status: CaptureStatus = ops.capture_status_of.get(int(out[0]), int(out[0]))
+    return status
+
+
+def _rt_info(s: Any) -> tuple[CaptureStatus, int, int, list[int]]:
+    """``StreamGetCaptureInfo`` of ``s`` through the raw layer: (status, id, the capture graph's
+    handle as an integer, the dependency nodes' handles as integers).  The outputs are pre-filled
+    (status :data:`_UNWRITTEN`), and the id, graph and dependencies are read only while ACTIVE."""
+    b = s.backend
+    ops, ffi = b.ops, b.ffi
+    status = ffi.new(f"enum {ops.prefix}StreamCaptureStatus *", _UNWRITTEN)
+    ident = ffi.new("unsigned long long *")
+    graph = ffi.new(f"{ops.prefix}Graph_t *")
+    deps = ffi.new(f"const {ops.prefix}GraphNode_t **")
+    n = ffi.new("size_t *")
+    sym = ops.edge_forms.get("capture_info")
+    if sym is not None:
+        edata = ffi.new(f"const {ops.prefix}GraphEdgeData **")
+        rc = getattr(ops.lib, sym)(s.handle, status, ident, graph, deps, edata, n)
+    else:
+        sym = ops.prefix + "StreamGetCaptureInfo"
+        rc = ops.fn("StreamGetCaptureInfo")(s.handle, status, ident, graph, deps, n)
+    if rc:
+        raise ops.error(rc, sym)
+    if int(status[0]) == _UNWRITTEN:
+        raise CaseFailure(f"{sym} reported success but wrote no status")
+    st: CaptureStatus = ops.capture_status_of.get(int(status[0]), int(status[0]))
+    if st is not CaptureStatus.ACTIVE:
+        return st, int(ident[0]), 0, []
+    return st, int(ident[0]), _address(graph[0]), [_address(deps[0][i]) for i in range(int(n[0]))]
+
+
+def _raw_end_keep(s: Any) -> tuple[int, BaseException | None]:
+    """``StreamEndCapture`` on ``s`` through the raw layer: (the returned graph's handle as an
+    integer, the error or None).  A graph it returned is destroyed when the call failed; on success
+    the caller owns it (a capture into a target graph returns that graph)."""
+    b = s.backend
+    ops = b.ops
+    out = b.ffi.new(f"{ops.prefix}Graph_t *")
+    rc = ops.fn("StreamEndCapture")(s.handle, out)
+    address = _address(out[0])
+    if rc:
+        if out[0] != b.ffi.NULL:
+            ops.fn("GraphDestroy")(out[0])
+        return address, ops.error(rc, ops.prefix + "StreamEndCapture")
+    return address, None
 
 
 def _status(s: Any) -> CaptureStatus:
@@ -514,32 +598,33 @@ for _m in ("global", "thread_local", "relaxed"):
       cite=IS_CAPTURING + "cudaStreamCaptureStatusNone: the stream is not capturing",
       apis=("StreamIsCapturing",), expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
-    """A new stream is not capturing."""
-    return t.stream().capture_status()
+    """A new stream is not capturing (the status StreamIsCapturing writes)."""
+    return _rt_status(t.stream())
 
 
 @case("capture.status.active_during",
       cite=IS_CAPTURING + "cudaStreamCaptureStatusActive: the stream is capturing",
-      apis=("StreamIsCapturing",) + BEGIN_END, expect=CaptureStatus.ACTIVE)
+      apis=("StreamIsCapturing",) + BEGIN_END, expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, 0))
 def _(t: CaseContext) -> Any:
-    """During a capture the stream's status is ACTIVE."""
+    """During a capture the stream's status is ACTIVE; after the end it is NONE again and the graph
+    the end returned is a valid (empty) graph."""
     s = t.stream()
     with s.capture() as cap:
-        status = s.capture_status()
-    _graph(t, cap)
-    return status
+        status = _rt_status(s)
+    g = _graph(t, cap)
+    return status, _rt_status(s), t.snapshot(graph=g).nodes
 
 
 @case("capture.status.none_after_end",
       cite=END + "cudaStreamEndCapture takes the stream out of capture mode",
-      apis=("StreamIsCapturing",) + BEGIN_END, expect=CaptureStatus.NONE)
+      apis=("StreamIsCapturing",) + BEGIN_END, expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
-    """After the capture ended the stream's status is NONE again."""
+    """After the capture ended the stream's status is NONE again (it was ACTIVE before the end)."""
     s = t.stream()
     with s.capture() as cap:
-        pass
+        during = _rt_status(s)
     _graph(t, cap)
-    return s.capture_status()
+    return during, _rt_status(s)
 
 
 @case("capture.status.is_capturing_values",
@@ -558,14 +643,16 @@ def _(t: CaseContext) -> Any:
 @case("capture.status.other_stream_unaffected",
       cite=BEGIN + "capture is a state of the stream it was begun on; other streams are not capturing "
                    "unless they join through an event",
-      apis=("StreamIsCapturing",) + BEGIN_END, expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE))
+      apis=("StreamIsCapturing",) + BEGIN_END,
+      expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
-    """While one stream captures, another stream of the same device is not capturing."""
+    """While one stream captures, another stream of the same device is not capturing; after the end
+    neither is."""
     s1, s2 = t.stream(), t.stream()
     with s1.capture() as cap:
-        statuses = s1.capture_status(), s2.capture_status()
+        statuses = _rt_status(s1), _rt_status(s2)
     _graph(t, cap)
-    return statuses
+    return statuses + (_rt_status(s1), _rt_status(s2))
 
 
 @case("capture.status.closed_stream", kind="binding",
@@ -580,20 +667,27 @@ def _(t: CaseContext) -> Any:
 
 # ============================================================================ nested begin
 @case("capture.nested.begin_on_capturing_stream", kind="binding",
-      cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode",
+      cite=PYGRAPHRT_BEGIN + "a begin on a stream that is capturing is refused with IllegalState before "
+      "cudaStreamBeginCapture is called, so that the refusal cannot end or invalidate the capture running "
+      "there (the runtime's own refusal: capture.nested.raw_begin_on_capturing_stream)",
       apis=("StreamBeginCapture", "StreamIsCapturing"), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
-    """A second begin on a capturing stream raises IllegalState and leaves the first capture ACTIVE."""
+    """pygraphrt refuses a second begin on a capturing stream; the first capture is left as it was (status and
+    captured nodes read from the runtime before any clean-up)."""
     s, a = t.stream(), t.malloc(N)
     cap = s.begin_capture()
     try:
         s.memset(a, 1, N)
-        err = t.raises(errors.IllegalState, s.begin_capture)
-        t.check_equal(s.capture_status(), CaptureStatus.ACTIVE, "status after the refused begin")
+        before = t.snapshot(stream=s)
+        t.check_equal((before.capture_status, before.capture_nodes), (CaptureStatus.ACTIVE, 1), "the capture")
+        try:
+            with t.under_test():
+                s.begin_capture()
+        finally:
+            t.check_equal(t.snapshot(stream=s), before, "the capture after the refused begin")
     finally:
         cap.abort()
         _force_end(s)
-    raise err
 
 
 @case("capture.nested.first_capture_intact",
@@ -857,14 +951,14 @@ def _(t: CaseContext) -> Any:
 @case("capture.info.no_dependencies_at_begin",
       cite=INFO + "dependencies_out: the set of nodes the next captured node will depend on; empty "
                   "before anything was captured",
-      apis=("StreamGetCaptureInfo",), expect=[])
+      apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, []))
 def _(t: CaseContext) -> Any:
-    """Right after begin the capture has no dependencies."""
+    """Right after begin the capture is ACTIVE with no dependencies (as StreamGetCaptureInfo writes them)."""
     s = t.stream()
     with s.capture() as cap:
-        deps = cap.info().dependencies
+        status, _id, _g, deps = _rt_info(s)
     _graph(t, cap)
-    return deps
+    return status, deps
 
 
 @case("capture.info.dependency_is_last_node",
@@ -882,42 +976,49 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.graph_same_object",
-      cite=INFO + "graph_out: the graph being captured into (one graph per capture sequence)",
-      apis=("StreamGetCaptureInfo",), expect=True)
+      cite=INFO + "graph_out: \"Optional location to return the graph being captured into\" (one graph per "
+                  "capture sequence, \"transferred or destroyed at cudaStreamEndCapture\"); " + END +
+                  "\"End capture on stream, returning the captured graph via pGraph\"",
+      apis=("StreamGetCaptureInfo", "StreamEndCapture"), expect=(True, True, True))
 def _(t: CaseContext) -> Any:
-    """Two ``info()`` calls in one capture give the same Graph object."""
+    """Two StreamGetCaptureInfo calls in one capture, before and after a captured memset, report the same
+    graph handle, and it is the handle StreamEndCapture returns (handles compared, not pygraphrt objects)."""
     s, a = t.stream(), t.malloc(N)
     with s.capture() as cap:
-        g1 = cap.info().graph
+        h1 = _rt_info(s)[2]
         s.memset(a, 1, N)
-        g2 = cap.info().graph
-    _graph(t, cap)
-    return g1 is g2 and g1 is not None
+        h2 = _rt_info(s)[2]
+    end = _address(_graph(t, cap))
+    return h1 != 0, h1 == h2, h2 == end
 
 
 @case("capture.info.final_graph_is_live_graph",
-      cite=INFO + "graph_out does not transfer ownership: ownership is transferred at cudaStreamEndCapture "
-                  "(pygraphrt: the graph info() showed is the one end() returns)",
-      apis=("StreamGetCaptureInfo", "StreamEndCapture"), expect=True)
+      cite=INFO + "graph_out: \"This API does not transfer ownership of the graph, which is transferred or "
+                  "destroyed at cudaStreamEndCapture\"; " + END + "\"returning the captured graph via pGraph\"",
+      apis=("StreamGetCaptureInfo", "StreamEndCapture", "GraphGetNodes"), expect=(True, True, 1))
 def _(t: CaseContext) -> Any:
-    """The graph returned at the end is the very object ``info().graph`` showed."""
+    """The graph StreamEndCapture returns is the graph StreamGetCaptureInfo reported during the capture
+    (handles compared), holding the captured memset."""
     s, a = t.stream(), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 1, N)
-        live = cap.info().graph
-    return _graph(t, cap) is live
+        live = _rt_info(s)[2]
+    end = _graph(t, cap)
+    return live != 0, _address(end) == live, t.snapshot(graph=end).nodes
 
 
 @case("capture.info.dependency_node_identity",
       cite=INFO + "the node handles may be copied out and are valid until they or the graph is destroyed",
-      apis=("StreamGetCaptureInfo", "GraphGetNodes"), expect=True)
+      apis=("StreamGetCaptureInfo", "GraphGetNodes", "GraphNodeGetType"), expect=(1, True, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
-    """A dependency node seen during the capture is the same object as that node in the final graph."""
+    """The dependency node StreamGetCaptureInfo reports during the capture is (by handle) the node the final
+    graph lists, a memset as the runtime reports it."""
     s, a = t.stream(), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 1, N)
-        dep = cap.info().dependencies[0][0]
-    return _graph(t, cap).nodes()[0] is dep
+        deps = _rt_info(s)[3]
+    nodes = _graph(t, cap).nodes()
+    return len(deps), deps == [_address(n) for n in nodes], _rt_type(nodes[0])
 
 
 @case("capture.info.graph_readable_during_capture",
@@ -937,31 +1038,34 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.info.ids_distinct_sequential",
       cite=INFO + "id_out: unique over the lifetime of the process",
-      apis=("StreamGetCaptureInfo",) + BEGIN_END, expect=True)
+      apis=("StreamGetCaptureInfo",) + BEGIN_END,
+      expect={"first id non-zero": True, "second id non-zero": True, "ids differ": True})
 def _(t: CaseContext) -> Any:
-    """Two captures one after the other on the same stream have different ids."""
+    """Two captures one after the other on the same stream have different ids (StreamGetCaptureInfo's id_out)."""
     s = t.stream()
     with s.capture() as c1:
-        i1 = c1.info().id
+        i1 = _rt_info(s)[1]
     with s.capture() as c2:
-        i2 = c2.info().id
+        i2 = _rt_info(s)[1]
     _graph(t, c1)
     _graph(t, c2)
-    return i1 != i2 and i1 != 0 and i2 != 0
+    return {"first id non-zero": i1 != 0, "second id non-zero": i2 != 0, "ids differ": i1 != i2}
 
 
 @case("capture.info.after_end",
       cite=INFO + "valid data (other than capture status) is returned only if the status is Active; "
                   "after cudaStreamEndCapture the status is None",
-      apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.NONE, None, []))
+      apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, (None, [])))
 def _(t: CaseContext) -> Any:
-    """``cap.info()`` after the end: status NONE, no graph, no dependencies."""
+    """After the end StreamGetCaptureInfo reports status NONE (ACTIVE before it), and ``cap.info()`` then
+    shows no graph and no dependencies."""
     s, a = t.stream(), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 1, N)
+        during = _rt_info(s)[0]
     _graph(t, cap)
     info = cap.info()
-    return info.status, info.graph, info.dependencies
+    return during, _rt_info(s)[0], (info.graph, info.dependencies)
 
 
 @case("capture.info.dependencies_after_join",
@@ -1413,15 +1517,29 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.info_graph_is_target",
-      cite=INFO + "graph_out: the graph being captured into (for capture to graph, that graph)",
-      apis=_TG + ("StreamGetCaptureInfo",), requires=("capture_to_graph",), expect=(True, CaptureStatus.ACTIVE))
+      cite=TO_GRAPH + "\"all operations pushed into the stream will not be executed, but will instead be captured "
+                      "into graph, which will be returned via cudaStreamEndCapture\"; " + INFO +
+                      "graph_out: \"the graph being captured into\"",
+      apis=_TG + ("StreamGetCaptureInfo", "StreamIsCapturing"), requires=("capture_to_graph",),
+      expect=(CaptureStatus.ACTIVE, True, True, CaptureStatus.NONE, 1))
 def _(t: CaseContext) -> Any:
-    """``cap.info().graph`` is the target graph object during a capture into it."""
-    s = t.stream()
+    """During a capture into a graph StreamGetCaptureInfo reports that graph's handle, and StreamEndCapture
+    returns that handle (raw end: pygraphrt's end() returns its target object whatever the runtime gives)."""
+    s, a = t.stream(), t.malloc(N)
     g = t.graph()
-    with s.capture(graph=g) as cap:
-        info = cap.info()
-    return info.graph is g, info.status
+    cap = s.capture(graph=g)
+    cap.begin()
+    try:
+        s.memset(a, 1, N)
+        status, _id, info_graph, _deps = _rt_info(s)
+        end, err = _raw_end_keep(s)
+        if err is not None:
+            raise err
+        after = _rt_status(s)
+    finally:
+        cap.abort()  # pygraphrt's Capture forgets the capture (the stream is no longer capturing)
+        _force_end(s)
+    return status, info_graph == _address(g), end == _address(g), after, t.snapshot(graph=g).nodes
 
 
 @case("capture.to_graph.twice_accumulates",

@@ -23,6 +23,13 @@ UPDATE = f"{_GM}, cudaGraphExecUpdate: "
 EXT_SEM = "CUDA Runtime API 13.0, External Resource Interoperability, cudaImportExternalSemaphore: "
 EXT_NODE = f"{_GM}, cudaGraphAddExternalSemaphoresSignalNode: "
 PYGRAPHRT = "pygraphrt README, Conditional nodes: "
+POLICY = "pygraphrt policy (graph/_conditional.py create_handle), not runtime behaviour: "
+CLONE_NOTE = (f"{_GM}, cudaGraphClone (12.9-13.5 headers): \"Cloning is not supported for graphs which contain "
+              "memory allocation nodes, memory free nodes, or conditional nodes\" (the error class is the one "
+              "the GPU runs returned: cudaErrorNotSupported on 12.9, 13.0 and 13.5, driver 580)")
+SIZES = (f"{_GM}, cudaConditionalNodeParams::size: \"Allowed values are 1 for cudaGraphCondTypeWhile, 1 or 2 "
+         "for cudaGraphCondTypeIf, or any value greater than zero for cudaGraphCondTypeSwitch\"; phGraph_out: "
+         "\"CUDA-owned array populated with conditional node child graphs during creation of the node\"")
 
 COND = ("conditional_nodes",)
 COND2 = ("conditional_if_else_switch",)
@@ -80,10 +87,17 @@ def _run_switch(t: CaseContext, kind: str, size: int, value: int) -> list[int]:
     h = g.conditional_handle()
     setter = g.add_kernel(k["set_value"], 1, 1, [h, value])
     node = g.add_conditional(kind, h, size if kind == "switch" else None, dependencies=[setter])
+    _check_conditional(t, node)
     for i, body in enumerate(node.bodies):
         body.add_memset(marks.ptr + 4 * i, 1, 1)
     _launch(t, g)
     return [v & 0xFF for v in _u32s(marks, node.size)]
+
+
+def _check_conditional(t: CaseContext, node: Any) -> None:
+    """The runtime lists ``node`` as a conditional node (read through GraphNodeGetType): a node handle
+    the runtime did not make (or moved) fails here, not silently later."""
+    t.check_equal(t.runtime_type(node), NodeType.CONDITIONAL, "the added node's type as the runtime reports it")
 
 
 # ------------------------------------------------------------------ handles and nodes
@@ -97,12 +111,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("control.handle.default_needs_reset", kind="binding",
-      cite=HANDLE + "defaultLaunchValue is applied at each launch only "
-      "with cudaGraphCondAssignDefault", apis=("GraphConditionalHandleCreate",), requires=COND,
-      raises=errors.InvalidValue)
+      cite=POLICY + "a non-zero default without reset_each_launch is refused before "
+      "cudaGraphConditionalHandleCreate is called, because the runtime would never apply it (" + HANDLE +
+      "defaultLaunchValue is \"Applied at the beginning of each graph execution if cudaGraphCondAssignDefault "
+      "is set in flags\"; the runtime documents no refusal of the combination)",
+      apis=("GraphConditionalHandleCreate",), requires=COND, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
-    """A default value without reset-each-launch is refused (the runtime would never apply it)."""
-    t.graph().conditional_handle(5, reset_each_launch=False)
+    """pygraphrt refuses a default value without reset-each-launch (the runtime would never apply it)."""
+    g = t.graph()
+    t.call_under_test(g.conditional_handle, 5, reset_each_launch=False)
 
 
 @case("control.handle.default_out_of_range", kind="binding", cite=HANDLE + "defaultLaunchValue is an unsigned int",
@@ -145,50 +162,75 @@ def _(t: CaseContext) -> Any:
     node.capture(t.stream(), body=1)
 
 
-@case("control.node.refusals_leave_nothing", cite=ADD_NODE + "a failed add adds no node",
-      apis=ADD_APIS, requires=COND2, expect=0)
+@case("control.node.refusals_leave_nothing", kind="binding",
+      cite=PYGRAPHRT + "a switch of size 0, another graph's handle and an unknown kind are refused by "
+      "pygraphrt before cudaGraphAddNode; the graph is left as it was", apis=ADD_APIS, requires=COND2,
+      expect=[(0, 0)] * 4)
 def _(t: CaseContext) -> Any:
-    """Refused conditional adds leave the graph empty."""
+    """pygraphrt's refusals of conditional adds leave the graph empty (node and edge counts read from the
+    runtime before and after each refusal)."""
     g, other = t.graph(), t.graph()
     h = g.conditional_handle()
+    counts = [(t.snapshot(graph=g).nodes, t.snapshot(graph=g).edges)]
     for bad in (lambda: g.add_switch(h, 0), lambda: g.add_if(other.conditional_handle()),
                 lambda: g.add_conditional("until", h)):
         t.raises(errors.InvalidValue, bad)
-    return len(g.nodes())
+        snap = t.snapshot(graph=g)
+        counts.append((snap.nodes, snap.edges))
+    return counts
 
 
-@case("control.node.shapes", cite=ADD_NODE + "IF has 1 body (2 with an else), WHILE 1, SWITCH size",
-      apis=ADD_APIS, requires=COND2,
-      expect=[("if", 1), ("if_else", 2), ("while", 1), ("switch", 4)])
+@case("control.node.shapes", cite=SIZES,
+      apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND2,
+      expect=[("if", NodeType.CONDITIONAL, [0]), ("if_else", NodeType.CONDITIONAL, [0, 0]),
+              ("while", NodeType.CONDITIONAL, [0]), ("switch", NodeType.CONDITIONAL, [0, 0, 0, 0])])
 def _(t: CaseContext) -> Any:
-    """Each kind has its number of body graphs, each an empty graph at first."""
+    """Each kind of node is added with its allowed size; the runtime fills phGraph_out with that many
+    distinct body graphs, each empty (node counts read from the runtime), and lists the node as
+    conditional.  Where the runtime has the generic readback (cudaGraphNodeGetParams, CUDA >= 13.2),
+    the size it reports is checked too."""
+    from pygraphrt.capabilities import capabilities
+    from pygraphrt.graph._readback import generic_params
+
     g = t.graph()
     out = []
     for kind, size in (("if", None), ("if_else", None), ("while", None), ("switch", 4)):
         n = g.add_conditional(kind, g.conditional_handle(), size)
-        t.check(all(len(b.nodes()) == 0 for b in n.bodies), "a new body graph is empty")
-        out.append((n.kind, n.size))
+        handles = [int(t.ffi.cast("uintptr_t", b.handle)) for b in n.bodies]
+        t.check(0 not in handles and len(set(handles)) == len(handles),
+                f"{kind}: the runtime's body graphs are distinct, non-NULL handles: {handles}")
+        if capabilities().node_get_params:
+            read = generic_params(n)
+            t.check(read is not None, f"{kind}: cudaGraphNodeGetParams read the conditional node")
+            t.check_equal((read or {}).get("size"), len(handles), f"{kind}: size read back by the runtime")
+        out.append((kind, t.runtime_type(n), [t.snapshot(graph=b).nodes for b in n.bodies]))
     return out
 
 
 @case("control.node.runtime_type", cite=f"{_GM}, cudaGraphNodeGetType: conditional nodes report "
-      "cudaGraphNodeTypeConditional", apis=ADD_APIS + ("GraphNodeGetType",), requires=COND,
-      expect=[NodeType.CONDITIONAL])
+      "cudaGraphNodeTypeConditional", apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND,
+      expect=(NodeType.CONDITIONAL, [NodeType.CONDITIONAL], True))
 def _(t: CaseContext) -> Any:
-    """The runtime lists a conditional node with its type."""
+    """The runtime reports the type of the node cudaGraphAddNode returned, and lists that node (by handle)."""
     g = t.graph()
-    g.add_while(g.conditional_handle())
-    return [n.type for n in g.nodes()]
+    node = g.add_while(g.conditional_handle())
+    listed = g.nodes()
+    address = (lambda n: int(t.ffi.cast("uintptr_t", n.handle)))
+    return t.runtime_type(node), [t.runtime_type(n) for n in listed], [address(n) for n in listed] == [address(node)]
 
 
-@case("control.clone.refused", cite=CLONE + "observed on CUDA 12.9 and 13.0: graphs with conditional nodes "
-      "are not cloned (cudaErrorNotSupported)", apis=ADD_APIS + ("GraphClone",), requires=COND,
-      raises=errors.NotSupported)
+@case("control.clone.refused", cite=CLONE_NOTE, apis=ADD_APIS + ("GraphClone", "GraphNodeGetType"),
+      requires=COND, raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """Cloning a graph that holds a conditional node is refused by the runtime."""
+    """Cloning a graph that holds a conditional node is refused by the runtime; the graph is unchanged."""
     g = t.graph()
-    g.add_if(g.conditional_handle())
-    t.track(g.clone())
+    _check_conditional(t, g.add_if(g.conditional_handle()))
+    before = t.snapshot(graph=g)
+    try:
+        with t.under_test():
+            t.track(g.clone())
+    finally:
+        t.check_equal(t.snapshot(graph=g), before, "the graph after the refused clone")
 
 
 # ------------------------------------------------------------------ what runs
@@ -225,6 +267,7 @@ def _(t: CaseContext) -> Any:
     h = g.conditional_handle()
     arm = g.add_kernel(k["arm"], 1, 1, [h, state, state.ptr + 4, 0])
     loop = g.add_while(h, dependencies=[arm])
+    _check_conditional(t, loop)
     loop.bodies[0].add_kernel(k["count_down"], 1, 1, [h, state, state.ptr + 4])
     s = t.stream()
     exe = t.instantiate(g)
@@ -245,6 +288,7 @@ def _(t: CaseContext) -> Any:
     mark = t.malloc(4)
     g = t.graph()
     node = g.add_if(g.conditional_handle(1, reset_each_launch=True))
+    _check_conditional(t, node)
     node.bodies[0].add_memset(mark, 7, 4)
     s = t.stream()
     exe = t.instantiate(g)
@@ -258,16 +302,20 @@ def _(t: CaseContext) -> Any:
 
 
 @case("control.handle.default_zero_skips", cite=HANDLE + "a handle reset to 0 at each launch leaves an IF "
-      "body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=0)
+      "body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=(9, 0))
 def _(t: CaseContext) -> Any:
-    """An IF whose handle resets to 0 and that no kernel sets does not run its body."""
-    mark = t.malloc(4)
+    """An IF whose handle resets to 0 and that no kernel sets does not run its body, while a memset beside
+    it in the same graph runs (the launch happened)."""
+    mark, witness = t.malloc(4), t.malloc(4)
     mark.copy_from(bytes(4))
+    witness.copy_from(bytes(4))
     g = t.graph()
     node = g.add_if(g.conditional_handle(0, reset_each_launch=True))
+    _check_conditional(t, node)
     node.bodies[0].add_memset(mark, 7, 4)
+    g.add_memset(witness, 9, 4)
     _launch(t, g)
-    return mark.to_bytes()[0]
+    return witness.to_bytes()[0], mark.to_bytes()[0]
 
 
 @case("control.nested.while_in_if", cite=PG_COND + "conditional nodes nest; a body's node uses a handle of "
@@ -280,9 +328,11 @@ def _(t: CaseContext) -> Any:
     outer = g.conditional_handle()
     setter = g.add_kernel(k["set_value"], 1, 1, [outer, 1])
     branch = g.add_if(outer, dependencies=[setter])
+    _check_conditional(t, branch)
     inner = branch.bodies[0].conditional_handle()
     arm = branch.bodies[0].add_kernel(k["arm"], 1, 1, [inner, state, state.ptr + 4, 4])
     loop = branch.bodies[0].add_while(inner, dependencies=[arm])
+    _check_conditional(t, loop)
     loop.bodies[0].add_kernel(k["count_down"], 1, 1, [inner, state, state.ptr + 4])
     s = t.stream()
     exe = t.instantiate(g)
@@ -298,8 +348,10 @@ def _(t: CaseContext) -> Any:
 
 @case("control.capture.equals_explicit", cite=PG_COND + "conditional nodes may be created during stream "
       "capture and their bodies captured", apis=ADD_APIS + ("StreamGetCaptureInfo",
-      "StreamUpdateCaptureDependencies", "StreamBeginCaptureToGraph"), requires=COND + ("kernels",
-      "capture_to_graph"), expect=([NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET], 2, 5))
+      "StreamUpdateCaptureDependencies", "StreamBeginCaptureToGraph", "GraphNodeGetType"),
+      requires=COND + ("kernels", "capture_to_graph"),
+      expect=([NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET],
+              [(NodeType.KERNEL, NodeType.CONDITIONAL), (NodeType.CONDITIONAL, NodeType.MEMSET)], 5))
 def _(t: CaseContext) -> Any:
     """A WHILE inserted at a capture's current point sits between the captured work before and after it."""
     k = _kernels(t)
@@ -313,10 +365,15 @@ def _(t: CaseContext) -> Any:
             s2.launch(k["count_down"], 1, 1, h, state, state.ptr + 4)
         s.memset(tail, 1, 4)
     g = t.track(cap.graph)
-    types = sorted((n.type for n in g.nodes()), key=lambda x: x.value)
+    order = [NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET]
+    rank = (lambda x: order.index(x) if x in order else len(order))
+    types = sorted((t.runtime_type(n) for n in g.nodes()), key=rank)
+    # the edges as the runtime lists them, by the runtime's node types: the memset must follow the
+    # WHILE (the capture's dependencies were moved onto it), not the kernel before it
+    edges = sorted(((t.runtime_type(a), t.runtime_type(b)) for a, b, *_ in g.edges()),
+                   key=lambda e: (rank(e[0]), rank(e[1])))
     _launch(t, g)
-    return sorted(types, key=lambda x: [NodeType.KERNEL, NodeType.CONDITIONAL, NodeType.MEMSET].index(x)), \
-        len(g.edges()), _u32s(state, 2)[1]
+    return types, edges, _u32s(state, 2)[1]
 
 
 @case("control.update.body_memset_value", cite=UPDATE + "parameters of nodes inside conditional bodies are "
@@ -329,6 +386,7 @@ def _(t: CaseContext) -> Any:
     def build(value: int) -> Any:
         g = t.graph()
         node = g.add_if(g.conditional_handle(1, reset_each_launch=True))
+        _check_conditional(t, node)
         node.bodies[0].add_memset(buf, value, 4)
         return g
 
@@ -351,8 +409,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("control.device_launch.memset_graph", cite=INSTANTIATE + "kernel, memcpy and memset nodes may be "
-      "device-launchable", apis=("GraphInstantiateWithFlags", "GraphUpload"), requires=("device_launch",),
-      expect=True)
+      "device-launchable", apis=("GraphInstantiateWithFlags", "GraphUpload", "GraphExecGetFlags"),
+      requires=("device_launch",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """A memset graph instantiates for device launch and uploads."""
     g = t.graph()
@@ -361,7 +419,8 @@ def _(t: CaseContext) -> Any:
     s = t.stream()
     exe.upload(s)
     s.synchronize()
-    return InstantiateFlags.DEVICE_LAUNCH in exe.flags
+    # exe.flags reads cudaGraphExecGetFlags; and the upload completed on the stream
+    return InstantiateFlags.DEVICE_LAUNCH in exe.flags, s.query()
 
 
 # ------------------------------------------------------------------ external semaphores
@@ -380,15 +439,22 @@ def _(t: CaseContext) -> Any:
     t.track(t.rt.ExternalSemaphore("timeline_fd"))
 
 
-@case("control.ext_sem.import_not_a_semaphore", cite=EXT_SEM + "importing a handle that is not a semaphore "
-      "of that type fails", apis=("ImportExternalSemaphore",), raises=errors.GraphRTError)
+@case("control.ext_sem.import_not_a_semaphore",
+      cite=EXT_SEM + "returns \"cudaSuccess, cudaErrorInvalidResourceHandle, cudaErrorOperatingSystem\": an fd "
+      "that is not a semaphore of the given type is not a valid handle to import (the GPU runs return "
+      "cudaErrorUnknown instead: a deviation, deviations.py)", apis=("ImportExternalSemaphore",),
+      requires=("external_semaphore_nodes",), raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> Any:
-    """Importing /dev/null as a timeline semaphore fails (and leaves the fd to the caller)."""
+    """Importing /dev/null as a timeline semaphore is refused by the runtime (and leaves the fd to the caller).
+
+    Requires external-semaphore nodes as the nearest capability: the simulator has neither those nor
+    cudaImportExternalSemaphore, every CUDA runtime here has both."""
     import os
 
     fd = os.open("/dev/null", os.O_RDONLY)
     try:
-        t.track(t.rt.ExternalSemaphore("timeline_fd", fd=fd))
+        with t.under_test():
+            t.track(t.rt.ExternalSemaphore("timeline_fd", fd=fd))
     finally:
         os.close(fd)
 
