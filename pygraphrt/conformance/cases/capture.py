@@ -398,7 +398,7 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.begin_end.graph_executes_captured_work",
       cite=END + "the graph returned holds the captured work; launching it executes that work",
-      apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync", "GraphInstantiate", "GraphLaunch"),
+      apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync", "GraphInstantiateWithFlags", "GraphLaunch"),
       expect=(b"\x22" * 8, b"\x22" * 8))
 def _(t: CaseContext) -> Any:
     """Launching the captured graph performs the captured memset and memcpy."""
@@ -1144,7 +1144,7 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.fork.diamond_runs",
       cite=PG_XSTREAM + "the captured fork/join graph performs the same work with the same ordering",
-      apis=("GraphInstantiate", "GraphLaunch"), expect=(b"\x01" * 8, b"\x03" * 8))
+      apis=("GraphInstantiateWithFlags", "GraphLaunch"), expect=(b"\x01" * 8, b"\x03" * 8))
 def _(t: CaseContext) -> Any:
     """Launching the captured diamond: B copies A's bytes, D copies C's."""
     g, s1, (a, b, c, d) = _diamond(t)
@@ -1923,34 +1923,42 @@ def _(t: CaseContext) -> Any:
 # ============================================================================ what captured work becomes
 @case("capture.ops.memset_params",
       cite=PG_CAPTURE + "a captured cudaMemsetAsync becomes a memset node with the same parameters",
-      apis=("MemsetAsync", "GraphMemsetNodeGetParams"), expect=(NodeType.MEMSET, 0x5A, N, 1))
+      apis=("MemsetAsync", "GraphMemsetNodeGetParams", "GraphNodeGetType"),
+      expect=(NodeType.MEMSET, True, 0x5A, N, 1))
 def _(t: CaseContext) -> Any:
-    """A captured memset: a memset node with its value, width and element size."""
+    """A captured memset: a memset node (type read from the runtime) with its destination, value, width and
+    element size (read back by GraphMemsetNodeGetParams, not the generic readback)."""
+    from pygraphrt.graph._readback import typed_params
+
     s, a = t.stream(), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 0x5A, N)
     node = _graph(t, cap).nodes()[0]
-    p = node.params
-    return node.type, p["value"], p["width"] * p["height"], p["element_size"]
+    p = typed_params(node)
+    return _rt_type(node), p["dst"] == a.ptr, p["value"], p["width"] * p["height"], p["element_size"]
 
 
 @case("capture.ops.memcpy_params",
       cite=PG_CAPTURE + "a captured cudaMemcpyAsync becomes a memcpy node with the same source, "
                         "destination and size",
-      apis=("MemcpyAsync", "GraphMemcpyNodeGetParams"), expect=(NodeType.MEMCPY, True, True, N))
+      apis=("MemcpyAsync", "GraphMemcpyNodeGetParams", "GraphNodeGetType"),
+      expect=(NodeType.MEMCPY, True, True, N))
 def _(t: CaseContext) -> Any:
-    """A captured memcpy: a memcpy node with its source, destination and width."""
+    """A captured memcpy: a memcpy node (type read from the runtime) with its source, destination and width
+    (read back by GraphMemcpyNodeGetParams, not the generic readback)."""
+    from pygraphrt.graph._readback import typed_params
+
     s, a, b = t.stream(), t.malloc(N), t.malloc(N)
     with s.capture() as cap:
         s.memcpy(b, a, N)
     node = _graph(t, cap).nodes()[0]
-    p = node.params
-    return node.type, p["dst"] == b.ptr, p["src"] == a.ptr, p["width"]
+    p = typed_params(node)
+    return _rt_type(node), p["dst"] == b.ptr, p["src"] == a.ptr, p["width"]
 
 
 @case("capture.ops.host_runs_each_launch",
       cite=PG_CAPTURE + "a captured cudaLaunchHostFunc becomes a host node, run at each graph launch",
-      apis=("LaunchHostFunc", "GraphInstantiate", "GraphLaunch"), expect=(0, 2))
+      apis=("LaunchHostFunc", "GraphInstantiateWithFlags", "GraphLaunch"), expect=(0, 2))
 def _(t: CaseContext) -> Any:
     """The captured host function runs once per launch of the graph, never at capture."""
     s = t.stream()
@@ -1996,7 +2004,7 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.ops.kernels_run_in_order",
       cite=PG_CAPTURE + "captured kernels keep the stream order of their launches",
-      apis=("LaunchKernel", "GraphInstantiate", "GraphLaunch"), requires=("kernels",), expect=[9])
+      apis=("LaunchKernel", "GraphInstantiateWithFlags", "GraphLaunch"), requires=("kernels",), expect=[9])
 def _(t: CaseContext) -> Any:
     """fill 7 then add 2, captured and launched: every element is 9."""
     n = 1024
@@ -2031,7 +2039,7 @@ def _(t: CaseContext) -> Any:
 @case("capture.ops.programmatic_serialization_edge",
       cite=ATTRIBUTES + "a launch with programmatic stream serialization captured after a kernel depends on "
                         "it through a programmatic edge (from port cudaGraphKernelNodePortProgrammatic)",
-      apis=("LaunchKernelEx", "GraphGetEdges"), requires=("edge_data", "kernels", "cuda>=12.3"),
+      apis=("LaunchKernelExC", "GraphGetEdges", "GraphNodeGetType"), requires=("edge_data", "kernels", "cuda>=12.3"),
       expect=[(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))])
 def _(t: CaseContext) -> Any:
     """kernel; kernel with programmatic stream serialization: one programmatic edge between them."""
@@ -2041,7 +2049,7 @@ def _(t: CaseContext) -> Any:
         s.launch(noop, 1, 32)
         s.launch(noop, 1, 32, programmatic_stream_serialization=True)
     g = _graph(t, cap)
-    return [(x.type, y.type, e) for x, y, e in g.edges()]
+    return [(_rt_type(x), _rt_type(y), e) for x, y, e in g.edges()]
 
 
 @case("capture.ops.alloc_and_free_nodes",
@@ -2063,18 +2071,23 @@ def _(t: CaseContext) -> Any:
 @case("capture.ops.malloc_async_is_graph_memory",
       cite=PG_MEMNODES + "an allocation made in a capture is graph memory: its node holds the size and the "
                          "address every launch will use",
-      apis=("MallocAsync", "GraphMemAllocNodeGetParams"), requires=("graph_memory_nodes",),
-      expect=(True, 1 << 20, True))
+      apis=("MallocAsync", "GraphMemAllocNodeGetParams", "GraphNodeGetType"), requires=("graph_memory_nodes",),
+      expect=(NodeType.MEM_ALLOC, 1 << 20, True, True))
 def _(t: CaseContext) -> Any:
-    """The buffer from a captured malloc_async is marked captured; its node has its size and address."""
+    """The first node of a captured malloc_async / memset / free_async is a memory allocation node (type read
+    from the runtime) whose size and address (read back by GraphMemAllocNodeGetParams) are the allocation's:
+    the address cudaMallocAsync returned during the capture."""
+    from pygraphrt.graph._readback import typed_params
+
     s = t.stream()
     with s.capture() as cap:
         tmp = s.malloc_async(1 << 20)
+        address = tmp.ptr
         s.memset(tmp, 0, 1 << 20)
         s.free_async(tmp)
     node = _graph(t, cap).nodes()[0]
-    p = node.params
-    return tmp.captured, p["bytesize"], p["dptr"] != 0
+    p = typed_params(node)
+    return _rt_type(node), p["bytesize"], p["dptr"] != 0, p["dptr"] == address
 
 
 @case("capture.ops.alloc_free_graph_relaunches",
