@@ -106,14 +106,17 @@ class Capture:
             raise errors.IllegalState("Capture.begin", detail="this capture object was already used")
         if s.is_legacy_default:
             raise errors.StreamCaptureUnsupported(
-                f"{ops.prefix}StreamBeginCapture",
-                detail="the legacy default stream cannot be captured; use a created stream")
+                "Capture.begin",
+                detail=f"the legacy default stream cannot be captured; use a created stream (refused by "
+                       f"pygraphrt: {ops.prefix}StreamBeginCapture was not called)")
         mode = ops.value(ops.capture_modes, self.mode, f"{ops.prefix}StreamBeginCapture")
         if s.capture_status() is not CaptureStatus.NONE:
             # Refuse before touching the runtime: a failed begin must not end
             # (or invalidate) the capture that is already running there.
-            raise errors.IllegalState(f"{ops.prefix}StreamBeginCapture",
-                                      detail="the stream is already capturing")
+            # The error names pygraphrt's call, not the runtime's: the runtime was not asked.
+            raise errors.IllegalState("Capture.begin", detail=f"the stream is already capturing (refused by "
+                                                              f"pygraphrt: {ops.prefix}StreamBeginCapture "
+                                                              f"was not called)")
         s._capture_failure = None
         # Counted before the runtime begins: from the moment the capture runs, a finalizer's
         # destroy (the collector can run at any allocation, even before this method returns)

@@ -769,7 +769,9 @@ def _legacy(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.begin_refused", kind="binding",
-      cite=BEGIN + "capture may not be initiated if stream is cudaStreamLegacy",
+      cite=PYGRAPHRT_BEGIN + "a capture of the legacy default stream is refused with StreamCaptureUnsupported "
+      "before cudaStreamBeginCapture is called (" + BEGIN + "\"Capture may not be initiated if stream is "
+      "cudaStreamLegacy\"; the runtime's own refusal: capture.legacy.raw_begin_refused)",
       apis=("StreamBeginCapture",), raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """``Stream.legacy_default().capture()`` raises StreamCaptureUnsupported."""
