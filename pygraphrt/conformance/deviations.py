@@ -176,6 +176,13 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaMemPoolSetAccess refuses cudaMemAccessFlagsProtRead (read-only access to another device's "
               "pool) with cudaErrorNotSupported; the documentation lists cudaSuccess and cudaErrorInvalidValue "
               "only; " + _SEEN_2GPU, driver=_DRIVERS),
+    Deviation("capture.thread.wrong_thread_end_ends_the_capture", "cuda", _RUNTIMES,
+              "(<CaptureStatus.NONE: 'none'>, 'IllegalState')", None,
+              "cudaStreamEndCapture from another thread than the one that began a global-mode capture returns "
+              "cudaErrorStreamCaptureWrongThread as documented, but ends the capture sequence all the same: the "
+              "stream is no longer capturing and the beginning thread's end gets cudaErrorIllegalState (the "
+              "documentation says the end must come from the beginning thread, nothing of the refused call "
+              "ending it); " + _SEEN, driver=_DRIVERS),
     Deviation("control.ext_sem.import_not_a_semaphore", "cuda", _RUNTIMES, "GraphRTError", "cudaErrorUnknown",
               "cudaImportExternalSemaphore refuses an fd that is not a timeline semaphore (/dev/null) with "
               "cudaErrorUnknown, where the documentation lists cudaErrorInvalidResourceHandle and "

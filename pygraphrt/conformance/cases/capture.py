@@ -71,6 +71,12 @@ def _graph(t: CaseContext, cap: Any) -> Any:
     return t.track(g)
 
 
+#: A value no capture status, node type or small count has.  The raw reads below pre-fill their
+#: outputs with it, so that a runtime call that reports success without writing its answer fails
+#: the case instead of leaving a zero that reads as "none", "kernel" or "empty".
+_UNWRITTEN = 0x5EED
+
+
 def _rt_type(node: Any) -> Any:
     """The node's type as the runtime reports it (``GraphNodeGetType`` through the raw layer; the
     vendor's integer for a type pygraphrt has no name for) -- not ``node.type``, a class constant
@@ -78,9 +84,25 @@ def _rt_type(node: Any) -> Any:
     from pygraphrt import _runtime
 
     b = _runtime.active()
-    out = b.ffi.new(f"enum {b.ops.prefix}GraphNodeType *")
+    out = b.ffi.new(f"enum {b.ops.prefix}GraphNodeType *", _UNWRITTEN)  # (kernel is 0: see _UNWRITTEN)
     b.ops.call("GraphNodeGetType", getattr(node, "handle", node), out)
+    if int(out[0]) == _UNWRITTEN:
+        raise CaseFailure("GraphNodeGetType reported success but wrote no type")
     return b.ops.node_type_of.get(int(out[0]), int(out[0]))
+
+
+def _rt_count(graph: Any) -> int:
+    """The graph's node count as ``GraphGetNodes`` writes it (asked for the count; pre-filled with
+    :data:`_UNWRITTEN`, so a call that writes nothing is not read as an empty graph)."""
+    b = graph._backend if hasattr(graph, "_backend") else None
+    from pygraphrt import _runtime
+
+    b = b or _runtime.active()
+    n = b.ffi.new("size_t *", _UNWRITTEN)
+    b.ops.call("GraphGetNodes", graph.handle, b.ffi.NULL, n)
+    if int(n[0]) == _UNWRITTEN:
+        raise CaseFailure("GraphGetNodes reported success but wrote no count")
+    return int(n[0])
 
 
 def _types(graph: Any) -> tuple[NodeType, ...]:
@@ -99,12 +121,6 @@ def _address(handle: Any) -> int:
     from pygraphrt import _runtime
 
     return int(_runtime.active().ffi.cast("uintptr_t", getattr(handle, "handle", handle)))
-
-
-#: A value no capture status has.  The raw reads below pre-fill their outputs with it, so that a
-#: runtime call that reports success without writing its answer fails the case instead of leaving
-#: a zero that reads as "none".
-_UNWRITTEN = 0x5EED
 
 
 def _rt_status(s: Any) -> CaptureStatus:
@@ -145,6 +161,12 @@ def _rt_info(s: Any) -> tuple[CaptureStatus, int, int, list[int]]:
     if st is not CaptureStatus.ACTIVE:
         return st, int(ident[0]), 0, []
     return st, int(ident[0]), _address(graph[0]), [_address(deps[0][i]) for i in range(int(n[0]))]
+
+
+def _check_ended(t: CaseContext, s: Any) -> None:
+    """After an end: the runtime reports ``s`` not capturing (pygraphrt's end() of a capture into a graph
+    returns its target whatever StreamEndCapture did; this is what the runtime did)."""
+    t.check_equal(_rt_status(s), CaptureStatus.NONE, "the stream after the end")
 
 
 def _raw_end_keep(s: Any) -> tuple[int, BaseException | None]:
@@ -332,11 +354,11 @@ def _register(id: str, doc: str, fn: Callable[[CaseContext], Any], **kw: Any) ->
                    "cudaStreamEndCapture returns; with none, that graph has no nodes",
       apis=BEGIN_END + ("GraphGetNodes",), expect=0)
 def _(t: CaseContext) -> Any:
-    """A capture with no work ends with an empty graph."""
+    """A capture with no work ends with an empty graph (the count GraphGetNodes writes)."""
     s = t.stream()
     with s.capture() as cap:
         pass
-    return len(_graph(t, cap))
+    return _rt_count(_graph(t, cap))
 
 
 @case("capture.begin_end.memset_then_memcpy",
@@ -373,15 +395,16 @@ def _(t: CaseContext) -> Any:
 @case("capture.begin_end.work_not_executed",
       cite=BEGIN + "when a stream is in capture mode, all operations pushed into the stream will "
                    "not be executed, but will instead be captured into a graph",
-      apis=BEGIN_END + ("MemsetAsync", "Memcpy"), expect=b"\x11" * 8)
+      apis=BEGIN_END + ("MemsetAsync", "Memcpy"), expect=((NodeType.MEMSET,), b"\x11" * 8))
 def _(t: CaseContext) -> Any:
-    """A captured memset does not touch memory: the buffer keeps its earlier contents."""
+    """A captured memset does not touch memory: it became a memset node, and the buffer keeps its earlier
+    contents."""
     s, a = t.stream(), t.malloc(N)
     a.copy_from(b"\x11" * N)
     with s.capture() as cap:
         s.memset(a, 0x22, N)
-    _graph(t, cap)
-    return a.to_bytes(8)
+    g = _graph(t, cap)
+    return _types(g), a.to_bytes(8)
 
 
 @case("capture.begin_end.host_function_not_run",
@@ -430,7 +453,7 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.begin_end.stream_executes_after_end",
       cite=END + "cudaStreamEndCapture takes the stream out of capture mode: later work executes",
-      apis=BEGIN_END + ("MemsetAsync", "StreamSynchronize"), expect=b"\x33" * 8)
+      apis=BEGIN_END + ("MemsetAsync",), expect=b"\x33" * 8)
 def _(t: CaseContext) -> Any:
     """After the capture ended, work on the stream executes again."""
     s, a = t.stream(), t.malloc(N)
@@ -806,8 +829,8 @@ def _(t: CaseContext) -> Any:
       cite=IS_CAPTURING + "cudaStreamCaptureStatusNone when no capture involves the stream",
       apis=("StreamIsCapturing",), expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
-    """With nothing capturing, the legacy stream's status is NONE."""
-    return _legacy(t).capture_status()
+    """With nothing capturing, the legacy stream's status is NONE (as StreamIsCapturing writes it)."""
+    return _rt_status(_legacy(t))
 
 
 @case("capture.legacy.status_implicit_during_blocking_capture",
@@ -859,7 +882,7 @@ def _(t: CaseContext) -> Any:
     """While only a non-blocking stream captures, the legacy stream reports NONE."""
     s, legacy = t.stream(non_blocking=True), _legacy(t)
     with s.capture() as cap:
-        status = legacy.capture_status()
+        status = _rt_status(legacy)
     _graph(t, cap)
     return status
 
@@ -905,7 +928,7 @@ def _(t: CaseContext) -> Any:
 @case("capture.legacy.work_allowed_during_nonblocking_capture",
       cite=PG_PROHIBITED + "the legacy-stream restriction applies only while a stream not created with "
                            "cudaStreamNonBlocking is captured",
-      apis=("MemsetAsync", "StreamSynchronize") + BEGIN_END, expect=((NodeType.MEMSET,), b"\x05" * 8))
+      apis=("MemsetAsync",) + BEGIN_END, expect=((NodeType.MEMSET,), b"\x05" * 8))
 def _(t: CaseContext) -> Any:
     """Legacy-stream work during a non-blocking stream's capture executes and is not captured."""
     s, legacy, a, b = t.stream(non_blocking=True), _legacy(t), t.malloc(N), t.malloc(N)
@@ -1180,19 +1203,21 @@ def _(t: CaseContext) -> Any:
 @case("capture.fork.joined_stream_released_by_end",
       cite=END + "ending the capture on the origin stream ends the capture sequence on every stream "
                  "that joined it",
-      apis=BEGIN_END + ("StreamIsCapturing",), expect=(CaptureStatus.NONE, CaptureStatus.NONE, False))
+      apis=BEGIN_END + ("StreamIsCapturing",),
+      expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, False))
 def _(t: CaseContext) -> Any:
-    """Both the origin and the forked stream are not capturing after a joined capture ended."""
+    """The forked stream captures while joined; both it and the origin are not capturing after the end."""
     s1, s2, a = t.stream(), t.stream(), t.malloc(N)
     fork, join = t.event(), t.event()
     with s1.capture() as cap:
         s1.record(fork)
         s2.wait(fork)
+        joined = _rt_status(s2)
         s2.memset(a, 1, N)
         s2.record(join)
         s1.wait(join)
     _graph(t, cap)
-    return s1.capture_status(), s2.capture_status(), s2.is_capturing
+    return joined, _rt_status(s1), _rt_status(s2), s2.is_capturing
 
 
 @case("capture.fork.forked_work_depends_on_fork_point",
@@ -1267,50 +1292,67 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.fork.fork_without_work",
       cite=PG_XSTREAM + "a fork that is joined back without work on the forked stream adds no nodes",
-      apis=("EventRecord", "StreamWaitEvent"), expect=((NodeType.MEMSET, NodeType.MEMSET), 1))
+      apis=("EventRecord", "StreamWaitEvent"), expect=(CaptureStatus.ACTIVE, (NodeType.MEMSET, NodeType.MEMSET), 1))
 def _(t: CaseContext) -> Any:
-    """Fork and join around no work: the graph is the plain chain A -> B."""
+    """Fork and join around no work (the forked stream did join: it reports ACTIVE): the graph is the plain
+    chain A -> B."""
     s1, s2, a = t.stream(), t.stream(), t.malloc(N)
     fork, join = t.event(), t.event()
     with s1.capture() as cap:
         s1.memset(a, 1, N)
         s1.record(fork)
         s2.wait(fork)
+        joined = _rt_status(s2)
         s2.record(join)
         s1.wait(join)
         s1.memset(a, 2, N)
     g = _graph(t, cap)
-    return _types(g), len(g.edges())
+    return joined, _types(g), len(g.edges())
 
 
 @case("capture.fork.record_adds_no_node",
       cite=EVENT_RECORD + "during capture, an event record marks a point for cross-stream dependencies "
                           "and is not captured as a node (unless recorded as external)",
-      apis=("EventRecord", "MemsetAsync"), expect=((NodeType.MEMSET, NodeType.MEMSET), 1))
+      apis=("EventRecord", "MemsetAsync", "StreamWaitEvent"),
+      expect=(CaptureStatus.ACTIVE, (NodeType.MEMSET, NodeType.MEMSET), 1))
 def _(t: CaseContext) -> Any:
-    """memset; record; memset on one stream: two nodes, one edge, no event node."""
+    """memset; record; memset on one stream: two nodes, one edge, no event node.  The record did mark a
+    capture point: another stream waiting on the event joins the capture (ACTIVE), and is joined back."""
     s, a, ev = t.stream(), t.malloc(N), t.event()
+    other, back = t.stream(), t.event()
     with s.capture() as cap:
         s.memset(a, 1, N)
         s.record(ev)
+        other.wait(ev)
+        joined = _rt_status(other)
+        other.record(back)
         s.memset(a, 2, N)
+        s.wait(back)
     g = _graph(t, cap)
-    return _types(g), len(g.edges())
+    return joined, _types(g), len(g.edges())
 
 
 @case("capture.fork.wait_own_event_adds_nothing",
       cite=WAIT_EVENT + "waiting on work already in the stream's dependencies adds no node and no edge",
-      apis=("EventRecord", "StreamWaitEvent"), expect=((NodeType.MEMSET, NodeType.MEMSET), 1))
+      apis=("EventRecord", "StreamWaitEvent"),
+      expect=((CaptureStatus.ACTIVE, 1), (NodeType.MEMSET, NodeType.MEMSET), 1))
 def _(t: CaseContext) -> Any:
-    """A stream waiting on an event it recorded itself in the capture changes nothing."""
+    """A stream waiting on an event it recorded itself in the capture changes nothing (its dependencies stay
+    the one memset).  The event was recorded into the capture: another stream waiting on it joins."""
     s, a, ev = t.stream(), t.malloc(N), t.event()
+    other, back = t.stream(), t.event()
     with s.capture() as cap:
         s.memset(a, 1, N)
         s.record(ev)
         s.wait(ev)
+        deps = len(_rt_info(s)[3])
+        other.wait(ev)
+        joined = _rt_status(other)
+        other.record(back)
+        s.wait(back)
         s.memset(a, 2, N)
     g = _graph(t, cap)
-    return _types(g), len(g.edges())
+    return (joined, deps), _types(g), len(g.edges())
 
 
 # unsure: whether the runtime leaves the forked stream (and the origin) capturing after an
@@ -1340,9 +1382,9 @@ def _(t: CaseContext) -> Any:
       cite=ERROR_TYPES + "cudaErrorStreamCaptureUnjoined concerns forks whose work was not joined; a fork "
                          "without work leaves nothing unjoined",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"),
-      expect=((NodeType.MEMSET, NodeType.MEMSET), CaptureStatus.NONE))
+      expect=(CaptureStatus.ACTIVE, (NodeType.MEMSET, NodeType.MEMSET), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
-    """A fork with no work on the forked stream need not be joined back."""
+    """A fork with no work on the forked stream (which did join: ACTIVE) need not be joined back."""
     s1, s2, a = t.stream(), t.stream(), t.malloc(N)
     fork = t.event()
     try:
@@ -1350,8 +1392,9 @@ def _(t: CaseContext) -> Any:
             s1.memset(a, 1, N)
             s1.record(fork)
             s2.wait(fork)
+            joined = _rt_status(s2)
             s1.memset(a, 2, N)
-        return _types(_graph(t, cap)), s2.capture_status()
+        return joined, _types(_graph(t, cap)), _rt_status(s2)
     finally:
         _force_end(s1, s2)
 
@@ -1494,15 +1537,16 @@ _TG = ("StreamBeginCaptureToGraph", "StreamEndCapture")
       cite=TO_GRAPH + "begins capture into an existing graph; the first captured node depends on "
                       "the given dependencies",
       apis=_TG + ("GraphGetEdges",), requires=("capture_to_graph",),
-      expect=((NodeType.MEMSET, NodeType.MEMCPY), [(NodeType.MEMSET, NodeType.MEMCPY)], True))
+      expect=((NodeType.MEMSET, NodeType.MEMCPY), [(NodeType.MEMSET, NodeType.MEMCPY)], CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
-    """Captured work lands in the given graph after the given dependency node."""
+    """Captured work lands in the given graph after the given dependency node; the end left the stream not
+    capturing."""
     s, a, b = t.stream(), t.malloc(N), t.malloc(N)
     g = t.graph()
     root = g.add_memset(a, 1, N)
-    with s.capture(graph=g, dependencies=[root]) as cap:
+    with s.capture(graph=g, dependencies=[root]):
         s.memcpy(b, a, N)
-    return _types(g), _edge_types(g), cap.graph is g
+    return _types(g), _edge_types(g), _rt_status(s)
 
 
 @case("capture.to_graph.into_empty_graph",
@@ -1515,6 +1559,7 @@ def _(t: CaseContext) -> Any:
     with s.capture(graph=g):
         s.memset(a, 1, N)
         s.memcpy(b, a, N)
+    _check_ended(t, s)
     return _types(g), len(g.edges())
 
 
@@ -1572,7 +1617,8 @@ def _(t: CaseContext) -> Any:
     g.add_empty()
     with s.capture(graph=g, dependencies=[root]):
         s.memset(a, 2, N)
-    return len(g.nodes())
+    _check_ended(t, s)
+    return _rt_count(g)
 
 
 @case("capture.to_graph.abort_keeps_target",
@@ -1618,7 +1664,8 @@ def _(t: CaseContext) -> Any:
     root = g.add_memset(a, 1, N)
     with s.capture(graph=g, dependencies=[root], edges=[EdgeData()]):
         s.memset(a, 2, N)
-    return [(x.type, y.type, e) for x, y, e in g.edges()]
+    _check_ended(t, s)
+    return [(_rt_type(x), _rt_type(y), e) for x, y, e in g.edges()]
 
 
 # unsure: that a captured kernel launch takes the programmatic edge data given at begin.
@@ -1637,7 +1684,8 @@ def _(t: CaseContext) -> Any:
     prog = EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC)
     with s.capture(graph=g, dependencies=[k1], edges=[prog]):
         s.launch(noop, 1, 32)
-    return [(x.type, y.type, e) for x, y, e in g.edges()]
+    _check_ended(t, s)
+    return [(_rt_type(x), _rt_type(y), e) for x, y, e in g.edges()]
 
 
 @case("capture.to_graph.dependencies_without_graph", kind="binding",
@@ -2123,7 +2171,7 @@ def _(t: CaseContext) -> Any:
 @case("capture.ops.other_stream_executes",
       cite=BEGIN + "only the stream in capture mode (and streams joining it) capture; work on other "
                    "streams executes",
-      apis=("MemsetAsync", "StreamSynchronize") + BEGIN_END, expect=((NodeType.MEMSET,), b"\x44" * 8))
+      apis=("MemsetAsync",) + BEGIN_END, expect=((NodeType.MEMSET,), b"\x44" * 8))
 def _(t: CaseContext) -> Any:
     """Work on an unrelated stream during a capture runs normally and is not captured."""
     s1, s2, a, b = t.stream(), t.stream(), t.malloc(N), t.malloc(N)
