@@ -2040,16 +2040,20 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.ops.kernel_args_read_back",
       cite=PG_CAPTURE + "the kernel node keeps the launch's argument values (copied at the launch)",
-      apis=("LaunchKernel", "GraphKernelNodeGetParams"), requires=("kernels",), expect=[True, 7, 1024])
+      apis=("LaunchKernel", "GraphKernelNodeGetParams"), requires=("kernels",),
+      expect=([True, 7, 1024], (4, 1, 1), (256, 1, 1)))
 def _(t: CaseContext) -> Any:
-    """The captured kernel node's arguments read back as launched."""
+    """The captured kernel node's arguments read back as launched, with the launch's grid and block (the
+    same GraphKernelNodeGetParams read)."""
     s, a = t.stream(), t.malloc(4 * 1024)
     with s.capture() as cap:
         _launch(t, s, "fill_u32", a, 7, 1024)
-    args = _graph(t, cap).nodes()[0].args
+    node = _graph(t, cap).nodes()[0]
+    args = node.args
     if args is None:
         raise CaseFailure("the captured kernel node's arguments could not be decoded")
-    return [int(args[0]) == a.ptr, args[1], args[2]]
+    p = node.params
+    return [int(args[0]) == a.ptr, args[1], args[2]], tuple(p["grid"]), tuple(p["block"])
 
 
 @case("capture.ops.kernels_run_in_order",
