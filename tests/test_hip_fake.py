@@ -232,14 +232,15 @@ def test_capture_and_capture_info(fake_hip_set):
             with rt.Stream.legacy_default().capture():
                 pass
         except errors.StreamCaptureUnsupported as e:
-            print("LEGACY", e.api)
+            print("LEGACY", e.api, "|", e)
         try:
             with s.capture():
                 raise KeyError("inside")
         except KeyError:
             print("CLEAN", s.capture_status())
     """)
-    assert "LEGACY hipStreamBeginCapture" in out
+    # pygraphrt's own refusal names its call and the runtime function it did not call (HIP's name)
+    assert "LEGACY Capture.begin |" in out and "hipStreamBeginCapture was not called" in out
     assert "CLEAN CaptureStatus.NONE" in out
 
 
