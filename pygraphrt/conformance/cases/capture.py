@@ -256,11 +256,26 @@ def _force_end(*streams: Any, destroy: bool = True) -> None:
                 pass
 
 
+def _raises_here(t: CaseContext, exc: type[BaseException], fn: Callable[..., Any], *args: Any) -> BaseException:
+    """``fn(*args)`` as the call under test (``t.under_test()``): it must raise ``exc``, which is returned
+    for the case to re-raise after its checks -- the runner then matches the case's outcome to that
+    call alone (and, for a runtime case, to the runtime calls made inside it)."""
+    try:
+        with t.under_test():
+            fn(*args)
+    except exc as e:
+        return e
+    except Exception as e:  # noqa: BLE001 - a different error is this case's failure
+        raise CaseFailure(f"{getattr(fn, '__name__', fn)!s} raised {type(e).__name__}: {e}; "
+                          f"expected {exc.__name__}") from e
+    raise CaseFailure(f"{getattr(fn, '__name__', fn)!s} returned; expected {exc.__name__}")
+
+
 def _fails_then_clean(t: CaseContext, exc: type[BaseException], fn: Callable[[], Any],
                       *streams: Any, destroy: bool = True) -> None:
     """``fn()`` must raise ``exc``; then no stream may be left capturing; re-raise it."""
     try:
-        err = t.raises(exc, fn)
+        err = _raises_here(t, exc, fn)
         _not_capturing(t, *streams, after=f"after {type(err).__name__}")
     finally:
         _force_end(*streams, destroy=destroy)
@@ -557,7 +572,7 @@ def _(t: CaseContext) -> Any:
             raise CaseBoom("raised inside the capture block")
 
     try:
-        err = t.raises(CaseBoom, body)
+        err = _raises_here(t, CaseBoom, body)
         _not_capturing(t, s)
         t.check(cap.graph is None, "a discarded capture must leave no graph")
     finally:
@@ -740,7 +755,7 @@ def _(t: CaseContext) -> Any:
         s1.memset(a, 1, N)
         s1.record(fork)
         s2.wait(fork)
-        err = t.raises(errors.IllegalState, s2.begin_capture)
+        err = _raises_here(t, errors.IllegalState, s2.begin_capture)
         t.check_equal(s2.capture_status(), CaptureStatus.ACTIVE, "joined stream after the refused begin")
         s2.record(join)
         s1.wait(join)
@@ -763,7 +778,7 @@ def _(t: CaseContext) -> Any:
     cap = s.begin_capture()
     try:
         s.memset(a, 1, N)
-        err = t.raises(errors.IllegalState, _raw_begin, s)
+        err = _raises_here(t, errors.IllegalState, _raw_begin, s)
     finally:
         cap.abort()
         _force_end(s)
@@ -815,7 +830,7 @@ def _(t: CaseContext) -> Any:
     """The runtime itself refuses ``StreamBeginCapture`` on the legacy stream."""
     legacy = _legacy(t)
     try:
-        err = t.raises(errors.StreamCaptureUnsupported, _raw_begin, legacy)
+        err = _raises_here(t, errors.StreamCaptureUnsupported, _raw_begin, legacy)
     except CaseFailure:
         try:  # it began after all: end it before reporting
             _raw_end(legacy)
@@ -842,7 +857,7 @@ def _(t: CaseContext) -> Any:
     s, legacy, a = t.stream(non_blocking=False), _legacy(t), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 1, N)
-        err = t.raises(errors.StreamCaptureImplicit, legacy.capture_status)
+        err = _raises_here(t, errors.StreamCaptureImplicit, legacy.capture_status)
     _graph(t, cap)
     raise err
 
@@ -869,7 +884,7 @@ def _(t: CaseContext) -> Any:
     """The cheap ``is_capturing`` query of the legacy stream raises the same error."""
     s, legacy = t.stream(non_blocking=False), _legacy(t)
     with s.capture() as cap:
-        err = t.raises(errors.StreamCaptureImplicit, lambda: legacy.is_capturing)
+        err = _raises_here(t, errors.StreamCaptureImplicit, lambda: legacy.is_capturing)
     _graph(t, cap)
     raise err
 
@@ -897,7 +912,7 @@ def _(t: CaseContext) -> Any:
     cap = s.begin_capture()
     try:
         s.memset(a, 1, N)
-        err = t.raises(errors.StreamCaptureImplicit, legacy.memset, b, 2, N)
+        err = _raises_here(t, errors.StreamCaptureImplicit, legacy.memset, b, 2, N)
     finally:
         cap.abort()
         _force_end(s)
@@ -951,7 +966,7 @@ def _(t: CaseContext) -> Any:
     s, legacy = t.stream(non_blocking=False), _legacy(t)
     cap = s.begin_capture("relaxed")
     try:
-        err = t.raises(errors.StreamCaptureImplicit, legacy.synchronize)
+        err = _raises_here(t, errors.StreamCaptureImplicit, legacy.synchronize)
     finally:
         cap.abort()
         _force_end(s)
@@ -1365,15 +1380,18 @@ def _(t: CaseContext) -> Any:
     """Ending with work on a forked stream not joined back raises StreamCaptureUnjoined; no stream stays capturing."""
     s1, s2, a, c = t.stream(), t.stream(), t.malloc(N), t.malloc(N)
     fork = t.event()
-
-    def body() -> None:
-        with s1.capture():
-            s1.memset(a, 1, N)
-            s1.record(fork)
-            s2.wait(fork)
-            s2.memset(c, 2, N)
-
-    _fails_then_clean(t, errors.StreamCaptureUnjoined, body, s1, s2)
+    cap = s1.begin_capture()
+    try:
+        s1.memset(a, 1, N)
+        s1.record(fork)
+        s2.wait(fork)
+        s2.memset(c, 2, N)
+        err = _raises_here(t, errors.StreamCaptureUnjoined, cap.end)  # the documented place: the end
+        _not_capturing(t, s1, s2, after=f"after {type(err).__name__}")
+    finally:
+        cap.abort()
+        _force_end(s1, s2)
+    raise err
 
 
 # unsure: a forked stream that did no work and was never joined back -- CUDA may still count
@@ -1413,7 +1431,7 @@ def _(t: CaseContext) -> Any:
         s1.memset(a, 1, N)
         s1.record(fork)
         s2.wait(fork)
-        err = t.raises(errors.StreamCaptureUnmatched, _raw_end, s2)
+        err = _raises_here(t, errors.StreamCaptureUnmatched, _raw_end, s2)
         try:  # join back so that the origin may end (the capture may be invalidated by now)
             s2.record(join)
             s1.wait(join)
@@ -1445,7 +1463,7 @@ def _(t: CaseContext) -> Any:
             s1.memset(a, 1, N)
             s1.record(e1)
             s2.memset(b, 2, N)
-            err = t.raises(errors.StreamCaptureMerge, s2.wait, e1)
+            err = _raises_here(t, errors.StreamCaptureMerge, s2.wait, e1)
         finally:
             cb.abort()
     finally:
@@ -1474,7 +1492,7 @@ def _(t: CaseContext) -> Any:
             s2.record(e2)
             s3.wait(e1)
             t.check_equal(s3.capture_status(), CaptureStatus.ACTIVE, "s3 after joining capture A")
-            err = t.raises(errors.StreamCaptureMerge, s3.wait, e2)
+            err = _raises_here(t, errors.StreamCaptureMerge, s3.wait, e2)
         finally:
             cb.abort()
     finally:
@@ -1497,7 +1515,7 @@ def _(t: CaseContext) -> Any:
     cap = s1.begin_capture()
     try:
         s1.memset(a, 1, N)
-        err = t.raises(errors.StreamCaptureIsolation, s1.wait, ev)
+        err = _raises_here(t, errors.StreamCaptureIsolation, s1.wait, ev)
     finally:
         cap.abort()
         _force_end(s1)
@@ -1864,7 +1882,7 @@ def _(t: CaseContext) -> Any:
     cap = s.begin_capture()
     try:
         s.memset(a, 1, N)
-        err = t.raises(errors.InvalidValue, cap.update_dependencies, [n])
+        err = _raises_here(t, errors.InvalidValue, cap.update_dependencies, [n])
         t.check_equal(s.capture_status(), CaptureStatus.ACTIVE, "status after the refused update")
         t.check_equal(_types(t.track(cap.end())), (NodeType.MEMSET,), "graph after the refused update")
     finally:
@@ -1881,7 +1899,7 @@ def _(t: CaseContext) -> Any:
     s = t.stream()
     cap = s.begin_capture()
     try:
-        err = t.raises(errors.InvalidValue, cap.update_dependencies, [object()])
+        err = _raises_here(t, errors.InvalidValue, cap.update_dependencies, [object()])
     finally:
         cap.abort()
         _force_end(s)
@@ -1898,7 +1916,7 @@ def _(t: CaseContext) -> Any:
     cap = s.begin_capture()
     try:
         e = cap.info().graph.add_empty()
-        err = t.raises(errors.InvalidValue, cap.update_dependencies, [e], [EdgeData(), EdgeData()])
+        err = _raises_here(t, errors.InvalidValue, cap.update_dependencies, [e], [EdgeData(), EdgeData()])
     finally:
         cap.abort()
         _force_end(s)
@@ -1962,7 +1980,7 @@ def _(t: CaseContext) -> Any:
         s.memset(a, 2, N)
 
     try:
-        err = t.raises(errors.InvalidValue, body)
+        err = _raises_here(t, errors.InvalidValue, body)
     finally:
         cap.abort()
         _force_end(s)

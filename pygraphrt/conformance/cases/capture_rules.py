@@ -18,7 +18,7 @@ from .._case import CaseContext, case
 from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, INFO, IS_CAPTURING, N,
                       PG_INVALIDATION, PG_PROHIBITED, PYGRAPHRT, PYGRAPHRT_BEGIN, _event_query,
                       _fails_then_clean, _force_end, _graph, _in_thread, _malloc, _not_capturing, _raw_end,
-                      _raw_end_keep, _register, _rt_status, _thread_mode, _types)
+                      _raises_here, _raw_end_keep, _register, _rt_status, _thread_mode, _types)
 
 Op = Callable[[Any], Any]  # an operation attempted during the capture, given the capturing stream
 
@@ -65,7 +65,7 @@ def _refused(t: CaseContext, exc: type[BaseException], op: Op, mode: str = "glob
     try:
         try:
             s.memset(a, 1, N)
-            err = t.raises(exc, op, s)
+            err = _raises_here(t, exc, op, s)
         finally:
             cap.abort()
         _not_capturing(t, s, after=f"aborting after {type(err).__name__}")
@@ -251,7 +251,7 @@ def _(t: CaseContext) -> Any:
     """``exchange_capture_mode("bogus")`` raises InvalidValue and leaves the thread's mode unchanged."""
     before = t.rt.exchange_capture_mode("global")
     try:
-        err = t.raises(errors.InvalidValue, t.rt.exchange_capture_mode, "bogus")
+        err = _raises_here(t, errors.InvalidValue, t.rt.exchange_capture_mode, "bogus")
         t.check_equal(t.rt.exchange_capture_mode("global"), CaptureMode.GLOBAL, "mode after the refused exchange")
     finally:
         t.rt.exchange_capture_mode(before)
@@ -355,7 +355,7 @@ def _end_elsewhere(t: CaseContext, mode: str) -> None:
     cap = s.begin_capture(mode)
     try:
         s.memset(a, 1, N)
-        err = t.raises(errors.StreamCaptureWrongThread, _in_thread, t, cap.end)
+        err = _raises_here(t, errors.StreamCaptureWrongThread, _in_thread, t, cap.end)
     finally:
         _force_end(s)  # pygraphrt's Capture counts itself ended: end it from this thread
         cap.abort()
@@ -556,7 +556,7 @@ def _(t: CaseContext) -> Any:
         s1.memset(a, 1, N)
         s1.record(fork)
         s2.wait(fork)
-        err = t.raises(errors.StreamCaptureUnsupported, s2.synchronize)
+        err = _raises_here(t, errors.StreamCaptureUnsupported, s2.synchronize)
     finally:
         cap.abort()
         _force_end(s1, s2)
@@ -695,7 +695,7 @@ def _(t: CaseContext) -> Any:
         s2.wait(fork)
         s2.memset(a, 1, N)
         s2.record(ev)
-        err = t.raises(errors.CapturedEvent, _event_query, ev)
+        err = _raises_here(t, errors.CapturedEvent, _event_query, ev)
     finally:
         cap.abort()
         _force_end(s1, s2)
@@ -770,7 +770,7 @@ def _(t: CaseContext) -> Any:
     s, a = t.stream(), t.malloc(N)
     cap = _invalidated_capture(t, s, a)
     try:
-        err = t.raises(errors.StreamCaptureInvalidated, s.memset, a, 2, N)
+        err = _raises_here(t, errors.StreamCaptureInvalidated, s.memset, a, 2, N)
     finally:
         cap.abort()
         _force_end(s)
@@ -786,7 +786,7 @@ def _(t: CaseContext) -> Any:
     s, a = t.stream(), t.malloc(N)
     cap = _invalidated_capture(t, s, a)
     try:
-        err = t.raises(errors.StreamCaptureInvalidated, cap.end)
+        err = _raises_here(t, errors.StreamCaptureInvalidated, cap.end)
     finally:
         cap.abort()
         _force_end(s)
@@ -945,7 +945,7 @@ def _(t: CaseContext) -> Any:
     """Work on a joined stream of an invalidated capture raises StreamCaptureInvalidated."""
     s1, s2, a, cap = _joined_and_invalidated(t)
     try:
-        err = t.raises(errors.StreamCaptureInvalidated, s2.memset, a, 3, N)
+        err = _raises_here(t, errors.StreamCaptureInvalidated, s2.memset, a, 3, N)
     finally:
         cap.abort()
         _force_end(s1, s2)

@@ -408,19 +408,22 @@ def _(t: CaseContext) -> Any:
     return result, buf.to_bytes()[0]
 
 
-@case("control.device_launch.host_node_refused", cite=INSTANTIATE + "a graph instantiated for device launch "
-      "may contain only kernel, memcpy and memset nodes", apis=("GraphInstantiateWithFlags",),
-      requires=("device_launch",), raises=errors.InvalidValue)
+@case("control.device_launch.host_node_refused", cite=INSTANTIATE + "graphs instantiated for launch on the "
+      "device: \"The graph can only contain kernel nodes, memcpy nodes, memset nodes, and child graph nodes\" "
+      "(the error class is the one the GPU runs returned: cudaErrorInvalidValue on 12.9, 13.0 and 13.5)",
+      apis=("GraphInstantiateWithFlags",), requires=("device_launch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
-    """DEVICE_LAUNCH instantiation of a graph with a host node is refused."""
+    """DEVICE_LAUNCH instantiation of a graph with a host node is refused by the instantiation itself."""
     g = t.graph()
     g.add_host(lambda: None)
-    t.instantiate(g, InstantiateFlags.DEVICE_LAUNCH)
+    t.call_under_test(t.instantiate, g, InstantiateFlags.DEVICE_LAUNCH)
 
 
-@case("control.device_launch.memset_graph", cite=INSTANTIATE + "kernel, memcpy and memset nodes may be "
-      "device-launchable", apis=("GraphInstantiateWithFlags", "GraphUpload", "GraphExecGetFlags"),
-      requires=("device_launch",), expect=(True, True))
+@case("control.device_launch.memset_graph", cite=INSTANTIATE + "graphs instantiated for launch on the "
+      "device \"can only contain kernel nodes, memcpy nodes, memset nodes, and child graph nodes\" and \"must "
+      "contain at least one kernel, memcpy, or memset node\"",
+      apis=("GraphInstantiateWithFlags", "GraphUpload", "GraphExecGetFlags"), requires=("device_launch",),
+      expect=(True, True))
 def _(t: CaseContext) -> Any:
     """A memset graph instantiates for device launch and uploads."""
     g = t.graph()
