@@ -399,6 +399,26 @@ def test_runner_requirements():
     assert st["graph.s.unknown"][0] == "error" and "unknown requirement 'teleportation'" in st["graph.s.unknown"][1]
 
 
+def test_runner_architecture_requirement():
+    """``sm>=90`` runs on compute capability 9.0 and later, and skips (saying why) on an older
+    NVIDIA device, on HIP and where the architecture is unknown."""
+    ok = _doc(lambda t: 1)
+    defs = (("graph.s.sm90", {"expect": 1, "requires": ("sm>=90",)}, ok),
+            ("graph.s.sm100", {"expect": 1, "requires": ("sm>=100",)}, ok))
+    seen = {}
+    for arch, vendor in (("sm_90", "cuda"), ("sm_80", "cuda"), ("sm_120", "sim"), ("gfx942", "hip"), ("", "cuda")):
+        env = _env(vendor=vendor, runtime_version=60200000 if vendor == "hip" else 13000,
+                   info={"gpu": {"arch": arch}})
+        seen[arch] = tuple(_status(_run(env, *defs)).values())
+    assert seen["sm_90"] == (("passed", ""), ("skipped", "needs sm>=100 (device 0 is sm_90, compute capability 9.0)"))
+    assert seen["sm_80"][0] == ("skipped", "needs sm>=90 (device 0 is sm_80, compute capability 8.0)")
+    assert [s for s, _ in seen["sm_120"]] == ["passed", "passed"]
+    assert seen["gfx942"][0] == ("skipped", "needs an NVIDIA device of compute capability 9.0 or later (sm>=90); "
+                                            "device 0 is gfx942")
+    assert seen[""][0][0] == "skipped" and "unknown architecture" in seen[""][0][1]
+    assert _runner.known_requirement("sm>=90") and not _runner.known_requirement("sm>=9")
+
+
 def test_runner_hip_versions():
     env = _env(vendor="hip", runtime_version=70125424, capabilities={})  # 7.1.25424
     assert env.version == (7, 1)

@@ -22,7 +22,9 @@ case *negative*.  ``t.check`` / ``t.raises`` verify intermediate steps of a case
 ``apis`` names the runtime functions without the vendor prefix (``GraphAddNode`` for
 ``cudaGraphAddNode`` / ``hipGraphAddNode``).  ``requires`` lists what the case needs:
 capability names of :class:`pygraphrt.capabilities.Capabilities` (``"edge_data"``),
-a vendor (``"cuda"``, ``"hip"``), or a minimum runtime (``"cuda>=12.4"``, ``"hip>=7.1"``),
+a vendor (``"cuda"``, ``"hip"``), a minimum runtime (``"cuda>=12.4"``, ``"hip>=7.1"``),
+a minimum NVIDIA architecture of device 0 (``"sm>=90"``: compute capability 9.0 or later,
+as programmatic dependencies need; skipped, saying why, on an older one and on HIP),
 or ``"kernels"`` (a kernel compiler for the backend), or ``"devices>=2"`` (at least that many
 devices), or ``"sim"`` (only on the simulator: what no GPU machine can show safely or at all).
 
@@ -96,7 +98,7 @@ class _Nothing:
 NOTHING: Any = _Nothing()
 
 _ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
-_REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+|devices>=\d+)$")
+_REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+|devices>=\d+|sm>=\d{2,3})$")
 
 
 class CaseFailure(AssertionError):
@@ -176,7 +178,7 @@ def case(id: str, *, cite: str, apis: tuple[str, ...] | list[str], expect: Any =
     for r in requires:
         if not _REQUIREMENT.match(r):
             raise ValueError(f"case {id}: requirement {r!r} is not a capability, vendor, "
-                             f"'kernels', 'sim', 'devices>=N' or 'vendor>=major.minor'")
+                             f"'kernels', 'sim', 'devices>=N', 'vendor>=major.minor' or 'sm>=NN'")
 
     def register(fn: Callable[[CaseContext], Any]) -> Case:
         doc = (fn.__doc__ or "").strip().splitlines()

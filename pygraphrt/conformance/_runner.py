@@ -20,7 +20,8 @@ Each case runs with a fresh :class:`~pygraphrt.conformance.CaseContext` and is j
     seen on: neither a pass nor an exemption -- counted and listed, to be checked on that
     version (the exit status stays 0; under pytest the GPU test fails, naming it).
 ``skipped``
-    a requirement is missing (capability, vendor, runtime version, kernel compiler);
+    a requirement is missing (capability, vendor, runtime version, NVIDIA architecture
+    ``sm>=NN``, kernel compiler);
     the reason names it.
 ``fake-mismatch``
     only when running against the fake HIP library (below).
@@ -337,18 +338,21 @@ class Environment:
 
 _VERSION_REQ = re.compile(r"^(cuda|hip)>=(\d+)\.(\d+)$")
 _DEVICES_REQ = re.compile(r"^devices>=(\d+)$")
+_ARCH_REQ = re.compile(r"^sm>=(\d+)(\d)$")  # sm>=90: compute capability 9.0 or later (NVIDIA)
+_SM_ARCH = re.compile(r"^sm_(\d+)(\d)$")  # the architecture as pygraphrt.Device.info() reports it
 
 
 def known_requirement(requirement: str) -> bool:
     """Whether the runner understands ``requirement`` (a capability, vendor, version, 'kernels',
-    'sim' or 'devices>=N')."""
+    'sim', 'devices>=N' or 'sm>=NN')."""
     from dataclasses import fields
 
     from pygraphrt.capabilities import Capabilities
 
     caps = {f.name for f in fields(Capabilities) if f.type in (bool, "bool")}
     return requirement in ("cuda", "hip", "kernels", "sim") or requirement in caps \
-        or _VERSION_REQ.match(requirement) is not None or _DEVICES_REQ.match(requirement) is not None
+        or _VERSION_REQ.match(requirement) is not None or _DEVICES_REQ.match(requirement) is not None \
+        or _ARCH_REQ.match(requirement) is not None
 
 
 # ---------------------------------------------------------------------------- results
@@ -511,6 +515,16 @@ class Runner:
                     return "skipped", f"needs {r} (this run is {env.vendor} {env.version_str})"
                 if env.version < need:
                     return "skipped", f"needs {r} (the runtime is {env.vendor} {env.version_str})"
+            elif (a := _ARCH_REQ.match(r)) is not None:
+                need = (int(a.group(1)), int(a.group(2)))
+                arch = str((env.info.get("gpu") or {}).get("arch") or "")
+                have = _SM_ARCH.match(arch)
+                if env.api != "cuda" or have is None:
+                    return "skipped", (f"needs an NVIDIA device of compute capability {need[0]}.{need[1]} or later "
+                                       f"({r}); device 0 is {arch or 'of unknown architecture'}")
+                if (int(have.group(1)), int(have.group(2))) < need:
+                    return "skipped", f"needs {r} (device 0 is {arch}, compute capability " \
+                                      f"{have.group(1)}.{have.group(2)})"
             elif r == "kernels":
                 later_kernels = True
             elif r == "sim":
@@ -529,7 +543,8 @@ class Runner:
                                        + ")")
             else:
                 return "error", (f"unknown requirement {r!r}: not a capability of "
-                                 f"pygraphrt.capabilities(), a vendor, 'kernels' or 'vendor>=major.minor'")
+                                 f"pygraphrt.capabilities(), a vendor, 'kernels', 'vendor>=major.minor' "
+                                 f"or 'sm>=NN'")
         if later_kernels:
             why = env.kernel_reason()
             if why is not None:
