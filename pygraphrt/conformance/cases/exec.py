@@ -23,7 +23,7 @@ from typing import Any, Callable
 from pygraphrt import errors
 from pygraphrt.enums import InstantiateFlags, UpdateResult
 
-from .._case import CaseContext, case
+from .._case import CaseContext, Snapshot, case
 
 N = 4096  # bytes per scratch buffer
 
@@ -52,6 +52,15 @@ ONLY_THIS = "the modifications only affect future launches of hGraphExec; node i
 
 
 # ---------------------------------------------------------------------------- helpers
+def _typed(node: Any) -> dict[str, Any]:
+    """The node's parameters from the runtime's type-specific getter (``GraphMemsetNodeGetParams``,
+    ``GraphMemcpyNodeGetParams``, ``GraphHostNodeGetParams``, ...) on every runtime: ``node.params``
+    asks the generic ``GraphNodeGetParams`` first where the runtime has it (CUDA >= 13.2)."""
+    from pygraphrt.graph._readback import typed_params
+
+    return typed_params(node)
+
+
 def _zeroed(t: CaseContext, size: int = N) -> Any:
     buf = t.malloc(size)
     buf.copy_from(bytes(size))
@@ -276,18 +285,20 @@ def _(t: CaseContext) -> Any:
     return len(g)
 
 
-@case("exec.instantiate.cycle", cite=INSTANTIATE + "the graph is validated for any structural constraints "
-      "or intra-node constraints which were not previously validated (a cycle: invalid structure)",
-      apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.GraphRTError)
+@case("exec.instantiate.cycle", cite=INSTANTIATE + "instantiates graph as an executable graph. The graph is "
+      "validated for any structural constraints or intra-node constraints which were not previously validated; "
+      "returns cudaSuccess, cudaErrorInvalidValue",
+      apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
-    """A graph whose edges form a cycle does not instantiate."""
-    # unsure: which error (InvalidValue expected); also whether AddDependencies refuses the cycle first.
+    """A graph whose edges form a cycle is accepted edge by edge and refused at instantiation."""
     g = t.graph()
     a = g.add_empty()
     b = g.add_empty(dependencies=[a])
     c = g.add_empty(dependencies=[b])
-    g.add_dependencies([c], [a])
-    t.instantiate(g)
+    g.add_dependencies([c], [a])  # set-up: a refusal here fails the case (it is not the call under test)
+    t.check_equal(t.snapshot(graph=g), Snapshot(nodes=3, edges=3), "the cyclic graph")
+    with t.under_test():
+        t.instantiate(g)
 
 
 @case("exec.instantiate.twice_independent", cite=INSTANTIATE + "each instantiation is an executable graph "
@@ -424,22 +435,39 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("exec.launch.two_streams_serialized", cite=LAUNCH + "only one instance of graphExec may be executing at "
-      "a time; each launch is ordered behind any previous launches of graphExec", apis=("GraphLaunch",),
-      expect=2)
+@case("exec.launch.two_streams_serialized", cite=LAUNCH + "Each launch is ordered behind both any previous work in "
+      "stream and any previous launches of graphExec. To execute a graph concurrently, it must be instantiated "
+      "multiple times into multiple executable graphs", apis=("GraphLaunch", "GraphAddHostNode"),
+      expect=["enter 0", "exit 0", "enter 1", "exit 1"])
 def _(t: CaseContext) -> Any:
-    """Launches of one executable graph on two streams both run."""
-    calls: list[int] = []
+    """A launch on a second stream starts only after the first launch (on another stream) finished."""
+    log: list[str] = []
+    gate = threading.Event()
+    caller = threading.get_ident()
+
+    def step() -> None:
+        k = sum(1 for x in log if x.startswith("enter"))
+        log.append(f"enter {k}")
+        # Where the runtime runs host nodes on a thread of its own, the first launch is held
+        # open until both launches are enqueued: a second launch not ordered behind it would
+        # enter here before it exits.  (Where host nodes run in the caller's thread, as on
+        # sim, there is nothing to hold: waiting would only block the caller.)
+        if k == 0 and threading.get_ident() != caller and not gate.wait(120.0):
+            log.append("gate: not opened within 120 s (the case's own enqueue never finished)")
+        log.append(f"exit {k}")
+
     g = t.graph()
-    g.add_host(lambda: calls.append(1))
+    g.add_host(step)
     exe = t.instantiate(g)
     s1, s2 = t.stream(), t.stream()
-    exe.launch(s1)
-    exe.launch(s2)
+    try:
+        exe.launch(s1)
+        exe.launch(s2)
+    finally:
+        gate.set()
     s1.synchronize()
     s2.synchronize()
-    exe.synchronize()
-    return len(calls)
+    return log
 
 
 @case("exec.launch.legacy_default_stream", cite=LAUNCH + "executes graphExec in stream (the legacy default "
@@ -579,8 +607,8 @@ def _(t: CaseContext) -> Any:
     t.call("GraphUpload", t.NULL, t.stream().handle)
 
 
-@case("exec.synchronize.without_launch", cite=PYGRAPHRT + "GraphExec.synchronize waits for the last launch "
-      "(none: returns at once)", apis=("StreamSynchronize",), expect=None)
+@case("exec.synchronize.without_launch", kind="binding", cite=PYGRAPHRT + "GraphExec.synchronize waits for the "
+      "stream of the last launch (none: returns at once, calling nothing)", apis=("StreamSynchronize",), expect=None)
 def _(t: CaseContext) -> Any:
     """Synchronizing an executable graph that was never launched returns."""
     g = t.graph()
@@ -980,7 +1008,7 @@ def _(t: CaseContext) -> Any:
     exe = t.instantiate(g)
     exe.set_memset(m, value=7)
     _run(t, exe)
-    return buf.to_bytes(8), m.params["value"]
+    return buf.to_bytes(8), _typed(m)["value"]
 
 
 @case("exec.set_memset.destination", cite=SET_MEMSET + "the destination memory must be allocated from the "
@@ -1015,19 +1043,27 @@ def _(t: CaseContext) -> Any:
     """A zero-byte memset is refused in an executable graph."""
     buf = _zeroed(t)
     g, m = _memset_graph(t, buf, 1)
-    t.instantiate(g).set_memset(m, count=0)
+    exe = t.instantiate(g)
+    t.call_under_test(exe.set_memset, m, count=0)
 
 
-@case("exec.set_memset.two_dimensional", cite=SET_MEMSET + "both the instantiation-time memory operand and the "
-      "memory operand in pNodeParams must be 1-dimensional; returns cudaErrorInvalidValue if either is "
-      "multidimensional", apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
+@case("exec.set_memset.two_dimensional", cite=SET_MEMSET + "Both the value and pointer address may be updated. "
+      "Changing other aspects of the memset (width, height, element size or pitch) may cause the update to be "
+      "rejected. Specifically, for 2d memsets, all dimension changes are rejected. [...] node is also not modified "
+      "by this call", apis=("GraphExecMemsetNodeSetParams", "GraphMemsetNodeGetParams", "GraphLaunch"),
+      expect=(b"\x02" * 64, b"\x00" * 64, b"\x02" * 64, b"\x00" * 64, 1))
 def _(t: CaseContext) -> Any:
-    """A 2-D memset's value cannot be changed in an executable graph."""
-    # unsure: the simulator lets a 2-D memset change its value when its shape stays.
+    """A 2-D memset given a new value (its shape kept) writes the new value in its rows only; the graph's
+    node keeps the old value."""
     buf = _zeroed(t)
     g = t.graph()
     m = g.add_memset(buf, 1, 64, height=4, pitch=128)
-    t.instantiate(g).set_memset(m, value=2)
+    exe = t.instantiate(g)
+    exe.set_memset(m, value=2)
+    _run(t, exe)
+    rows = buf.to_bytes(512)
+    # row 0, the gap after it, row 3 (the last), the bytes after the last row
+    return rows[0:64], rows[64:128], rows[384:448], rows[448:512], _typed(m)["value"]
 
 
 @case("exec.set_memset.other_graph_node", kind="binding",
@@ -1104,7 +1140,8 @@ def _(t: CaseContext) -> Any:
     exe = t.instantiate(g)
     exe.set_memcpy(c, out2, src2, N)
     _run(t, exe)
-    return out1.to_bytes(8), out2.to_bytes(8), c.params["dst"] == out1.ptr
+    params = _typed(c)
+    return out1.to_bytes(8), out2.to_bytes(8), (params["dst"], params["src"]) == (out1.ptr, src1.ptr)
 
 
 @case("exec.set_memcpy.count", cite=SET_MEMCPY + "updates the work represented by node as though it had "
@@ -1185,7 +1222,7 @@ def _(t: CaseContext) -> Any:
     exe.set_host(h, lambda: calls.append("second"))
     exe.launch(t.stream())
     exe.synchronize()
-    return calls, h.params["fn"] is first
+    return calls, _typed(h)["fn"] is first
 
 
 @case("exec.set_host.not_callable", kind="binding", cite=SET_HOST + "pNodeParams->fn is the host function; " + PYCHECK,
@@ -1296,12 +1333,14 @@ def _(t: CaseContext) -> Any:
     return new_recorded, old_unrecorded, rec.params["event"] == int(e1)
 
 
-@case("exec.set_event.wait_node", cite=SET_WAIT + "sets the event of an event wait node in an executable graph",
-      apis=("GraphExecEventWaitNodeSetEvent", "StreamQuery"), expect=(True, b"\x66" * 8))
+@case("exec.set_event.wait_node", cite=SET_WAIT + "Sets the event of an event wait node in the given graphExec "
+      "to event; the modifications only affect future launches of hGraphExec",
+      apis=("GraphExecEventWaitNodeSetEvent", "StreamQuery"), expect=("finished", b"\x66" * 8))
 def _(t: CaseContext) -> Any:
     """After the setter the launch waits for the new (complete) event, not the original (pending) one."""
     buf = _zeroed(t)
     gate = threading.Event()
+    caller = threading.get_ident()
     blocker, idle, s = t.stream(), t.stream(), t.stream()
     pending, ready = t.event(), t.event()
     g = t.graph()
@@ -1311,22 +1350,31 @@ def _(t: CaseContext) -> Any:
     exe.set_event(w, ready)
     idle.record(ready)
     idle.synchronize()
-    blocker.launch_host_func(lambda: gate.wait(3.0))
+
+    def hold() -> None:
+        # Holds `pending` open until the case has seen the launch finish (opened by the case,
+        # bounded only against a hang).  Where host functions run in the caller's thread (sim)
+        # nothing can be held open: waiting there would block the caller itself.
+        if threading.get_ident() != caller:
+            gate.wait(600.0)
+
+    blocker.launch_host_func(hold)
     blocker.record(pending)
     try:
         exe.launch(s)
-        done = False
-        deadline = time.monotonic() + 2.0
-        while time.monotonic() < deadline:
-            if s.query():
-                done = True
+        # A launch still waiting for `pending` never finishes while the blocker is held: the
+        # bound (generous, for a busy host) turns that into a clear failure, not a hang.
+        deadline = time.monotonic() + 120.0
+        while not s.query():
+            if time.monotonic() > deadline:
                 break
-            time.sleep(0.005)
+            time.sleep(0.002)
+        state = "finished" if s.query() else "still waiting after 120 s (for the original, pending event?)"
     finally:
         gate.set()
         blocker.synchronize()
         s.synchronize()
-    return done, buf.to_bytes(8)
+    return state, buf.to_bytes(8)
 
 
 @case("exec.set_event.wrong_node_type", kind="binding", cite=SET_RECORD + "hNode - event record node; " + PYCHECK,
