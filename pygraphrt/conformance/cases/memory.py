@@ -71,8 +71,82 @@ def _alloc_graph(t: CaseContext, size: int, *, free: bool, value: int = 1) -> tu
     return g, a
 
 
+#: What a read of a counter is pre-set to: no counter reads this, so a runtime that wrote nothing shows it.
+UNWRITTEN = (1 << 63) - 7
+
+
 def _attr(t: CaseContext, attr: GraphMemAttr) -> int:
-    return int(t.rt.current_device().graph_mem_attribute(attr))
+    """``DeviceGetGraphMemAttribute`` of the current device through the raw layer (pre-set to UNWRITTEN:
+    a value left so fails the case)."""
+    ops = t.backend.ops
+    out = t.ffi.new("unsigned long long *", UNWRITTEN)
+    t.call("DeviceGetGraphMemAttribute", t.rt.current_device().ordinal,
+           ops.value(ops.graph_mem_attrs, attr, "graph memory attribute"), out)
+    return _written(t, int(out[0]), UNWRITTEN, f"DeviceGetGraphMemAttribute({attr.name})")
+
+
+def _written(t: CaseContext, value: int, marker: int, what: str) -> int:
+    t.check(value != marker, f"{what} returned success but did not write its result")
+    return value
+
+
+def _attrs(t: CaseContext) -> dict[GraphMemAttr, int]:
+    return {a: _attr(t, a) for a in GraphMemAttr}
+
+
+def _settle(t: CaseContext) -> None:
+    """Wait for the device and trim its graph memory: what earlier cases' executable graphs left cached
+    is released, so the device-wide counters read next are this case's baseline (compared as differences)."""
+    dev = t.rt.current_device()
+    dev.synchronize()
+    dev.graph_mem_trim()
+
+
+def _pool_attr(t: CaseContext, pool: Any, attr: MemPoolAttr) -> int:
+    """``MemPoolGetAttribute`` through the raw layer, into a value pre-set to what the attribute never is
+    (reuse policies: 7, sizes: UNWRITTEN); a value left so fails the case."""
+    from pygraphrt._vendors.base import MEM_POOL_ATTRIBUTES
+
+    member, ctype = MEM_POOL_ATTRIBUTES[attr]
+    marker = 7 if ctype == "int" else UNWRITTEN
+    out = t.ffi.new(f"{ctype} *", marker)
+    t.call("MemPoolGetAttribute", pool.handle, t.backend.ops.const(member), out)
+    return _written(t, int(out[0]), marker, f"MemPoolGetAttribute({attr.name})")
+
+
+def _typed(node: Any) -> dict[str, Any]:
+    """The node's parameters from the runtime's type-specific getter (``GraphMemAllocNodeGetParams``,
+    ``GraphMemFreeNodeGetParams``) on every runtime (``node.params`` asks the generic
+    ``GraphNodeGetParams`` first where the runtime has it)."""
+    from pygraphrt.graph._readback import typed_params
+
+    return typed_params(node)
+
+
+def _staged_graph(t: CaseContext, src: Any, out: Any, *, free: bool) -> tuple[Any, Any]:
+    """A graph: allocate N bytes, copy ``src`` into them, copy them to ``out``, and (``free``) free them:
+    what ``out`` holds after a launch is what ``src`` held when that launch ran."""
+    g = t.graph()
+    a = g.add_mem_alloc(N)
+    c = a.memcpy(a.dptr, src, N)
+    c = c.memcpy(out, a.dptr, N)
+    if free:
+        c.mem_free(a)
+    return g, a
+
+
+def _launches(t: CaseContext, s: Any, src: Any, out: Any, launch: Any, values: tuple[int, ...],
+              between: Any = None) -> list[int]:
+    """For each value: put it in ``src``, ``launch()``, wait, read ``out``'s first byte (then ``between()``)."""
+    seen = []
+    for v in values:
+        src.copy_from(bytes([v]) * N)
+        launch()
+        s.synchronize()
+        seen.append(out.to_bytes(1)[0])
+        if between is not None:
+            between()
+    return seen
 
 
 def _release(t: CaseContext, *execs: Any) -> None:
@@ -85,28 +159,50 @@ def _release(t: CaseContext, *execs: Any) -> None:
 
 
 # ============================================================================ graph memory attributes
-@case("memory.attributes.all_four", cite=GET_ATTR + "queries cudaGraphMemAttrUsedMemCurrent, UsedMemHigh, "
-      "ReservedMemCurrent and ReservedMemHigh (bytes)", apis=("DeviceGetGraphMemAttribute",),
-      requires=("graph_memory_nodes",), expect=(4, True))
+@case("memory.attributes.all_four", cite=GET_ATTR + "cudaGraphMemAttrUsedMemCurrent: amount of memory, in bytes, "
+      "currently associated with graphs; cudaGraphMemAttrUsedMemHigh: high watermark of memory, in bytes, "
+      "associated with graphs since the last time it was reset; cudaGraphMemAttrReservedMemCurrent: amount of "
+      "memory, in bytes, currently allocated for use by the CUDA graphs asynchronous allocator; "
+      "cudaGraphMemAttrReservedMemHigh: high watermark of memory, in bytes, currently allocated for use by the "
+      "CUDA graphs asynchronous allocator", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
+      requires=("graph_memory_nodes",), expect={"used current": True, "used high": True, "reserved current": True,
+                                                "reserved high": True})
 def _(t: CaseContext) -> Any:
-    """All four graph-memory attributes read as non-negative byte counts."""
-    attrs = t.rt.current_device().graph_mem_attributes()
-    return len(attrs), all(isinstance(v, int) and v >= 0 for v in attrs.values())
-
-
-@case("memory.attributes.high_not_below_current", cite=GET_ATTR + "UsedMemHigh / ReservedMemHigh are the high "
-      "watermarks of UsedMemCurrent / ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
-                                                                                      "GraphLaunch"),
-      requires=("graph_memory_nodes",), expect=(True, True))
-def _(t: CaseContext) -> Any:
-    """After a launch with graph memory, each high watermark is at least its current value."""
+    """Each of the four graph-memory attributes grows by at least the allocation of a launched graph."""
+    _settle(t)
+    before = _attrs(t)
     g, _a = _alloc_graph(t, BIG, free=True)
     exe = t.instantiate(g)
     s = t.stream()
     exe.launch(s)
     s.synchronize()
-    a = t.rt.current_device().graph_mem_attributes()
-    return (a[GraphMemAttr.USED_MEM_HIGH] >= a[GraphMemAttr.USED_MEM_CURRENT],
+    after = _attrs(t)
+    t.note(f"before {before}, after {after}")
+    used0, reserved0 = before[GraphMemAttr.USED_MEM_CURRENT], before[GraphMemAttr.RESERVED_MEM_CURRENT]
+    # The high watermarks are compared with the current values before the launch: a reset
+    # elsewhere cannot make them smaller than what this case's graph holds.
+    return {"used current": after[GraphMemAttr.USED_MEM_CURRENT] - used0 >= BIG,
+            "used high": after[GraphMemAttr.USED_MEM_HIGH] - used0 >= BIG,
+            "reserved current": after[GraphMemAttr.RESERVED_MEM_CURRENT] - reserved0 >= BIG,
+            "reserved high": after[GraphMemAttr.RESERVED_MEM_HIGH] - reserved0 >= BIG}
+
+
+@case("memory.attributes.high_not_below_current", cite=GET_ATTR + "UsedMemHigh / ReservedMemHigh are the high "
+      "watermarks of UsedMemCurrent / ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
+                                                                                      "GraphLaunch"),
+      requires=("graph_memory_nodes",), expect=(True, True, True))
+def _(t: CaseContext) -> Any:
+    """After a launch with graph memory, each high watermark is at least its current value, which grew."""
+    _settle(t)
+    used0 = _attr(t, GraphMemAttr.USED_MEM_CURRENT)
+    g, _a = _alloc_graph(t, BIG, free=True)
+    exe = t.instantiate(g)
+    s = t.stream()
+    exe.launch(s)
+    s.synchronize()
+    a = _attrs(t)
+    return (a[GraphMemAttr.USED_MEM_CURRENT] - used0 >= BIG,
+            a[GraphMemAttr.USED_MEM_HIGH] >= a[GraphMemAttr.USED_MEM_CURRENT],
             a[GraphMemAttr.RESERVED_MEM_HIGH] >= a[GraphMemAttr.RESERVED_MEM_CURRENT])
 
 
@@ -115,22 +211,19 @@ def _(t: CaseContext) -> Any:
       "allocations for its next launch", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(True, True))
 def _(t: CaseContext) -> Any:
-    """A launched graph's allocation counts as used and reserved graph memory."""
-    dev = t.rt.current_device()
-    dev.synchronize()
-    dev.graph_mem_trim()  # release what earlier cases' graphs left cached, so used0 is this case's start
-    used0 = dev.graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
+    """A launched graph's allocation counts as used and reserved graph memory (growth within the case)."""
+    _settle(t)  # release what earlier cases' graphs left cached, so the baseline is this case's start
+    used0 = _attr(t, GraphMemAttr.USED_MEM_CURRENT)
+    reserved0 = _attr(t, GraphMemAttr.RESERVED_MEM_CURRENT)
     g, _a = _alloc_graph(t, BIG, free=True)
     exe = t.instantiate(g)
     s = t.stream()
     exe.launch(s)
     s.synchronize()
-    used = dev.graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
-    reserved = dev.graph_mem_attribute(GraphMemAttr.RESERVED_MEM_CURRENT)
-    t.note(f"used {used0} -> {used}, reserved {reserved}")
-    # not used - used0 >= BIG: the runtime keeps (and reuses) graph memory earlier graphs had
-    # until it is trimmed, so memory already counted can serve this graph (seen on CUDA 13.0)
-    return used >= BIG, reserved >= BIG
+    used = _attr(t, GraphMemAttr.USED_MEM_CURRENT)
+    reserved = _attr(t, GraphMemAttr.RESERVED_MEM_CURRENT)
+    t.note(f"used {used0} -> {used}, reserved {reserved0} -> {reserved}")
+    return used - used0 >= BIG, reserved - reserved0 >= BIG
 
 
 @case("memory.attributes.destroy_and_trim_release", cite=TRIM + "frees unused memory that was cached on the "
@@ -227,24 +320,23 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ graph allocations: launch rules
-@case("memory.relaunch.with_free_node", cite=FREE + "a free node frees the allocation (the executable graph "
-      "leaves nothing allocated and can launch again)", apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode",
-                                                               "GraphLaunch"),
-      requires=("graph_memory_nodes",), expect=3)
+@case("memory.relaunch.with_free_node", cite=LAUNCH + "if any allocations created by graphExec remain unfreed "
+      "(from a previous launch) and graphExec was not instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, "
+      "the launch will fail; " + FREE + "adds a memory free node (the allocation is freed by the graph)",
+      apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphLaunch"),
+      requires=("graph_memory_nodes",), expect=[1, 2, 3])
 def _(t: CaseContext) -> Any:
-    """A graph that frees what it allocates relaunches."""
-    g, _a = _alloc_graph(t, N, free=True)
+    """A graph that frees what it allocates relaunches: each of three launches copies that launch's data."""
+    src, out = _zeroed(t), _zeroed(t)
+    g, _a = _staged_graph(t, src, out, free=True)
     exe = t.instantiate(g)
     s = t.stream()
-    for _ in range(3):
-        exe.launch(s)
-    s.synchronize()
-    return 3
+    return _launches(t, s, src, out, lambda: exe.launch(s), (1, 2, 3))
 
 
 @case("memory.relaunch.unfreed_refused", cite=LAUNCH + "if any allocations created by graphExec remain unfreed "
       "(from a previous launch) and graphExec was not instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, "
-      "the launch will fail with cudaErrorInvalidValue", apis=("GraphLaunch", "FreeAsync"),
+      "the launch will fail with cudaErrorInvalidValue", apis=("GraphLaunch",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A second launch while the first launch's allocation is unfreed is refused."""
@@ -254,8 +346,9 @@ def _(t: CaseContext) -> Any:
     exe.launch(s)
     s.synchronize()
     try:
-        exe.launch(s)
-    finally:
+        with t.under_test():
+            exe.launch(s)
+    finally:  # clean-up: the allocation the first launch left
         s.free_async(a.dptr)
         s.synchronize()
 
@@ -285,24 +378,18 @@ def _(t: CaseContext) -> Any:
 
 @case("memory.relaunch.after_free_async", cite=PG + "graph allocations may be freed outside the graph with "
       "cudaFreeAsync in stream order; " + LAUNCH + "the launch fails only while allocations remain unfreed",
-      apis=("GraphLaunch", "FreeAsync"), requires=("graph_memory_nodes",), expect=2)
+      apis=("GraphLaunch", "FreeAsync"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
-    """Freeing the allocation in stream order between launches lets the graph relaunch."""
-    g, a = _alloc_graph(t, N, free=False)
+    """Freeing the allocation in stream order between launches lets the graph relaunch (each launch copies)."""
+    src, out = _zeroed(t), _zeroed(t)
+    g, a = _staged_graph(t, src, out, free=False)
     exe = t.instantiate(g)
     s = t.stream()
-    launches = 0
-    for _ in range(2):
-        exe.launch(s)
-        launches += 1
-        s.free_async(a.dptr)
-    s.synchronize()
-    return launches
+    return _launches(t, s, src, out, lambda: exe.launch(s), (1, 2), between=lambda: s.free_async(a.dptr))
 
 
 @case("memory.free_outside.data_survives_launch", cite=PG + "an allocation not freed in the graph outlives "
-      "the launch: it is accessible to later work ordered after the graph", apis=("GraphLaunch", "MemcpyAsync",
-                                                                                 "FreeAsync"),
+      "the launch: it is accessible to later work ordered after the graph", apis=("GraphLaunch", "MemcpyAsync"),
       requires=("graph_memory_nodes",), expect=b"\x5a" * 8)
 def _(t: CaseContext) -> Any:
     """Memory a graph allocated and left allocated keeps its contents for stream work after the launch."""
@@ -320,24 +407,25 @@ def _(t: CaseContext) -> Any:
 
 
 @case("memory.free_outside.synchronous_free", cite=PG + "graph allocations may be freed with cudaFree as "
-      "well as cudaFreeAsync", apis=("GraphLaunch", "Free"), requires=("graph_memory_nodes",), expect=2)
+      "well as cudaFreeAsync; " + LAUNCH + "the launch fails while allocations of a previous launch remain unfreed",
+      apis=("GraphLaunch", "Free"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
-    """A graph allocation freed with the synchronous free lets the graph relaunch."""
-    g, a = _alloc_graph(t, N, free=False)
+    """A graph allocation freed with the synchronous free lets the graph relaunch (each launch copies)."""
+    src, out = _zeroed(t), _zeroed(t)
+    g, a = _staged_graph(t, src, out, free=False)
     exe = t.instantiate(g)
     s = t.stream()
-    for _ in range(2):
-        exe.launch(s)
-        s.synchronize()
-        t.call("Free", t.ffi.cast("void *", a.dptr))
-    return 2
+    return _launches(t, s, src, out, lambda: exe.launch(s), (1, 2),
+                     between=lambda: t.call("Free", t.ffi.cast("void *", a.dptr)))
 
 
 @case("memory.free_outside.after_exec_destroyed", cite=PG + "destroying a graph or executable graph does not "
       "free allocations it left allocated; they must be freed in another graph or with cudaFreeAsync/cudaFree",
-      apis=("GraphExecDestroy", "FreeAsync"), requires=("graph_memory_nodes",), expect=b"\x5b" * 8)
+      apis=("GraphLaunch", "MemcpyAsync"), requires=("graph_memory_nodes",), expect=b"\x5b" * 8)
 def _(t: CaseContext) -> Any:
     """An unfreed graph allocation is still usable, and freeable, after its executable graph is gone."""
+    # GraphExecDestroy and the FreeAsync are steps, not claims: that the executable graph is gone
+    # cannot be observed without using its destroyed handle, nor the free without a relaunch.
     out = _zeroed(t)
     g, a = _alloc_graph(t, N, free=False, value=0x5B)
     dptr = a.dptr
@@ -356,38 +444,37 @@ def _(t: CaseContext) -> Any:
 
 @case("memory.free_in_other_graph", cite=FREE + "returns cudaErrorInvalidValue only for an address not "
       "returned by an allocation node, a double free or an invalid address; " + PG + "an allocation may be "
-      "freed by a free node of another graph", apis=("GraphAddMemFreeNode", "GraphLaunch"),
-      requires=("graph_memory_nodes",), expect=(NodeType.MEM_FREE, 2))
+      "freed by a free node of another graph", apis=("GraphAddMemFreeNode", "GraphNodeGetType", "GraphLaunch"),
+      requires=("graph_memory_nodes",), expect=(NodeType.MEM_FREE, [1, 2]))
 def _(t: CaseContext) -> Any:
     """A second graph's free node frees the first graph's allocation, so the first relaunches."""
-    ga, a = _alloc_graph(t, N, free=False)
+    src, out = _zeroed(t), _zeroed(t)
+    ga, a = _staged_graph(t, src, out, free=False)
     gb = t.graph()
     f = gb.add_mem_free(a.dptr)
     ea = t.instantiate(ga)
     eb = t.instantiate(gb)
     s = t.stream()
-    for _ in range(2):
-        ea.launch(s)
-        try:
-            eb.launch(s)
-        except BaseException:
-            s.free_async(a.dptr)
-            s.synchronize()
-            raise
-    s.synchronize()
-    return f.type, 2
+    try:
+        seen = _launches(t, s, src, out, lambda: ea.launch(s), (1, 2), between=lambda: eb.launch(s))
+    except BaseException:
+        s.free_async(a.dptr)  # best effort: the allocation a failed free left
+        s.synchronize()
+        raise
+    return t.runtime_type(f), seen
 
 
 @case("memory.instantiate.second_exec_refused", cite=f"{_GM}, cudaGraphInstantiate: if graph contains any "
       "allocation or free nodes, there can be at most one executable graph in existence for that graph at a "
       "time; an attempt to instantiate a second one results in an error", apis=("GraphInstantiateWithFlags",),
-      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """A second executable graph of a graph with memory nodes is refused while the first exists."""
-    # unsure: which error class (the documentation says "an error"); HIP documents NotSupported.
+    # The documentation says "an error"; CUDA 12.9-13.5 return cudaErrorNotSupported (HIP documents it too).
     g, _a = _alloc_graph(t, N, free=True)
     t.instantiate(g)
-    t.instantiate(g)
+    with t.under_test():
+        t.instantiate(g)
 
 
 @case("memory.instantiate.after_first_destroyed", cite=f"{_GM}, cudaGraphInstantiate: at most one executable "
@@ -446,35 +533,49 @@ def _(t: CaseContext) -> Any:
 # ============================================================================ memory nodes: refusals
 @case("memory.clone.free_only_refused", cite=CLONE + "cloning is not supported for graphs which contain memory "
       "allocation nodes, memory free nodes, or conditional nodes", apis=("GraphClone", "GraphAddMemFreeNode"),
-      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """A graph with only a free node (of another graph's allocation) cannot be cloned."""
     _ga, a = _alloc_graph(t, N, free=False)
     gb = t.graph()
     gb.add_mem_free(a.dptr)
-    t.track(gb.clone())
+    with t.under_test():
+        t.track(gb.clone())
 
 
 @case("memory.child.free_only_refused", cite=ADD_CHILD + "if childGraph contains allocation nodes, free nodes, "
       "or conditional nodes, this call will return an error", apis=("GraphAddChildGraphNode", "GraphAddMemFreeNode"),
-      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """A child graph holding only a free node is refused."""
+    """A child graph holding only a free node is refused; the parent is unchanged."""
     _ga, a = _alloc_graph(t, N, free=False)
     child = t.graph()
     child.add_mem_free(a.dptr)
-    t.graph().add_child_graph(child)
+    parent = t.graph()
+    before = t.snapshot(graph=parent)
+    try:
+        with t.under_test():
+            parent.add_child_graph(child)
+    finally:
+        t.check_equal(t.snapshot(graph=parent), before, "the parent graph after the refused child")
 
 
 @case("memory.child.alloc_only_refused", cite=ADD_CHILD + "if childGraph contains allocation nodes, free nodes, "
       "or conditional nodes, this call will return an error", apis=("GraphAddChildGraphNode",
                                                                      "GraphAddMemAllocNode"),
-      requires=("graph_memory_nodes",), raises=errors.GraphRTError)
+      requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
-    """A child graph holding an allocation it does not free is refused."""
+    """A child graph holding an allocation it does not free is refused; the parent is unchanged."""
     child = t.graph()
-    child.add_mem_alloc(N)
-    t.graph().add_child_graph(child)
+    alloc = child.add_mem_alloc(N)
+    t.check_equal(t.runtime_type(alloc), NodeType.MEM_ALLOC, "the child's node (the handle the add returned)")
+    parent = t.graph()
+    before = t.snapshot(graph=parent)
+    try:
+        with t.under_test():
+            parent.add_child_graph(child)
+    finally:
+        t.check_equal(t.snapshot(graph=parent), before, "the parent graph after the refused child")
 
 
 @case("memory.exec_set_node_params.alloc_refused", cite=SET_NODE + "memory allocation nodes: API unsupported",
@@ -482,9 +583,9 @@ def _(t: CaseContext) -> Any:
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """An allocation node cannot be changed in an executable graph."""
-    # unsure: NotSupported or InvalidValue.
     g, a = _alloc_graph(t, N, free=True)
-    t.instantiate(g).set_node_params(a, size=2 * N)
+    exe = t.instantiate(g)
+    t.call_under_test(exe.set_node_params, a, size=2 * N)
 
 
 @case("memory.exec_set_node_params.free_refused", cite=SET_NODE + "memory free nodes: API unsupported",
@@ -492,11 +593,11 @@ def _(t: CaseContext) -> Any:
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """A free node cannot be changed in an executable graph."""
-    # unsure: NotSupported or InvalidValue.
     g = t.graph()
     a = g.add_mem_alloc(N)
     f = a.mem_free(a)
-    t.instantiate(g).set_node_params(f, dptr=a)
+    exe = t.instantiate(g)
+    t.call_under_test(exe.set_node_params, f, dptr=a)
 
 
 @case("memory.enable.alloc_node_refused", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
@@ -505,7 +606,8 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """An allocation node cannot be disabled."""
     g, a = _alloc_graph(t, N, free=True)
-    t.instantiate(g).set_enabled(a, False)
+    exe = t.instantiate(g)
+    t.call_under_test(exe.set_enabled, a, False)
 
 
 @case("memory.alloc.device_explicit", cite=ALLOC + "poolProps.location names the device the memory is "
@@ -515,53 +617,65 @@ def _(t: CaseContext) -> Any:
     """An allocation node made for the current device by ordinal reads it back."""
     dev = t.rt.current_device().ordinal
     a = t.graph().add_mem_alloc(N, device=dev)
-    p = a.params
+    p = _typed(a)
     return p["device"] == dev, p["bytesize"]
 
 
 @case("memory.alloc.free_by_node_object", cite=FREE + "dptr - address of memory to free (the address the "
-      "allocation node returned)", apis=("GraphAddMemFreeNode", "GraphMemFreeNodeGetParams"),
-      requires=("graph_memory_nodes",), expect=True)
+      "allocation node returned)", apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphMemFreeNodeGetParams"),
+      requires=("graph_memory_nodes",), expect=0)
 def _(t: CaseContext) -> Any:
-    """A free node given the allocation node frees its address."""
+    """A free node given the allocation node frees its address: the free node's address, read back, minus
+    the address the allocation node's add returned."""
     g = t.graph()
-    a = g.add_mem_alloc(N)
+    a = g.add_mem_alloc(N)  # a.dptr: the dptr GraphAddMemAllocNode wrote into its parameters
     f = g.add_mem_free(a, dependencies=[a])
-    return f.params["dptr"] == a.dptr
+    return _typed(f)["dptr"] - a.dptr
 
 
 @case("memory.alloc.used_by_two_graphs_sequentially", cite=PG + "an allocation's lifetime begins at its "
       "allocation node and ends when it is freed, possibly in another graph or stream",
       apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphLaunch"), requires=("graph_memory_nodes",),
-      expect=b"\x26" * 8)
+      expect=[b"\x01" * 8, b"\x02" * 8])
 def _(t: CaseContext) -> Any:
-    """A graph that writes and frees another graph's allocation sees the memory."""
-    out = _zeroed(t)
-    ga, a = _alloc_graph(t, N, free=False, value=0x26)
+    """A graph that reads and frees another graph's allocation sees its memory, and frees it (the first graph
+    relaunches)."""
+    src, out = _zeroed(t), _zeroed(t)
+    ga = t.graph()
+    a = ga.add_mem_alloc(N)
+    a.memcpy(a.dptr, src, N)
     gb = t.graph()
     c = gb.add_memcpy(out, a.dptr, N)
     c.mem_free(a.dptr)
-    ea = t.instantiate(ga)
+    ea, eb = t.instantiate(ga), t.instantiate(gb)
     s = t.stream()
-    ea.launch(s)
+    seen = []
     try:
-        eb = t.instantiate(gb)
-        eb.launch(s)
-        s.synchronize()
+        for v in (1, 2):
+            src.copy_from(bytes([v]) * N)
+            ea.launch(s)
+            eb.launch(s)
+            s.synchronize()
+            seen.append(out.to_bytes(8))
     except BaseException:
-        s.free_async(a.dptr)
+        s.free_async(a.dptr)  # best effort: the allocation a failed free left
         s.synchronize()
         raise
-    return out.to_bytes(8)
+    return seen
 
 
-# ============================================================================ memory pools
 @case("memory.pool.default_is_current", cite=DEFAULT_POOL + "the current pool of a device is its default pool "
       "unless cudaDeviceSetMemPool was called", apis=("DeviceGetDefaultMemPool", "DeviceGetMemPool"),
-      expect=True)
+      expect=(True, 0))
 def _(t: CaseContext) -> Any:
-    """The device's current memory pool is its default pool."""
-    return t.rt.MemPool.default() == t.rt.MemPool.current()
+    """The device's current memory pool is its default pool (the two handles the runtime returns)."""
+    dev = t.rt.current_device().ordinal
+    handles = []
+    for api, marker in (("DeviceGetDefaultMemPool", 0x1000), ("DeviceGetMemPool", 0x2000)):
+        out = t.new("MemPool_t *", t.ffi.cast(f"{t.backend.ops.prefix}MemPool_t", marker))
+        t.call(api, out, dev)  # pre-set to distinct non-pools: a runtime that wrote nothing shows them apart
+        handles.append(int(t.ffi.cast("uintptr_t", out[0])))
+    return handles[0] not in (0, 0x1000), handles[0] - handles[1]
 
 
 @case("memory.pool.create_defaults", cite=POOL_GET + "reuse policies are enabled by default; "
@@ -570,18 +684,41 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """A new pool has its reuse policies on, no release threshold and nothing used."""
     pool = t.track(t.rt.MemPool())
-    return (pool.attribute(MemPoolAttr.REUSE_FOLLOW_EVENT_DEPENDENCIES),
-            pool.attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC),
-            pool.attribute(MemPoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES),
-            pool.attribute(MemPoolAttr.RELEASE_THRESHOLD), pool.attribute(MemPoolAttr.USED_MEM_CURRENT))
+    return (_pool_attr(t, pool, MemPoolAttr.REUSE_FOLLOW_EVENT_DEPENDENCIES),
+            _pool_attr(t, pool, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC),
+            _pool_attr(t, pool, MemPoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES),
+            _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD), _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT))
 
 
-@case("memory.pool.attributes_all", cite=POOL_GET + "gets the value of each cudaMemPoolAttr",
-      apis=("MemPoolGetAttribute",), expect=(8, True))
+@case("memory.pool.attributes_all", cite=POOL_GET + "cudaMemPoolReuseFollowEventDependencies, "
+      "cudaMemPoolReuseAllowOpportunistic, cudaMemPoolReuseAllowInternalDependencies (int, default enabled); "
+      "cudaMemPoolAttrReleaseThreshold (default 0); cudaMemPoolAttrReservedMemCurrent: amount of backing memory "
+      "currently allocated for the mempool; cudaMemPoolAttrReservedMemHigh: high watermark of backing memory "
+      "allocated for the mempool since the last reset; cudaMemPoolAttrUsedMemCurrent: amount of memory from the "
+      "pool that is currently in use by the application; cudaMemPoolAttrUsedMemHigh: high watermark of the "
+      "amount of memory from the pool that was in use by the application",
+      apis=("MemPoolCreate", "MemPoolGetAttribute", "MallocFromPoolAsync"),
+      expect={MemPoolAttr.REUSE_FOLLOW_EVENT_DEPENDENCIES: 1, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC: 1,
+              MemPoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES: 1, MemPoolAttr.RELEASE_THRESHOLD: 0,
+              MemPoolAttr.RESERVED_MEM_CURRENT: True, MemPoolAttr.RESERVED_MEM_HIGH: True,
+              MemPoolAttr.USED_MEM_CURRENT: True, MemPoolAttr.USED_MEM_HIGH: True})
 def _(t: CaseContext) -> Any:
-    """All eight pool attributes read as non-negative integers."""
-    attrs = t.track(t.rt.MemPool()).attributes()
-    return len(attrs), all(isinstance(v, int) and v >= 0 for v in attrs.values())
+    """All eight attributes of a new pool: the reuse policies on, no threshold, and each of the four
+    counters grown by at least an allocation of 1 MiB made from it."""
+    pool = t.track(t.rt.MemPool())
+    before = {a: _pool_attr(t, pool, a) for a in MemPoolAttr}
+    s = t.stream()
+    buf = s.malloc_async(1 << 20, pool=pool)
+    try:
+        s.synchronize()
+        during = {a: _pool_attr(t, pool, a) for a in MemPoolAttr}
+    finally:
+        s.free_async(buf)
+        s.synchronize()
+    t.note(f"before {before}, with 1 MiB allocated {during}")
+    counters = (MemPoolAttr.RESERVED_MEM_CURRENT, MemPoolAttr.RESERVED_MEM_HIGH, MemPoolAttr.USED_MEM_CURRENT,
+                MemPoolAttr.USED_MEM_HIGH)
+    return {a: (during[a] - before[a] >= 1 << 20 if a in counters else before[a]) for a in MemPoolAttr}
 
 
 @case("memory.pool.release_threshold", cite=POOL_SET + "cudaMemPoolAttrReleaseThreshold: amount of reserved "
@@ -590,9 +727,9 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """The release threshold reads back what was set (at creation, then later)."""
     pool = t.track(t.rt.MemPool(release_threshold=1 << 20))
-    first = pool.release_threshold
+    first = _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD)
     pool.release_threshold = 1 << 24
-    return first, pool.release_threshold
+    return first, _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD)
 
 
 @case("memory.pool.set_reuse_policy", cite=POOL_SET + "the reuse policies (cudaMemPoolReuse*) are int "
@@ -601,17 +738,17 @@ def _(t: CaseContext) -> Any:
     """A reuse policy can be switched off and on."""
     pool = t.track(t.rt.MemPool())
     pool.set_attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC, False)
-    off = pool.attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC)
+    off = _pool_attr(t, pool, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC)
     pool.set_attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC, True)
-    return off, pool.attribute(MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC)
+    return off, _pool_attr(t, pool, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC)
 
 
 @case("memory.pool.malloc_from_pool", cite=FROM_POOL + "allocates memory from the pool with stream ordered "
       "semantics; the allocation is usable by work ordered after it", apis=("MallocFromPoolAsync", "MemsetAsync",
-                                                                          "FreeAsync"),
-      expect=(b"\x27" * 8, True))
+                                                                          "FreeAsync", "MemPoolGetAttribute"),
+      expect=(b"\x27" * 8, True, 0))
 def _(t: CaseContext) -> Any:
-    """Memory from a pool is usable in stream order and counted as used while allocated."""
+    """Memory from a pool is usable in stream order, counted as used while allocated and not once freed."""
     pool = t.track(t.rt.MemPool())
     out = _zeroed(t)
     s = t.stream()
@@ -620,37 +757,41 @@ def _(t: CaseContext) -> Any:
         s.memset(buf, 0x27, N)
         s.memcpy(out, buf, N)
         s.synchronize()
-        used = pool.attribute(MemPoolAttr.USED_MEM_CURRENT)
+        used = _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
     finally:
         s.free_async(buf)
         s.synchronize()
-    return out.to_bytes(8), used >= N
+    return out.to_bytes(8), used >= N, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
 @case("memory.pool.used_after_free", cite=POOL_GET + "cudaMemPoolAttrUsedMemCurrent: amount of memory from the "
       "pool that is currently in use by the application", apis=("MallocFromPoolAsync", "FreeAsync",
-                                                               "MemPoolGetAttribute"), expect=0)
+                                                               "MemPoolGetAttribute"), expect=(True, 0))
 def _(t: CaseContext) -> Any:
-    """After the allocation is freed and the stream synchronized, nothing of the pool is used."""
+    """An allocation counts as used; after it is freed and the stream synchronized, nothing of the pool is."""
     pool = t.track(t.rt.MemPool())
     s = t.stream()
     buf = s.malloc_async(1 << 20, pool=pool)
+    s.synchronize()
+    used = _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
     s.free_async(buf)
     s.synchronize()
-    return pool.attribute(MemPoolAttr.USED_MEM_CURRENT)
+    return used >= 1 << 20, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
 @case("memory.pool.threshold_keeps_reserved", cite=POOL_SET + "when more than the release threshold bytes of "
       "memory are held by the pool, the allocator releases memory at the next synchronize (less is kept)",
-      apis=("MallocFromPoolAsync", "FreeAsync", "MemPoolGetAttribute"), expect=True)
+      apis=("MallocFromPoolAsync", "FreeAsync", "MemPoolGetAttribute"), expect=(0, 4 << 20))
 def _(t: CaseContext) -> Any:
-    """Below the release threshold, freed memory stays reserved across a synchronize."""
+    """Below the release threshold, freed memory (no longer used) stays reserved across a synchronize."""
     pool = t.track(t.rt.MemPool(release_threshold=1 << 30))
     s = t.stream()
     buf = s.malloc_async(4 << 20, pool=pool)
     s.free_async(buf)
     s.synchronize()
-    return pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT) >= 4 << 20
+    # used: none (the free happened); reserved: at least the 4 MiB (min() shows a smaller amount as it is)
+    return (_pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT),
+            min(_pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT), 4 << 20))
 
 
 @case("memory.pool.zero_threshold_releases", cite=POOL_SET + "cudaMemPoolAttrReleaseThreshold (default 0): "
@@ -664,7 +805,7 @@ def _(t: CaseContext) -> Any:
     buf = s.malloc_async(4 << 20, pool=pool)
     s.free_async(buf)
     s.synchronize()
-    return pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT)
+    return _pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT)
 
 
 @case("memory.pool.trim_releases", cite=POOL_TRIM + "releases memory back to the OS until the pool contains "
@@ -677,13 +818,14 @@ def _(t: CaseContext) -> Any:
     buf = s.malloc_async(4 << 20, pool=pool)
     s.free_async(buf)
     s.synchronize()
-    kept = pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT) >= 4 << 20
+    kept = _pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT) >= 4 << 20
     pool.trim(0)
-    return kept, pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT)
+    return kept, _pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT)
 
 
 @case("memory.pool.trim_keeps_outstanding", cite=POOL_TRIM + "the allocator cannot release OS allocations that "
-      "back outstanding asynchronous allocations", apis=("MemPoolTrimTo", "MemPoolGetAttribute"), expect=True)
+      "back outstanding asynchronous allocations", apis=("MemPoolTrimTo", "MemPoolGetAttribute"),
+      expect=4 << 20)
 def _(t: CaseContext) -> Any:
     """trim(0) keeps the memory of an allocation still in use."""
     pool = t.track(t.rt.MemPool())
@@ -692,7 +834,7 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
     try:
         pool.trim(0)
-        kept = pool.attribute(MemPoolAttr.RESERVED_MEM_CURRENT) >= 4 << 20
+        kept = min(_pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT), 4 << 20)  # less shows as it is
     finally:
         s.free_async(buf)
         s.synchronize()
@@ -710,9 +852,9 @@ def _(t: CaseContext) -> Any:
     buf = s.malloc_async(1 << 20, pool=pool)
     s.free_async(buf)
     s.synchronize()
-    high = pool.attribute(MemPoolAttr.USED_MEM_HIGH) >= 1 << 20
+    high = _pool_attr(t, pool, MemPoolAttr.USED_MEM_HIGH) >= 1 << 20
     pool.set_attribute(MemPoolAttr.USED_MEM_HIGH, 0)
-    return high, pool.attribute(MemPoolAttr.USED_MEM_HIGH)
+    return high, _pool_attr(t, pool, MemPoolAttr.USED_MEM_HIGH)
 
 
 @case("memory.pool.set_used_current_refused", cite=POOL_SET + "cudaMemPoolAttrUsedMemCurrent is read-only "
@@ -800,26 +942,31 @@ def _(t: CaseContext) -> Any:
 
 
 @case("memory.pool.malloc_async_current_pool", cite=f"{_SOMA}, cudaMallocAsync: allocates from the memory pool "
-      "current to the stream's device", apis=("MallocAsync", "FreeAsync"), expect=(b"\x28" * 8, True))
+      "current to the stream's device", apis=("MallocAsync", "FreeAsync", "DeviceGetMemPool", "MemPoolGetAttribute"),
+      expect=(b"\x28" * 8, True, 0))
 def _(t: CaseContext) -> Any:
-    """malloc_async without a pool allocates from the device's current pool, usable in stream order."""
+    """malloc_async without a pool allocates from the device's current pool (its used memory grows, then
+    returns to where it was once freed), usable in stream order."""
+    pool = t.rt.MemPool.current()
     out = _zeroed(t)
     s = t.stream()
+    s.synchronize()
+    used0 = _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)  # device-wide: compared as differences
     buf = s.malloc_async(N)
     try:
         s.memset(buf, 0x28, N)
         s.memcpy(out, buf, N)
         s.synchronize()
-        pool_is_none = buf.pool is None
+        grew = _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT) - used0 >= N
     finally:
         s.free_async(buf)
         s.synchronize()
-    return out.to_bytes(8), pool_is_none
+    return out.to_bytes(8), grew, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT) - used0
 
 
 @case("memory.pool.captured_alloc_from_pool", cite=FROM_POOL + "during stream capture, this function results in "
       "the creation of an allocation node; the allocation comes from the given pool",
-      apis=("StreamBeginCapture", "MallocFromPoolAsync", "FreeAsync", "GraphLaunch"),
+      apis=("StreamBeginCapture", "MallocFromPoolAsync", "FreeAsync", "GraphLaunch", "GraphNodeGetType"),
       requires=("graph_memory_nodes",), expect=(["mem_alloc", "mem_free", "memcpy", "memset"], b"\x29" * 8))
 def _(t: CaseContext) -> Any:
     """A capture allocating from an explicit pool records memory nodes that run."""
@@ -835,4 +982,4 @@ def _(t: CaseContext) -> Any:
     exe = t.instantiate(g)
     exe.launch(s)
     s.synchronize()
-    return sorted(n.type.value for n in g.nodes()), out.to_bytes(8)
+    return sorted(getattr(t.runtime_type(n), "value", str(t.runtime_type(n))) for n in g.nodes()), out.to_bytes(8)
