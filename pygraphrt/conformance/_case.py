@@ -285,7 +285,9 @@ class CaseContext:
         pygraphrt has no name for.  Not ``node.type``, which for nodes pygraphrt made is a
         class constant."""
         handle = getattr(node, "handle", node)
-        out = self.backend.ffi.new(f"enum {self.backend.ops.prefix}GraphNodeType *")
+        # Pre-set to a number no node type has: the first type (0, KERNEL on CUDA) would otherwise
+        # be read from a runtime that wrote nothing.
+        out = self.backend.ffi.new(f"enum {self.backend.ops.prefix}GraphNodeType *", 0x7FFF)
         self.call("GraphNodeGetType", handle, out)
         value = int(out[0])
         return self.backend.ops.node_type_of.get(value, value)
