@@ -604,6 +604,7 @@ class Runner:
         sticky = caught is not None and bool(getattr(_runtime_error_in(caught), "sticky", False))
         caught = value = None  # drop what the case made before looking for leaks
         obs.error = None
+        t.under_test_error = None  # (its traceback's frames hold the objects the refused method was given)
         if res.status == "failed":
             self._deviation(case, obs, res)
         if sticky:

@@ -286,7 +286,8 @@ def _(t: CaseContext) -> Any:
     """DEVICE_LAUNCH combined with AUTO_FREE_ON_LAUNCH is refused."""
     g = t.graph()
     g.add_memset(t.malloc(64), 1, 64)
-    t.instantiate(g, device_launch=True, auto_free_on_launch=True)
+    with t.under_test():
+        t.instantiate(g, device_launch=True, auto_free_on_launch=True)
 
 
 @case("exec.instantiate.device_launch_runs_from_host", cite=INSTANTIATE + "with "
@@ -313,7 +314,8 @@ def _(t: CaseContext) -> Any:
     g.add_empty()
     out = t.new("GraphExec_t *")
     try:
-        t.call("GraphInstantiateWithFlags", out, g.handle, 1 << 20)
+        with t.under_test():
+            t.call("GraphInstantiateWithFlags", out, g.handle, 1 << 20)
     finally:
         if out[0] != t.NULL:
             t.call("GraphExecDestroy", out[0])
@@ -326,7 +328,8 @@ def _(t: CaseContext) -> Any:
     # unsure: InvalidValue or InvalidResourceHandle for a NULL graph.
     out = t.new("GraphExec_t *")
     try:
-        t.call("GraphInstantiateWithFlags", out, t.NULL, 0)
+        with t.under_test():
+            t.call("GraphInstantiateWithFlags", out, t.NULL, 0)
     finally:
         if out[0] != t.NULL:
             t.call("GraphExecDestroy", out[0])
@@ -338,7 +341,8 @@ def _(t: CaseContext) -> Any:
     """Instantiating without a place for the executable graph is refused."""
     g = t.graph()
     g.add_empty()
-    t.call("GraphInstantiateWithFlags", t.NULL, g.handle, 0)
+    with t.under_test():
+        t.call("GraphInstantiateWithFlags", t.NULL, g.handle, 0)
 
 
 @case("exec.instantiate.empty_graph", cite=INSTANTIATE + "instantiates graph as an executable graph; "
@@ -592,7 +596,8 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""
     # unsure: InvalidValue (documented) or InvalidResourceHandle.
-    t.call("GraphLaunch", t.NULL, t.stream().handle)
+    with t.under_test():
+        t.call("GraphLaunch", t.NULL, t.stream().handle)
 
 
 @case("exec.launch.after_graph_closed", cite=INSTANTIATE + "the executable graph is independent of graph; "
@@ -674,7 +679,8 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """The runtime refuses to upload a NULL executable graph."""
     # unsure: InvalidValue (documented) or InvalidResourceHandle.
-    t.call("GraphUpload", t.NULL, t.stream().handle)
+    with t.under_test():
+        t.call("GraphUpload", t.NULL, t.stream().handle)
 
 
 @case("exec.synchronize.without_launch", kind="binding", cite=PYGRAPHRT + "GraphExec.synchronize waits for the "
@@ -891,7 +897,8 @@ def _(t: CaseContext) -> Any:
     g2, b = _memset_graph(t, buf, 2)
     b.empty()
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is None)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is None)
 
 
 @case("exec.update.edge_added", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
@@ -908,7 +915,8 @@ def _(t: CaseContext) -> Any:
     g2.add_dependencies([a2], [b2])
     exe = t.instantiate(g1)
     # unsure: which node of g2 is named depends on how the runtime pairs nodes (b2 expected).
-    _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is not None and n.graph is g2)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is not None and n.graph is g2)
 
 
 @case("exec.update.edge_removed", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
@@ -923,7 +931,8 @@ def _(t: CaseContext) -> Any:
     g2.add_empty()
     g2.add_empty()
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
 @case("exec.update.edge_moved", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
@@ -939,7 +948,8 @@ def _(t: CaseContext) -> Any:
     _m2, e2, h2 = g2.add_memset(buf, 1, N), g2.add_empty(), g2.add_host(lambda: None)
     g2.add_dependencies([e2], [h2])
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
 @case("exec.update.node_type_changed", cite=UPDATE + "cudaGraphExecUpdateErrorNodeTypeChanged when a node in "
@@ -952,7 +962,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     c = g2.add_memcpy(a, b, N)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED, lambda n: n is c)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED, lambda n: n is c)
 
 
 @case("exec.update.empty_to_host_type_changed", cite=UPDATE + "cudaGraphExecUpdateErrorNodeTypeChanged when "
@@ -965,7 +976,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     g2.add_host(lambda: None)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
 
 
 @case("exec.update.memset_1d_to_2d", cite=UPDATE + "memset nodes: only 1D memsets can be changed; "
@@ -978,7 +990,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     g2.add_memset(buf, 1, 64, height=4, pitch=128)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
 
 
 @case("exec.update.memcpy_memory_type_changed", cite=UPDATE + "additional memcpy node restrictions: changing "
@@ -995,7 +1008,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     g2.add_memcpy(host, src, N)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
 
 
 @case("exec.update.child_topology_changed", cite=UPDATE + "child graph nodes: the topology must match and "
@@ -1012,7 +1026,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     g2.add_child_graph(c2)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
 @case("exec.update.refused_leaves_exec", cite=UPDATE + "cudaErrorGraphExecUpdateFailure: the graph update "
@@ -1039,7 +1054,8 @@ def _(t: CaseContext) -> Any:
     g1.add_empty()
     g2 = t.graph()
     exe = t.instantiate(g1)
-    exe.update(g2)
+    with t.under_test():
+        exe.update(g2)
 
 
 @case("exec.update.closed_graph", kind="binding", cite=UPDATE + "hGraph - the graph containing the updated parameters; "
@@ -1249,7 +1265,9 @@ def _(t: CaseContext) -> Any:
     src, out = _zeroed(t), _zeroed(t)
     g = t.graph()
     c = g.add_memcpy(out, src, N)
-    t.instantiate(g).set_memcpy(c, out, src, 0)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_memcpy(c, out, src, 0)
 
 
 @case("exec.set_memcpy.memory_type_changed", cite=SET_MEMCPY + "the source and destination memory must be "
@@ -1262,7 +1280,9 @@ def _(t: CaseContext) -> Any:
     host = bytearray(N)
     g = t.graph()
     c = g.add_memcpy(out, src, N)
-    t.instantiate(g).set_memcpy(c, host, src, N)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_memcpy(c, host, src, N)
 
 
 @case("exec.set_memcpy.other_graph_node", kind="binding",
@@ -1353,7 +1373,9 @@ def _(t: CaseContext) -> Any:
     b.empty()
     g = t.graph()
     node = g.add_child_graph(c1)
-    t.instantiate(g).set_child_graph(node, c2)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_child_graph(node, c2)
 
 
 @case("exec.set_child_graph.node_type_differs", cite=SET_CHILD + "the topology of childGraph must match that "
@@ -1367,7 +1389,9 @@ def _(t: CaseContext) -> Any:
     c2.add_empty()
     g = t.graph()
     node = g.add_child_graph(c1)
-    t.instantiate(g).set_child_graph(node, c2)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_child_graph(node, c2)
 
 
 @case("exec.set_child_graph.not_a_graph", kind="binding",
@@ -1664,7 +1688,9 @@ def _(t: CaseContext) -> Any:
     """A host node cannot be disabled."""
     g = t.graph()
     h = g.add_host(lambda: None)
-    t.instantiate(g).set_enabled(h, False)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_enabled(h, False)
 
 
 @case("exec.enabled.empty_node_refused", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
@@ -1674,7 +1700,9 @@ def _(t: CaseContext) -> Any:
     """An empty node cannot be disabled."""
     g = t.graph()
     e = g.add_empty()
-    t.instantiate(g).set_enabled(e, False)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.set_enabled(e, False)
 
 
 @case("exec.enabled.get_on_host_node", cite=GET_ENABLED + "currently only kernel, memset and memcpy nodes are "
@@ -1684,7 +1712,9 @@ def _(t: CaseContext) -> Any:
     """Asking whether a host node is enabled is refused."""
     g = t.graph()
     h = g.add_host(lambda: None)
-    t.instantiate(g).is_enabled(h)
+    exe = t.instantiate(g)
+    with t.under_test():
+        exe.is_enabled(h)
 
 
 @case("exec.enabled.other_graph_node", kind="binding",

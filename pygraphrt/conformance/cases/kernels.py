@@ -559,8 +559,7 @@ def _refused_add(t: CaseContext, add: Any) -> None:
     buf = _zeroed(t)
     before = t.snapshot(graph=g)
     try:
-        with t.under_test():
-            add(g, buf)
+        add(g, buf)  # (the case wraps this helper in t.under_test())
     finally:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused kernel node")
 
@@ -571,7 +570,8 @@ def _refused_add(t: CaseContext, add: Any) -> None:
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
-    _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
+    with t.under_test():
+        _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
 
 
 @case("kernels.dims.block_z_too_large", cite=ADD_REFUSAL + "the launch configuration must be valid for the device "
@@ -580,7 +580,8 @@ def _(t: CaseContext) -> Any:
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
-    _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
+    with t.under_test():
+        _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
 
 
 @case("kernels.dims.grid_y_too_large", cite=ADD_REFUSAL + "the launch configuration must be valid for the device "
@@ -589,7 +590,8 @@ def _(t: CaseContext) -> Any:
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
-    _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
+    with t.under_test():
+        _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
 
 
 @case("kernels.dims.shared_mem_too_large", cite=ADD_REFUSAL + "sharedMemBytes must not exceed what the kernel may use "
@@ -597,7 +599,8 @@ def _(t: CaseContext) -> Any:
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
-    _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("noop"), 1, 1, [], shared_mem=1 << 30))
+    with t.under_test():
+        _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("noop"), 1, 1, [], shared_mem=1 << 30))
 
 
 @case("kernels.dims.stream_block_too_large", cite=LAUNCH + "an invalid launch configuration is an error "
@@ -931,7 +934,8 @@ def _(t: CaseContext) -> Any:
     g2 = t.graph()
     g2.add_memset(buf, 1, NB)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
 
 
 @case("kernels.update.priority_with_node_priority", cite=UPDATE + "if the graph was instantiated with "
@@ -947,7 +951,8 @@ def _(t: CaseContext) -> Any:
     g2, k2 = _fill_graph(t, buf, 1)
     k2.set_attribute("priority", -1)
     exe = t.instantiate(g1, InstantiateFlags.USE_NODE_PRIORITY)
-    _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
 
 
 @case("kernels.update.cooperative_changed", cite=UPDATE + "kernel nodes: a cooperative node cannot be updated "
@@ -961,7 +966,8 @@ def _(t: CaseContext) -> Any:
     g2, k2 = _fill_graph(t, buf, 1)
     k2.set_attribute("cooperative", True)
     exe = t.instantiate(g1)
-    _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
+    with t.under_test():
+        _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
 
 
 # ============================================================================ kernel-node attributes
@@ -1064,7 +1070,8 @@ def _(t: CaseContext) -> Any:
     """The runtime refuses to copy attributes between a kernel node and an empty node."""
     g, k = _fill_graph(t, _zeroed(t), 1)
     e = g.add_empty()
-    t.call("GraphKernelNodeCopyAttributes", e.handle, k.handle)
+    with t.under_test():
+        t.call("GraphKernelNodeCopyAttributes", e.handle, k.handle)
 
 
 @case("kernels.attr.get_on_memset_raw", cite=GET_ATTR + "hNode must be a kernel node; returns "
@@ -1076,7 +1083,8 @@ def _(t: CaseContext) -> Any:
     ops = t.backend.ops
     ident = ops._attribute_id("priority", "priority")
     val = t.ffi.new(f"{ops.prefix}LaunchAttributeValue *")
-    t.call("GraphKernelNodeGetAttribute", m.handle, ident, val)
+    with t.under_test():
+        t.call("GraphKernelNodeGetAttribute", m.handle, ident, val)
 
 
 # ============================================================================ the kernel itself

@@ -282,7 +282,8 @@ def _(t: CaseContext) -> Any:
     ops = t.backend.ops
     attr = ops.value(ops.graph_mem_attrs, GraphMemAttr.USED_MEM_CURRENT, "attr")
     zero = t.ffi.new("unsigned long long *", 0)
-    t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, zero)
+    with t.under_test():
+        t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, zero)
 
 
 @case("memory.attributes.reset_to_nonzero_refused", cite=SET_ATTR + "high watermarks can only be reset to "
@@ -293,7 +294,8 @@ def _(t: CaseContext) -> Any:
     ops = t.backend.ops
     attr = ops.value(ops.graph_mem_attrs, GraphMemAttr.USED_MEM_HIGH, "attr")
     value = t.ffi.new("unsigned long long *", 1 << 20)
-    t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, value)
+    with t.under_test():
+        t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, value)
 
 
 @case("memory.attributes.unknown_attribute", cite=GET_ATTR + "attr - the attribute to get (a "
@@ -302,21 +304,24 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """An attribute number that is no graph-memory attribute is refused."""
     out = t.ffi.new("unsigned long long *")
-    t.call("DeviceGetGraphMemAttribute", t.rt.current_device().ordinal, 0x7777, out)
+    with t.under_test():
+        t.call("DeviceGetGraphMemAttribute", t.rt.current_device().ordinal, 0x7777, out)
 
 
 @case("memory.attributes.invalid_device", cite=GET_ATTR + "returns cudaErrorInvalidDevice",
       apis=("DeviceGetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidDevice)
 def _(t: CaseContext) -> Any:
     """Graph-memory attributes of a device that does not exist are refused."""
-    t.rt.Device(4096).graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
+    with t.under_test():
+        t.rt.Device(4096).graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
 
 
 @case("memory.trim.invalid_device", cite=TRIM + "returns cudaErrorInvalidDevice", apis=("DeviceGraphMemTrim",),
       requires=("graph_memory_nodes",), raises=errors.InvalidDevice)
 def _(t: CaseContext) -> Any:
     """Trimming a device that does not exist is refused."""
-    t.rt.Device(4096).graph_mem_trim()
+    with t.under_test():
+        t.rt.Device(4096).graph_mem_trim()
 
 
 # ============================================================================ graph allocations: launch rules
@@ -505,7 +510,8 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """A graph with memory nodes cannot be instantiated for device launch."""
     g, _a = _alloc_graph(t, N, free=True)
-    t.instantiate(g, device_launch=True)
+    with t.under_test():
+        t.instantiate(g, device_launch=True)
 
 
 @case("memory.update.same_graph", cite=UPDATE + "updates the node parameters from a topologically identical "
@@ -862,14 +868,16 @@ def _(t: CaseContext) -> Any:
       "cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount of a pool is refused."""
-    t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.USED_MEM_CURRENT, 0)
+    with t.under_test():
+        t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.USED_MEM_CURRENT, 0)
 
 
 @case("memory.pool.reset_high_to_nonzero_refused", cite=POOL_SET + "cudaMemPoolAttrReservedMemHigh can only be "
       "reset to zero; returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a pool's high watermark to a non-zero value is refused."""
-    t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.RESERVED_MEM_HIGH, 4096)
+    with t.under_test():
+        t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.RESERVED_MEM_HIGH, 4096)
 
 
 @case("memory.pool.max_size_exceeded", cite=POOL_CREATE + "cudaMemPoolProps.maxSize: maximum pool size; "
@@ -880,7 +888,8 @@ def _(t: CaseContext) -> Any:
     # unsure: maxSize is honoured from CUDA 12.2; older runtimes (and HIP) may ignore it.
     pool = t.track(t.rt.MemPool(max_size=2 << 20))
     s = t.stream()
-    buf = s.malloc_async(64 << 20, pool=pool)
+    with t.under_test():
+        buf = s.malloc_async(64 << 20, pool=pool)
     s.free_async(buf)  # reached only when the allocation was (wrongly) made
     s.synchronize()
 
@@ -890,7 +899,8 @@ def _(t: CaseContext) -> Any:
 def _(t: CaseContext) -> Any:
     """A pool on a device that does not exist is refused."""
     # unsure: InvalidValue (documented) or InvalidDevice.
-    t.track(t.rt.MemPool(device=4096))
+    with t.under_test():
+        t.track(t.rt.MemPool(device=4096))
 
 
 @case("memory.pool.free_twice", kind="binding",
