@@ -213,8 +213,8 @@ def _(t: CaseContext) -> Any:
       expect=InstantiateFlags.USE_NODE_PRIORITY)
 def _(t: CaseContext) -> Any:
     """USE_NODE_PRIORITY is reported back by the executable graph."""
-    # unsure: seen on CUDA 12.9 and 13.0 (driver 580): the flag is accepted but GetFlags
-    # returns 0 (tests/gpu/test_graphs.py) -- a deviation from the documentation to record.
+    # CUDA 12.9-13.5 (driver 580): the flag is accepted but GetFlags returns 0 -- a known deviation
+    # (deviations.py).
     g = t.graph()
     g.add_empty()
     return _flags(t, t.instantiate(g, use_node_priority=True))
@@ -325,7 +325,7 @@ def _(t: CaseContext) -> Any:
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating a NULL graph is refused."""
-    # unsure: InvalidValue or InvalidResourceHandle for a NULL graph.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
     out = t.new("GraphExec_t *")
     try:
         with t.under_test():
@@ -595,7 +595,7 @@ def _(t: CaseContext) -> Any:
       apis=("GraphLaunch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""
-    # unsure: InvalidValue (documented) or InvalidResourceHandle.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
     with t.under_test():
         t.call("GraphLaunch", t.NULL, t.stream().handle)
 
@@ -678,7 +678,7 @@ def _(t: CaseContext) -> Any:
       apis=("GraphUpload",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to upload a NULL executable graph."""
-    # unsure: InvalidValue (documented) or InvalidResourceHandle.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
     with t.under_test():
         t.call("GraphUpload", t.NULL, t.stream().handle)
 
@@ -873,7 +873,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("exec.update.setters_take_original_nodes", cite=UPDATE + "the executable graph keeps its nodes; "
-      + SET_MEMSET + SAME_GRAPH, apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"), expect=(UpdateResult.SUCCESS, b"\x05" * 8))
+      + SET_MEMSET + SAME_GRAPH, apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"),
+      expect=(UpdateResult.SUCCESS, b"\x05" * 8))
 def _(t: CaseContext) -> Any:
     """After an update, the per-node setters still take nodes of the graph it was instantiated from."""
     buf = _zeroed(t)
@@ -914,7 +915,7 @@ def _(t: CaseContext) -> Any:
     b2 = g2.add_empty()
     g2.add_dependencies([a2], [b2])
     exe = t.instantiate(g1)
-    # unsure: which node of g2 is named depends on how the runtime pairs nodes (b2 expected).
+    # CUDA 12.9-13.5 name no error node here: a known deviation (deviations.py).
     with t.under_test():
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is not None and n.graph is g2)
 
@@ -1016,7 +1017,7 @@ def _(t: CaseContext) -> Any:
       "the restrictions apply recursively", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A child graph with one node more: refused with TOPOLOGY_CHANGED."""
-    # unsure: the result for a nested mismatch (TOPOLOGY_CHANGED expected).
+    # CUDA 12.9-13.5: TOPOLOGY_CHANGED for the nested mismatch.
     c1 = t.graph()
     c1.add_empty()
     c2 = t.graph()
@@ -1421,7 +1422,7 @@ def _(t: CaseContext) -> Any:
       expect=(True, True, True))
 def _(t: CaseContext) -> Any:
     """After the setter the launch records the new event, not the node's original one."""
-    # unsure: that EventElapsedTime on a never-recorded event raises InvalidResourceHandle (as documented).
+    # EventElapsedTime on a never-recorded event: InvalidResourceHandle (documented; CUDA 12.9-13.5 agree).
     e1, e2, start = t.event(timing=True), t.event(timing=True), t.event(timing=True)
     g = t.graph()
     rec = g.add_event_record(e1)

@@ -317,7 +317,8 @@ def _(t: CaseContext) -> Any:
     k.set_params(args=[buf, "nine", n64])
 
 
-@case("kernels.node.set_params_refused_keeps_node", kind="binding", cite=SET + "on failure the node keeps its parameters; "
+@case("kernels.node.set_params_refused_keeps_node", kind="binding",
+      cite=SET + "on failure the node keeps its parameters; "
       + PYCHECK, apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams"), requires=K, expect=(1, "fill_u32"))
 def _(t: CaseContext) -> Any:
     """A refused set_params leaves the node's arguments and kernel."""
@@ -551,6 +552,8 @@ def _(t: CaseContext) -> Any:
 #: What cudaGraphAddKernelNode documents for its refusals (the launch configuration is checked when the
 #: node is added: CUDA 12.9-13.5 refuse these there with cudaErrorInvalidValue).
 ADD_REFUSAL = ADD + "returns cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; "
+DIMS_REFUSAL = ADD_REFUSAL + ("pNodeParams - parameters for the GPU execution node (its gridDim, blockDim and "
+                              "sharedMemBytes; here beyond what the device allows)")
 
 
 def _refused_add(t: CaseContext, add: Any) -> None:
@@ -564,9 +567,7 @@ def _refused_add(t: CaseContext, add: Any) -> None:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused kernel node")
 
 
-@case("kernels.dims.block_too_large", cite=ADD_REFUSAL + "the launch configuration must be valid for the device "
-      "(blockDim within the maximum threads per block); an invalid one is an error (cudaErrorInvalidValue or "
-      "cudaErrorInvalidConfiguration)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
@@ -574,9 +575,7 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
 
 
-@case("kernels.dims.block_z_too_large", cite=ADD_REFUSAL + "the launch configuration must be valid for the device "
-      "(blockDim.z at most 64); an invalid one is an error (cudaErrorInvalidValue or "
-      "cudaErrorInvalidConfiguration)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_z_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
@@ -584,9 +583,7 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
 
 
-@case("kernels.dims.grid_y_too_large", cite=ADD_REFUSAL + "the launch configuration must be valid for the device "
-      "(gridDim.y at most 65535); an invalid one is an error (cudaErrorInvalidValue or "
-      "cudaErrorInvalidConfiguration)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.grid_y_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
@@ -594,8 +591,7 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
 
 
-@case("kernels.dims.shared_mem_too_large", cite=ADD_REFUSAL + "sharedMemBytes must not exceed what the kernel may use "
-      "(cudaFuncAttributeMaxDynamicSharedMemorySize); an invalid configuration is an error",
+@case("kernels.dims.shared_mem_too_large", cite=DIMS_REFUSAL,
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
@@ -944,7 +940,7 @@ def _(t: CaseContext) -> Any:
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """With node priorities in use, a kernel node whose priority changed does not update."""
-    # unsure: ATTRIBUTES_CHANGED expected (PARAMETERS_CHANGED possible).
+    # CUDA 12.9-13.5: ATTRIBUTES_CHANGED.
     buf = _zeroed(t)
     g1, k1 = _fill_graph(t, buf, 1)
     k1.set_attribute("priority", 0)
@@ -960,7 +956,7 @@ def _(t: CaseContext) -> Any:
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A kernel node that became cooperative does not update."""
-    # unsure: ATTRIBUTES_CHANGED expected (PARAMETERS_CHANGED possible).
+    # CUDA 12.9-13.5: ATTRIBUTES_CHANGED.
     buf = _zeroed(t)
     g1, _k1 = _fill_graph(t, buf, 1)
     g2, k2 = _fill_graph(t, buf, 1)
