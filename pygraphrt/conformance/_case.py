@@ -101,6 +101,13 @@ _ID = re.compile(r"^[a-z0-9_]+(\.[a-z0-9_]+)+$")
 _REQUIREMENT = re.compile(r"^(cuda|hip|kernels|[a-z_]+|(cuda|hip)>=\d+\.\d+|devices>=\d+|sm>=\d{2,3})$")
 
 
+# What the raw reads of runtime_type / snapshot put in their outputs before the call: a runtime
+# that reports success but writes nothing is then read as no type, status or count at all
+# (never as "kernel", "none" or 0, which are zeros).
+_UNWRITTEN_ENUM = 0x7FFFFFFF
+_UNWRITTEN_SIZE = (1 << 64) - 1
+
+
 class CaseFailure(AssertionError):
     """A case's own check failed (``t.check`` / ``t.raises``)."""
 
@@ -285,9 +292,7 @@ class CaseContext:
         pygraphrt has no name for.  Not ``node.type``, which for nodes pygraphrt made is a
         class constant."""
         handle = getattr(node, "handle", node)
-        # Pre-set to a number no node type has: the first type (0, KERNEL on CUDA) would otherwise
-        # be read from a runtime that wrote nothing.
-        out = self.backend.ffi.new(f"enum {self.backend.ops.prefix}GraphNodeType *", 0x7FFF)
+        out = self.backend.ffi.new(f"enum {self.backend.ops.prefix}GraphNodeType *", _UNWRITTEN_ENUM)
         self.call("GraphNodeGetType", handle, out)
         value = int(out[0])
         return self.backend.ops.node_type_of.get(value, value)
@@ -344,7 +349,7 @@ class CaseContext:
             nodes, edges = self._graph_counts(getattr(graph, "handle", graph))
         if stream is not None:
             h = getattr(stream, "handle", stream)
-            st = ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
+            st = ffi.new(f"enum {ops.prefix}StreamCaptureStatus *", _UNWRITTEN_ENUM)
             self.call("StreamIsCapturing", h, st)
             status = ops.capture_status_of.get(int(st[0]), int(st[0]))
             if getattr(status, "value", status) != "none":
@@ -352,7 +357,7 @@ class CaseContext:
                 if cgraph is not None and cgraph != ffi.NULL:
                     capture_nodes = self._graph_counts(cgraph)[0]
         if exe is not None:
-            out = ffi.new("unsigned long long *")
+            out = ffi.new("unsigned long long *", _UNWRITTEN_SIZE)
             self.call("GraphExecGetFlags", getattr(exe, "handle", exe), out)
             flags = int(out[0])
         return Snapshot(capture_status=status, capture_nodes=capture_nodes, nodes=nodes, edges=edges,
@@ -361,9 +366,9 @@ class CaseContext:
     def _graph_counts(self, handle: Any) -> tuple[int, int]:
         b = self.backend
         ffi, ops = b.ffi, b.ops
-        n = ffi.new("size_t *")
+        n = ffi.new("size_t *", _UNWRITTEN_SIZE)
         self.call("GraphGetNodes", handle, ffi.NULL, n)
-        e = ffi.new("size_t *")
+        e = ffi.new("size_t *", _UNWRITTEN_SIZE)
         sym = ops.edge_forms.get("get_edges")
         if sym:  # the edge-data form (the only one in CUDA 13): NULL edge data asks the count
             rc = getattr(ops.lib, sym)(handle, ffi.NULL, ffi.NULL, ffi.NULL, e)

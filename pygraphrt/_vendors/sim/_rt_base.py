@@ -439,16 +439,17 @@ class RuntimeBase:
 
     # -- kernels: launch configuration and arguments -----------------------------------------
     def _check_launch(self, k: _kernels.SimKernel, grid: tuple[int, int, int], block: tuple[int, int, int],
-                      smem: int, what: str, zero: str = "InvalidConfiguration") -> None:
-        # a launch with a zero dimension is a bad configuration; kernel-node parameters with one
-        # are an invalid value (what CUDA 12.9 / 13.x return: conformance kernels.node.*_zero*)
+                      smem: int, what: str, refusal: str = "InvalidConfiguration") -> None:
+        # a launch with a zero or too large dimension is a bad configuration; kernel-node
+        # parameters with one are an invalid value (what CUDA 12.9 / 13.x return: conformance
+        # kernels.node.*_zero*, kernels.dims.*_too_large)
         if min(grid) < 1 or min(block) < 1:
-            raise SimError(zero, f"{what}: grid {grid} / block {block} has a zero dimension")
+            raise SimError(refusal, f"{what}: grid {grid} / block {block} has a zero dimension")
         if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK or block[0] > 1024 or block[1] > 1024 \
                 or block[2] > 64:
-            raise SimError("InvalidConfiguration", f"{what}: block {block} exceeds the device's limits")
+            raise SimError(refusal, f"{what}: block {block} exceeds the device's limits")
         if grid[0] >= 1 << 31 or grid[1] > 65535 or grid[2] > 65535:
-            raise SimError("InvalidConfiguration", f"{what}: grid {grid} exceeds the device's limits")
+            raise SimError(refusal, f"{what}: grid {grid} exceeds the device's limits")
         if smem > k.max_dynamic_smem:
             raise SimError("InvalidValue", f"{what}: {smem} bytes of dynamic shared memory exceed the kernel's "
                                            f"{k.max_dynamic_smem} (cudaFuncSetAttribute raises the limit)")
@@ -479,7 +480,7 @@ class RuntimeBase:
         k = self._kernel(func)
         grid, block = _dims(p.gridDim), _dims(p.blockDim)
         smem = int(p.sharedMemBytes)
-        self._check_launch(k, grid, block, smem, what, zero="InvalidValue")
+        self._check_launch(k, grid, block, smem, what, refusal="InvalidValue")
         return KernelP(k, grid, block, smem, self._read_args(k, p.kernelParams, p.extra, what))
 
     # -- child graphs, memory nodes, conditional nodes, the generic form -------------------
