@@ -532,9 +532,9 @@ class Runner:
                     return "skipped", (f"runs on the simulator only (this run is {env.vendor} {env.version_str}): "
                                        "a GPU cannot show it safely or at all")
             elif _DEVICES_REQ.match(r) is not None:
-                devices, have = int(r[len("devices>="):]), _device_count(env)
-                if have < devices:
-                    return "skipped", (f"needs {devices} devices; this runtime reports {have}"
+                devices, count = int(r[len("devices>="):]), _device_count(env)
+                if count < devices:
+                    return "skipped", (f"needs {devices} devices; this runtime reports {count}"
                                        + (" (PYGRAPHRT_SIM_DEVICES)" if env.vendor == "sim" else ""))
             elif r in env.capabilities:
                 if not env.capabilities[r]:
