@@ -223,6 +223,11 @@ def test_bad_input_is_refused_before_nccl(fake_nccl):
             device = 1
         refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), StreamOnDevice1()), "stream is on device 1")
         refused_before_nccl(lambda: c.all_reduce(Host(np.zeros(4, np.complex64)), Host(b), s), "has no NCCL type")
+        with rt.Device(1):
+            on1 = rt.malloc(64)   # a pygraphrt buffer knows its device
+        assert on1.device == 1
+        refused_before_nccl(lambda: c.all_reduce(on1, on1, s, dtype="int32"), "sendbuf is on device 1", "device 0")
+        refused_before_nccl(lambda: c.send(on1, 1, s, dtype="int32"), "ncclSend", "buf is on device 1")
         buf = rt.malloc(64)
         refused_before_nccl(lambda: c.all_reduce(buf, buf, s), "no element type; give dtype=")
         refused_before_nccl(lambda: c.all_reduce(buf, buf, s, dtype="float64", count=9), "8 float64")
@@ -262,7 +267,8 @@ def test_bad_input_is_refused_before_nccl(fake_nccl):
 def test_nccl_results_are_mapped_by_name(fake_nccl):
     out = run(fake_nccl, """
         comms = nccl.Communicator.init_all([0, 1])
-        s = rt.Stream()
+        with rt.Device(comms[1].device):
+            s = rt.Stream()   # rank 1's stream, on its device (NCCL's rule, checked)
         a = np.zeros(4, np.int32)
         for code in (1, 2, 3, 4, 5, 6, 8):
             fake.fake_nccl_fail(b"ncclAllReduce", code)
@@ -319,32 +325,43 @@ def test_non_blocking_init_is_polled_and_bounded(fake_nccl):
 
 
 def test_synchronize_reports_an_error_and_aborts(fake_nccl):
+    """synchronize watches the communicators of the graphs given and those the stream ran eager
+    work of, and aborts them all: here rank 1 only through a graph, rank 0 only through the
+    stream (each rank on a stream of its own device)."""
     out = run(fake_nccl, """
         comms = nccl.Communicator.init_all([0, 1], timeout=5)
-        s = rt.Stream()
+        s = []
+        for c in comms:
+            with rt.Device(c.device):
+                s.append(rt.Stream())
         a = [np.ones(4, np.int32), np.ones(4, np.int32)]
         with nccl.group():
             for r, c in enumerate(comms):
-                c.all_reduce(Host(a[r]), Host(a[r]), s)
-        nccl.synchronize(s, timeout=2)      # the stream's communicators: both, healthy
+                c.all_reduce(Host(a[r]), Host(a[r]), s[r])
+        for st in s:
+            nccl.synchronize(st, timeout=2)      # each stream's communicator: healthy
         c1, = nccl.Communicator.init_all([0])
-        with s.capture() as cap:
-            c1.all_reduce(Host(a[0]), Host(a[0]), s)
+        with s[0].capture() as cap:
+            c1.all_reduce(Host(a[0]), Host(a[0]), s[0])
         exe = cap.graph.instantiate()
-        exe.launch(s)
+        exe.launch(s[0])
+        with s[1].capture() as cap1:             # a graph that captured rank 1 (never launched)
+            comms[1].all_reduce(Host(a[1]), Host(a[1]), s[1])
+        exe1 = cap1.graph.instantiate()
         fake.fake_nccl_async(6)             # a peer failed
         try:
             nccl.synchronize(rt.Stream(), [exe], timeout=2)   # the communicator the graph captured
         except errors.RemoteError:
-            print(c1.is_closed)
+            print(c1.is_closed, comms[0].is_closed)
 
         try:
-            comms[0].synchronize(s, timeout=2)  # and the stream's other communicators
+            # rank 1 through the graph given (found first), rank 0 through s[0]'s eager work
+            nccl.synchronize(s[0], [exe1], timeout=2)
         except errors.RemoteError as exc:
-            print(exc.api, "rank 0" in str(exc), comms[0].is_closed, comms[1].is_closed,
+            print(exc.api, "rank 1" in str(exc), comms[0].is_closed, comms[1].is_closed,
                   counter("fake_nccl_aborts"))
     """)
-    assert out.split() == ["True", "ncclCommGetAsyncError", "True", "True", "True", "3"]
+    assert out.split() == ["True", "False", "ncclCommGetAsyncError", "True", "True", "True", "3"]
 
 
 def test_close_is_refused_while_a_graph_that_captured_it_lives(fake_nccl):
