@@ -22,6 +22,13 @@ range, a unique id of the wrong size, a count larger than a buffer, a dtype that
 the array's): :class:`~pygraphrt.errors.InvalidValue` naming the call.  NCCL's own refusals
 are mapped by the ``ncclResult_t`` name (:data:`RESULT_CLASSES`) and name the call and rank.
 
+On the ``sim`` backend :func:`library` is the simulator's stand-in
+(``pygraphrt._vendors.sim._nccl``, handed over by the backend's ``nccl_library()``; a
+library named by ``PYGRAPHRT_NCCL`` still wins): collectives among the simulated devices of
+one process (:meth:`Communicator.init_all`), eager and captured (a host node per rank and
+group), behind the same checks -- ranks of one thread issue their parts inside :func:`group`;
+captured graphs of several ranks are launched from one thread per rank.
+
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
 """
@@ -138,12 +145,14 @@ def _candidates() -> list[tuple[str, str]]:
 class Library:
     """A loaded libnccl and the ``nccl`` binding opened on it."""
 
-    def __init__(self, path: str, how: str) -> None:
+    def __init__(self, path: str, how: str, lib: Any = None) -> None:
         from ._bindings.nccl import ffi, symbols
 
         self.ffi: Any = ffi
         self.symbols: Any = symbols
-        self.lib: Any = ffi.dlopen(path)
+        # (``lib``: a stand-in a plug-in backend gives, function pointers of the binding's
+        # prototypes -- the simulator's collectives; else the library at ``path``)
+        self.lib: Any = ffi.dlopen(path) if lib is None else lib
         self.how = how
         out = ffi.new("int *")
         try:
@@ -156,7 +165,7 @@ class Library:
         self.version_code = out[0]
         self.version = version_tuple(out[0])
         self.path = path
-        if "/" not in path:
+        if "/" not in path and lib is None:
             copies = loaded_copies()
             self.path = copies[0] if copies else path
         self._fns: dict[str, Any] = {}
@@ -193,12 +202,12 @@ class Library:
         message = ""
         try:
             message = ffi.string(self.lib.ncclGetErrorString(rc)).decode(errors="replace")
-            if comm is not None:
-                last = self.lib.ncclGetLastError(comm)
-                if last != ffi.NULL:
-                    text = ffi.string(last).decode(errors="replace")
-                    if text:
-                        message = f"{message}: {text}" if message else text
+            # (NCCL leaves the comm argument unused: NULL asks for this thread's last error too)
+            last = self.lib.ncclGetLastError(ffi.NULL if comm is None else comm)
+            if last != ffi.NULL:
+                text = ffi.string(last).decode(errors="replace")
+                if text:
+                    message = f"{message}: {text}" if message else text
         except Exception:  # (a library without these: the name says enough)
             pass
         cls = RESULT_CLASSES.get(name, errors.GraphRTError)
@@ -225,8 +234,20 @@ attempts: list[str] = []  # "path (how): outcome", for error messages and tests
 
 
 def library() -> Library:
-    """The loaded libnccl (found once; see the module docstring for the order)."""
+    """The loaded libnccl (found once; see the module docstring for the order) -- on a plug-in
+    backend that has collectives of its own (the simulator), those, unless ``PYGRAPHRT_NCCL``
+    names a library."""
     global _library
+    backend = _runtime.active()
+    plugin = getattr(backend, "nccl_library", None)
+    if plugin is not None and not os.environ.get("PYGRAPHRT_NCCL"):
+        own = backend.__dict__.get("_nccl_library")
+        if own is None:
+            stand_in = plugin()
+            own = backend.__dict__["_nccl_library"] = Library(getattr(stand_in, "PATH", repr(stand_in)),
+                                                              f"the {backend.vendor} backend's collectives",
+                                                              stand_in)
+        return own
     lib = _library
     if lib is not None:
         return lib

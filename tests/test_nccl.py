@@ -453,10 +453,11 @@ def test_two_different_libnccl_in_one_process_are_refused(fake_nccl, tmp_path):
             print("refused", {str(other)!r} in str(exc), os.environ["PYGRAPHRT_NCCL"] in str(exc))
     """)
     assert out.split() == ["refused", "True", "True"]
-    # without PYGRAPHRT_NCCL, the copy already loaded is the one used
+    # without PYGRAPHRT_NCCL, the copy already loaded is the one used (the first candidate; on
+    # the sim backend nccl.library() itself is the simulator's collectives)
     out = run(fake_nccl, f"""
         ctypes.CDLL({str(other)!r})
-        lib = nccl.library()
+        lib = nccl.Library(*nccl._candidates()[0])
         print(lib.path == {str(other.resolve())!r}, lib.how)
     """, PYGRAPHRT_NCCL="")
     assert out.strip() == "True already loaded in this process"

@@ -194,3 +194,13 @@ class SimBackend(Backend):
         self.current_pools: dict[int, Any] = {}
         self._info = None
         self.load_ms: dict[str, float] = {}  # nothing found or dlopened: no loading stages
+
+    def nccl_library(self) -> Any:
+        """The simulator's stand-in for libnccl (:mod:`._nccl`): what ``pygraphrt.nccl`` calls
+        on this backend, unless ``PYGRAPHRT_NCCL`` names a library."""
+        lib = self.__dict__.get("_nccl")
+        if lib is None:
+            from ._nccl import SimNccl
+
+            lib = self.__dict__["_nccl"] = SimNccl(self)
+        return lib
