@@ -29,6 +29,22 @@ one process (:meth:`Communicator.init_all`), eager and captured (a host node per
 group), behind the same checks -- ranks of one thread issue their parts inside :func:`group`;
 captured graphs of several ranks are launched from one thread per rank.
 
+Collectives inside conditional bodies (IF / WHILE / SWITCH, CUDA >= 12.4) are a probe, not a
+promise.  What is known: the runtime allows only kernel, empty, child-graph, memset, memcpy and
+conditional nodes in a body (``cudaConditionalNodeParams``: "This applies recursively to child
+graphs and conditional bodies"); NCCL documents nothing about conditional nodes, and adds host
+nodes to a captured graph when its plan needs proxy operations (network, shared-memory paths;
+NVLink peer-to-peer within a machine may need none).  So a collective issued on a stream that
+captures into a body (``ConditionalNode.capture``, or ``Stream.capture(graph=body)``) is, per
+:data:`COLLECTIVES_IN_CONDITIONAL_BODIES`: ``"checked"`` -- NCCL captures it, then pygraphrt
+reads the node types NCCL added to the body and refuses (:class:`~pygraphrt.errors.NotSupported`,
+naming them) any the rule forbids, before the runtime meets them at instantiation; or
+``"refused"`` -- refused before NCCL is called.  What decides: the GPU probe
+``tests/gpu/test_nccl.py::test_all_reduce_in_a_while_body`` (2 GPUs, every rank looping the
+same count), which reports what NCCL added and whether the loop's all-reduces gave the right
+sums; where the runtime refuses what the check passes, the setting becomes ``"refused"``.  On
+the simulator a collective is a host node, so the check refuses it there.
+
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
 """
@@ -73,6 +89,12 @@ _TYPESTR = {("i", 1): "int8", ("u", 1): "uint8", ("i", 4): "int32", ("u", 4): "u
             ("f", 8): "float64"}
 _OPS = {"sum": "ncclSum", "prod": "ncclProd", "max": "ncclMax", "min": "ncclMin", "avg": "ncclAvg"}
 UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES (checked against the binding in the tests)
+#: What a collective issued on a stream that captures into a conditional body meets (see the
+#: module docstring): "checked" (NCCL captures it; node types the body rule forbids are refused
+#: after its call) or "refused" (refused before NCCL is called).
+COLLECTIVES_IN_CONDITIONAL_BODIES = "checked"
+# The node types a conditional body may hold (cudaConditionalNodeParams), by NodeType value.
+BODY_NODE_TYPES = frozenset({"kernel", "empty", "graph", "memset", "memcpy", "conditional"})
 SONAME = "libnccl.so.2"
 
 
@@ -968,8 +990,27 @@ class Communicator:
 
     def _enqueue(self, api: str, stream: Any, keep: Sequence[Any], *args: Any) -> None:
         comm = args[-2]
-        with _on_device(self._backend, self._device):
-            rc = self._lib.call(api, *args, rank=self._rank, comm=comm)
+        body = _conditional_body(stream)
+        before: set[Any] = set()
+        if body is not None:
+            if COLLECTIVES_IN_CONDITIONAL_BODIES == "refused":
+                raise errors.NotSupported(api, vendor="nccl", detail=(
+                    f"rank {self._rank}: the stream captures into the body of a conditional node; a "
+                    "collective there is refused (pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES: NCCL "
+                    "documents nothing about conditional nodes, and the runtime refused it on the GPU "
+                    "probe) -- loop on the host, or unroll the loop in the graph"))
+            before = {n._handle for n in body.nodes()}
+        try:
+            with _on_device(self._backend, self._device):
+                rc = self._lib.call(api, *args, rank=self._rank, comm=comm)
+        except errors.GraphRTError as exc:
+            if body is not None:
+                exc.add_note("the stream captures into the body of a conditional node, which may hold only "
+                             "kernel, empty, child-graph, memset, memcpy and conditional nodes: NCCL's own "
+                             "runtime calls there may be what was refused")
+            raise
+        if body is not None:
+            _check_body(api, self._rank, body, before)
         # The capture (if any) keeps the buffers and this communicator: a graph that runs the
         # collective holds its communicator (close() refuses while it lives).
         for obj in keep:
@@ -1205,6 +1246,28 @@ def _abort_all(comms: Sequence[Communicator]) -> None:
     for c in comms:
         with contextlib.suppress(errors.GraphRTError):
             c.abort()
+
+
+# ---------------------------------------------------------------- conditional bodies
+def _conditional_body(stream: Any) -> Any:
+    """The graph ``stream`` captures into when it is the body of a conditional node (or None)."""
+    cap = getattr(stream, "_capture", None)
+    target = getattr(cap, "_target", None) if cap is not None else None
+    owner = getattr(target, "_owner", None) if target is not None else None
+    return target if owner is not None and hasattr(owner, "_cond") else None
+
+
+def _check_body(api: str, rank: int, body: Any, before: set[Any]) -> None:
+    """Refuse the nodes NCCL added to a conditional body that the body rule forbids (host nodes:
+    proxy operations), naming them -- before the runtime meets them at instantiation."""
+    added = [n for n in body.nodes() if n._handle not in before]
+    bad = sorted({n.type.value for n in added if n.type.value not in BODY_NODE_TYPES})
+    if bad:
+        raise errors.NotSupported(api, vendor="nccl", detail=(
+            f"rank {rank}: NCCL added {', '.join(bad)} node(s) to the body of a conditional node, which may "
+            f"hold only {', '.join(sorted(BODY_NODE_TYPES))} nodes (a host node is NCCL's proxy operation: a "
+            "network or shared-memory path); the runtime would refuse the graph -- discard it, and loop on "
+            "the host or unroll the loop in the graph"))
 
 
 # ---------------------------------------------------------------- helpers

@@ -264,3 +264,32 @@ def test_bad_input_is_refused_before_the_library(sim2):
     for x in comms:
         x.abort()
     refused(lambda: c.all_reduce(b, b, s[0], dtype="float32"), "closed")
+
+
+def test_a_collective_in_a_conditional_body(sim2, monkeypatch):
+    """The simulator's collective is a host node: captured into a WHILE body, the body-node
+    check refuses it (what a GPU's NCCL proxy host node meets); with the setting "refused",
+    the collective is refused before the library is called."""
+    comm, = nccl.Communicator.init_all([0])
+    s = rt.Stream()
+    buf = buffer_of(np.ones(N, np.float32))
+    lib = nccl.library().lib
+    g = rt.Graph()
+    loop = g.add_while(g.conditional_handle())
+    with pytest.raises(errors.NotSupported, match=r"NCCL added host node\(s\) to the body of a conditional node"):
+        with loop.capture(s):
+            comm.all_reduce(buf, buf, s, dtype="float32")
+    # a capture that is not into a body is no business of the check
+    with s.capture() as cap:
+        comm.all_reduce(buf, buf, s, dtype="float32")
+    assert [n.type.value for n in cap.graph.nodes()] == ["host"]
+    monkeypatch.setattr(nccl, "COLLECTIVES_IN_CONDITIONAL_BODIES", "refused")
+    g2 = rt.Graph()
+    loop2 = g2.add_while(g2.conditional_handle())
+    before = lib.calls
+    with pytest.raises(errors.NotSupported, match="captures into the body of a conditional node"):
+        with loop2.capture(s):
+            comm.all_reduce(buf, buf, s, dtype="float32")
+    assert lib.calls == before and loop2.bodies[0].nodes() == []
+    del cap
+    gc.collect()

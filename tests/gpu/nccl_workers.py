@@ -147,6 +147,85 @@ def failing_rank(rank: int, id_path: str, out: Any, wait: float) -> None:
     os._exit(0)  # (a stuck kernel must not keep the process: the parent waits for it)
 
 
+WHILE_SOURCE = r"""
+extern "C" __global__ void arm(cudaGraphConditionalHandle h, int *counter, int *iterations, int n) {
+    *counter = n; *iterations = 0; cudaGraphSetConditional(h, n > 0); }
+extern "C" __global__ void count_down(cudaGraphConditionalHandle h, int *counter, int *iterations) {
+    *iterations += 1; int c = --(*counter); cudaGraphSetConditional(h, c > 0); }
+"""
+
+
+def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
+    """The conditional-body probe (issue 41, item 6): a WHILE body holding (count_down kernel,
+    all-reduce sum), every rank looping ``iterations`` times, with pygraphrt's setting forced
+    to "checked" so that NCCL and the runtime are asked.  Reports (rank, outcome, detail):
+    "ran" (detail: whether every element is 3 * 2**(iterations-1) and the loop ran
+    ``iterations`` times, and the body's node types), "refused by pygraphrt" (the body-node
+    check: NCCL added a node the rule forbids), "refused by NCCL or the runtime" (its call
+    failed while capturing into the body), or "instantiate refused"."""
+
+    def report(*item: Any) -> None:
+        out.put(item)
+
+    try:
+        import numpy as np
+
+        rt = _setup(rank)
+        from pygraphrt import errors, nccl
+        from pygraphrt.graph import SET_CONDITIONAL_SOURCE
+
+        nccl.COLLECTIVES_IN_CONDITIONAL_BODIES = "checked"  # probe NCCL and the runtime themselves
+        if rank == 0:
+            nccl.unique_id().to_file(id_path)
+        uid = nccl.UniqueId.from_file(id_path, timeout=120)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=120)
+        prog = rt.Program(SET_CONDITIONAL_SOURCE + WHILE_SOURCE, name="nccl_while.cu")
+        arm = prog.kernel("arm", signature="cudaGraphConditionalHandle h, int *counter, int *iterations, int n")
+        count_down = prog.kernel("count_down", signature="cudaGraphConditionalHandle h, int *counter, "
+                                                         "int *iterations")
+        s = rt.Stream()
+        state = rt.malloc(8)
+        buf = rt.malloc(N * 4)
+        buf.copy_from(np.full(N, rank + 1, np.float32).tobytes())
+        g = rt.Graph()
+        h = g.conditional_handle()
+        armed = g.add_kernel(arm, 1, 1, [h, state, state.ptr + 4, iterations])
+        loop = g.add_while(h, dependencies=[armed])
+        body = loop.bodies[0]
+        counted = body.add_kernel(count_down, 1, 1, [h, state, state.ptr + 4])
+        try:
+            with s.capture(graph=body, dependencies=[counted]):
+                comm.all_reduce(buf, buf, s, "sum", dtype="float32")
+        except errors.NotSupported as exc:
+            report(rank, "refused by pygraphrt", f"{exc} | body: {sorted(n.type.value for n in body.nodes())}")
+            comm.abort()
+            return
+        except errors.GraphRTError as exc:
+            report(rank, "refused by NCCL or the runtime", f"{type(exc).__name__}: {exc} {getattr(exc, '__notes__', '')}")
+            comm.abort()
+            return
+        types = sorted(n.type.value for n in body.nodes())
+        try:
+            exe = g.instantiate()
+        except errors.GraphRTError as exc:
+            report(rank, "instantiate refused", f"{type(exc).__name__}: {exc} | body: {types}")
+            comm.abort()
+            return
+        exe.launch(s)
+        nccl.synchronize(s, [comm], timeout=120)
+        got = np.frombuffer(buf.to_bytes(), np.float32)
+        runs = int(np.frombuffer(state.to_bytes(8), np.int32)[1])
+        right = bool((got == np.float32(3 * 2 ** (iterations - 1))).all()) and runs == iterations
+        report(rank, "ran", f"right={right} iterations={runs} first={float(got[0])} body: {types}")
+        del exe
+        import gc
+
+        gc.collect()
+        comm.close(timeout=120)
+    except BaseException as exc:  # report, never hang the parent
+        report(rank, "setup failed", f"{type(exc).__name__}: {exc}")
+
+
 def torchrun_main() -> int:
     """One rank under torchrun: from_env (the unique id through torchrun's store), eager
     collectives against numpy, the captured step, then from_process_group over gloo."""

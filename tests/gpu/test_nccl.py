@@ -194,3 +194,29 @@ def test_torchrun_two_processes():
     assert sorted(l.split(":")[0] for l in lines) == ["rank 0", "rank 1"], r.stdout
     assert all(": ok (NCCL" in l for l in lines), r.stdout
     print("\n".join(lines))
+
+
+def test_all_reduce_in_a_while_body(tmp_path):
+    """The conditional-body probe (issue 41, item 6), 2 processes x 1 GPU: an all-reduce
+    captured into a WHILE body, every rank looping 5 times.  Passes when the loop ran with the
+    right sums (NCCL added only nodes a body may hold), or when pygraphrt's body-node check
+    refused what NCCL added; fails when NCCL or the runtime refused what the check let through
+    (then pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES must become "refused"), or on a wrong
+    sum.  Prints the outcome: what the probe found."""
+    need_two_gpus()
+    from tests.conftest import require_devices
+    from tests.gpu import nccl_workers
+
+    require_devices(2)
+    results = _spawn(nccl_workers.while_body_rank, lambda r, q: (r, str(tmp_path / "id"), q, 5), 2, 300)
+    print("conditional-body probe:", results)
+    assert len(results) == 2 and "hung" not in {r[0] for r in results}, results
+    outcomes = {r[1] for r in results}
+    assert outcomes <= {"ran", "refused by pygraphrt"}, (
+        f"NCCL or the runtime refused what pygraphrt's check let through: {results}; set "
+        "pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES = 'refused' and document it")
+    for rank, outcome, detail in results:
+        if outcome == "ran":
+            assert "right=True" in detail, (rank, detail)
+        else:
+            assert "to the body of a conditional node" in detail, (rank, detail)
