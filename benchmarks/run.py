@@ -1,4 +1,5 @@
-"""pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick] [--modes abi,api]``.
+"""pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick] [--modes abi,api]``
+(``--group collectives``: the NCCL group of ``benchmarks/collectives.py``, 2 GPUs).
 
 Both call modes side by side: the in-process measurements run once per mode, each in
 its own interpreter (``abi``: PYGRAPHRT_FAST=0, cffi ABI mode; ``api``: PYGRAPHRT_FAST=1,
@@ -744,11 +745,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="whole runs (every mode in fresh interpreters); ratios are taken within "
                          "each run and reported as the median with the range")
+    ap.add_argument("--group", choices=["launch", "collectives"], default="launch",
+                    help="launch: the single-GPU figures (default); collectives: NCCL all-reduce on 2 GPUs "
+                         "under torchrun (benchmarks/collectives.py)")
     ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
     a.outdir.mkdir(parents=True, exist_ok=True)
+    if a.group == "collectives":
+        from . import collectives
+
+        return collectives.run(a.outdir, a.quick)
     if a.child_mode:  # one mode, in this interpreter
         figs: dict[str, Figure] = {}
         bench_pygraphrt(figs, a.quick)

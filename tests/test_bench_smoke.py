@@ -1,6 +1,7 @@
 """CPU smoke test of the benchmark harness's pure-Python parts (tiny sizes, no GPU)."""
 
 import json
+from pathlib import Path
 
 from benchmarks.stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
 
@@ -242,3 +243,49 @@ def test_multidevice_group_runs_on_a_two_device_simulator():
         figs = {}
         why = bench_multidevice(figs, quick=True)
     assert figs == {} and "needs 2 devices" in why and "reports 1" in why
+def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
+    """benchmarks/collectives.py's timing functions, (a) graph replay and (b) eager, on two
+    simulated ranks in threads (tiny sizes; no timing asserts): they run the all-reduces they
+    say (in-place sums: each doubles 1 + 2), and the group itself skips here, saying why."""
+    import threading
+
+    import numpy as np
+
+    import pygraphrt as rt
+    from benchmarks import collectives
+    from pygraphrt import nccl
+    from tests.backends import simulator
+
+    assert collectives.busbw_gbs(1e6, 10**9, 2) == 1.0  # 1 GB in 1 s, algbw * 2(n-1)/n with n=2
+    with simulator(2):
+        comms = nccl.Communicator.init_all([0, 1])
+        streams, bufs = [], []
+        for r, c in enumerate(comms):
+            with rt.Device(c.device):
+                streams.append(rt.Stream())
+                bufs.append(rt.malloc(16))
+                bufs[r].copy_from(np.full(4, r + 1, np.float32).tobytes())
+        meet = threading.Barrier(2, timeout=60)
+        figs: dict = {}
+
+        def rank(r: int) -> None:
+            with rt.Device(r):
+                figs[r, "a"] = collectives.per_op_graph(comms[r], streams[r], bufs[r], 4, 3, 2, meet.wait)
+                figs[r, "b"] = collectives.per_op_eager(comms[r], streams[r], bufs[r], 4, 3, 2, meet.wait)
+
+        threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not any(t.is_alive() for t in threads)
+        assert sorted(figs) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+        assert all(len(v) == 2 and all(x >= 0 for x in v) for v in figs.values())
+        # (a): 3 launches (warm-up + 2 trials) of 3 ops; (b): 2 warm-up + 2 trials of 3 ops = 17 sums
+        want = np.float32(3 * 2 ** 16)
+        for b in bufs:
+            assert (np.frombuffer(b.to_bytes(), np.float32) == want).all()
+        reason = collectives.skip_reason() or ""
+        assert "torch is not installed" in reason or "not cuda" in reason, reason
+        assert collectives.run(Path("unused"), True) == 0
+        assert "collectives group skipped" in capsys.readouterr().out
