@@ -220,3 +220,23 @@ def test_all_reduce_in_a_while_body(tmp_path):
             assert "right=True" in detail, (rank, detail)
         else:
             assert "to the body of a conditional node" in detail, (rank, detail)
+
+
+def test_readme_collectives_example_under_torchrun(tmp_path):
+    """The README's tp_step.py, run by the command it gives: torchrun, 2 processes x 1 GPU."""
+    need_two_gpus()
+    pytest.importorskip("torch")
+    from tests.test_readme import collectives_example
+
+    script = tmp_path / "tp_step.py"
+    script.write_text(collectives_example())
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0",
+               PYTHONPATH=os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"torchrun did not end within 300 s: {exc.stdout}{exc.stderr}")
+    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    lines = sorted(l for l in r.stdout.splitlines() if l.startswith("rank "))
+    assert lines == [f"rank {i}: y == W @ X + bias after 10 replays: True" for i in (0, 1)], r.stdout
