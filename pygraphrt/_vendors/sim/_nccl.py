@@ -151,6 +151,9 @@ class Instance:
     def missing(self) -> set[int]:
         return {r for s, r in self.slots.items() if s not in self.arrived}
 
+    def settled(self) -> bool:
+        return self.done or bool(self.failed)
+
 
 class Batch:
     """A (communicator, stream)'s operations of one group: one host function."""
@@ -552,7 +555,7 @@ class SimNccl:
             if flush is not None and len(to_come) == len(missing) and to_come <= flush["to_come"]:
                 continue  # completed by the rest of this group end, before it returns
             what = f"rank(s) {sorted(missing)} to issue their part of {self._mine(inst, c).describe()}"
-            self._wait(c, lambda i=inst: i.done or bool(i.failed), what, inst)
+            self._wait(c, inst.settled, what, inst)
             if inst.failed and not c.async_error:
                 c.fail(inst.failed_code, inst.failed)
 
