@@ -293,3 +293,24 @@ def test_a_collective_in_a_conditional_body(sim2, monkeypatch):
     assert lib.calls == before and loop2.bodies[0].nodes() == []
     del cap
     gc.collect()
+
+
+def test_the_conditional_body_probe_runs_here(sim2, monkeypatch, tmp_path):
+    """tests/gpu/nccl_workers.while_body_rank, the GPU probe's rank, run as two threads on the
+    simulator: its code works up to the body check, which refuses the simulator's host node on
+    both ranks (on a GPU the probe decides what NCCL adds)."""
+    import queue
+
+    from tests.gpu import nccl_workers
+
+    monkeypatch.setattr(nccl, "COLLECTIVES_IN_CONDITIONAL_BODIES", "checked")
+    out: queue.Queue = queue.Queue()
+    threads = [threading.Thread(target=nccl_workers.while_body_rank, args=(r, str(tmp_path / "id"), out, 5))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    results = sorted(out.get_nowait() for _ in range(out.qsize()))
+    assert [(r[0], r[1]) for r in results] == [(0, "refused by pygraphrt"), (1, "refused by pygraphrt")], results
+    assert all("NCCL added host node(s)" in r[2] and "'host', 'kernel'" in r[2] for r in results), results

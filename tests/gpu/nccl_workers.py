@@ -193,18 +193,24 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         loop = g.add_while(h, dependencies=[armed])
         body = loop.bodies[0]
         counted = body.add_kernel(count_down, 1, 1, [h, state, state.ptr + 4])
-        try:
-            with s.capture(graph=body, dependencies=[counted]):
+        def body_types(graph: Any) -> str:
+            try:
+                return str(sorted(n.type.value for n in graph.nodes()))
+            except errors.GraphRTError as exc:  # (a failed capture may have destroyed the graph)
+                return f"unreadable ({type(exc).__name__})"
+
+        try:  # (thread_local: the simulator's check of this probe runs ranks as threads of one process)
+            with s.capture("thread_local", graph=body, dependencies=[counted]):
                 comm.all_reduce(buf, buf, s, "sum", dtype="float32")
         except errors.NotSupported as exc:
-            report(rank, "refused by pygraphrt", f"{exc} | body: {sorted(n.type.value for n in body.nodes())}")
+            report(rank, "refused by pygraphrt", f"{exc} | body: {body_types(body)}")
             comm.abort()
             return
         except errors.GraphRTError as exc:
             report(rank, "refused by NCCL or the runtime", f"{type(exc).__name__}: {exc} {getattr(exc, '__notes__', '')}")
             comm.abort()
             return
-        types = sorted(n.type.value for n in body.nodes())
+        types = body_types(body)
         try:
             exe = g.instantiate()
         except errors.GraphRTError as exc:
@@ -216,12 +222,12 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         got = np.frombuffer(buf.to_bytes(), np.float32)
         runs = int(np.frombuffer(state.to_bytes(8), np.int32)[1])
         right = bool((got == np.float32(3 * 2 ** (iterations - 1))).all()) and runs == iterations
-        report(rank, "ran", f"right={right} iterations={runs} first={float(got[0])} body: {types}")
-        del exe
+        del exe, g, h, loop, body, armed, counted  # (what refers to the graphs: then they are gone)
         import gc
 
         gc.collect()
         comm.close(timeout=120)
+        report(rank, "ran", f"right={right} iterations={runs} first={float(got[0])} body: {types}")
     except BaseException as exc:  # report, never hang the parent
         report(rank, "setup failed", f"{type(exc).__name__}: {exc}")
 
