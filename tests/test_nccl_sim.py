@@ -311,6 +311,9 @@ def test_the_conditional_body_probe_runs_here(sim2, monkeypatch, tmp_path):
         t.start()
     for t in threads:
         t.join(120)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
     results = sorted(out.get_nowait() for _ in range(out.qsize()))
     assert [(r[0], r[1]) for r in results] == [(0, "refused by pygraphrt"), (1, "refused by pygraphrt")], results
-    assert all("NCCL added host node(s)" in r[2] and "'host', 'kernel'" in r[2] for r in results), results
+    # (the body's listing may be unreadable: with both ranks in one process a capture can be
+    # invalidated by the other thread's calls, and the runtime then destroys its graph)
+    assert all("NCCL added host node(s) to the body of a conditional node" in r[2] for r in results), results
