@@ -281,9 +281,12 @@ class Capture:
         if self._state != "active":
             return
         self._state = "aborted"
+        # the runtime's capture ends first: leaving the count and dropping what the capture
+        # kept may run deferred frees (cudaFree), which a capture still running would take
+        # as a prohibited call and be invalidated by -- this one, or another thread's
+        self._ensure_not_capturing()
         self._leave()
         self._keep = []
-        self._ensure_not_capturing()
         if self._live_graph is not None:
             self._live_graph._handle = None
 
