@@ -7,7 +7,31 @@ import os
 import sys
 
 
+def summary(out=sys.stdout) -> int:
+    """``python -m pygraphrt info``: one line -- the GPU pygraphrt runs on, or "no GPU" and why
+    (then graph code runs on the simulator) -- and where the full report is."""
+    from ._demo import no_gpu_reason
+
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    why = no_gpu_reason()
+    if why is not None:
+        p(f"no GPU: running on the simulator ({why}): pygraphrt.use('sim') or PYGRAPHRT_BACKEND=sim")
+    else:
+        import pygraphrt
+
+        b = pygraphrt.use("auto")
+        bi = b.info()
+        from .device import Device
+
+        names = ", ".join(f"[{i}] {Device(i).info().name}" for i in range(bi.device_count))
+        p(f"GPU: {bi.vendor} {bi.runtime_version_str} runtime, {bi.device_count} device(s): {names}")
+    p("  the full report (libraries tried, call path, capabilities, functions this runtime lacks): "
+      "python -m pygraphrt info --verbose")
+    return 0
+
+
 def info(out=sys.stdout) -> int:
+    """``python -m pygraphrt info --verbose``: what was found, what was chosen, what it can do."""
     from . import _runtime, errors
     from ._versions import version_str
     from .errors import SIM_HINT
@@ -20,8 +44,8 @@ def info(out=sys.stdout) -> int:
     for vendor in ("cuda", "hip"):
         try:
             backends[vendor] = _runtime.load(vendor)
-        except errors.BackendError as exc:
-            p(f"  {vendor}: not available ({exc})")
+        except errors.BackendError:
+            p(f"  {vendor}: not available (no runtime library loaded: the libraries tried are below)")
     p("  libraries tried:")
     for a in _runtime.attempts():
         p(f"    [{a.vendor}] {a.candidate or '-'} via {a.how}: {a.outcome}")
@@ -79,12 +103,14 @@ def main(argv: list[str] | None = None) -> int:
                                  description="info: what pygraphrt finds here; demo: the README's seed "
                                              "workflow, on the GPU if there is one, else on the simulator")
     ap.add_argument("command", nargs="?", default="info", choices=["info", "demo"])
+    ap.add_argument("--verbose", "-v", action="store_true",
+                    help="info: the full report (libraries tried, call path, capabilities, functions)")
     args = ap.parse_args(argv)
     if args.command == "demo":
         from ._demo import run
 
         return run()
-    return info()
+    return info() if args.verbose else summary()
 
 
 if __name__ == "__main__":

@@ -13,28 +13,50 @@ import sys
 from typing import TextIO
 
 
+def no_gpu_reason() -> str | None:
+    """None where a GPU runtime (CUDA, then HIP) has a device; else why not, in a few words
+    (``"CUDA 13.0 runtime but no NVIDIA driver; no HIP runtime"``)."""
+    from pygraphrt import _runtime, errors
+
+    why = []
+    for vendor, label in (("cuda", "CUDA"), ("hip", "HIP")):
+        try:
+            bi = _runtime.load(vendor).info()
+        except errors.BackendError:
+            why.append(f"no {label} runtime")
+            continue
+        if bi.device_count > 0:
+            return None
+        err = bi.device_error or ""
+        if "InsufficientDriver" in err or "NoDriver" in err:
+            why.append(f"{label} {bi.runtime_version_str} runtime but no {'NVIDIA' if vendor == 'cuda' else 'AMD'} "
+                       "driver")
+        else:
+            why.append(f"{label} {bi.runtime_version_str} runtime but no device")
+    return "; ".join(why)
+
+
 def choose_backend(out: TextIO) -> str:
-    """``cuda``/``hip`` when one has a device (or PYGRAPHRT_BACKEND names one), else ``sim``."""
+    """``cuda``/``hip`` when one has a device (or PYGRAPHRT_BACKEND names one), else ``sim``;
+    on ``sim`` its first line says so, and why, in one line."""
     import pygraphrt
-    from pygraphrt import errors
 
     wanted = os.environ.get("PYGRAPHRT_BACKEND", "auto")
     if wanted != "auto":
         pygraphrt.use(wanted)
         return wanted
-    try:
+    why = no_gpu_reason()
+    if why is None:
         b = pygraphrt.use("auto")
         if b.info().device_count > 0:
             return b.vendor
-        why = b.info().device_error or "no device"
-    except errors.BackendError as exc:
-        why = str(exc)
+        why = f"{b.vendor}: {(b.info().device_error or 'no device').split(' [')[0]}"  # (auto chose another)
     from pygraphrt import _runtime
 
     with _runtime._state.lock:  # nothing was made on the runtime that has no device: switch freely
         _runtime._state.active = None
     pygraphrt.use("sim")
-    print(f"no GPU found ({why.split(' [')[0]})", file=out)
+    print(f"no GPU: running on the simulator ({why})", file=out)
     return "sim"
 
 
@@ -45,8 +67,7 @@ def run(out: TextIO = sys.stdout, n: int = 1 << 20, launches: int = 100) -> int:
     vendor = choose_backend(out)
     bi = rt.backend()
     if vendor == "sim":
-        print("RUNNING ON THE SIMULATOR (pygraphrt.sim, CPU only): no GPU is used; the results below "
-              "are the simulator's", file=out)
+        print("  (pygraphrt.sim, CPU only: no GPU is used; the results below are the simulator's)", file=out)
     else:
         name = rt.Device(0).info().name
         print(f"running on the GPU: {name} ({bi.vendor} runtime {bi.runtime_version_str})", file=out)
@@ -82,5 +103,6 @@ def run(out: TextIO = sys.stdout, n: int = 1 << 20, launches: int = 100) -> int:
     print(f"launched {launches} times: b holds {b.to_bytes(4).hex()}..., d holds {d.to_bytes(4).hex()}... "
           f"({'correct' if ok else 'WRONG'})", file=out)
     if vendor == "sim":
-        print("(simulated: to run on a GPU, use a machine with CUDA or ROCm)", file=out)
+        print("(simulated: to run on a GPU, use a machine with CUDA or ROCm; what pygraphrt found here: "
+              "python -m pygraphrt info --verbose)", file=out)
     return 0 if ok else 1

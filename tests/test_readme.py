@@ -37,3 +37,42 @@ def test_the_collectives_example_runs_on_the_simulator(tmp_path):
     readme = (REPO / "README.md").read_text()
     assert "NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node 2 tp_step.py" in readme
     assert "PYGRAPHRT_BACKEND=sim PYGRAPHRT_SIM_DEVICES=2 python tp_step.py" in readme
+
+
+def test_main_job_fetches_only_what_it_needs():
+    """The main job installs pygraphrt and runs the demo: the pinned headers (bindgen fetch), the
+    cuda-bindings wheels and ``bindgen --check`` are the test command's; the README says what
+    each downloads."""
+    main = (REPO / "scripts" / "main").read_text()
+    env = (REPO / "scripts" / "_env").read_text()
+    test = (REPO / "scripts" / "test").read_text()
+    test_env = (REPO / "scripts" / "_test_env").read_text()
+    for text in (main, env):
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        assert "bindgen" not in code and "cuda-bindings" not in code and "dev," not in code, text
+    assert "python -m pygraphrt demo" in main
+    assert "bindgen fetch" in test_env and "cuda-bindings" in test_env
+    assert ". scripts/_test_env" in test and "python -m bindgen --check" in test
+    readme = (REPO / "README.md").read_text()
+    setup = readme[readme.index("## Set-up on a fresh machine"):readme.index("## Install")]
+    assert "main job downloads about 10 MB" in setup and "network access" in setup and "520 MB" in setup
+
+
+def test_readme_tables_have_one_header_row():
+    """Every Markdown table: a header row, the separator right below it and nowhere else, and
+    every row as wide as the header."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    tables, cur = [], []
+    for i, line in enumerate(lines + [""]):
+        if line.startswith("|"):
+            cur.append((i + 1, line))
+        elif cur:
+            tables.append(cur)
+            cur = []
+    assert tables
+    for table in tables:
+        cells = [line.strip().strip("|").count("|") + 1 - line.count("\\|") for _, line in table]
+        seps = [n for n, line in table if set(line) <= set("|-: ")]
+        where = f"README.md line {table[0][0]}"
+        assert seps == [table[1][0]], f"{where}: separator rows at {seps}"
+        assert len(set(cells)) == 1, f"{where}: rows of {sorted(set(cells))} cells"

@@ -295,13 +295,27 @@ def test_backend_env_var_and_lowlevel_roundtrip():
 
 @pytest.mark.headers
 def test_info_exits_zero_and_says_what_it_found():
-    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=_pythonpath(), PYGRAPHRT_CUDART=str(CUDA13_LIB)),
-                       cwd=str(REPO), timeout=120)
+    """``info --verbose`` is the full report, each library tried listed once; plain ``info``
+    says first, in one line, that there is no GPU and why (on this GPU-less machine)."""
+    env = dict(os.environ, PYTHONPATH=_pythonpath(), PYGRAPHRT_CUDART=str(CUDA13_LIB))
+    env.pop("PYGRAPHRT_BACKEND", None)
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info", "--verbose"], capture_output=True,
+                       text=True, env=env, cwd=str(REPO), timeout=120)
     assert r.returncode == 0, r.stderr
     assert "active backend: cuda (binding cuda13)" in r.stdout
     assert "capabilities:" in r.stdout and "libraries tried:" in r.stdout
+    if "hip: not available" in r.stdout:  # each failed HIP load is reported once, not twice
+        lines = r.stdout.splitlines()
+        tried = [line for line in lines if "[hip]" in line]
+        assert tried and [line for line in lines if "libamdhip64" in line] == tried, r.stdout
     print(r.stdout)
+    short = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True,
+                           env=env, cwd=str(REPO), timeout=120)
+    assert short.returncode == 0, short.stderr
+    lines = short.stdout.splitlines()
+    if "devices: none" in r.stdout:  # no GPU here
+        assert lines[0].startswith("no GPU: running on the simulator (CUDA 13.5 runtime but no"), lines
+    assert len(lines) == 2 and "info --verbose" in lines[1], lines
 
 
 @pytest.mark.headers
