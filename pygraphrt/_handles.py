@@ -159,6 +159,17 @@ class Owned:
                                                detail=why or f"this {self._kind} was closed")
         return h
 
+    def _handle_for(self, api: str, role: str = "this") -> Any:
+        """The raw cffi handle for a call of the public method ``api``; once closed,
+        InvalidResourceHandle naming ``api`` (not ``<type>.handle``), and ``role`` (``"the
+        stream"`` for an argument) for the object."""
+        h = self._handle
+        if h is None:
+            why = self.__dict__.get("_gone_why") if hasattr(self, "__dict__") else None
+            who = f"{role} {self._kind}"
+            raise errors.InvalidResourceHandle(api, detail=f"{who}: {why}" if why else f"{who} was closed")
+        return h
+
     def _runtime_destroyed(self, why: str) -> None:
         """The runtime destroyed the object itself: drop the handle without destroying it
         (a second destroy could hit a reused handle); later use raises saying ``why``."""

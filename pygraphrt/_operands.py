@@ -93,6 +93,18 @@ def array_address(obj: Any) -> int | None:
     return None
 
 
+class Address(int):
+    """A device or host address read back from the runtime (a kernel node's pointer argument):
+    an int, shown in hex."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return hex(self)
+
+    __str__ = __repr__
+
+
 def _check_backend(backend: Any, obj: Any) -> None:
     other = getattr(obj, "_backend", None)
     if other is not None and other is not backend:
@@ -108,23 +120,67 @@ def as_address(value: int, api: str, what: str = "address") -> int:
     return value
 
 
-def ptr(backend: Any, p: Any) -> Any:
-    """A ``void *`` for a copy/memset operand (device or host memory)."""
+#: What a copy or memset operand may be (named by the messages that refuse one).
+ACCEPTED_OPERANDS = ("a pygraphrt buffer, an int address, a cffi pointer, a device array "
+                     "(__cuda_array_interface__, DLPack, torch/CuPy) or host memory (a C-contiguous "
+                     "buffer: bytes, bytearray, memoryview, numpy array)")
+
+# DLPack's kDLCPU: an array in (pageable or pinned) host memory.
+_DLPACK_CPU = 1
+
+
+def _in_host_memory(p: Any) -> bool:
+    """Whether ``p`` is an array that says it lives in host memory (numpy: DLPack device kDLCPU,
+    or an ``__array_interface__`` with no device interface): it is copied through the buffer
+    protocol, not refused as "not on a GPU"."""
+    if hasattr(p, "__pygraphrt_pointer__") or hasattr(p, "__cuda_array_interface__"):
+        return False
+    dev = getattr(p, "__dlpack_device__", None)
+    if dev is not None:
+        try:
+            return int(dev()[0]) == _DLPACK_CPU
+        except Exception:  # a producer that cannot say: the device path reports it
+            return False
+    return hasattr(p, "__array_interface__")
+
+
+def ptr(backend: Any, p: Any, api: str = "pointer", role: str = "", writable: bool = False) -> Any:
+    """A ``void *`` for a copy/memset operand (device or host memory).
+
+    ``api`` and ``role`` (``"dst"``, ``"src"``) name the call and argument in a refusal;
+    ``writable``: the operand is written (a host buffer must then be writable)."""
     ffi = backend.ffi
+    which = f"{role}: " if role else ""
     if isinstance(p, bool):
-        raise errors.InvalidValue("pointer", detail="a bool is not a pointer")
+        raise errors.InvalidValue(api, detail=f"{which}a bool is not a pointer")
     if isinstance(p, int):
-        return ffi.cast("void *", as_address(p, "pointer"))
+        return ffi.cast("void *", as_address(p, api, f"{role or 'address'}"))
     if isinstance(p, ffi.CData):
         return p
     _check_backend(backend, p)
-    address = array_address(p)
-    if address is not None:
-        return ffi.cast("void *", address)
+    if not _in_host_memory(p):
+        try:
+            address = array_address(p)
+        except errors.InvalidValue as exc:
+            raise errors.InvalidValue(api, detail=f"{which}{exc.detail}; pass {ACCEPTED_OPERANDS}") from None
+        if address is not None:
+            return ffi.cast("void *", address)
     try:
-        return ffi.from_buffer(p)  # host memory: bytearray, numpy array, memoryview
+        # host memory: bytearray, numpy array, memoryview (read-only ones as sources)
+        return ffi.from_buffer(p, require_writable=writable)
+    except (TypeError, BufferError, ValueError):
+        pass
+    try:  # refused: say why
+        ffi.from_buffer(p)
     except TypeError:
-        raise errors.InvalidValue("pointer", detail=f"{type(p).__name__} is not a pointer or buffer") from None
+        raise errors.InvalidValue(api, detail=f"{which}{type(p).__name__} is not a pointer or buffer; "
+                                              f"pass {ACCEPTED_OPERANDS}") from None
+    except (BufferError, ValueError) as exc:  # a strided view
+        raise errors.InvalidValue(api, detail=f"{which}{type(p).__name__} is not one contiguous block "
+                                              f"({exc}): pass a C-contiguous copy "
+                                              "(numpy.ascontiguousarray)") from None
+    raise errors.InvalidValue(api, detail=f"{which}{type(p).__name__} is read-only: a destination "
+                                          "must be writable memory")
 
 
 def device_address(backend: Any, p: Any) -> int:

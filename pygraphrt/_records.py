@@ -35,7 +35,16 @@ class EdgeData:
 
     @property
     def is_default(self) -> bool:
+        """Whether this is the plain full dependency (all fields zero)."""
         return self.from_port == 0 and self.to_port == 0 and self.type == 0
+
+    def __repr__(self) -> str:
+        # Short: only the fields that differ from the default (``EdgeData()`` on most edges).
+        parts = [f"{name}={v}" for name, v in (("from_port", self.from_port), ("to_port", self.to_port))
+                 if v != 0]
+        if self.type != 0:
+            parts.append(f"type={getattr(self.type, 'name', self.type)}")
+        return f"EdgeData({', '.join(parts)})"
 
 
 DEFAULT_EDGE = EdgeData()

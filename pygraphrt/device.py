@@ -172,6 +172,14 @@ class Device:
         self._backend.ops.call("DeviceGraphMemTrim", self.ordinal)
 
 
+def _deprecated(old: str, new: str) -> None:
+    """Warn that ``old`` is a deprecated spelling of the property ``new`` (docs/design.md:
+    cheap state reads are properties)."""
+    import warnings
+
+    warnings.warn(f"{old} is deprecated: read the property {new} (no call)", DeprecationWarning, stacklevel=3)
+
+
 def _current_ordinal(backend: Any) -> int | None:
     """The current device, recorded by the objects made on it; None where the runtime has no
     ``GetDevice`` (the stand-in runtimes of the CPU tests: tests/fakecuda)."""
@@ -234,6 +242,18 @@ class Launchable:
     __slots__ = ()
 
 
+class _KeepAlive:
+    """A stream host function that does nothing but hold its operands until it runs."""
+
+    __slots__ = ("operands",)
+
+    def __init__(self, operands: list[Any]) -> None:
+        self.operands = operands
+
+    def __call__(self) -> None:
+        self.operands = []
+
+
 class Stream(Owned):
     """A stream.  ``Stream()`` creates one; ``Stream.wrap(obj)`` borrows a foreign one."""
 
@@ -244,8 +264,26 @@ class Stream(Owned):
     # 3.12 some 170 instructions a read).  It exists once Owned.__init__ has run.
     __slots__ = ("_handle",)
 
-    def __init__(self, *, non_blocking: bool = True, priority: int = 0,
-                 _handle: Any = None, _owned: bool = True) -> None:
+    def __init__(self, *, non_blocking: bool = True, priority: int = 0) -> None:
+        """Create a stream on the current device.
+
+        Parameters
+        ----------
+        non_blocking : bool
+            True (default): the stream does not synchronize with the legacy default stream.
+        priority : int
+            The stream's priority (lower numbers run first where the device has priorities).
+        """
+        self._init(non_blocking, priority, None, True)
+
+    @classmethod
+    def _adopt(cls, handle: Any, owned: bool) -> "Stream":
+        """The Stream of a runtime stream handle (``owned``: destroyed with the object)."""
+        self = cls.__new__(cls)
+        self._init(True, 0, handle, owned)
+        return self
+
+    def _init(self, non_blocking: bool, priority: int, _handle: Any, _owned: bool) -> None:
         backend = _runtime.active()
         if _handle is None:
             try:  # (an int, or what stands for one: numpy's integers)
@@ -288,13 +326,13 @@ class Stream(Owned):
     def wrap(cls, obj: Any) -> "Stream":
         """Borrow a stream (int handle, ``__cuda_stream__``, torch or CuPy stream); never destroys it."""
         b = _runtime.active()
-        return cls(_handle=b.ffi.cast(f"{b.ops.prefix}Stream_t", _stream_int(obj)), _owned=False)
+        return cls._adopt(b.ffi.cast(f"{b.ops.prefix}Stream_t", _stream_int(obj)), False)
 
     @classmethod
     def legacy_default(cls) -> "Stream":
         """The legacy default stream (handle 0); it cannot be captured."""
         b = _runtime.active()
-        return cls(_handle=b.ffi.cast(f"{b.ops.prefix}Stream_t", 0), _owned=False)
+        return cls._adopt(b.ffi.cast(f"{b.ops.prefix}Stream_t", 0), False)
 
     def __repr__(self) -> str:
         state = "closed" if self._handle is None else hex(int(self))
@@ -306,7 +344,7 @@ class Stream(Owned):
         cudaMalloc and synchronizations until it ends.  End or abort the capture first."""
         if self._handle is not None and self._owned:
             try:
-                capturing = self.capture_status() is not _capture_status().NONE
+                capturing = self.capture_status is not _capture_status().NONE
             except errors.GraphRTError:  # (a stream the runtime no longer knows: destroy what is left)
                 capturing = False
             if capturing:
@@ -333,28 +371,76 @@ class Stream(Owned):
 
     # -- work --------------------------------------------------------------
     def memset(self, ptr: Any, value: int, count: int) -> None:
-        """Set ``count`` bytes at device pointer ``ptr`` to ``value``."""
+        """Set ``count`` bytes at ``ptr`` to ``value``, in stream order.
+
+        Parameters
+        ----------
+        ptr : DeviceBuffer, int or device array
+            The device memory to set (a pygraphrt buffer, an address, or an array with
+            ``__cuda_array_interface__`` / DLPack).
+        value : int
+            The byte value, 0 to 255.
+        count : int
+            How many bytes.
+        """
         n = _count(count)
         _check_fits(self._backend, ptr, n, f"{self._backend.ops.prefix}MemsetAsync", "destination")
-        self._work("MemsetAsync", _ptr(self._backend, ptr), _byte(value), n, self.handle)
+        self._work("MemsetAsync", _ptr(self._backend, ptr, "Stream.memset", "ptr", True), _byte(value), n,
+                   self.handle)
         self._retain(ptr)
 
     def memcpy(self, dst: Any, src: Any, count: int) -> None:
-        """Copy ``count`` bytes (host or device pointers, unified addressing)."""
+        """Copy ``count`` bytes from ``src`` to ``dst``, in stream order (unified addressing: the
+        runtime tells host from device memory).
+
+        Parameters
+        ----------
+        dst, src : DeviceBuffer, int, device array or host buffer
+            A pygraphrt buffer, an int address, a cffi pointer, a device array
+            (``__cuda_array_interface__``, DLPack, torch/CuPy), or host memory: any C-contiguous
+            buffer (``bytes``, ``bytearray``, ``memoryview``, a numpy array).  A read-only buffer
+            may be the source; the destination must be writable.
+        count : int
+            How many bytes; at most the size of an operand that knows its size.
+
+        Notes
+        -----
+        A host buffer given to an eager copy is kept alive until the copy has run (a host
+        function queued after it lets it go); captured, the graph keeps it.  Read a
+        destination on the host only after ``synchronize()``.
+
+        Examples
+        --------
+        >>> s.memcpy(buf, np.ones(4, np.float32), 16)      # doctest: +SKIP
+        >>> out = np.empty(4, np.float32); s.memcpy(out, buf, 16); s.synchronize()  # doctest: +SKIP
+        """
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
-        d, s, n = _ptr(b, dst), _ptr(b, src), _count(count)
+        d = _ptr(b, dst, "Stream.memcpy", "dst", True)
+        s = _ptr(b, src, "Stream.memcpy", "src")
+        n = _count(count)
         if n:
             api = f"{b.ops.prefix}MemcpyAsync"
             _check_fits(b, dst, n, api, "destination")
             _check_fits(b, src, n, api, "source")
             # Eager copies only: a captured copy is checked by the runtime (and refused
             # without a crash), and an invalidated capture must answer as the runtime does.
-            if self.capture_status() is _capture_status().NONE:
+            if self.capture_status is _capture_status().NONE:
                 b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
-        self._retain(dst)
-        self._retain(src)
+        if self._capture is None:
+            host = [x for x, c in ((dst, d), (src, s)) if b.ffi.typeof(c).kind == "array"]
+            if host and n:  # (from_buffer's char[]: host memory the runtime may read after we return)
+                self._keep_until_run(host)
+        else:
+            self._retain(dst)
+            self._retain(src)
+
+    def _keep_until_run(self, operands: list[Any]) -> None:
+        """Keep ``operands`` alive until the stream's work so far has run: a host function
+        queued after it holds them (a pinned host buffer is read or written asynchronously;
+        the caller may have passed a temporary such as ``np.ones(4)``)."""
+        self.launch_host_func(_KeepAlive(operands))
 
     def _retain(self, operand: Any) -> None:
         """During a capture, the graph being built keeps buffers given as objects alive (one
@@ -479,7 +565,7 @@ class Stream(Owned):
 
     def _capturing_hint(self) -> bool:
         try:
-            return self.capture_status() is not _capture_status().NONE
+            return self.capture_status is not _capture_status().NONE
         except errors.GraphRTError:
             return False
 
@@ -491,8 +577,15 @@ class Stream(Owned):
         for sink in sinks:
             sink.raise_pending("Stream.synchronize")
 
-    def query(self) -> bool:
-        """True when all work is done."""
+    @property
+    def is_done(self) -> bool:
+        """Whether all work issued to the stream has completed (``StreamQuery``; does not wait).
+
+        Raises
+        ------
+        GraphRTError
+            The runtime refused the query (for one, while a global-mode capture runs).
+        """
         ops = self._backend.ops
         rc = ops.fn("StreamQuery")(self.handle)
         if rc == 0:
@@ -500,12 +593,23 @@ class Stream(Owned):
         err = ops.error(rc, ops.prefix + "StreamQuery")
         if isinstance(err, errors.NotReady):
             return False
-        _note_capture_failures(self._backend, "Stream.query", err)
+        _note_capture_failures(self._backend, "Stream.is_done", err)
         raise err
 
+    def query(self) -> bool:
+        """Deprecated spelling of :attr:`is_done` (a property: cheap state reads are properties,
+        docs/design.md)."""
+        _deprecated("Stream.query()", "Stream.is_done")
+        return self.is_done
+
     # -- capture -----------------------------------------------------------
+    @property
     def capture_status(self) -> CaptureStatus:
-        """NONE, ACTIVE or INVALIDATED (a capture the runtime gave up on, not yet ended)."""
+        """The stream's capture status: NONE, ACTIVE or INVALIDATED (a capture the runtime gave
+        up on, not yet ended).  ``is_capturing`` is the cheaper test for ACTIVE.
+
+        (A property, as every cheap state read is: docs/design.md.  The old call
+        ``capture_status()`` still works, with a DeprecationWarning.)"""
         ops = self._backend.ops
         st = self._backend.ffi.new(f"enum {ops.prefix}StreamCaptureStatus *")
         ops.call("StreamIsCapturing", self.handle, st)
@@ -589,7 +693,24 @@ class Event(Owned):
     _destroy_api = "EventDestroy"
     _kind = "event"
 
-    def __init__(self, *, timing: bool = False, _handle: Any = None, _owned: bool = True) -> None:
+    def __init__(self, *, timing: bool = False) -> None:
+        """Create an event.
+
+        Parameters
+        ----------
+        timing : bool
+            Record timestamps, for :meth:`elapsed_ms` (False, the default, is cheaper).
+        """
+        self._init(timing, None, True)
+
+    @classmethod
+    def _adopt(cls, handle: Any, owned: bool) -> "Event":
+        """The Event of a runtime event handle (``owned``: destroyed with the object)."""
+        self = cls.__new__(cls)
+        self._init(False, handle, owned)
+        return self
+
+    def _init(self, timing: bool, _handle: Any, _owned: bool) -> None:
         backend = _runtime.active()
         made_here = _handle is None
         if _handle is None:
@@ -612,8 +733,10 @@ class Event(Owned):
     def synchronize(self) -> None:
         _checked(self._backend, "Event.synchronize", "EventSynchronize", self.handle)
 
-    def query(self) -> bool:
-        """True when the work before the event's last record is done (``EventQuery``)."""
+    @property
+    def is_done(self) -> bool:
+        """Whether the work before the event's last record has completed (``EventQuery``;
+        does not wait).  True for an event never recorded."""
         ops = self._backend.ops
         rc = ops.fn("EventQuery")(self.handle)
         if rc == 0:
@@ -621,8 +744,13 @@ class Event(Owned):
         err = ops.error(rc, ops.prefix + "EventQuery")
         if isinstance(err, errors.NotReady):
             return False
-        _note_capture_failures(self._backend, "Event.query", err)
+        _note_capture_failures(self._backend, "Event.is_done", err)
         raise err
+
+    def query(self) -> bool:
+        """Deprecated spelling of :attr:`is_done` (docs/design.md)."""
+        _deprecated("Event.query()", "Event.is_done")
+        return self.is_done
 
     def elapsed_ms(self, start: "Event") -> float:
         """Milliseconds from ``start`` to this event (both recorded, with timing)."""

@@ -103,9 +103,20 @@ def flag_set(cls: type[_FlagT], value: Any, what: str) -> _FlagT:
 
 
 class CaptureStatus(enum.Enum):
+    """A stream's capture status (:attr:`pygraphrt.Stream.capture_status`)."""
+
     NONE = "none"
     ACTIVE = "active"
     INVALIDATED = "invalidated"
+
+    def __call__(self) -> "CaptureStatus":
+        """The old spelling ``stream.capture_status``: ``capture_status`` is a property now
+        (docs/design.md); calling the status it returns gives the status, and warns."""
+        import warnings
+
+        warnings.warn("Stream.capture_status is deprecated: read the property Stream.capture_status "
+                      "(no call)", DeprecationWarning, stacklevel=2)
+        return self
 
 
 class InstantiateFlags(enum.IntFlag):

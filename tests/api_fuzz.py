@@ -456,7 +456,7 @@ def _capturing(stream: Any) -> bool | None:
 def tear_down(objs: dict[str, Any], mode: Any) -> None:
     """End every capture the program left open and restore thread-wide state for the next."""
     for v in list(objs.values()):  # (an invalidated capture is not ``is_capturing``, but runs till ended)
-        if isinstance(v, rt.Stream) and v.is_valid and v.capture_status() is not CaptureStatus.NONE:
+        if isinstance(v, rt.Stream) and v.is_valid and v.capture_status is not CaptureStatus.NONE:
             cap = v._capture
             if cap is not None:
                 cap.abort()

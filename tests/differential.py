@@ -239,7 +239,7 @@ class Interpreter:
     def _force_end(s: Any) -> bool:
         """End a capture a stream was left in (a library bug: recorded by the caller)."""
         try:
-            if s.capture_status() is CaptureStatus.NONE:
+            if s.capture_status is CaptureStatus.NONE:
                 return False
         except Exception:
             return False
@@ -776,7 +776,7 @@ class Interpreter:
 
     def _eager(self, s: Any) -> bool:
         try:
-            return s.capture_status() is CaptureStatus.NONE
+            return s.capture_status is CaptureStatus.NONE
         except Exception:
             return False
 

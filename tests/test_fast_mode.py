@@ -208,7 +208,7 @@ IS_CAPTURING = """
     with s.capture():
         print(s.is_capturing)
     print(s.is_capturing)
-    legacy = rt.Stream(_handle=lowlevel.ffi.NULL, _owned=False)  # the fake refuses a NULL stream
+    legacy = rt.Stream._adopt(lowlevel.ffi.NULL, False)  # the fake refuses a NULL stream
     try:
         legacy.is_capturing
     except errors.GraphRTError as exc:

@@ -237,7 +237,7 @@ def test_capture_and_capture_info(fake_hip_set):
             with s.capture():
                 raise KeyError("inside")
         except KeyError:
-            print("CLEAN", s.capture_status())
+            print("CLEAN", s.capture_status)
     """)
     # pygraphrt's own refusal names its call and the runtime function it did not call (HIP's name)
     assert "LEGACY Capture.begin |" in out and "hipStreamBeginCapture was not called" in out

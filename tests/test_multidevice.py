@@ -271,7 +271,7 @@ def test_event_of_another_device_is_refused_before_the_runtime(sim2):
     with pytest.raises(errors.InvalidResourceHandle):
         with s0.capture():
             s0.record(e1)
-    assert s0.capture_status() is CaptureStatus.NONE
+    assert s0.capture_status is CaptureStatus.NONE
 
 
 def test_device_keyword_switches_restores_and_records(sim2):
@@ -699,7 +699,7 @@ class TestTwoDevices:
         step.acc.copy_from(bytes(4 * R))
         with step.s0.capture() as cap:
             step.issue()
-        assert step.s1.capture_status() is CaptureStatus.NONE
+        assert step.s1.capture_status is CaptureStatus.NONE
         devices = {n.type: n for n in cap.graph.nodes()}
         assert devices[NodeType.MEMCPY].params["src_device"] == 1
         assert np.array_equal(step.replay(cap.graph, 1000), 1000 * step.expected.astype(np.int64))

@@ -728,7 +728,7 @@ class Runner:
         problems = []
         for s in capturing:
             try:
-                st = s.capture_status()
+                st = s.capture_status
                 what = getattr(st, "value", st)
             except Exception:  # noqa: BLE001
                 what = "capturing"
@@ -817,11 +817,11 @@ class Runner:
 
 def _capturing(obj: Any) -> bool:
     """Whether ``obj`` is a valid stream whose capture status is not NONE."""
-    status = getattr(obj, "capture_status", None)
-    if status is None or not getattr(obj, "is_valid", False):
+    # (a property of the class: read it only of a valid stream, and inside the try)
+    if getattr(type(obj), "capture_status", None) is None or not getattr(obj, "is_valid", False):
         return False
     try:
-        st = status()
+        st = obj.capture_status
     except Exception:  # noqa: BLE001 - unreadable: not reported
         return False
     return bool(getattr(st, "value", st) != "none")
@@ -911,14 +911,23 @@ class Report:
         if devs:
             lines.append("")
             lines.append(f"known deviations ({len(devs)}):")
-            lines += [f"  {r.id}: {r.observed.split(':', 1)[0]} [{r.error_name or '-'}]: {r.reason}" for r in devs]
+            for r in devs:  # "raised NotSupported (cudaErrorNotSupported)" / "returned <repr>", then why
+                if r.observed.startswith("raised "):
+                    seen = r.observed.split(":", 1)[0] + (f" ({r.error_name})" if r.error_name else "")
+                else:
+                    seen = _clip(r.observed, 120)
+                lines.append(f"  {r.id}: {seen} -- {r.reason}")
         unverified = [r for r in self.results if r.status == "unverified-deviation"]
         if unverified:
             lines.append("")
             lines.append(f"unverified deviations ({len(unverified)}; a known difference on a runtime or driver it "
                          "was not seen on -- check it on this version):")
-            lines += [f"  {r.id}: {r.observed.split(':', 1)[0]} [{r.error_name or '-'}]: {_clip(r.reason, 400)}"
-                      for r in unverified]
+            for r in unverified:
+                if r.observed.startswith("raised "):
+                    seen = r.observed.split(":", 1)[0] + (f" ({r.error_name})" if r.error_name else "")
+                else:
+                    seen = _clip(r.observed, 120)
+                lines.append(f"  {r.id}: {seen} -- {_clip(r.reason, 400)}")
         skipped: dict[str, int] = {}
         for r in self.results:
             if r.status == "skipped":

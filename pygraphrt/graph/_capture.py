@@ -57,7 +57,7 @@ class Capture:
             for d in self._deps:
                 graph._own(d)
         self._edges = _check_edges(self._deps, edges)
-        self.graph: Graph | None = None
+        self._graph: Graph | None = None
         self._live_graph: Graph | None = None
         self._state = "new"
         # Operands of the captured work (buffers given as objects, host callables):
@@ -74,6 +74,29 @@ class Capture:
         self.pool: MemPool | None = pool
         if pool is not None:
             self._keep.append(pool)
+
+    @property
+    def graph(self) -> Graph | None:
+        """The captured graph, once the capture has ended (after the ``with`` block, or once
+        :meth:`end` returned); None after :meth:`abort` or a capture that failed.
+
+        Raises
+        ------
+        IllegalState
+            The capture has not begun (``s.capture()`` without ``with``) or is still running.
+        """
+        state = self._state
+        if state == "new":
+            raise errors.IllegalState(
+                "Capture.graph", detail="this capture has not begun: capture in a block, `with "
+                                        "stream.capture() as cap: ...` (cap.graph is the graph after it), or "
+                                        "explicitly, `cap = stream.begin_capture(); ...; graph = cap.end()`")
+        if state == "active":
+            raise errors.IllegalState(
+                "Capture.graph", detail="the capture is still running: cap.graph is the graph once it "
+                                        "ends (the with block's end, or cap.end()); cap.info().graph is the "
+                                        "graph being built")
+        return self._graph
 
     def _join(self, stream: "Stream") -> None:
         stream._capture = self
@@ -110,7 +133,7 @@ class Capture:
                 detail=f"the legacy default stream cannot be captured; use a created stream (refused by "
                        f"pygraphrt: {ops.prefix}StreamBeginCapture was not called)")
         mode = ops.value(ops.capture_modes, self.mode, f"{ops.prefix}StreamBeginCapture")
-        if s.capture_status() is not CaptureStatus.NONE:
+        if s.capture_status is not CaptureStatus.NONE:
             # Refuse before touching the runtime: a failed begin must not end
             # (or invalidate) the capture that is already running there.
             # The error names pygraphrt's call, not the runtime's: the runtime was not asked.
@@ -140,7 +163,8 @@ class Capture:
         # every thread's cudaMalloc and synchronizations for ever.  It holds raw handles only:
         # the stream's destroy is deferred until the share ends, so the handle is still good.
         target = weakref.ref(self._target) if self._target is not None else None
-        self._active_token = weakref.finalize(self, _end_dropped_capture, s.backend, s.handle, target)
+        self._active_token = weakref.finalize(self, _end_dropped_capture, s.backend, s.handle, target,
+                                              repr(s))
         self._join(s)
 
     def _begin_into_target(self, mode: int) -> None:
@@ -267,13 +291,13 @@ class Capture:
             graph._owner = None
             graph._take_ownership(out[0])
         else:
-            graph = Graph(_handle=out[0])
+            graph = Graph._adopt(out[0])
         graph._keep.extend(self._keep)
         for p in self._keep:  # host functions captured now report to the graph
             if isinstance(p, HostPayload):
                 p.sink = graph._sink
         self._keep = []
-        self.graph = graph
+        self._graph = graph
         return graph
 
     def abort(self) -> None:
@@ -321,8 +345,19 @@ def _check_target_survived(target: Graph) -> None:
                                   f"({b.ops.prefix}StreamEndCapture of an invalidated capture)")
 
 
-def _end_dropped_capture(backend: Any, stream_handle: Any, target: "weakref.ref[Graph] | None") -> None:
-    """Finalizer of a Capture dropped while active (see ``Capture.begin``)."""
+def _end_dropped_capture(backend: Any, stream_handle: Any, target: "weakref.ref[Graph] | None",
+                         stream: str = "a stream") -> None:
+    """Finalizer of a Capture dropped while active (see ``Capture.begin``): a ResourceWarning
+    (the capture was begun and never ended: a leak, as an unclosed file is), then the capture
+    is ended in the runtime and what it captured discarded."""
+    import warnings
+
+    try:
+        warnings.warn(f"a capture on {stream} was begun and never ended (dropped while capturing): "
+                      "ended now, its graph discarded -- end it with cap.end() or cap.abort(), or "
+                      "capture in a `with stream.capture() as cap:` block", ResourceWarning, stacklevel=2)
+    except Exception:  # (warnings turned into errors: a finalizer must not raise)
+        pass
     try:
         # a finalizer must not raise; a failure here leaves what the runtime left
         _end_leftover(backend, stream_handle, target() if target is not None else None)

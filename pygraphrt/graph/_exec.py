@@ -118,19 +118,20 @@ class GraphExec(Owned):
         returned -- the runtime's own refusal is raised as it is; the driver's (Vendor.direct_fn)
         is made again through the runtime, which sets up what the driver lacked (a thread's
         first context) and launches, or says why not."""
-        h = self.handle  # raises when closed
+        h = self._handle_for("GraphExec.launch")  # raises when closed, naming the call
         self._same_backend(stream, "GraphExec.launch", Stream)
+        sh = stream._handle_for("GraphExec.launch", "the")
         ops = self._backend.ops
         payloads = self._host_payloads
         if payloads:
             _hold(payloads)  # (before the call: a host node may run before it returns)
         try:
             if refused:
-                rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, stream.handle)
+                rc = ops.refused("GraphLaunch", self._launch_fn, refused, h, sh)
                 if rc:
                     raise ops.error(rc, ops.prefix + "GraphLaunch")
             else:
-                ops.call("GraphLaunch", h, stream.handle)
+                ops.call("GraphLaunch", h, sh)
         except BaseException:
             if payloads:
                 _unhold(payloads)
@@ -142,7 +143,8 @@ class GraphExec(Owned):
     def upload(self, stream: Stream) -> None:
         """Upload the graph's work to the device ahead of the first launch."""
         self._same_backend(stream, "GraphExec.upload", Stream)
-        self._backend.ops.call("GraphUpload", self.handle, stream.handle)
+        self._backend.ops.call("GraphUpload", self._handle_for("GraphExec.upload"),
+                               stream._handle_for("GraphExec.upload", "the"))
 
     def synchronize(self) -> None:
         """Wait for the last launch; raise what a host node raised."""

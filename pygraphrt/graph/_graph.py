@@ -120,7 +120,19 @@ class Graph(Owned):
     # has no class default: ``_handle`` exists once Owned.__init__ has run.)
     __slots__ = ("_backend", "_handle", "_nodes", "_keep")
 
-    def __init__(self, *, _handle: Any = None, _owned: bool = True, _owner: Any = None) -> None:
+    def __init__(self) -> None:
+        """An empty graph (``cudaGraphCreate`` / ``hipGraphCreate``) on the active backend."""
+        self._init(None, True, None)
+
+    @classmethod
+    def _adopt(cls, handle: Any, owned: bool = True, owner: Any = None) -> "Graph":
+        """The Graph of a runtime graph handle (a captured graph, a clone, a child graph's body):
+        ``owned`` -- destroyed with the object; ``owner`` -- what a borrowed graph keeps alive."""
+        self = cls.__new__(cls)
+        self._init(handle, owned, owner)
+        return self
+
+    def _init(self, _handle: Any, _owned: bool, _owner: Any) -> None:
         backend = _runtime.active()
         if _handle is None:
             out = backend.ffi.new(f"{backend.ops.prefix}Graph_t *")
@@ -160,7 +172,7 @@ class Graph(Owned):
 
     @classmethod
     def _borrow(cls, handle: Any, owner: Any) -> "Graph":
-        return cls(_handle=handle, _owned=False, _owner=owner)
+        return cls._adopt(handle, False, owner)
 
     def _conditional_owner(self) -> Any:
         """The conditional node this graph is a body of -- directly, or through child graphs and
@@ -852,7 +864,7 @@ class Graph(Owned):
         """A copy; ``find_clone`` maps nodes of this graph to the copy's."""
         out = self._backend.ffi.new(f"{self._backend.ops.prefix}Graph_t *")
         self._backend.ops.call("GraphClone", out, self.handle)
-        g = Graph(_handle=out[0])
+        g = Graph._adopt(out[0])
         g._keep.append(self._keep)
         return g
 
@@ -909,6 +921,37 @@ class Graph(Owned):
         self._same_backend(other, "Graph.same_structure", Graph)
         return same_structure(self, other)
 
+    def _cycle(self) -> str:
+        """A cycle of the graph's edges as ``"KERNEL node 2 -> EMPTY node 3 -> KERNEL node 2"``
+        (nodes numbered in ``nodes()`` order), or ``""`` where there is none or it cannot be read."""
+        try:
+            nodes = self.nodes()
+            index = {n.handle: i for i, n in enumerate(nodes)}
+            after: dict[int, list[int]] = {i: [] for i in range(len(nodes))}
+            for a, b, _ in self._backend.ops.get_edges(self.handle):
+                after[index[a]].append(index[b])
+        except (errors.GraphRTError, KeyError):
+            return ""
+        state = [0] * len(nodes)  # 0 unseen, 1 on the current path, 2 done
+        for root in range(len(nodes)):
+            if state[root]:
+                continue
+            path, todo = [root], [iter(after[root])]
+            state[root] = 1
+            while todo:
+                nxt = next(todo[-1], None)
+                if nxt is None:
+                    state[path.pop()] = 2
+                    todo.pop()
+                elif state[nxt] == 1:
+                    loop = path[path.index(nxt):] + [nxt]
+                    return " -> ".join(f"{nodes[i].type.name} node {i}" for i in loop)
+                elif state[nxt] == 0:
+                    state[nxt] = 1
+                    path.append(nxt)
+                    todo.append(iter(after[nxt]))
+        return ""
+
     # -- instantiate ---------------------------------------------------------
     def instantiate(self, flags: InstantiateFlags = InstantiateFlags.NONE, *,
                     upload_stream: Stream | None = None, auto_free_on_launch: bool = False,
@@ -932,7 +975,17 @@ class Graph(Owned):
             from ..multidevice import check_one_device
 
             check_one_device(self, "Graph.instantiate")
-        handle = ops.instantiate(self.handle, vendor_flags)
+        try:
+            handle = ops.instantiate(self.handle, vendor_flags)
+        except errors.InvalidValue as err:
+            cycle = self._cycle() if type(err) is errors.InvalidValue else None
+            if not cycle:
+                raise
+            # The runtime says only "invalid argument" (the simulator, "the graph has a cycle"):
+            # name the nodes, read back from the graph's edges.
+            raise errors.InvalidValue(err.api, err.code, err.name, err.vendor, err.message, err.sticky,
+                                      detail=f"the graph has a cycle: {cycle} (remove_dependencies "
+                                             "breaks it)") from None
         exec_ = GraphExec(self, handle)
         if upload_stream is not None or InstantiateFlags.UPLOAD in f:
             if upload_stream is None:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .. import errors
+from .._operands import Address
 
 __all__ = ["ArgType", "Signature", "PackedArgs", "parse_signature", "infer_signature"]
 
@@ -220,7 +221,7 @@ class ArgType:
             raise errors.InvalidValue("argument", detail=f"{self.name} needs {self.size} bytes, "
                                                          f"got {len(data)}")
         if self.kind == "pointer":
-            return struct.unpack("<Q", data)[0]
+            return Address(struct.unpack("<Q", data)[0])  # an int, shown in hex
         if self.kind == "bfloat16":
             return struct.unpack("<f", struct.pack("<I", struct.unpack("<H", data)[0] << 16))[0]
         if self.kind == "vector":

@@ -13,5 +13,5 @@ def stream():
     """A created stream, checked to be left not capturing, then closed."""
     s = rt.Stream()
     yield s
-    assert s.capture_status() is CaptureStatus.NONE, "a test left the stream capturing"
+    assert s.capture_status is CaptureStatus.NONE, "a test left the stream capturing"
     s.close()

@@ -257,7 +257,7 @@ def test_launch_inside_a_capture_adds_a_child_graph(stream):
     stream.synchronize()
     x0, z = expected()
     assert np.array_equal(floats(vars["z"].value), z) and before.to_bytes() == bytes([9] * 16)
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
     exe.close()
     g.close()
 

@@ -35,7 +35,7 @@ def finished(stream, vk, timeout=10.0) -> bool:
     """Whether the stream's work completes within ``timeout`` (if not, unblock it and say so)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if stream.query():
+        if stream.is_done:
             return True
         time.sleep(0.005)
     vk.signal(vk.value + 1000)  # never leave a stream blocked on the semaphore
@@ -59,7 +59,7 @@ def test_vulkan_timeline_semaphore_nodes_and_stream_calls(stream):
     exe = g.instantiate()
     exe.launch(stream)
     time.sleep(0.2)
-    assert not stream.query() and flag.to_bytes() == bytes(4) and vk.value == 0   # blocked on Vulkan
+    assert not stream.is_done and flag.to_bytes() == bytes(4) and vk.value == 0   # blocked on Vulkan
     vk.signal(1)
     assert finished(stream, vk)
     assert flag.to_bytes() == bytes([7] * 4) and vk.value == 2                    # the graph signalled 2
@@ -69,7 +69,7 @@ def test_vulkan_timeline_semaphore_nodes_and_stream_calls(stream):
     flag.copy_from(bytes(4))
     exe.launch(stream)
     time.sleep(0.1)
-    assert not stream.query() and vk.value == 2
+    assert not stream.is_done and vk.value == 2
     vk.signal(3)
     assert finished(stream, vk) and vk.value == 4 and flag.to_bytes() == bytes([7] * 4)
     assert w.params["waits"][0].value == 1                                         # the graph kept its own
@@ -80,7 +80,7 @@ def test_vulkan_timeline_semaphore_nodes_and_stream_calls(stream):
     stream.memset(flag, 9, 4)
     stream.signal_external_semaphores([rt.SemaphoreSignal(sem, value=7)])
     time.sleep(0.1)
-    assert not stream.query()
+    assert not stream.is_done
     vk.signal(6)
     assert finished(stream, vk) and vk.value == 7 and flag.to_bytes() == bytes([9] * 4)
 

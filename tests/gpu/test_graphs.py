@@ -460,7 +460,7 @@ def test_error_inside_capture_block_cleans_up(stream, bufs):
         with stream.capture():
             stream.memset(bufs[0], 1, N)
             1 / 0
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_invalidated_capture_names_the_failed_call(stream, bufs):
@@ -471,7 +471,7 @@ def test_invalidated_capture_names_the_failed_call(stream, bufs):
             with pytest.raises(errors.StreamCaptureUnsupported):
                 stream.synchronize()
     assert ei.value.api == "cudaStreamEndCapture"
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_runtime_error_inside_capture_block_propagates_and_cleans_up(stream, bufs):
@@ -480,7 +480,7 @@ def test_runtime_error_inside_capture_block_propagates_and_cleans_up(stream, buf
             stream.memset(bufs[0], 1, N)
             stream.synchronize()  # illegal while capturing: the runtime refuses
     assert ei.value.api == "cudaStreamSynchronize"
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_node_from_another_graph_and_duplicate_edge(bufs):

@@ -226,7 +226,7 @@ def test_wrong_arguments_raise_before_launch(prog, stream):
     with pytest.raises(errors.GraphRTError):
         with stream.capture():
             stream.launch(fill, 1, 4096, buf, 2.0, n)
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_struct_argument(prog, stream):

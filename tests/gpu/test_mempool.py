@@ -191,14 +191,14 @@ def test_capture_with_private_pool(stream):
     assert [nd.type for nd in cap2.graph.nodes()].count(NodeType.MEM_ALLOC) == 1
     with pytest.raises(errors.InvalidValue):
         stream.capture(pool="shared")
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_failed_malloc_async_in_capture_leaves_no_capture(stream):
     with pytest.raises(errors.GraphRTError):
         with stream.capture():
             stream.malloc_async(1 << 60)  # far beyond the device
-    assert stream.capture_status() is CaptureStatus.NONE
+    assert stream.capture_status is CaptureStatus.NONE
 
 
 def test_kernel_nodes_on_stream_ordered_memory(stream, fill):

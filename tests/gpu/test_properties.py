@@ -75,7 +75,7 @@ def streams():
     ss = [rt.Stream() for _ in range(3)]
     yield ss
     for s in ss:
-        assert s.capture_status() is CaptureStatus.NONE
+        assert s.capture_status is CaptureStatus.NONE
         s.close()
 
 

@@ -188,7 +188,7 @@ def _raw_end_keep(s: Any) -> tuple[int, BaseException | None]:
 def _status(s: Any) -> CaptureStatus:
     """The stream's capture status; NONE where the query itself fails (closed stream)."""
     try:
-        status: CaptureStatus = s.capture_status()
+        status: CaptureStatus = s.capture_status
         return status
     except errors.GraphRTError:
         return CaptureStatus.NONE
@@ -197,7 +197,7 @@ def _status(s: Any) -> CaptureStatus:
 def _not_capturing(t: CaseContext, *streams: Any, after: str = "") -> None:
     """Fail the case unless every stream is left not capturing."""
     for i, s in enumerate(streams):
-        st = s.capture_status()
+        st = s.capture_status
         t.check(st is CaptureStatus.NONE, f"stream #{i} is left {st.value}{' ' + after if after else ''}")
 
 
@@ -541,7 +541,7 @@ def _(t: CaseContext) -> Any:
         s.memset(a, 1, N)
     finally:
         cap.abort()
-    return s.capture_status(), cap.graph
+    return s.capture_status, cap.graph
 
 
 @case("capture.begin_end.abort_idempotent",
@@ -554,7 +554,7 @@ def _(t: CaseContext) -> Any:
     cap = s.begin_capture()
     cap.abort()
     cap.abort()
-    return s.capture_status()
+    return s.capture_status
 
 
 @case("capture.begin_end.exception_in_block", kind="binding",
@@ -700,7 +700,7 @@ def _(t: CaseContext) -> Any:
     """Asking a closed stream for its capture status raises InvalidResourceHandle."""
     s = t.stream()
     s.close()
-    s.capture_status()
+    s.capture_status
 
 
 # ============================================================================ nested begin
@@ -756,7 +756,7 @@ def _(t: CaseContext) -> Any:
         s1.record(fork)
         s2.wait(fork)
         err = _raises_here(t, errors.IllegalState, s2.begin_capture)
-        t.check_equal(s2.capture_status(), CaptureStatus.ACTIVE, "joined stream after the refused begin")
+        t.check_equal(s2.capture_status, CaptureStatus.ACTIVE, "joined stream after the refused begin")
         s2.record(join)
         s1.wait(join)
         t.track(cap.end())
@@ -871,7 +871,7 @@ def _(t: CaseContext) -> Any:
     s, legacy, a = t.stream(non_blocking=False), _legacy(t), t.malloc(N)
     with s.capture() as cap:
         s.memset(a, 1, N)
-        t.raises(errors.StreamCaptureImplicit, legacy.capture_status)
+        t.raises(errors.StreamCaptureImplicit, lambda: legacy.capture_status)
         s.memset(a, 2, N)
     return _types(_graph(t, cap))
 
@@ -1206,9 +1206,9 @@ def _(t: CaseContext) -> Any:
     fork, join = t.event(), t.event()
     with s1.capture() as cap:
         s1.record(fork)
-        before = s2.capture_status()
+        before = s2.capture_status
         s2.wait(fork)
-        after, flag = s2.capture_status(), s2.is_capturing
+        after, flag = s2.capture_status, s2.is_capturing
         s2.record(join)
         s1.wait(join)
     _graph(t, cap)
@@ -1491,7 +1491,7 @@ def _(t: CaseContext) -> Any:
             s2.memset(a, 2, N)
             s2.record(e2)
             s3.wait(e1)
-            t.check_equal(s3.capture_status(), CaptureStatus.ACTIVE, "s3 after joining capture A")
+            t.check_equal(s3.capture_status, CaptureStatus.ACTIVE, "s3 after joining capture A")
             err = _raises_here(t, errors.StreamCaptureMerge, s3.wait, e2)
         finally:
             cb.abort()
@@ -1654,7 +1654,7 @@ def _(t: CaseContext) -> Any:
     finally:
         cap.abort()
         _force_end(s, destroy=False)
-    return s.capture_status(), g.is_valid, root in g.nodes()
+    return s.capture_status, g.is_valid, root in g.nodes()
 
 
 @case("capture.to_graph.relaxed_mode",
@@ -1667,7 +1667,7 @@ def _(t: CaseContext) -> Any:
     g = t.graph()
     with s.capture("relaxed", graph=g):
         s.memset(a, 1, N)
-    return _types(g), s.capture_status()
+    return _types(g), s.capture_status
 
 
 @case("capture.to_graph.default_edge_data",
@@ -1883,7 +1883,7 @@ def _(t: CaseContext) -> Any:
     try:
         s.memset(a, 1, N)
         err = _raises_here(t, errors.InvalidValue, cap.update_dependencies, [n])
-        t.check_equal(s.capture_status(), CaptureStatus.ACTIVE, "status after the refused update")
+        t.check_equal(s.capture_status, CaptureStatus.ACTIVE, "status after the refused update")
         t.check_equal(_types(t.track(cap.end())), (NodeType.MEMSET,), "graph after the refused update")
     finally:
         cap.abort()

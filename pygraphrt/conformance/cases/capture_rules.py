@@ -435,7 +435,7 @@ def _(t: CaseContext) -> Any:
     finally:
         cap.abort()
         _force_end(s)
-    return _types(g), s.capture_status()
+    return _types(g), s.capture_status
 
 
 @case("capture.thread.begin_elsewhere_end_here_relaxed",
@@ -484,13 +484,13 @@ _sync_case("capture.sync.stream_sync_other_thread",
            lambda t: lambda s: _in_thread(t, s.synchronize), "thread_local", SYNC_RULE, _SYNC)
 _sync_case("capture.sync.stream_query_global",
            "Querying the stream of a global-mode capture raises StreamCaptureUnsupported (not NotReady).",
-           lambda t: lambda s: s.query(), "global", SYNC_RULE, _QUERY)
+           lambda t: lambda s: s.is_done, "global", SYNC_RULE, _QUERY)
 _sync_case("capture.sync.stream_query_thread_local",
            "Querying the stream of a thread-local capture raises StreamCaptureUnsupported.",
-           lambda t: lambda s: s.query(), "thread_local", SYNC_RULE, _QUERY)
+           lambda t: lambda s: s.is_done, "thread_local", SYNC_RULE, _QUERY)
 _sync_case("capture.sync.stream_query_relaxed",
            "Querying the stream of a relaxed capture raises StreamCaptureUnsupported.",
-           lambda t: lambda s: s.query(), "relaxed", SYNC_RULE + "; " + RELAXED_CONFLICT, _QUERY)
+           lambda t: lambda s: s.is_done, "relaxed", SYNC_RULE + "; " + RELAXED_CONFLICT, _QUERY)
 _sync_case("capture.sync.stream_query_other_thread",
            "Another thread querying the stream of a thread-local capture gets StreamCaptureUnsupported.",
            lambda t: lambda s: _in_thread(t, s.query), "thread_local", SYNC_RULE, _QUERY)
@@ -572,7 +572,7 @@ def _(t: CaseContext) -> Any:
 
     def op(s: Any) -> bool:
         other.synchronize()
-        return bool(other.query())
+        return bool(other.is_done)
 
     return _allowed(t, op, "relaxed")
 
@@ -740,7 +740,7 @@ def _(t: CaseContext) -> Any:
     s, a = t.stream(), t.malloc(N)
     cap = _invalidated_capture(t, s, a)
     try:
-        return s.capture_status(), s.is_capturing
+        return s.capture_status, s.is_capturing
     finally:
         cap.abort()
         _force_end(s)
@@ -882,7 +882,7 @@ def _(t: CaseContext) -> Any:
     cap = _invalidated_capture(t, s, a)
     try:
         cap.abort()
-        return s.capture_status(), cap.graph
+        return s.capture_status, cap.graph
     finally:
         _force_end(s)
 
@@ -930,7 +930,7 @@ def _(t: CaseContext) -> Any:
     """A stream that joined a capture reports INVALIDATED after the origin's capture is invalidated."""
     s1, s2, _a, cap = _joined_and_invalidated(t)
     try:
-        return s2.capture_status()
+        return s2.capture_status
     finally:
         cap.abort()
         _force_end(s1, s2)

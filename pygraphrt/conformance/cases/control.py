@@ -433,7 +433,7 @@ def _(t: CaseContext) -> Any:
     exe.upload(s)
     s.synchronize()
     # exe.flags reads cudaGraphExecGetFlags; and the upload completed on the stream
-    return InstantiateFlags.DEVICE_LAUNCH in exe.flags, s.query()
+    return InstantiateFlags.DEVICE_LAUNCH in exe.flags, s.is_done
 
 
 # ------------------------------------------------------------------ external semaphores

@@ -1473,11 +1473,11 @@ def _(t: CaseContext) -> Any:
         # A launch still waiting for `pending` never finishes while the blocker is held: the
         # bound (generous, for a busy host) turns that into a clear failure, not a hang.
         deadline = time.monotonic() + 120.0
-        while not s.query():
+        while not s.is_done:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.002)
-        state = "finished" if s.query() else "still waiting after 120 s (for the original, pending event?)"
+        state = "finished" if s.is_done else "still waiting after 120 s (for the original, pending event?)"
     finally:
         gate.set()
         blocker.synchronize()
