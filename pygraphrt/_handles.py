@@ -181,10 +181,12 @@ class Owned:
 
     @property
     def is_valid(self) -> bool:
+        """Whether the object still holds its runtime handle (not closed)."""
         return self._handle is not None
 
     @property
     def backend(self) -> _runtime.Backend:
+        """The backend (CUDA, HIP or the simulator) this object belongs to."""
         return self._backend
 
     def __int__(self) -> int:

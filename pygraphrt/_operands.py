@@ -227,6 +227,7 @@ class DeviceMemory:
 
     @property
     def ptr(self) -> int:
+        """The address of the memory, as an int."""
         return int(self)  # type: ignore[call-overload]
 
     @property

@@ -61,6 +61,8 @@ class Capabilities:
     host_func_spin_wait: bool = False
 
     def as_dict(self) -> dict[str, object]:
+        """The capabilities as a dict, field name -> value (``vendor``, ``binding`` and one bool per
+        feature)."""
         return asdict(self)
 
 

@@ -119,6 +119,13 @@ class Device:
         return multidevice.p2p_attributes(self, other)
 
     def set_current(self) -> "Device":
+        """Make this device the calling thread's current device.
+
+        Returns
+        -------
+        Device
+            This device.
+        """
         b = self._backend
         b.ops.call("SetDevice", self.ordinal)
         if self.ordinal and not b.several:  # a second device in use (pygraphrt.multidevice)
@@ -128,6 +135,7 @@ class Device:
         return self
 
     def synchronize(self) -> None:
+        """Wait until all work on the device has completed."""
         ops = self._backend.ops
         cur = self._backend.ffi.new("int *")
         ops.call("GetDevice", cur)
@@ -138,6 +146,12 @@ class Device:
             ops.call("SetDevice", cur[0])
 
     def info(self) -> DeviceInfo:
+        """Name, architecture and total memory of the device.
+
+        Returns
+        -------
+        DeviceInfo
+        """
         from ._records import DeviceInfo
 
         name, arch, mem = self._backend.ops.device_name_and_arch(self.ordinal)
@@ -153,6 +167,7 @@ class Device:
         return int(value[0])
 
     def graph_mem_attributes(self) -> dict[GraphMemAttr, int]:
+        """Every graph-memory attribute of the device (:class:`GraphMemAttr` -> bytes)."""
         from .enums import GraphMemAttr
 
         return {a: self.graph_mem_attribute(a) for a in GraphMemAttr}
@@ -200,6 +215,12 @@ def _current_ordinal(backend: Any) -> int | None:
 
 
 def current_device() -> Device:
+    """The calling thread's current device.
+
+    Returns
+    -------
+    Device
+    """
     b = _runtime.active()
     cur = b.ffi.new("int *")
     b.ops.call("GetDevice", cur)
@@ -354,6 +375,7 @@ class Stream(Owned):
 
     @property
     def is_legacy_default(self) -> bool:
+        """Whether this is the legacy default stream (handle 0 or 1)."""
         return int(self) in (0, 1)
 
     @property
@@ -452,6 +474,14 @@ class Stream(Owned):
                 _keep_alive(kept, operand)
 
     def record(self, event: "Event") -> None:
+        """Record ``event`` on this stream: it completes when the work issued before it has.
+
+        Parameters
+        ----------
+        event : Event
+            An event of the stream's device.  Inside a capture this adds an event-record node, and a
+            stream that waits on the event joins the capture.
+        """
         self._same_backend(event, "Stream.record", Event)
         if event._device is not None and self._device is not None and event._device != self._device:
             # The runtime answers only "invalid resource handle": say which devices.
@@ -467,6 +497,14 @@ class Stream(Owned):
         event._capture = weakref.ref(cap) if cap is not None else None
 
     def wait(self, event: "Event") -> None:
+        """Make later work on this stream wait until ``event`` has completed.
+
+        Parameters
+        ----------
+        event : Event
+            The event to wait on (of any device).  Waiting on an event recorded inside a capture joins
+            this stream to that capture (the fork of a fork/join).
+        """
         self._same_backend(event, "Stream.wait", Event)
         self._work("StreamWaitEvent", self.handle, event.handle, 0)
         ref = event._capture
@@ -731,6 +769,7 @@ class Event(Owned):
         return self._device
 
     def synchronize(self) -> None:
+        """Wait until the work before the event's last record has completed."""
         _checked(self._backend, "Event.synchronize", "EventSynchronize", self.handle)
 
     @property
@@ -841,6 +880,22 @@ def _checked(backend: Any, what: str, api: str, *args: Any) -> None:
 
 
 def malloc(size: int) -> DeviceBuffer:
+    """Allocate ``size`` bytes of device memory on the current device.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate.
+
+    Returns
+    -------
+    DeviceBuffer
+        The buffer; freed when closed or collected.
+
+    Examples
+    --------
+    >>> buf = pygraphrt.malloc(1 << 20)   # doctest: +SKIP
+    """
     return DeviceBuffer(size)
 
 

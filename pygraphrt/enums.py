@@ -17,6 +17,7 @@ __all__ = ["NodeType", "CaptureMode", "CaptureStatus", "InstantiateFlags", "Upda
 
 
 class NodeType(enum.Enum):
+    """The type of a graph node (``cudaGraphNodeType``)."""
     KERNEL = "kernel"
     MEMCPY = "memcpy"
     MEMSET = "memset"
@@ -52,6 +53,8 @@ class ExternalSemaphoreType(enum.Enum):
 
 
 class CaptureMode(enum.Enum):
+    """How a capture interacts with potentially unsafe calls of other threads
+    (``cudaStreamCaptureMode``): GLOBAL, THREAD_LOCAL or RELAXED."""
     GLOBAL = "global"
     THREAD_LOCAL = "thread_local"
     RELAXED = "relaxed"
@@ -120,6 +123,7 @@ class CaptureStatus(enum.Enum):
 
 
 class InstantiateFlags(enum.IntFlag):
+    """Flags of :meth:`Graph.instantiate` (``cudaGraphInstantiateFlags``); combine them with ``|``."""
     NONE = 0
     AUTO_FREE_ON_LAUNCH = 1
     UPLOAD = 2
@@ -128,6 +132,8 @@ class InstantiateFlags(enum.IntFlag):
 
 
 class UpdateResult(enum.Enum):
+    """The outcome of :meth:`GraphExec.update` (``cudaGraphExecUpdateResult``): SUCCESS or why the
+    update was refused."""
     SUCCESS = "success"
     ERROR = "error"
     TOPOLOGY_CHANGED = "topology_changed"
@@ -140,6 +146,8 @@ class UpdateResult(enum.Enum):
 
 
 class GraphMemAttr(enum.Enum):
+    """A device's graph-memory statistics (``cudaGraphMemAttributeType``): memory in use and
+    reserved, current and high watermark."""
     USED_MEM_CURRENT = "used_mem_current"
     USED_MEM_HIGH = "used_mem_high"
     RESERVED_MEM_CURRENT = "reserved_mem_current"
@@ -176,6 +184,8 @@ class DebugDotFlags(enum.IntFlag):
 
 
 class DependencyType(enum.IntEnum):
+    """The type of an edge (``EdgeData.type``): DEFAULT, a full dependency, or PROGRAMMATIC
+    (programmatic dependent launch)."""
     DEFAULT = 0
     PROGRAMMATIC = 1
 

@@ -95,11 +95,11 @@ class InvalidValue(GraphRTError, ValueError):
 
 
 class InvalidDevice(GraphRTError):
-    pass
+    """The device ordinal is not a device of this machine."""
 
 
 class OutOfMemory(GraphRTError, MemoryError):
-    pass
+    """The device ran out of memory."""
 
 
 class NotSupported(GraphRTError):
@@ -107,11 +107,12 @@ class NotSupported(GraphRTError):
 
 
 class NotPermitted(GraphRTError):
-    pass
+    """The operation is not permitted (in this state, or on this object)."""
 
 
 class IllegalState(GraphRTError):
-    pass
+    """The object is not in a state that allows the operation (a capture already used, a stream
+    capturing, ...)."""
 
 
 class InvalidUsage(IllegalState):
@@ -142,15 +143,17 @@ class CommTimeout(GraphRTError, TimeoutError):
 
 
 class InvalidResourceHandle(GraphRTError):
-    pass
+    """A handle is invalid: the object was closed, or belongs to another context."""
 
 
 class NotReady(GraphRTError):
-    pass
+    """The work queried has not completed yet (``StreamQuery``/``EventQuery``: ``is_done`` reads it
+    as False)."""
 
 
 class NoDevice(GraphRTError):
-    pass
+    """The runtime found no device (a machine without a GPU: the ``sim`` backend runs graph code on
+    the CPU)."""
 
 
 class InsufficientDriver(GraphRTError):
@@ -158,7 +161,7 @@ class InsufficientDriver(GraphRTError):
 
 
 class NotInitialized(GraphRTError):
-    pass
+    """The runtime or driver was not initialized."""
 
 
 class LossyQuery(GraphRTError):
@@ -166,11 +169,11 @@ class LossyQuery(GraphRTError):
 
 
 class GraphExecUpdateFailure(GraphRTError):
-    pass
+    """The runtime refused to update an executable graph with a changed graph."""
 
 
 class LaunchFailure(GraphRTError):
-    pass
+    """A kernel or graph launch failed on the device."""
 
 
 class StreamCaptureError(GraphRTError):
@@ -178,39 +181,40 @@ class StreamCaptureError(GraphRTError):
 
 
 class StreamCaptureUnsupported(StreamCaptureError):
-    pass
+    """The operation is not permitted while a stream is capturing."""
 
 
 class StreamCaptureInvalidated(StreamCaptureError):
-    pass
+    """The capture was invalidated by an earlier operation that is not allowed during capture."""
 
 
 class StreamCaptureMerge(StreamCaptureError):
-    pass
+    """The operation would merge two independent captures."""
 
 
 class StreamCaptureUnmatched(StreamCaptureError):
-    pass
+    """The capture was not begun on this stream, or ended from another stream."""
 
 
 class StreamCaptureUnjoined(StreamCaptureError):
-    pass
+    """The capture forked into another stream that did not join back before it ended."""
 
 
 class StreamCaptureIsolation(StreamCaptureError):
-    pass
+    """The operation would make a capture depend on work outside it."""
 
 
 class StreamCaptureImplicit(StreamCaptureError):
-    pass
+    """The operation would implicitly synchronize with a capturing stream (the legacy default stream
+    during a capture)."""
 
 
 class StreamCaptureWrongThread(StreamCaptureError):
-    pass
+    """The capture must be ended from the thread that began it (thread-local or global mode)."""
 
 
 class CapturedEvent(StreamCaptureError):
-    pass
+    """The operation is not permitted on an event recorded in a capture that is still active."""
 
 
 class GraphExecUpdateError(GraphExecUpdateFailure):

@@ -22,6 +22,8 @@ __all__ = ["ffi", "lib", "manifest", "check", "handle_to_int", "int_to_handle", 
 
 
 def backend_object() -> _runtime.Backend:
+    """The active backend object (:class:`pygraphrt._runtime.Backend`): its ``lib``, ``ffi`` and
+    vendor table ``ops``."""
     return _runtime.active()
 
 

@@ -184,6 +184,7 @@ class MemPool(Owned):
 
     @property
     def is_owned(self) -> bool:
+        """Whether pygraphrt created the pool (and destroys it), rather than borrowed a device's."""
         return bool(self._owned)
 
     def __eq__(self, other: object) -> bool:
@@ -205,6 +206,7 @@ class MemPool(Owned):
         return self._backend.ops.mem_pool_attribute(self.handle, attr)
 
     def attributes(self) -> dict[MemPoolAttr, int]:
+        """Every attribute of the pool (:class:`MemPoolAttr` -> value)."""
         return {a: self.attribute(a) for a in MemPoolAttr}
 
     def set_attribute(self, attr: MemPoolAttr, value: int | bool) -> None:
@@ -217,6 +219,7 @@ class MemPool(Owned):
 
     @property
     def release_threshold(self) -> int:
+        """Bytes the pool keeps reserved at a synchronization instead of releasing them to the system."""
         return self.attribute(MemPoolAttr.RELEASE_THRESHOLD)
 
     @release_threshold.setter

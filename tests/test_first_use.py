@@ -241,3 +241,13 @@ def test_conformance_deviation_lines_are_readable():
     text = Report(env=SimpleNamespace(fake=False), results=results).table()  # type: ignore[arg-type]
     assert "  exec.flags.readback: returned <InstantiateFlags.NONE: 0> -- CUDA 12.9 reads back NONE" in text
     assert "  graph.x: raised NotSupported (cudaErrorNotSupported) -- HIP lacks it" in text
+
+
+def test_the_design_page_records_the_convention_and_every_deprecated_spelling():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "design.md").read_text()
+    assert "## Cheap state reads are properties" in text
+    for old, new in (("stream.query()", "stream.is_done"), ("event.query()", "event.is_done"),
+                     ("stream.capture_status()", "stream.capture_status")):
+        assert f"| `{old}` | `{new}` |" in text

@@ -91,11 +91,14 @@ class ComputeNode:
 
     @property
     def dependencies(self) -> list["ComputeNode"]:
+        """The nodes this node runs after: those the compute graph inferred from the variables they share."""
         nodes = self.graph._nodes
         return [nodes[i] for (i, j) in self.graph._inferred() if j == self.index]
 
     @property
     def dependents(self) -> list["ComputeNode"]:
+        """The nodes that run after this one: those the compute graph inferred from the variables
+        they share."""
         nodes = self.graph._nodes
         return [nodes[j] for (i, j) in self.graph._inferred() if i == self.index]
 

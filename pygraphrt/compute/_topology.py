@@ -18,6 +18,8 @@ from .._operands import listed
 
 
 class HazardKind(str, enum.Enum):
+    """The kind of conflict between two nodes' accesses to a variable: read after write (RAW), write
+    after read (WAR), write after write (WAW)."""
     READ_AFTER_WRITE = "RAW"
     WRITE_AFTER_READ = "WAR"
     WRITE_AFTER_WRITE = "WAW"

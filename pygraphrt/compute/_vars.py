@@ -82,6 +82,7 @@ class Var:
 
     @property
     def is_bound(self) -> bool:
+        """Whether a value or buffer is bound to the variable."""
         return self._bound
 
     @property
@@ -142,12 +143,20 @@ class BufferVar(Var):
 
     @property
     def address(self) -> int:
+        """The device address of the buffer bound to this variable.
+
+        Raises
+        ------
+        InvalidValue
+            The variable is not bound yet.
+        """
         self.value
         assert self.range is not None
         return self.range[0]
 
     @property
     def nbytes(self) -> int:
+        """The size in bytes of the buffer bound to this variable."""
         self.value
         assert self.range is not None
         return self.range[1]
@@ -170,6 +179,13 @@ class ValueVar(Var):
     kind = "value"
 
     def write(self) -> Any:
+        """Refused: a value variable is set from the host with ``update()``; nodes can only read it.
+
+        Raises
+        ------
+        InvalidValue
+            Always.
+        """
         raise errors.InvalidValue("ValueVar.write", detail=f"{self.name!r} is a value variable: it is "
                                   "set from the host with update(); nodes can only read it")
 

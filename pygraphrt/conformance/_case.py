@@ -140,6 +140,7 @@ class Case:
         return self.raises is not None
 
     def expected_text(self) -> str:
+        """What the case expects, as text: ``raises <Error>`` or ``returns <value>``."""
         if self.raises is not None:
             return f"raises {self.raises.__name__}"
         return f"returns {self.expect!r}"
@@ -232,18 +233,38 @@ class CaseContext:
         return obj
 
     def graph(self) -> Any:
+        """A new empty Graph, closed after the case."""
         return self.track(self.rt.Graph())
 
     def stream(self, **kw: Any) -> Any:
+        """A new Stream (keyword arguments as :class:`pygraphrt.Stream`), closed after the case."""
         return self.track(self.rt.Stream(**kw))
 
     def event(self, **kw: Any) -> Any:
+        """A new Event (keyword arguments as :class:`pygraphrt.Event`), closed after the case."""
         return self.track(self.rt.Event(**kw))
 
     def malloc(self, size: int) -> Any:
+        """Allocate ``size`` bytes of device memory on the current device.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+
+        Returns
+        -------
+        DeviceBuffer
+            The buffer; freed when closed or collected.
+
+        Examples
+        --------
+        >>> buf = pygraphrt.malloc(1 << 20)   # doctest: +SKIP
+        """
         return self.track(self.rt.malloc(size))
 
     def instantiate(self, graph: Any, *args: Any, **kw: Any) -> Any:
+        """``graph.instantiate(*args, **kw)``; the executable graph is closed after the case."""
         return self.track(graph.instantiate(*args, **kw))
 
     def kernel(self, name: str) -> Any:
@@ -270,10 +291,12 @@ class CaseContext:
 
     @property
     def ffi(self) -> Any:
+        """The active backend's cffi FFI object."""
         return self.backend.ffi
 
     @property
     def NULL(self) -> Any:
+        """The active backend's cffi NULL pointer."""
         return self.backend.ffi.NULL
 
     def new(self, ctype: str, init: Any = None) -> Any:
@@ -385,6 +408,8 @@ class CaseContext:
             raise CaseFailure(what)
 
     def check_equal(self, observed: Any, expected: Any, what: str) -> None:
+        """Fail the case (CaseFailure) unless ``observed == expected``; ``what`` names the value in
+        the message."""
         if observed != expected:
             raise CaseFailure(f"{what}: observed {observed!r}, expected {expected!r}")
 

@@ -221,6 +221,7 @@ class Environment:
 
     @property
     def version(self) -> tuple[int, int]:
+        """The runtime version as ``(major, minor)``."""
         v = self.runtime_version
         if self.api == "cuda":
             return v // 1000, (v % 1000) // 10
@@ -228,6 +229,7 @@ class Environment:
 
     @property
     def version_str(self) -> str:
+        """The runtime version as text (``"13.0"``)."""
         return "%d.%d" % self.version
 
     @property
@@ -379,6 +381,7 @@ class CaseResult:
     outcome_status: str = ""  # the status its outcome and rules gave, before the isolation checks
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict (the schema of ``conformance/schema.json``)."""
         return {"id": self.id, "area": self.area, "title": self.title, "kind": self.kind,
                 "status": self.status, "calls": None if self.calls is None else list(self.calls),
                 "negative": self.negative, "expected": self.expected, "observed": self.observed,
@@ -553,6 +556,13 @@ class Runner:
 
     # -- one case ----------------------------------------------------------------------
     def run_case(self, case: Case) -> CaseResult:
+        """Run one case and check what it left behind.
+
+        Returns
+        -------
+        CaseResult
+            Its outcome.
+        """
         env = self.env
         res = CaseResult(id=case.id, area=case.area, title=case.title, status="passed",
                          expected=case.expected_text(), apis=case.apis, cite=case.cite,
@@ -787,6 +797,13 @@ class Runner:
 
     # -- all cases ---------------------------------------------------------------------
     def run(self) -> "Report":
+        """Run every selected case in order, each isolated (see the module docstring).
+
+        Returns
+        -------
+        Report
+            The results.
+        """
         report = Report(env=self.env)
         by_area: dict[str, list[Case]] = {}
         for c in self.cases:
@@ -853,6 +870,7 @@ class Report:
     duration_s: float = 0.0
 
     def counts(self, area: str | None = None, kind: str | None = None) -> dict[str, int]:
+        """The number of results per status, of one ``area`` and/or one ``kind`` (None: all)."""
         out = {s: 0 for s in STATUSES}
         for r in self.results:
             if (area is None or r.area == area) and (kind is None or r.kind == kind):
@@ -861,15 +879,19 @@ class Report:
 
     @property
     def areas(self) -> list[str]:
+        """The areas of the results, in the order they ran."""
         return list(dict.fromkeys(r.area for r in self.results))
 
     @property
     def exit_code(self) -> int:
+        """The command's exit status: 0 all passed (deviations and skips included), 1 a case failed,
+        2 the run was aborted."""
         if self.aborted:
             return 2
         return 1 if any(r.status in FAILING for r in self.results) else 0
 
     def area_line(self, area: str) -> str:
+        """One line of counts for ``area``: cases, passed, and the other statuses that occurred."""
         c = self.counts(area)
         n = sum(c.values())
         kinds = {k: sum(self.counts(area, k).values()) for k in KINDS}
@@ -884,6 +906,8 @@ class Report:
         return "  ".join(parts)
 
     def table(self) -> str:
+        """The summary as text: a table of counts per area, then the failures, known deviations and
+        skip reasons."""
         fake = self.env.fake
         cols = ["cases", "passed", "failed", "skipped", "deviation", "unverified"] \
             + (["fake-mismatch"] if fake else [])
@@ -953,6 +977,8 @@ class Report:
         return f"NOT recorded: {env.record_off}; the claimed-API check is not made"
 
     def to_json(self, selection: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The report as a JSON-ready dict (``conformance/schema.json``); ``selection`` records how
+        the cases were chosen."""
         import pygraphrt
 
         by_area = {a: self.counts(a) for a in self.areas}
@@ -977,6 +1003,7 @@ class Report:
         }
 
     def to_junit(self) -> str:
+        """The report as JUnit XML text (one test suite per area)."""
         suites = ET.Element("testsuites", name="pygraphrt-conformance")
         total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         for area in self.areas:

@@ -68,8 +68,8 @@ class Deviation:
 
     def matches(self, case: str, vendor: str, version: tuple[int, int] | None, observed: str,
                 code: str | None, message: str = "") -> bool:
-        """Whether this entry describes the outcome (and, unless ``version`` is None, the
-        runtime version is in :attr:`runtime`)."""
+        """Whether this known deviation explains the observed outcome of ``case`` on ``vendor``
+        (and, unless ``version`` is None, whether the runtime version is in :attr:`runtime`)."""
         return (self.case == case and self.vendor == vendor
                 and (version is None or version_in(version, self.runtime))
                 and self.observed == observed and self.code == code

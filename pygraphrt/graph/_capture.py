@@ -122,6 +122,15 @@ class Capture:
         self.abort()
 
     def begin(self) -> None:
+        """Begin capturing on the stream (``with`` and :meth:`Stream.begin_capture` call this).
+
+        Raises
+        ------
+        IllegalState
+            The capture object was already used, or the stream is already capturing.
+        StreamCaptureUnsupported
+            The stream is the legacy default stream.
+        """
         s = self.stream
         b = s.backend
         ops = b.ops
@@ -235,15 +244,63 @@ class Capture:
         return node
 
     def add_if(self, handle: Any) -> Any:
+        """Insert an ``if`` conditional node after the work captured so far.
+
+        Parameters
+        ----------
+        handle : ConditionalHandle
+            The condition (from :meth:`conditional_handle`).
+
+        Returns
+        -------
+        ConditionalNode
+            Fill its body with ``node.capture(other_stream)``.
+        """
         return self.add_conditional("if", handle)
 
     def add_if_else(self, handle: Any) -> Any:
+        """Insert an ``if``/``else`` conditional node (two bodies) after the work captured so far.
+
+        Parameters
+        ----------
+        handle : ConditionalHandle
+            The condition.
+
+        Returns
+        -------
+        ConditionalNode
+        """
         return self.add_conditional("if_else", handle)
 
     def add_while(self, handle: Any) -> Any:
+        """Insert a ``while`` conditional node after the work captured so far: its body runs while
+        the condition is non-zero.
+
+        Parameters
+        ----------
+        handle : ConditionalHandle
+            The condition.
+
+        Returns
+        -------
+        ConditionalNode
+        """
         return self.add_conditional("while", handle)
 
     def add_switch(self, handle: Any, n: int) -> Any:
+        """Insert a ``switch`` conditional node with ``n`` bodies after the work captured so far.
+
+        Parameters
+        ----------
+        handle : ConditionalHandle
+            The body to run (0 to n - 1; any other value runs none).
+        n : int
+            The number of bodies.
+
+        Returns
+        -------
+        ConditionalNode
+        """
         return self.add_conditional("switch", handle, n)
 
     def _active_graph(self, what: str) -> Graph:

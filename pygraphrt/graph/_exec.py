@@ -78,6 +78,7 @@ class GraphExec(Owned):
 
     @property
     def graph(self) -> "Graph":
+        """The graph this executable graph was instantiated from."""
         return self._graph
 
     @property
@@ -88,16 +89,39 @@ class GraphExec(Owned):
         return exec_id(self)
 
     def launch(self, stream: Stream) -> None:
-        """Launch on ``stream``.
+        """Launch the executable graph on ``stream`` (asynchronously: it runs after the work
+        issued to the stream before it).
 
-        The hot path: one C call and one check.  A closed executable graph or
-        stream (handle None), or a stream of another backend makes cffi refuse the
-        arguments; the slow path then says precisely why.  Anything but a Stream goes
-        there first: a buffer's handle is a ``void *``, which cffi passes as any
-        pointer, and a GPU's runtime crashed on a device address taken as a stream.
-        So does a graph whose nodes run Python callables (its ``_launch_fn`` is None):
-        the slow path holds them until they have run.
+        Parameters
+        ----------
+        stream : Stream
+            An open stream of the same backend.  The executable graph may be launched again
+            before a launch completed: launches on one stream run one after another.
+
+        Raises
+        ------
+        InvalidValue
+            ``stream`` is not a Stream of this backend.
+        InvalidResourceHandle
+            The executable graph or the stream was closed.
+        GraphRTError
+            The runtime refused the launch (its error class and code).
+
+        Notes
+        -----
+        A host node's exception is raised by the next :meth:`synchronize` (or the stream's).
+
+        Examples
+        --------
+        >>> exe = graph.instantiate()          # doctest: +SKIP
+        >>> exe.launch(stream); stream.synchronize()   # doctest: +SKIP
         """
+        # The hot path: one C call and one check.  A closed executable graph or stream (handle
+        # None), or a stream of another backend makes cffi refuse the arguments; the slow path
+        # then says precisely why.  Anything but a Stream goes there first: a buffer's handle
+        # is a ``void *``, which cffi passes as any pointer, and a GPU's runtime crashed on a
+        # device address taken as a stream.  So does a graph whose nodes run Python callables
+        # (its ``_launch_fn`` is None): the slow path holds them until they have run.
         fn = self._launch_fn  # (an attribute load, not a method lookup: CPython specializes it)
         if stream.__class__ is not Stream:
             self._launch_slow(stream)
@@ -211,6 +235,7 @@ class GraphExec(Owned):
         self._backend.ops.call("GraphNodeSetEnabled", self.handle, self._node(node), int(bool(enabled)))
 
     def is_enabled(self, node: Node) -> bool:
+        """Whether ``node`` (a node of the source graph) is enabled in this executable graph."""
         out = self._backend.ffi.new("unsigned int *")
         self._backend.ops.call("GraphNodeGetEnabled", self.handle, self._node(node), out)
         return bool(out[0])
@@ -240,6 +265,8 @@ class GraphExec(Owned):
         b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
 
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
+        """Change a 1-D copy node's ``dst``, ``src`` and ``count`` in this executable graph
+        (operands as for :meth:`Stream.memcpy`)."""
         h = self._node(node, MemcpyNode)
         b = self._backend
         kind = b.ops.const("MemcpyDefault")
@@ -247,6 +274,8 @@ class GraphExec(Owned):
                    _count(count), kind)
 
     def set_host(self, node: HostNode, fn: Any) -> None:
+        """Give host node ``node`` a new callable ``fn`` in this executable graph (the source graph
+        is unchanged)."""
         h = self._node(node, HostNode)
         b = self._backend
         p = b.ffi.new(f"{b.ops.host_params_type} *")
@@ -325,6 +354,8 @@ class GraphExec(Owned):
 
     def set_kernel_launch_dims(self, node: KernelNode, grid: Any = None, block: Any = None,
                                shared_mem_bytes: int | None = None) -> None:
+        """Change a kernel node's grid, block or dynamic shared memory in this executable graph;
+        what is not given stays."""
         h = self._node(node, KernelNode)
         ops = self._backend.ops
         k = ops.kernel_params(h)

@@ -542,11 +542,41 @@ class Graph(Owned):
 
     def add_event_record(self, event: Event, *, dependencies: Iterable[Node] | None = None,
                          edges: Sequence[EdgeData] | None = None) -> Node:
+        """Add a node that records ``event`` when it runs.
+
+        Parameters
+        ----------
+        event : Event
+            The event to record.
+        dependencies : iterable of Node, optional
+            The nodes it runs after.
+        edges : sequence of EdgeData, optional
+            Edge data per dependency, where the runtime has it.
+
+        Returns
+        -------
+        EventRecordNode
+        """
         self._check_event(event)
         return self._add("GraphAddEventRecordNode", dependencies, edges, event.handle, cls=EventRecordNode)
 
     def add_event_wait(self, event: Event, *, dependencies: Iterable[Node] | None = None,
                        edges: Sequence[EdgeData] | None = None) -> Node:
+        """Add a node that waits for ``event`` before the nodes after it run.
+
+        Parameters
+        ----------
+        event : Event
+            The event to wait on.
+        dependencies : iterable of Node, optional
+            The nodes it runs after.
+        edges : sequence of EdgeData, optional
+            Edge data per dependency, where the runtime has it.
+
+        Returns
+        -------
+        EventWaitNode
+        """
         self._check_event(event)
         return self._add("GraphAddEventWaitNode", dependencies, edges, event.handle, cls=EventWaitNode)
 
@@ -809,6 +839,20 @@ class Graph(Owned):
 
     def remove_dependencies(self, froms: Sequence[Node], tos: Sequence[Node],
                             edges: Sequence[EdgeData] | None = None) -> None:
+        """Remove the edges ``froms[i] -> tos[i]``.
+
+        Parameters
+        ----------
+        froms, tos : sequence of Node
+            The edges' ends, of the same length.
+        edges : sequence of EdgeData, optional
+            The edge data of each edge to remove (an edge is removed only with its own data).
+
+        Raises
+        ------
+        InvalidValue
+            A listed edge does not exist, or the lengths differ.
+        """
         self._edges_op(froms, tos, edges, remove=True)
 
     def _edges_op(self, froms: Sequence[Node], tos: Sequence[Node],
@@ -839,12 +883,31 @@ class Graph(Owned):
         return [self._wrap(arr[i]) for i in range(n[0])]
 
     def nodes(self) -> list[Node]:
+        """Every node of the graph, in the order the runtime lists them.
+
+        Returns
+        -------
+        list of Node
+            One object per node: the same object each time it is read.
+        """
         return self._list("GraphGetNodes")
 
     def root_nodes(self) -> list[Node]:
+        """The nodes that depend on nothing (the graph's first nodes).
+
+        Returns
+        -------
+        list of Node
+        """
         return self._list("GraphGetRootNodes")
 
     def leaf_nodes(self) -> list[Node]:
+        """The nodes nothing depends on (the graph's last nodes).
+
+        Returns
+        -------
+        list of Node
+        """
         return [n for n in self.nodes() if not n.dependents]
 
     def __len__(self) -> int:
@@ -905,11 +968,30 @@ class Graph(Owned):
 
     # -- export / comparison (see _export) ---------------------------------
     def to_networkx(self) -> Any:
+        """The graph as a ``networkx.DiGraph``: one vertex per node (its index in :meth:`nodes`, with
+        ``type`` and ``params``), one edge per dependency (with its ``edge_data``).
+
+        Returns
+        -------
+        networkx.DiGraph
+
+        Raises
+        ------
+        ImportError
+            networkx is not installed (``pip install "pygraphrt[networkx]"``).
+        """
         from ._export import to_networkx
 
         return to_networkx(self)
 
     def to_json(self) -> str:
+        """The graph's structure as JSON text: its nodes (type, parameters) and edges (with edge data).
+
+        Returns
+        -------
+        str
+            The JSON document; :meth:`same_structure` compares two graphs without it.
+        """
         from ._export import to_json
 
         return to_json(self)

@@ -70,10 +70,18 @@ class Node:
 
     @property
     def graph(self) -> "Graph":
+        """The graph this node belongs to."""
         return self._graph
 
     @property
     def handle(self) -> Any:
+        """The node's runtime handle (a cffi pointer).
+
+        Raises
+        ------
+        InvalidResourceHandle
+            The node was destroyed or its graph closed.
+        """
         if self._handle is None or not self._graph.is_valid:
             raise errors.InvalidResourceHandle(f"{type(self).__name__}.handle",
                                                detail="the node or its graph was destroyed")
@@ -81,6 +89,7 @@ class Node:
 
     @property
     def is_valid(self) -> bool:
+        """Whether the node still exists (not destroyed, its graph not closed)."""
         return self._handle is not None and self._graph.is_valid
 
     def __int__(self) -> int:
@@ -92,6 +101,7 @@ class Node:
 
     @property
     def type(self) -> NodeType:
+        """The node's type (:class:`NodeType`)."""
         known = type(self).node_type  # the class was chosen by the node's type
         if known is not None:
             self.handle  # raises once the node or its graph is destroyed
@@ -162,6 +172,12 @@ class Node:
 
     @property
     def dependents(self) -> list[tuple["Node", EdgeData]]:
+        """The nodes that depend on this one, each with the edge's data.
+
+        Returns
+        -------
+        list of (Node, EdgeData)
+        """
         ops = self._graph._backend.ops
         return [(self._graph._wrap(h), e) for h, e in ops.node_dependents(self.handle)]
 
@@ -170,6 +186,7 @@ class Node:
         self._graph.add_dependencies([self], [node], [edge])
 
     def remove_dependent(self, node: "Node", edge: EdgeData = DEFAULT_EDGE) -> None:
+        """Remove the edge from this node to ``node`` (with edge data ``edge``)."""
         self._graph.remove_dependencies([self], [node], [edge])
 
     def set_params(self, **params: Any) -> None:
@@ -192,16 +209,19 @@ class Node:
 
 
 class EmptyNode(Node):
+    """A node that does nothing: a point to order other nodes by."""
     __slots__ = ()
     node_type = NodeType.EMPTY
 
 
 class MemsetNode(Node):
+    """A memset node (:meth:`Graph.add_memset`)."""
     __slots__ = ()
     node_type = NodeType.MEMSET
 
     @property
     def params(self) -> dict[str, Any]:
+        """``dst`` (address), ``value``, ``element_size``, ``width``, ``height`` and ``pitch``."""
         p = self._query(self._graph._backend.ops.memset_params_type, "GraphMemsetNodeGetParams")
         return {"dst": self._addr(p.dst), "value": p.value,
                 "element_size": p.elementSize, "width": p.width, "height": p.height,
@@ -209,11 +229,14 @@ class MemsetNode(Node):
 
 
 class MemcpyNode(Node):
+    """A copy node (:meth:`Graph.add_memcpy` and the 2-D/3-D forms)."""
     __slots__ = ()
     node_type = NodeType.MEMCPY
 
     @property
     def params(self) -> dict[str, Any]:
+        """``dst``, ``src`` (addresses), pitches, ``width``/``height``/``depth``, ``kind``, and
+        ``dst_device``/``src_device`` (None: host memory)."""
         p = self._query(self._graph._backend.ops.memcpy3d_params_type, "GraphMemcpyNodeGetParams")
         from ..multidevice import with_copy_devices
 
@@ -237,11 +260,13 @@ class MemcpyNode(Node):
 
 
 class HostNode(Node):
+    """A node that runs a Python callable on a host thread (:meth:`Graph.add_host`)."""
     __slots__ = ()
     node_type = NodeType.HOST
 
     @property
     def params(self) -> dict[str, Any]:
+        """``{"fn": callable}``: the node's host callable."""
         from ._readback import host_callable
 
         p = self._query(self._graph._backend.ops.host_params_type, "GraphHostNodeGetParams")
@@ -249,6 +274,7 @@ class HostNode(Node):
 
 
 class ChildGraphNode(Node):
+    """A node that runs a copy of another graph (:meth:`Graph.add_child_graph`); ``child`` is that copy."""
     __slots__ = ()
     node_type = NodeType.GRAPH
 
@@ -262,6 +288,7 @@ class ChildGraphNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
+        """``{"nodes": n}``: the number of nodes of the child graph."""
         return {"nodes": len(self.child.nodes())}
 
 
@@ -281,11 +308,13 @@ class _EventNode(Node):
 
     @property
     def params(self) -> dict[str, Any]:
+        """``{"event": address}``: the node's event handle."""
         out = self._query(f"{self._graph._backend.ops.prefix}Event_t", self._get_api)
         return {"event": self._addr(out[0])}
 
 
 class EventRecordNode(_EventNode):
+    """A node that records an event (:meth:`Graph.add_event_record`)."""
     __slots__ = ()
     node_type = NodeType.EVENT_RECORD
     _get_api = "GraphEventRecordNodeGetEvent"
@@ -293,6 +322,7 @@ class EventRecordNode(_EventNode):
 
 
 class EventWaitNode(_EventNode):
+    """A node that waits for an event (:meth:`Graph.add_event_wait`)."""
     __slots__ = ()
     node_type = NodeType.WAIT_EVENT
     _get_api = "GraphEventWaitNodeGetEvent"
@@ -300,11 +330,14 @@ class EventWaitNode(_EventNode):
 
 
 class MemAllocNode(Node):
+    """A graph memory allocation (:meth:`Graph.add_mem_alloc`); ``dptr`` is its address."""
     __slots__ = ()
     node_type = NodeType.MEM_ALLOC
 
     @property
     def params(self) -> dict[str, Any]:
+        """``dptr`` (the address), ``bytesize``, ``device`` and ``peers`` (devices given access,
+        with their access)."""
         from ..multidevice import access_of
 
         p = self._query(self._graph._backend.ops.mem_alloc_params_type, "GraphMemAllocNodeGetParams")
@@ -319,11 +352,13 @@ class MemAllocNode(Node):
 
 
 class MemFreeNode(Node):
+    """A node that frees graph memory (:meth:`Graph.add_mem_free`)."""
     __slots__ = ()
     node_type = NodeType.MEM_FREE
 
     @property
     def params(self) -> dict[str, Any]:
+        """``{"dptr": address}``: the memory freed."""
         out = self._query("void *", "GraphMemFreeNodeGetParams")
         return {"dptr": self._addr(out[0])}
 
@@ -451,10 +486,13 @@ class ConditionalNode(Node):
 
     @property
     def size(self) -> int:
+        """The number of bodies (1 for if and while, 2 for if_else, n for a switch)."""
         return len(self._info()[2])
 
     @property
     def params(self) -> dict[str, Any]:
+        """``kind`` (if, if_else, while, switch), ``handle`` (the condition's value), ``size``
+        (bodies) and ``bodies`` (nodes per body)."""
         kind, handle, bodies = self._info()
         return {"kind": kind, "handle": handle.value, "size": len(bodies),
                 "bodies": [len(b.nodes()) for b in bodies]}

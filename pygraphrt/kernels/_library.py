@@ -318,10 +318,12 @@ class Kernel(Launchable):
 
     @property
     def is_valid(self) -> bool:
+        """Whether the kernel can still be launched (its library is loaded)."""
         return self._func is not None and (not isinstance(self._owner, Library) or self._owner.is_valid)
 
     @property
     def library(self) -> Library | None:
+        """The library the kernel comes from (None for a kernel not loaded by pygraphrt)."""
         return self._owner if isinstance(self._owner, Library) else None
 
     def __int__(self) -> int:

@@ -126,6 +126,7 @@ class ArgType:
 
     @property
     def is_pointer(self) -> bool:
+        """Whether the parameter is a pointer."""
         return self.kind == "pointer"
 
     # -- values ------------------------------------------------------------------

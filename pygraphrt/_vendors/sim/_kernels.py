@@ -234,9 +234,17 @@ class KernelContext:
         return self._runtime.memory.view(int(address), int(nbytes), f"kernel {self.name}", "IllegalAddress")
 
     def read(self, address: int, nbytes: int) -> bytes:
+        """Read ``nbytes`` of simulated device memory at ``address``.
+
+        Returns
+        -------
+        bytes
+            A copy of the bytes.
+        """
         return bytes(self.memory(address, nbytes))
 
     def write(self, address: int, data: Any) -> None:
+        """Write ``data`` (any bytes-like object) to simulated device memory at ``address``."""
         mv = memoryview(data).cast("B")
         self.memory(address, len(mv))[:] = mv
 
