@@ -462,6 +462,11 @@ class Stream(Owned):
         """Keep ``operands`` alive until the stream's work so far has run: a host function
         queued after it holds them (a pinned host buffer is read or written asynchronously;
         the caller may have passed a temporary such as ``np.ones(4)``)."""
+        try:
+            self._backend.ops.fn("LaunchHostFunc")
+        except errors.NotSupported:  # a runtime without host functions: wait for the copy instead
+            self._work("StreamSynchronize", self.handle)
+            return
         self.launch_host_func(_KeepAlive(operands))
 
     def _retain(self, operand: Any) -> None:

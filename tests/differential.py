@@ -818,7 +818,8 @@ class Interpreter:
             # Whether the event has completed is timing, not semantics: the simulator finishes
             # eager work at once, the GPU later (a host function waits for the GIL this thread
             # holds).  So a query is compared by whether it succeeds, or how it fails.
-            out = self._outcome(self.events[op[1] % N_EVENTS].query)
+            event = self.events[op[1] % N_EVENTS]
+            out = self._outcome(lambda: event.is_done)
             return (kind, ("ok", "answered") if out[0] == "ok" else out)
         if kind == "info":
             def info() -> tuple:

@@ -281,7 +281,8 @@ class FakeStream(FakeOwned):
         super().__init__(live)
         self.status = status
 
-    def capture_status(self) -> Any:
+    @property
+    def capture_status(self) -> Any:  # (a property, as Stream's: docs/design.md)
         from pygraphrt.enums import CaptureStatus
 
         return CaptureStatus(self.status)

@@ -125,8 +125,8 @@ def test_env_var_devices_and_info():
     assert "INFO sim 2 <pygraphrt simulator" in r.stdout
     assert "ADDR 0xd000010" in r.stdout  # device 1's address range
     assert "BAD cudaErrorInvalidDevice" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True, cwd=str(REPO),
-                       env=dict(os.environ, PYTHONPATH=PYTHONPATH, PYGRAPHRT_BACKEND="sim"), timeout=600)
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info", "--verbose"], capture_output=True, text=True,
+                       cwd=str(REPO), env=dict(os.environ, PYTHONPATH=PYTHONPATH, PYGRAPHRT_BACKEND="sim"), timeout=600)
     assert r.returncode == 0, r.stderr
     assert "active backend: sim (binding cuda13) -- the CPU simulator" in r.stdout
     assert "conditional_nodes: yes" in r.stdout and "device_launch: no" in r.stdout
@@ -154,10 +154,13 @@ def test_without_a_gpu_info_and_errors_name_the_simulator():
     if "HAS-A-DEVICE" in r.stdout or "NOLIB" in r.stdout:
         pytest.skip("needs a CUDA runtime library without a usable GPU")
     assert "ERR" in r.stdout and "the 'sim' backend runs graph code on the CPU" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True, cwd=str(REPO),
-                       env={k: v for k, v in os.environ.items() if not k.startswith("PYGRAPHRT_")}
-                       | {"PYTHONPATH": PYTHONPATH}, timeout=600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYGRAPHRT_")} | {"PYTHONPATH": PYTHONPATH}
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info", "--verbose"], capture_output=True, text=True,
+                       cwd=str(REPO), env=env, timeout=600)
     assert "'sim' backend runs graph code on the CPU" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "pygraphrt", "info"], capture_output=True, text=True, cwd=str(REPO),
+                       env=env, timeout=600)
+    assert r.stdout.startswith("no GPU: running on the simulator (") and "pygraphrt.use('sim')" in r.stdout
 
 
 def test_settings_from_the_environment():

@@ -442,11 +442,11 @@ class CaseContext:
         """
         out = []
         for obj in self._owned:
-            status = getattr(obj, "capture_status", None)
-            if status is None or not getattr(obj, "is_valid", False):
+            # (a property of the class: read only of a valid stream, and inside the try)
+            if getattr(type(obj), "capture_status", None) is None or not getattr(obj, "is_valid", False):
                 continue
             try:
-                st = status()
+                st = obj.capture_status
             except Exception:  # noqa: BLE001 - unreadable: not reported here
                 continue
             if getattr(st, "value", st) != "none":

@@ -318,11 +318,10 @@ def _thread_mode(t: CaseContext, mode: str) -> Iterator[Any]:
 def _event_query(ev: Any) -> bool:
     """``EventQuery``: True when complete, False when not ready; other errors raise.
 
-    pygraphrt's Event has no ``query()`` (gap); the call goes through the vendor layer.
+    pygraphrt's Event answers it as the property ``is_done``; anything else through the vendor layer.
     """
-    query = getattr(ev, "query", None)
-    if callable(query):
-        return bool(query())
+    if isinstance(getattr(type(ev), "is_done", None), property):
+        return bool(ev.is_done)
     ops = ev.backend.ops
     rc = ops.fn("EventQuery")(ev.handle)
     if rc == 0:
