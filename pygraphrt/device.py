@@ -451,8 +451,11 @@ class Stream(Owned):
                 b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
         if self._capture is None:
-            host = [x for x, c in ((dst, d), (src, s)) if b.ffi.typeof(c).kind == "array"]
-            if host and n:  # (from_buffer's char[]: host memory the runtime may read after we return)
+            # from_buffer's char[] (not a cffi object the caller passed, whose memory is the caller's
+            # to keep): host memory the runtime may read or write after we return
+            host = [x for x, c in ((dst, d), (src, s)) if c is not x and b.ffi.typeof(c).kind == "array"]
+            # (a capture pygraphrt did not begin would take the host function as a node)
+            if host and n and self.capture_status is _capture_status().NONE:
                 self._keep_until_run(host)
         else:
             self._retain(dst)
