@@ -1230,7 +1230,7 @@ def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
                 err = c._lib.error(state, "ncclCommGetAsyncError", c._rank, c._handle_or_none())
                 _abort_all(watched)
                 raise err
-        if stream.query():
+        if stream.is_done:
             stream.synchronize()  # (raises what host callables left, as Stream.synchronize does)
             return
         if deadline is not None and time.monotonic() >= deadline:

@@ -111,9 +111,9 @@ def test_stream_query_and_event_timing(fake_hip_set):
         from pygraphrt import errors
         fake = ctypes.CDLL({str(fake_hip_set.path)!r})
         s = rt.Stream()
-        print("idle", s.query())
+        print("idle", s.is_done)
         ctypes.c_int.in_dll(fake, "fake_stream_not_ready").value = 1
-        print("busy", s.query())
+        print("busy", s.is_done)
         ctypes.c_int.in_dll(fake, "fake_stream_not_ready").value = 0
         a, b, c = rt.Event(timing=True), rt.Event(timing=True), rt.Event(timing=True)
         for e in (a, b, c):
@@ -127,7 +127,7 @@ def test_stream_query_and_event_timing(fake_hip_set):
             print("untimed", type(e).__name__, e.api, e.name)
         with s.capture() as cap:
             try:
-                s.query()
+                s.is_done
             except errors.GraphRTError as e:
                 print("capturing", type(e).__name__, e.name)
     """)

@@ -904,7 +904,7 @@ def test_a_capture_dropped_while_active_is_ended_in_the_runtime():
     except errors.StreamCaptureUnsupported as e:
         pytest.fail(f"the dropped capture is still running in the runtime: {e}")
     other = rt.Stream()
-    assert other.capture_status() is CaptureStatus.NONE
+    assert other.capture_status is CaptureStatus.NONE
     other.memset(big, 5, 1 << 20)
     other.synchronize()
     rt.current_device().synchronize()
