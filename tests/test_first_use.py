@@ -231,14 +231,14 @@ def test_kernel_argument_pointers_read_back_in_hex():
 
 
 def test_conformance_deviation_lines_are_readable():
-    from pygraphrt.conformance._runner import CaseResult, Report
+    from pygraphrt.conformance._runner import CaseResult, Environment, Report
 
     results = [CaseResult(id="exec.flags.readback", area="exec", title="t", status="deviation", expected="NONE",
                           observed="returned <InstantiateFlags.NONE: 0>", reason="CUDA 12.9 reads back NONE"),
                CaseResult(id="graph.x", area="graph", title="t", status="deviation", expected="",
                           observed="raised NotSupported: cudaGraphX failed: ...", error_name="cudaErrorNotSupported",
                           reason="HIP lacks it")]
-    text = Report(env=SimpleNamespace(fake=False), results=results).table()  # type: ignore[arg-type]
+    text = Report(env=Environment(vendor="cuda", runtime_version=13000, capabilities={}), results=results).table()
     assert "  exec.flags.readback: returned <InstantiateFlags.NONE: 0> -- CUDA 12.9 reads back NONE" in text
     assert "  graph.x: raised NotSupported (cudaErrorNotSupported) -- HIP lacks it" in text
 

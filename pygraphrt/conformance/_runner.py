@@ -971,6 +971,7 @@ class Report:
         return "\n".join(lines)
 
     def record_line(self) -> str:
+        """Whether the runtime calls were recorded per case (and, where not, why)."""
         env = self.env
         if env.recorder is not None:
             return "recorded per case (runtime cases: every claimed API called, negatives refused by the runtime)"

@@ -85,6 +85,7 @@ class Deviation:
 
     @property
     def seen(self) -> str:
+        """The versions the deviation was seen on (``runtime 13.0, driver 13.0``)."""
         return f"runtime {self.runtime}, driver {self.driver}"
 
 
