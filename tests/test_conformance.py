@@ -126,7 +126,7 @@ def test_version_range_errors(text):
 
 # ============================================================================ --list, no runtime
 def _no_runtime_env() -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     env.update(PYGRAPHRT_CUDART="/nonexistent/libcudart.so", PYGRAPHRT_HIP_LIB="/nonexistent/libamdhip64.so",
                PYGRAPHRT_NVRTC="/nonexistent/libnvrtc.so", PYGRAPHRT_HIPRTC="/nonexistent/libhiprtc.so")
     return env
@@ -718,7 +718,7 @@ def test_suite_against_fake_hip(header_set, tmp_path):
     from tests.test_hip_fake import build_fake
 
     lib = build_fake(tmp_path / "libamdhip64.so", header_set)
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_HIP_LIB=str(lib), PYGRAPHRT_CONFORMANCE_FAKE="1",
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), PYGRAPHRT_HIP_LIB=str(lib), PYGRAPHRT_CONFORMANCE_FAKE="1",
                PYGRAPHRT_HIPRTC="/nonexistent/libhiprtc.so")
     out, junit = tmp_path / "out.json", tmp_path / "out.xml"
     r = subprocess.run([sys.executable, "-m", "pygraphrt.conformance", "--backend", "hip", "--json", str(out),

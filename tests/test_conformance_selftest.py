@@ -25,7 +25,7 @@ load_cases()
 
 
 def _env() -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="sim")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), PYGRAPHRT_BACKEND="sim")
 
 
 def test_committed_map_is_the_registry_s():

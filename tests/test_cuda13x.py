@@ -37,7 +37,7 @@ NEW_GRAPH_APIS = {"cudaGraphGetId": "13.1", "cudaGraphExecGetId": "13.1", "cudaG
 
 
 def run_py(code: str, **env: str) -> str:
-    e = dict(os.environ, PYTHONPATH=str(REPO), **env)
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **env)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        env=e, cwd=str(REPO), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

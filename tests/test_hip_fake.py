@@ -75,7 +75,7 @@ def fake_hip_set(request, tmp_path_factory) -> Fake:
 
 def run_hip(lib: Path | Fake, code: str, **env: str) -> str:
     lib = lib.path if isinstance(lib, Fake) else lib
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="hip", PYGRAPHRT_HIP_LIB=str(lib), **env)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), PYGRAPHRT_BACKEND="hip", PYGRAPHRT_HIP_LIB=str(lib), **env)
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
                        env=env, cwd=str(REPO), timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr

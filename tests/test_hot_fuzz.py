@@ -45,7 +45,7 @@ def test_fast_paths_agree_with_the_paths_they_shortcut(fake, tmp_path):
         binding, examples = "cuda13", EXAMPLES or "1500"
     mode = _mode(binding)
     r = subprocess.run([sys.executable, "-m", "tests.hot_fuzz", examples], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_FAST=mode, **env), cwd=str(REPO),
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), PYGRAPHRT_FAST=mode, **env), cwd=str(REPO),
                        timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:]
     ok, made, calls, fast = r.stdout.split()

@@ -84,7 +84,7 @@ def fake_nccl(tmp_path_factory) -> Path:
 
 
 def run(lib: Path, code: str, timeout: float = 60, **env: str) -> str:
-    e = dict(os.environ, PYTHONPATH=str(REPO), PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES="2",
+    e = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES="2",
              PYGRAPHRT_NCCL=str(lib), NCCL_NVLS_ENABLE="0")
     e.update(env)
     r = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(code)], capture_output=True,
@@ -466,5 +466,5 @@ def test_two_different_libnccl_in_one_process_are_refused(fake_nccl, tmp_path):
 def test_import_pygraphrt_leaves_nccl_unloaded():
     r = subprocess.run([sys.executable, "-c", "import sys, pygraphrt; "
                         "print('pygraphrt.nccl' in sys.modules, 'pygraphrt._bindings.nccl' in sys.modules)"],
-                       capture_output=True, text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)))
+                       capture_output=True, text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     assert r.stdout.split() == ["False", "False"], r.stderr

@@ -29,7 +29,7 @@ def test_the_collectives_example_runs_on_the_simulator(tmp_path):
     script = tmp_path / "tp_step.py"
     script.write_text(collectives_example())
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "PYGRAPHRT_NCCL")}
-    env.update(PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES="2", PYTHONPATH=str(REPO))
+    env.update(PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES="2", PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(tmp_path),
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

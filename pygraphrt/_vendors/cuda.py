@@ -377,8 +377,16 @@ class CudaVendor(Vendor):
             fn = dffi.cast(cdecl, int(self.ffi.cast("uintptr_t", self._entry_point(api))))
             cache[api] = fn
         rc = fn(*args)
+        observe = self.driver_call_observer
+        if observe is not None:
+            observe(api, int(rc))
         if rc:
             self._raise_driver(rc, api)
+
+    #: Told of every call made through the driver (``observe(api, rc)``) while set: the
+    #: conformance suite's call recorder, which sees the runtime's functions at the library and
+    #: the driver's equivalents here (the graph's kernel-node calls of library kernels, linking).
+    driver_call_observer: Any = None
 
     def device_name_and_arch(self, device: int) -> tuple[str, str, int]:
         prop = self.ffi.new(f"{self.device_prop_type} *")

@@ -12,6 +12,10 @@ function.  Every route pygraphrt takes to the library goes through that proxy:
 * the graph module's per-backend function table (``graph._graph._Calls``), emptied at install;
 * function references cached on objects (``GraphExec._launch_fn``, ``Stream._is_capturing_fn``)
   -- for objects made after the install, i.e. everything a case makes;
+* what pygraphrt asks of the CUDA driver itself (``CudaVendor._driver_call``: kernel-node
+  parameters of library kernels, linking), recorded under the runtime function's name
+  (``cuGraphKernelNodeSetParams`` as ``GraphKernelNodeSetParams``) through the vendor's
+  ``driver_call_observer``;
 * ABI mode's calls straight to the CUDA driver (``Vendor.direct_fn``) and kernel launches
   through the driver's ``cuLaunchKernel`` (``Vendor.runtime_launches``): turned off while
   recording, so that those calls go through the runtime's function and are seen (the suite's
@@ -157,6 +161,8 @@ class CallRecorder:
         ops.lib = proxy
         ops._direct_fns = _NoDirect()
         ops.runtime_launches = True  # kernel launches through the runtime's function, not the driver's
+        if hasattr(type(ops), "driver_call_observer"):  # (CUDA: what pygraphrt asks of the driver itself)
+            ops.driver_call_observer = self._note_driver_call
         self._reset_caches()
         return self
 
@@ -168,6 +174,8 @@ class CallRecorder:
         ops.lib = self._inner
         ops._direct_fns = self._saved.get("direct", {})
         ops.runtime_launches = False
+        if hasattr(type(ops), "driver_call_observer"):
+            ops.driver_call_observer = None
         self._inner = None
         self._reset_caches()
 
@@ -204,6 +212,14 @@ class CallRecorder:
     def mark(self) -> int:
         """The number of calls recorded so far (a position in :attr:`calls`)."""
         return len(self.calls)
+
+    def _note_driver_call(self, symbol: str, rc: int) -> None:
+        """A call pygraphrt made through the driver (``cuGraphKernelNodeSetParams``): recorded
+        under the runtime function's name (``GraphKernelNodeSetParams``), whose driver form it
+        is -- the runtime cannot describe library kernels, so pygraphrt sets them there."""
+        if self.active:
+            with self._lock:
+                self.calls.append(Call(api_name(symbol, "cu"), rc))
 
     def _wrap(self, symbol: str, fn: Any, ctype: Any) -> Any:
         api = api_name(symbol, self.prefix)

@@ -129,7 +129,7 @@ def version_in(version: tuple[int, int], runtime: str) -> bool:
 _SEEN = "seen on an H100 with driver 580 (CUDA 13.0) under the 12.9, 13.0 and 13.5 runtimes"
 # The versions each entry was seen on (pygraphrt/conformance/results/*.json): nothing else.
 _RUNTIMES = "12.9|13.0|13.5"
-_SEEN_2GPU = "seen on two NVLink-connected H200s with driver 580 (CUDA 13.0) under the 13.0 runtime"
+_SEEN_2GPU = "seen on two NVLink-connected H200s with driver 580 (CUDA 13.0) under the 12.9, 13.0 and 13.5 runtimes"
 _DRIVERS = "13.0"
 _UPDATE_FAILURE = "cudaErrorGraphExecUpdateFailure"
 
@@ -169,11 +169,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaGraphExecChildGraphNodeSetParams refuses a child graph whose node has another type with "
               "cudaErrorGraphExecUpdateFailure, where the documentation lists cudaErrorInvalidValue; " + _SEEN,
               driver=_DRIVERS),
-    Deviation("multidevice.peer.enable_self", "cuda", "13.0", "NotSupported", "cudaErrorPeerAccessUnsupported",
+    Deviation("multidevice.peer.enable_self", "cuda", _RUNTIMES, "NotSupported", "cudaErrorPeerAccessUnsupported",
               "cudaDeviceEnablePeerAccess of the current device itself returns cudaErrorPeerAccessUnsupported, "
               "where the documentation says cudaErrorInvalidDevice when cudaDeviceCanAccessPeer() says the "
               "device cannot access peerDevice (it answers 0 for itself); " + _SEEN_2GPU, driver=_DRIVERS),
-    Deviation("multidevice.pool.set_access_read_only", "cuda", "13.0", "NotSupported", "cudaErrorNotSupported",
+    Deviation("multidevice.pool.set_access_read_only", "cuda", _RUNTIMES, "NotSupported", "cudaErrorNotSupported",
               "cudaMemPoolSetAccess refuses cudaMemAccessFlagsProtRead (read-only access to another device's "
               "pool) with cudaErrorNotSupported; the documentation lists cudaSuccess and cudaErrorInvalidValue "
               "only; " + _SEEN_2GPU, driver=_DRIVERS),
@@ -188,6 +188,20 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaImportExternalSemaphore refuses an fd that is not a timeline semaphore (/dev/null) with "
               "cudaErrorUnknown, where the documentation lists cudaErrorInvalidResourceHandle and "
               "cudaErrorOperatingSystem; " + _SEEN, driver=_DRIVERS),
+    Deviation("kernels.dims.stream_block_too_large", "cuda", "13.5", "CaseFailure", "cudaErrorInvalidValue",
+              "the CUDA 13.5 runtime refuses a stream launch whose block exceeds the device's limits with "
+              "cudaErrorInvalidValue, where cudaLaunchKernel documents cudaErrorInvalidConfiguration (the 12.9 "
+              "and 13.0 runtimes return it); seen on two H200s with driver 580 (CUDA 13.0)", driver=_DRIVERS),
+    *(Deviation(case, "cuda", "12.9", "GraphRTError", "cudaErrorUnknown",
+                "the CUDA 12.9 runtime on a CUDA 13.0 driver answers cudaGraphNodeGetType for a conditional "
+                "node with cudaErrorUnknown (the driver's cuGraphNodeGetType reports CU_GRAPH_NODE_TYPE_CONDITIONAL;"
+                " pygraphrt's node readback falls back to it); the 13.0 and 13.5 runtimes answer; seen on two "
+                "H200s with driver 580", detail="cudaGraphNodeGetType", driver=_DRIVERS)
+      for case in ("control.node.shapes", "control.node.runtime_type", "control.clone.refused",
+                   "control.if.runs_when_set", "control.if_else.picks_a_branch", "control.switch.each_value",
+                   "control.while.iterations", "control.handle.default_each_launch",
+                   "control.handle.default_zero_skips", "control.nested.while_in_if",
+                   "control.capture.equals_explicit", "control.update.body_memset_value")),
 )
 
 

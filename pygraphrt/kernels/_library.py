@@ -144,6 +144,9 @@ class Library(Owned):
         """This code as the runtime runs it on ``device``: the library itself where its kernels
         run on every device (CUDA's context-independent libraries) or it was loaded there; else
         (HIP) a copy loaded with ``device`` current, once, kept while this library is open."""
+        from ..multidevice import checked_ordinal
+
+        device = checked_ordinal(self._backend, device, "Library.on_device")
         if not self._backend.ops.library_per_device or device == self.device or self.device is None:
             return self
         copy = self._copies.get(device)
@@ -265,7 +268,7 @@ class Kernel(Launchable):
         # Reusable (argument buffer, kernel-node parameter struct)s of Graph.add_kernel's Python path.
         self._node_scratch: list[list[Any]] = []
         # device -> the kernel that runs there (for_device: itself, or its library's copy's on HIP)
-        self._on_devices: dict[int, Kernel] = {}
+        self._on_devices: dict[int, Kernel | None] = {}  # device -> its copy (None: this kernel)
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
@@ -333,21 +336,30 @@ class Kernel(Launchable):
         sig = f"({self.signature})" if self.signature is not None else "(untyped)"
         return f"<Kernel {self.name}{sig} {self.form}>"
 
-    def for_device(self, device: int, what: str = "Kernel.launch") -> "Kernel":
+    def for_device(self, device: int, what: str = "Kernel.for_device") -> "Kernel":
         """This kernel as it runs on ``device``: itself where its code runs on every device
         (CUDA), else the same kernel of its library loaded on ``device`` (HIP; loaded once).
         NotSupported where pygraphrt compiled the code for an architecture ``device`` cannot
-        run (see :meth:`Library.check_device`)."""
-        k = self._on_devices.get(device)
-        if k is not None and k.is_valid:
-            return k
+        run (see :meth:`Library.check_device`); InvalidDevice for a device that does not exist."""
+        from ..multidevice import checked_ordinal
+
+        device = checked_ordinal(self._backend, device, what)
+        on = self._on_devices
+        if device in on:  # None: this kernel itself (kept so, not as a reference to itself)
+            k = on[device]
+            if k is None:
+                return self
+            if k.is_valid:
+                return k
         lib = self._owner if isinstance(self._owner, Library) else None
         if lib is None:  # a foreign kernel: the runtime says whether it runs there
             return self
         lib.check_device(device, what)
         copy = lib.on_device(device)
-        k = self if copy is lib else copy.kernel(self.name, self._signature)
-        self._on_devices[device] = k
+        if copy is lib:
+            on[device] = None
+            return self
+        k = on[device] = copy.kernel(self.name, self._signature)
         return k
 
     # -- what the runtime says ------------------------------------------------------
@@ -475,7 +487,7 @@ class Kernel(Launchable):
                     return runs._launch(stream, grid, block, args, shared_mem, attributes)
             else:  # one device in use: device 0 (a borrowed stream's is not asked for)
                 d = stream._device
-                self.for_device(0 if d is None else d)
+                self.for_device(0 if d is None else d, "Kernel.launch")
         g = (grid, 1, 1) if type(grid) is int and 0 < grid < 1 << 32 else as_dims(grid, "grid")
         b = (block, 1, 1) if type(block) is int and 0 < block < 1 << 32 else as_dims(block, "block")
         smem = as_shared_mem(shared_mem)

@@ -1380,3 +1380,56 @@ hipError_t hipGraphAddExternalSemaphoresWaitNode(hipGraphNode_t *out, hipGraph_t
   hipError_t rc = p ? semaphores(p->extSemArray, p->paramsArray, p->numExtSems) : fail(hipErrorInvalidValue);
   return rc ? rc : add_node(out, g, deps, n, hipGraphNodeTypeExtSemaphoreWait);
 }
+
+/* ---- several devices: the fake has one device (ordinal 0), so every peer question names a
+   device that is not there or the device itself -- the call forms are what is checked. */
+hipError_t hipDeviceCanAccessPeer(int *canAccessPeer, int deviceId, int peerDeviceId) {
+  if (!canAccessPeer) return fail(hipErrorInvalidValue);
+  if (deviceId != 0 || peerDeviceId != 0) return fail(hipErrorInvalidDevice);
+  *canAccessPeer = 0;  /* a device is not its own peer */
+  return hipSuccess;
+}
+hipError_t hipDeviceEnablePeerAccess(int peerDeviceId, unsigned int flags) {
+  if (flags) return fail(hipErrorInvalidValue);
+  return fail(peerDeviceId == 0 ? hipErrorPeerAccessUnsupported : hipErrorInvalidDevice);
+}
+hipError_t hipDeviceDisablePeerAccess(int peerDeviceId) {
+  return fail(peerDeviceId == 0 ? hipErrorPeerAccessNotEnabled : hipErrorInvalidDevice);
+}
+hipError_t hipDeviceGetP2PAttribute(int *value, hipDeviceP2PAttr attr, int srcDevice, int dstDevice) {
+  if (!value || attr < hipDevP2PAttrPerformanceRank || attr > hipDevP2PAttrHipArrayAccessSupported)
+    return fail(hipErrorInvalidValue);
+  if (srcDevice != 0 || dstDevice != 0) return fail(hipErrorInvalidDevice);
+  *value = 0;
+  return hipSuccess;
+}
+hipError_t hipMemPoolSetAccess(hipMemPool_t mem_pool, const hipMemAccessDesc *desc_list, size_t count) {
+  if (!mem_pool || (count && !desc_list)) return fail(hipErrorInvalidValue);
+  for (size_t i = 0; i < count; i++) {
+    if (desc_list[i].location.type != hipMemLocationTypeDevice) return fail(hipErrorInvalidValue);
+    if (desc_list[i].location.id != 0) return fail(hipErrorInvalidDevice);
+    /* the pool's own device always reads and writes */
+    if (desc_list[i].flags != hipMemAccessFlagsProtReadWrite) return fail(hipErrorInvalidValue);
+  }
+  return hipSuccess;
+}
+hipError_t hipMemPoolGetAccess(hipMemAccessFlags *flags, hipMemPool_t mem_pool, hipMemLocation *location) {
+  if (!flags || !mem_pool || !location || location->type != hipMemLocationTypeDevice) return fail(hipErrorInvalidValue);
+  if (location->id != 0) return fail(hipErrorInvalidDevice);
+  *flags = hipMemAccessFlagsProtReadWrite;
+  return hipSuccess;
+}
+hipError_t hipPointerGetAttributes(hipPointerAttribute_t *attributes, const void *ptr) {
+  if (!attributes || !ptr) return fail(hipErrorInvalidValue);
+  memset(attributes, 0, sizeof *attributes);
+  attributes->type = hipMemoryTypeDevice;  /* the fake's allocations are its one device's */
+  attributes->device = 0;
+  attributes->devicePointer = (void *)ptr;
+  return hipSuccess;
+}
+hipError_t hipStreamGetDevice(hipStream_t stream, hipDevice_t *device) {
+  (void)stream;
+  if (!device) return fail(hipErrorInvalidValue);
+  *device = 0;
+  return hipSuccess;
+}
