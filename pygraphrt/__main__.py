@@ -64,6 +64,10 @@ def info(out=sys.stdout) -> int:
     p(f"    library: {bi.library_path}")
     p(f"    runtime version: {bi.runtime_version_str} ({bi.runtime_version})")
     p(f"    call path: {bi.ffi_mode} [PYGRAPHRT_FAST={os.environ.get('PYGRAPHRT_FAST', 'auto') or 'auto'}]")
+    if bi.ffi_mode.startswith("api"):
+        from ._fast import extension_path
+
+        p(f"    compiled extension: {extension_path(bi.binding)}")
     if bi.vendor != "sim":
         from .graph import _hot
 

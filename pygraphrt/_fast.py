@@ -274,6 +274,30 @@ def extension_path(binding: str) -> Path | None:
     return Path(spec.origin) if spec is not None and spec.origin else None
 
 
+#: What setup.py writes beside the extensions it built into an installed package (its build hook,
+#: ``BUILD_RECORD`` there): {"built": [binding, ...], "compiler": file name, "why_not": text or null}.
+BUILD_RECORD = "build.json"
+
+
+def not_built_reason(binding: str) -> str:
+    """Why ``binding`` has no compiled extension here, for the call path's ``abi (...)``: in an
+    installed package, what its install-time build recorded (pip hides the build's output); in a
+    checkout (no record), how to build it."""
+    import json
+    from pathlib import Path
+
+    head = f"no compiled extension for binding {binding}"
+    try:
+        record = json.loads((Path(__file__).resolve().parent / "_fastlib" / BUILD_RECORD).read_text())
+    except (OSError, ValueError):
+        return f"{head}; {BUILD_HINT}"
+    if record.get("why_not"):
+        return f"{head} in this install: {record['why_not']}"
+    if binding in record.get("built", ()):
+        return f"{head} in this install: it was built ({record.get('compiler')}) but its file is gone"
+    return f"{head} in this install (its build made none for it)"
+
+
 def open_fast(binding: str, path: str) -> tuple[Any, FastLib, str]:
     """(ffi, lib, description) of the extension of ``binding`` bound to ``path``.
 
@@ -333,7 +357,7 @@ def open_binding(binding: str, path: str) -> tuple[Any, Any, str]:
         try:
             return open_fast(binding, path)
         except ImportError:
-            why = f"no compiled extension for binding {binding}; {BUILD_HINT}"
+            why = not_built_reason(binding)
         except (RuntimeError, OSError, AttributeError) as exc:
             why = str(exc)
         if want == "1":
