@@ -20,6 +20,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "devtools: needs the dev extras (mypy)")
     config.addinivalue_line("markers", "devices(n): needs n devices of the backend it runs on (see "
                                        "require_devices)")
+    config.addinivalue_line("markers", "wheels: builds a wheel with scripts/wheels and installs it (minutes; "
+                                       "tests/test_wheel.py)")
 
 
 _gpu_reason: list[str | None] = []

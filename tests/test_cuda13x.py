@@ -185,10 +185,29 @@ def test_decode_host_params_recognises_only_pygraphrt_payloads(fake_graph):
 
 
 # -- end to end through a fake libcudart 13.5 (tests/fakecuda/fake_cudart.c) ------------------
+#: A folder of fake libraries compiled beforehand, one sub-folder per variant (:func:`fake_variant`,
+#: ``stub_cudart``): tests/test_wheel.py runs these tests against an installed wheel where no C
+#: compiler is on PATH, so it compiles the fakes first and names the folder here.
+PREBUILT = os.environ.get("PYGRAPHRT_TEST_PREBUILT")
+
+
+def fake_variant(driver: int | None = None, driver_direct: bool = False) -> str:
+    """The sub-folder of PYGRAPHRT_TEST_PREBUILT holding this variant's ``libcudart.so.13``."""
+    return "fake_cudart" + (f"-driver{driver}" if driver else "") + ("-direct" if driver_direct else "")
+
+
 def build_fake_cudart(out: Path, driver: int | None = None, driver_direct: bool = False) -> Path:
     """The fake compiled against the pinned cuda13 headers (-Wall -Werror); ``driver``: the driver
     version it reports (default: the headers' CUDART_VERSION); ``driver_direct``: with the
-    driver stand-ins (FAKE_DRIVER_DIRECT)."""
+    driver stand-ins (FAKE_DRIVER_DIRECT).  Copied from PYGRAPHRT_TEST_PREBUILT where that is set."""
+    if PREBUILT:
+        import shutil
+
+        prebuilt = Path(PREBUILT) / fake_variant(driver, driver_direct) / "libcudart.so.13"
+        if not prebuilt.is_file():
+            raise FileNotFoundError(f"PYGRAPHRT_TEST_PREBUILT={PREBUILT} has no {prebuilt.relative_to(PREBUILT)}")
+        shutil.copyfile(prebuilt, out)
+        return out
     from bindgen.headersets import HEADER_SETS, include_roots
 
     incs = [a for root in include_roots(HEADER_SETS["cuda13"]) for a in ("-I", str(root))]

@@ -361,6 +361,10 @@ def test_launch_constants_match_bindgen():
 # -- end to end through the do-nothing libcudart ---------------------------------------------------
 @pytest.fixture(scope="module")
 def stub_cudart(tmp_path_factory):
+    from .test_cuda13x import PREBUILT
+
+    if PREBUILT:  # compiled beforehand (tests/test_wheel.py)
+        return Path(PREBUILT) / "stub_cudart" / "libcudart.so.13"
     from benchmarks.breakdown import build_stub
     from bindgen.fast import have_compiler
 
