@@ -67,11 +67,11 @@ def _build_fast(out_dir):
         record["why_not"] = "built without pycparser (cffi needs it to compile)"
         return record
     for name in fast.FAST_BINDINGS:  # from the committed sources: no headers needed
-        src = fast.load_source(HERE / "pygraphrt" / "_bindings" / name / fast.SOURCE_FILE)
         try:
+            src = fast.load_source(HERE / "pygraphrt" / "_bindings" / name / fast.SOURCE_FILE)
             fast.compile_source(src, out_dir)
         except Exception as exc:  # the compiler's own messages went to the (hidden) build log
-            record["why_not"] = f"compiling binding {name} with {record['compiler']} failed: {type(exc).__name__}: {exc}"
+            record["why_not"] = f"building binding {name} with {record['compiler']} failed: {type(exc).__name__}: {exc}"
             break
         record["built"].append(name)
     for stamp in Path(out_dir).glob("_*.stamp"):  # build-fast's up-to-date marks: no use installed
