@@ -179,8 +179,9 @@ def test_the_sdist_installed_where_a_compiler_is_takes_the_compiled_path(built, 
         pytest.skip("no C compiler here")
     venv = make_venv(tmp_path / "venv")
     env = dict(bare_env(venv, Path(shutil.which("cc")).parent))  # the system's bin: cc is there
-    in_venv(venv, ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--find-links",
-                   str(wheels.find_links_for(VERSION)), str(built["sdist"])], tmp_path, env, timeout=900)
+    # (--no-cache-dir: pip would otherwise reuse the wheel it built from the same sdist)
+    in_venv(venv, ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-cache-dir", "--no-index",
+                   "--find-links", str(wheels.find_links_for(VERSION)), str(built["sdist"])], tmp_path, env, timeout=900)
     site = site_packages(venv)
     record = json.loads((site / "pygraphrt" / "_fastlib" / "build.json").read_text())
     assert record["built"] == list(wheels.FAST_BINDINGS) and record["why_not"] is None, record
@@ -191,7 +192,7 @@ def test_the_sdist_installed_where_a_compiler_is_takes_the_compiled_path(built, 
     empty = tmp_path / "no-compiler-bin"
     empty.mkdir()
     bare = bare_env(venv, empty)
-    in_venv(venv, ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index", "--force-reinstall",
+    in_venv(venv, ["-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-cache-dir", "--no-index", "--force-reinstall",
                    "--no-deps", "--find-links", str(wheels.find_links_for(VERSION)), str(built["sdist"])], tmp_path, bare,
             timeout=900)
     info = info_of(venv, tmp_path, bare, prebuilt / fake_variant() / "libcudart.so.13")
