@@ -1486,25 +1486,28 @@ def test_gpu_tests_pass_on_the_simulator():
                  f"\nsummary: {summary}\n{skips}")
 
 
-def test_conformance_suite_passes_on_the_simulator(tmp_path, capsys):
-    """The whole conformance suite on ``sim``; its pass / deviation table goes to the terminal
-    (CI's log shows it) whether or not the run passes."""
+@pytest.mark.parametrize("devices", [1, 2])
+def test_conformance_suite_passes_on_the_simulator(tmp_path, capsys, devices):
+    """The whole conformance suite on ``sim`` with one device and with two (the ``multidevice``
+    area runs only there); its pass / deviation table goes to the terminal (CI's log shows it)
+    whether or not the run passes."""
     out = tmp_path / "sim.json"
     r = run_py(f"""
         import sys
         import tests.sim_kernels  # the suite's kernels as Python functions
         from pygraphrt.conformance.__main__ import main
         sys.exit(main(["-q", "--json", {str(out)!r}]))
-    """, PYGRAPHRT_BACKEND="sim")
+    """, PYGRAPHRT_BACKEND="sim", PYGRAPHRT_SIM_DEVICES=str(devices))
+    label = "conformance on sim" + ("" if devices == 1 else f", {devices} devices")
     table = r.stdout[r.stdout.find("pygraphrt "):] if "pygraphrt " in r.stdout else r.stdout[-4000:]
     with capsys.disabled():
-        print("\n== conformance suite on sim (tests/test_sim.py)\n" + table.rstrip())
+        print(f"\n== {label} (tests/test_sim.py)\n" + table.rstrip())
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     doc = json.loads(out.read_text())
     statuses = [c["status"] for c in doc["cases"]]
     assert "failed" not in statuses and "error" not in statuses, [
         (c["id"], c["status"]) for c in doc["cases"] if c["status"] in ("failed", "error")]
-    check_counts("conformance on sim", dict(Counter(statuses)), "conformance_suite_passes_on_the_simulator")
+    check_counts(label, dict(Counter(statuses)), "conformance_suite_passes_on_the_simulator")
 
 
 def test_main_job_runs_the_seed_workflow_on_the_simulator_without_a_gpu():
