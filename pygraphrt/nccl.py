@@ -45,6 +45,11 @@ same count), which reports what NCCL added and whether the loop's all-reduces ga
 sums; where the runtime refuses what the check passes, the setting becomes ``"refused"``.  On
 the simulator a collective is a host node, so the check refuses it there.
 
+What the probe found (2026-11-27, two NVLink-connected H200s, NCCL 2.28.9, CUDA 13.0): it did
+not finish within the 100 s the run had left (its own bound is 300 s), so no outcome -- loop
+with the right sums, or a refusal -- was seen.  Until one is, the setting is ``"refused"``: a
+collective in a conditional body is refused before NCCL is called, and nothing can hang there.
+
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
 """
@@ -92,7 +97,7 @@ UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES (checked against the binding in th
 #: What a collective issued on a stream that captures into a conditional body meets (see the
 #: module docstring): "checked" (NCCL captures it; node types the body rule forbids are refused
 #: after its call) or "refused" (refused before NCCL is called).
-COLLECTIVES_IN_CONDITIONAL_BODIES = "checked"
+COLLECTIVES_IN_CONDITIONAL_BODIES = "refused"
 # The node types a conditional body may hold (cudaConditionalNodeParams), by NodeType value.
 BODY_NODE_TYPES = frozenset({"kernel", "empty", "graph", "memset", "memcpy", "conditional"})
 SONAME = "libnccl.so.2"
@@ -997,8 +1002,8 @@ class Communicator:
                 raise errors.NotSupported(api, vendor="nccl", detail=(
                     f"rank {self._rank}: the stream captures into the body of a conditional node; a "
                     "collective there is refused (pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES: NCCL "
-                    "documents nothing about conditional nodes, and the runtime refused it on the GPU "
-                    "probe) -- loop on the host, or unroll the loop in the graph"))
+                    "documents nothing about conditional nodes, and no GPU probe has shown a loop of "
+                    "collectives working) -- loop on the host, or unroll the loop in the graph"))
             before = {n._handle for n in body.nodes()}
         try:
             with _on_device(self._backend, self._device):

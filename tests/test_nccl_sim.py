@@ -270,6 +270,7 @@ def test_a_collective_in_a_conditional_body(sim2, monkeypatch):
     """The simulator's collective is a host node: captured into a WHILE body, the body-node
     check refuses it (what a GPU's NCCL proxy host node meets); with the setting "refused",
     the collective is refused before the library is called."""
+    monkeypatch.setattr(nccl, "COLLECTIVES_IN_CONDITIONAL_BODIES", "checked")
     comm, = nccl.Communicator.init_all([0])
     s = rt.Stream()
     buf = buffer_of(np.ones(N, np.float32))

@@ -188,10 +188,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "cudaImportExternalSemaphore refuses an fd that is not a timeline semaphore (/dev/null) with "
               "cudaErrorUnknown, where the documentation lists cudaErrorInvalidResourceHandle and "
               "cudaErrorOperatingSystem; " + _SEEN, driver=_DRIVERS),
-    Deviation("kernels.dims.stream_block_too_large", "cuda", "13.5", "CaseFailure", "cudaErrorInvalidValue",
-              "the CUDA 13.5 runtime refuses a stream launch whose block exceeds the device's limits with "
-              "cudaErrorInvalidValue, where cudaLaunchKernel documents cudaErrorInvalidConfiguration (the 12.9 "
-              "and 13.0 runtimes return it); seen on two H200s with driver 580 (CUDA 13.0)", driver=_DRIVERS),
+    Deviation("kernels.dims.stream_block_too_large", "cuda", "13.0|13.5", "CaseFailure", "cudaErrorInvalidValue",
+              "the CUDA 13.0 and 13.5 runtimes' cudaLaunchKernel refuses a launch of a library kernel "
+              "(cudaKernel_t) whose block exceeds the device's limits with cudaErrorInvalidValue, where the "
+              "documentation says cudaErrorInvalidConfiguration (the 12.9 runtime returns it); seen on two "
+              "H200s with driver 580 (CUDA 13.0), with the runtime calls recorded", driver=_DRIVERS),
     *(Deviation(case, "cuda", "12.9", "GraphRTError", "cudaErrorUnknown",
                 "the CUDA 12.9 runtime on a CUDA 13.0 driver answers cudaGraphNodeGetType for a conditional "
                 "node with cudaErrorUnknown (the driver's cuGraphNodeGetType reports CU_GRAPH_NODE_TYPE_CONDITIONAL;"
