@@ -514,7 +514,7 @@ def check_launch(backend: Any, kernel: Any, device: int, args: Any, what: str) -
     return the kernel to launch there (the kernel itself, or its library loaded on ``device``
     where the runtime loads code per device)."""
     check_kernel_buffers(backend, device, args, what)
-    for_device = getattr(kernel, "for_device", None)
+    for_device = getattr(kernel, "_for_device", None)
     return kernel if for_device is None else for_device(device, what)
 
 

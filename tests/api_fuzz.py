@@ -655,11 +655,14 @@ HUGE = {"2**63", "2**64", "10**30"}
 
 
 def _refusal_of_the_value(call: Any, exc: errors.GraphRTError) -> bool:
-    """Whether ``exc`` is what a wrong value is refused with: InvalidValue; InvalidResourceHandle
-    for a closed object passed (or called); OutOfMemory for a size no device has; the runtime's own refusal,
-    named by the vendor's error (a kernel name it does not have, a path it cannot open)."""
+    """Whether ``exc`` is what a wrong value is refused with: InvalidValue; InvalidDevice for a
+    device ordinal past the runtime's count (issue 40: named with the call and the count);
+    InvalidResourceHandle for a closed object passed (or called); OutOfMemory for a size no device
+    has; the runtime's own refusal, named by the vendor's error (a kernel name it does not have, a
+    path it cannot open)."""
     tokens = [t for t in [call[0], *call[3], *call[4].values()] if isinstance(t, str)]  # (the target too)
     return (isinstance(exc, errors.InvalidValue)
+            or (isinstance(exc, errors.InvalidDevice) and "does not exist" in str(exc))
             or (isinstance(exc, errors.InvalidResourceHandle) and any("dead_" in t for t in tokens))
             or (isinstance(exc, errors.OutOfMemory) and any(t in HUGE for t in tokens))
             or bool(exc.name and exc.vendor))

@@ -87,7 +87,7 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
 
         device = _current_ordinal(graph._backend)
         if device is not None:
-            k.for_device(device, "Graph.add_kernel")
+            k._for_device(device, "Graph.add_kernel")
     g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(shared_mem)
     ops = graph._backend.ops
     foreign = k.form == "function" and graph._backend.vendor == "cuda"

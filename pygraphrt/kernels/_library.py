@@ -336,14 +336,18 @@ class Kernel(Launchable):
         sig = f"({self.signature})" if self.signature is not None else "(untyped)"
         return f"<Kernel {self.name}{sig} {self.form}>"
 
-    def for_device(self, device: int, what: str = "Kernel.for_device") -> "Kernel":
+    def for_device(self, device: int) -> "Kernel":
         """This kernel as it runs on ``device``: itself where its code runs on every device
         (CUDA), else the same kernel of its library loaded on ``device`` (HIP; loaded once).
         NotSupported where pygraphrt compiled the code for an architecture ``device`` cannot
         run (see :meth:`Library.check_device`); InvalidDevice for a device that does not exist."""
+        return self._for_device(device, "Kernel.for_device")
+
+    def _for_device(self, device: int, _what: str) -> "Kernel":
+        """:meth:`for_device`, naming ``_what`` (the call made) in its errors."""
         from ..multidevice import checked_ordinal
 
-        device = checked_ordinal(self._backend, device, what)
+        device = checked_ordinal(self._backend, device, _what)
         on = self._on_devices
         if device in on:  # None: this kernel itself (kept so, not as a reference to itself)
             k = on[device]
@@ -354,7 +358,7 @@ class Kernel(Launchable):
         lib = self._owner if isinstance(self._owner, Library) else None
         if lib is None:  # a foreign kernel: the runtime says whether it runs there
             return self
-        lib.check_device(device, what)
+        lib.check_device(device, _what)
         copy = lib.on_device(device)
         if copy is lib:
             on[device] = None
@@ -487,7 +491,7 @@ class Kernel(Launchable):
                     return runs._launch(stream, grid, block, args, shared_mem, attributes)
             else:  # one device in use: device 0 (a borrowed stream's is not asked for)
                 d = stream._device
-                self.for_device(0 if d is None else d, "Kernel.launch")
+                self._for_device(0 if d is None else d, "Kernel.launch")
         g = (grid, 1, 1) if type(grid) is int and 0 < grid < 1 << 32 else as_dims(grid, "grid")
         b = (block, 1, 1) if type(block) is int and 0 < block < 1 << 32 else as_dims(block, "block")
         smem = as_shared_mem(shared_mem)

@@ -231,11 +231,13 @@ class Memory:
 
     def find(self, address: int) -> Block | None:
         """The block whose range holds ``address`` (mapped or not)."""
-        i = bisect.bisect_right(self.bases, address) - 1
-        if i < 0:
-            return None
-        b = self.blocks[self.bases[i]]
-        return b if b.base <= address < b.base + max(b.size, 1) else None
+        # (a collection may run a finalizer's free inside this call, on this thread, and shrink
+        # the table between the search and the read: read what is there, or find nothing)
+        bases = self.bases
+        i = bisect.bisect_right(bases, address) - 1
+        base = bases[i] if 0 <= i < len(bases) else None
+        b = None if base is None else self.blocks.get(base)
+        return b if b is not None and b.base <= address < b.base + max(b.size, 1) else None
 
     # -- allocation ------------------------------------------------------------------------
     def malloc(self, device: int, size: int) -> Block:
