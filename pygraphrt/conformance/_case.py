@@ -245,22 +245,7 @@ class CaseContext:
         return self.track(self.rt.Event(**kw))
 
     def malloc(self, size: int) -> Any:
-        """Allocate ``size`` bytes of device memory on the current device.
-
-        Parameters
-        ----------
-        size : int
-            Bytes to allocate.
-
-        Returns
-        -------
-        DeviceBuffer
-            The buffer; freed when closed or collected.
-
-        Examples
-        --------
-        >>> buf = pygraphrt.malloc(1 << 20)   # doctest: +SKIP
-        """
+        """``rt.malloc(size)`` on the current device, closed after the case."""
         return self.track(self.rt.malloc(size))
 
     def instantiate(self, graph: Any, *args: Any, **kw: Any) -> Any:
