@@ -22,9 +22,17 @@ def summary(out=sys.stdout) -> int:
         b = pygraphrt.use("auto")
         bi = b.info()
         from .device import Device
+        from .errors import GraphRTError
 
-        names = ", ".join(f"[{i}] {Device(i).info().name}" for i in range(bi.device_count))
+        def name(i: int) -> str:
+            try:
+                return Device(i).info().name
+            except GraphRTError as exc:  # (a runtime without the properties call still reports)
+                return f"(name unknown: {exc})"
+
+        names = ", ".join(f"[{i}] {name(i)}" for i in range(bi.device_count))
         p(f"GPU: {bi.vendor} {bi.runtime_version_str} runtime, {bi.device_count} device(s): {names}")
+        p(f"  call path: {bi.ffi_mode}")  # (compiled, or ABI mode and why: pip hides the build's output)
     p("  the full report (libraries tried, call path, capabilities, functions this runtime lacks): "
       "python -m pygraphrt info --verbose")
     return 0

@@ -111,7 +111,7 @@ def in_venv(venv: Path, args: list[str], cwd: Path, env: dict[str, str], timeout
 
 def info_of(venv: Path, cwd: Path, env: dict[str, str], fake: Path) -> str:
     """``python -m pygraphrt info`` in ``venv`` against the fake libcudart ``fake``."""
-    return in_venv(venv, ["-m", "pygraphrt", "info"], cwd, dict(env, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(fake)))
+    return in_venv(venv, ["-m", "pygraphrt", "info", "--verbose"], cwd, dict(env, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(fake)))
 
 
 def test_scripts_wheels_builds_every_fast_binding():
@@ -162,6 +162,11 @@ def test_the_installed_wheel_takes_the_compiled_path_without_a_compiler(built, p
     info = info_of(venv, run_dir, env, fake)
     assert "call path: api (compiled: _cuda13." in info and "hot methods in C" in info, info
     assert f"compiled extension: {site / 'pygraphrt' / '_fastlib' / '_cuda13'}" in info, info
+    # the short report names the call path too (pip hid the build), and a runtime without the
+    # device-properties call (the fake) still gets its one line, not a traceback
+    short = in_venv(venv, ["-m", "pygraphrt", "info"], run_dir,
+                    dict(env, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(fake)))
+    assert "call path: api (compiled: _cuda13." in short and "[0] (name unknown:" in short, short
     r = subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
                         str(run_dir / "pytest.ini"), "--rootdir", str(run_dir), *INSTALLED_TESTS],
                        capture_output=True, text=True, cwd=str(run_dir), timeout=600,
