@@ -725,6 +725,22 @@ def test_memory_copies_and_checks(stream):
         rt.malloc(big + 1)
 
 
+def test_a_host_buffer_shorter_than_the_count_is_refused_before_the_copy(stream):
+    # A host address carries no size, so neither the runtime nor the simulator can refuse a copy
+    # past a host buffer's end: pygraphrt must, from the object (found by the mutation check:
+    # check_fits could answer "fits" with no in-process test noticing).  The view is the first
+    # 8 bytes of a 64-byte buffer, so a copy that did run stays inside memory that is ours.
+    a = rt.malloc(64)
+    a.copy_from(bytes(range(64)))
+    backing = bytearray(64)
+    with pytest.raises(errors.InvalidValue, match="64 bytes do not fit the destination"):
+        stream.memcpy(memoryview(backing)[:8], a, 64)
+    with pytest.raises(errors.InvalidValue, match="64 bytes do not fit the source"):
+        stream.memcpy(a, memoryview(bytes(64))[:8], 64)
+    stream.synchronize()
+    assert backing == bytearray(64) and a.to_bytes(64) == bytes(range(64))
+
+
 # ============================================================================ capture rules
 def test_capture_modes_and_unsafe_calls(stream, bufs):
     # global: a synchronous allocation on the capturing thread is refused and invalidates
