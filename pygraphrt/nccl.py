@@ -1033,6 +1033,18 @@ class Communicator:
             if pending is not None:
                 pending.append(self)
 
+    def _pair(self, api: str, dtype: Any, sendbuf: Any, recvbuf: Any, count: int | None, count_of: str,
+              send_blocks: int = 1, recv_blocks: int = 1) -> tuple[Any, Any, int, str]:
+        """A collective's two buffers (either may be None where the operation allows it), their
+        dtype name and the element count, checked before NCCL sees them: ``count`` (default: all
+        of the ``count_of`` buffer, ``"send"`` or ``"recv"``), ``sendbuf`` holding
+        ``send_blocks`` and ``recvbuf`` ``recv_blocks`` times that many elements."""
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        n = self._count(api, count, src if count_of == "send" else dst)
+        self._fits(api, "sendbuf", src, n * send_blocks)
+        self._fits(api, "recvbuf", dst, n * recv_blocks)
+        return src, dst, n, name
+
     def all_reduce(self, sendbuf: Any, recvbuf: Any, stream: Any, op: Any = "sum", *,
                    count: int | None = None, dtype: Any = None) -> None:
         """``ncclAllReduce``: every rank's ``recvbuf`` gets the reduction (``op``: sum, prod,
@@ -1040,10 +1052,7 @@ class Communicator:
         default: all of ``recvbuf``).  ``sendbuf is recvbuf`` reduces in place."""
         api = "ncclAllReduce"
         comm, s = self._prepare(api, stream)
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
-        n = self._count(api, count, dst)
-        self._fits(api, "sendbuf", src, n)
-        self._fits(api, "recvbuf", dst, n)
+        src, dst, n, name = self._pair(api, dtype, sendbuf, recvbuf, count, "recv")
         assert src is not None and dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
@@ -1059,10 +1068,7 @@ class Communicator:
         r = self._peer(api, root, "root")
         if r == self.rank and sendbuf is None:
             raise errors.InvalidValue(api, detail="the root needs a sendbuf")
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
-        n = self._count(api, count, dst)
-        self._fits(api, "sendbuf", src, n)
-        self._fits(api, "recvbuf", dst, n)
+        src, dst, n, name = self._pair(api, dtype, sendbuf, recvbuf, count, "recv")
         assert dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", (src or dst).address),
@@ -1077,10 +1083,7 @@ class Communicator:
         r = self._peer(api, root, "root")
         if r == self.rank and recvbuf is None:
             raise errors.InvalidValue(api, detail="the root needs a recvbuf")
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
-        n = self._count(api, count, src)
-        self._fits(api, "sendbuf", src, n)
-        self._fits(api, "recvbuf", dst, n)
+        src, dst, n, name = self._pair(api, dtype, sendbuf, recvbuf, count, "send")
         assert src is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
@@ -1093,10 +1096,7 @@ class Communicator:
         ``recvbuf[i*count:(i+1)*count]`` on every rank."""
         api = "ncclAllGather"
         comm, s = self._prepare(api, stream)
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
-        n = self._count(api, count, src)
-        self._fits(api, "sendbuf", src, n)
-        self._fits(api, "recvbuf", dst, n * self.size)
+        src, dst, n, name = self._pair(api, dtype, sendbuf, recvbuf, count, "send", recv_blocks=self.size)
         assert src is not None and dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", src.address),
@@ -1108,10 +1108,7 @@ class Communicator:
         elements), rank i keeping block i (``count`` elements; default: all of ``recvbuf``)."""
         api = "ncclReduceScatter"
         comm, s = self._prepare(api, stream)
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
-        n = self._count(api, count, dst)
-        self._fits(api, "sendbuf", src, n * self.size)
-        self._fits(api, "recvbuf", dst, n)
+        src, dst, n, name = self._pair(api, dtype, sendbuf, recvbuf, count, "recv", send_blocks=self.size)
         assert src is not None and dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
