@@ -64,6 +64,9 @@ static struct {
     int launch_bound;
     PyObject *launch_backend, *ct_lstream, *ct_lvoid_p;
     Py_ssize_t k_launch;
+    /* one_device(): the bound backend's runtime has exactly one device, so `device=0` on an add
+       names the current device and the C may take the call (multidevice.placed's answer) */
+    int one_device;
     PyObject *fallback[_PGR_ALL_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_ALL_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_ALL_METHODS];       /* the UTF-8 text ml_doc points into */
@@ -72,7 +75,7 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep;
+    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep, *_pgr_s_device;
 
 /* ---- small helpers ---- */
 
@@ -269,6 +272,21 @@ static int _pgr_bind_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     return 1;
 }
 
+/* Whether an add's `device=` value lets the C take the call: not given, None, or 0 where the
+ * runtime has one device (the current device, every node's: nothing to switch or record).
+ * Anything else -- another ordinal, a Device, a bad value -- takes the Python method. */
+static int _pgr_device_here(PyObject *device) {
+    long d;
+    if (device == NULL || device == Py_None) return 1;
+    if (!_pgr_hot.one_device || !PyLong_CheckExact(device)) return 0;
+    d = PyLong_AsLong(device);
+    if (d == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return d == 0;
+}
+
 /* The Python method this one replaced, called with the same arguments. */
 static PyObject *_pgr_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames) {
@@ -447,18 +465,18 @@ fallback:
 /* Graph.add_memset(dst, value, count, *, element_size=1, height=1, pitch=0, dependencies=None,
  * edges=None), dst a plain int address or an open DeviceBuffer of the same backend. */
 static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *v[5 + 3] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
-    enum { DST, VALUE, COUNT, ESIZE, HEIGHT, PITCH, DEPS, EDGES };
-    PyObject *const names[8] = {_pgr_s_dst, _pgr_s_value, _pgr_s_count, _pgr_s_element_size, _pgr_s_height,
-                                _pgr_s_pitch, _pgr_s_dependencies, _pgr_s_edges};
+    PyObject *v[9] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None, NULL};
+    enum { DST, VALUE, COUNT, ESIZE, HEIGHT, PITCH, DEPS, EDGES, DEVICE };
+    PyObject *const names[9] = {_pgr_s_dst, _pgr_s_value, _pgr_s_count, _pgr_s_element_size, _pgr_s_height,
+                                _pgr_s_pitch, _pgr_s_dependencies, _pgr_s_edges, _pgr_s_device};
     PyObject *keep = NULL, *res = NULL;
     unsigned long long value, esize = 1, dst = 0;
     size_t count, height = 1, pitch = 0;
     void *dst_p = NULL, *out = NULL;
     _pgr_add_args a;
     int rc, from_buffer = 0;
-    if (!_pgr_bind_args(args, nargs, kwnames, names, 8, 3, 3, v)) goto fallback;
-    if (v[EDGES] != Py_None || !_pgr_on(_PGR_ADD_MEMSET)) goto fallback;
+    if (!_pgr_bind_args(args, nargs, kwnames, names, 9, 3, 3, v)) goto fallback;
+    if (v[EDGES] != Py_None || !_pgr_device_here(v[DEVICE]) || !_pgr_on(_PGR_ADD_MEMSET)) goto fallback;
     if (v[ESIZE] != NULL && (!_pgr_u64(v[ESIZE], &esize) || (esize != 1 && esize != 2 && esize != 4))) goto fallback;
     if (!_pgr_u64(v[VALUE], &value) || value >> (8 * esize) != 0 || !_pgr_size(v[COUNT], &count)) goto fallback;
     if ((v[HEIGHT] != NULL && !_pgr_size(v[HEIGHT], &height)) || (v[PITCH] != NULL && !_pgr_size(v[PITCH], &pitch)))
@@ -636,10 +654,10 @@ static int _pgr_kernel_func(PyObject *kernel, PyObject *void_p, void **out) {
 }
 
 static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *v[8] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None};
-    enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES };
-    PyObject *const names[8] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
-                                _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges};
+    PyObject *v[9] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None, NULL};
+    enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES, DEVICE };
+    PyObject *const names[9] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
+                                _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges, _pgr_s_device};
     PyObject *kernel, *layout, *form, *keep = NULL, *res = NULL;
     PyObject *const *items = NULL;
     PyObject *owners[_PGR_KERNEL_MAX_PARAMS];  /* the buffers among the arguments (new references) */
@@ -654,8 +672,8 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     const char *desc;
     _pgr_add_args a;
     int rc;
-    if (!_pgr_bind_args(args, nargs, kwnames, names, 8, 4, 3, v)) goto fallback;
-    if (v[EDGES] != Py_None ||
+    if (!_pgr_bind_args(args, nargs, kwnames, names, 9, 4, 3, v)) goto fallback;
+    if (v[EDGES] != Py_None || !_pgr_device_here(v[DEVICE]) ||
         (v[ATTRS] != NULL && v[ATTRS] != Py_None) || !_pgr_hot.kernels_bound || !_pgr_on(_PGR_ADD_KERNEL))
         goto fallback;
     /* the kernel: exactly a Kernel of this backend whose layout the Python method recorded for
@@ -1352,7 +1370,22 @@ static PyObject *_pgr_roundtrip(PyObject *mod, PyObject *args) {
     return _cffi_from_c_pointer(p, (struct _cffi_ctypedescr *)ct);
 }
 
+PyDoc_STRVAR(_pgr_one_device_doc,
+"one_device(flag)\n--\n\n"
+"Tell the hot methods whether the bound backend's runtime has exactly one device (then\n"
+"``device=0`` on an add is the current device and stays in C); pygraphrt.multidevice sets it\n"
+"when it first asks the device count.");
+
+static PyObject *_pgr_one_device_set(PyObject *mod, PyObject *args) {
+    int flag;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "p", &flag)) return NULL;
+    _pgr_hot.one_device = flag;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef _pgr_hot_module_defs[] = {
+    {"one_device", _pgr_one_device_set, METH_VARARGS, _pgr_one_device_doc},
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},
@@ -1374,12 +1407,12 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep"};
+                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep", "device"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
                                 &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep};
+                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep, &_pgr_s_device};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

@@ -35,7 +35,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from . import _runtime, errors
+from . import _fast, _runtime, errors
 from ._operands import ordinal as _ordinal
 
 if TYPE_CHECKING:
@@ -90,6 +90,9 @@ def _count(backend: Any) -> int:
         cell = backend.ffi.new("int *")
         backend.ops.call("GetDeviceCount", cell)
         n = backend.__dict__["_device_count"] = int(cell[0])
+        hot = _fast.hot_module(backend)
+        if hot is not None:  # (the compiled adds then take device=0 themselves: see placed)
+            hot.one_device(n == 1)
     return n
 
 
@@ -111,10 +114,29 @@ def device_exists(backend: Any, device: Any, what: str) -> bool:
 
 
 def current(backend: Any) -> int:
-    """This thread's current device (``GetDevice``)."""
-    cell = backend.ffi.new("int *")
-    backend.ops.call("GetDevice", cell)
-    return int(cell[0])
+    """This thread's current device (``GetDevice``).  Asked of the runtime each time: torch,
+    CuPy or the user may switch devices behind pygraphrt's back, so no copy is kept."""
+    get = backend.__dict__.get("_get_device")
+    if get is None:
+        get = backend.__dict__["_get_device"] = _device_getter(backend)
+    return get()
+
+
+def _device_getter(backend: Any) -> Callable[[], int]:
+    """``current`` for ``backend``: the library's GetDevice looked up once (the build path's
+    ``device=`` asks it on every placed node)."""
+    ops = backend.ops
+    fn = ops.fn("GetDevice")
+    new = backend.ffi.new
+
+    def get_device() -> int:
+        cell = new("int *")
+        rc = fn(cell)
+        if rc:
+            raise ops.error(rc, ops.prefix + "GetDevice")
+        return cell[0]
+
+    return get_device
 
 
 def enter(backend: Any, device: int) -> int | None:
@@ -297,15 +319,39 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
     node it made recorded as ``device``'s.  A refused call leaves no node (the runtime made
     none) and the previous device current."""
     b = graph._backend
-    d = checked_ordinal(b, device, f"Graph.{what}")
+    count = b.__dict__.get("_device_count", 0)
+    if type(device) is int and 0 <= device < count:
+        if count == 1:
+            # The one device there is: current, and every node's device (node_device's answer
+            # without a record) -- nothing to switch, check or record.
+            return add()
+        d = device  # (an ordinal of a device the runtime has: the checks below would pass)
+    else:
+        d = checked_ordinal(b, device, f"Graph.{what}")
     if what == "add_kernel" and graph._owner is not None:
         check_body_device(graph, d)
-    outer = getattr(_placing, "device", None)
-    _placing.device = d  # (record_node: the device is known, no need to ask the runtime)
-    try:
-        node = on_device(b, d, add)
-    finally:
-        _placing.device = outer
+    previous = current(b)
+    switch = previous != d
+    if not switch and not b.several:
+        # Already current, one device in use: no switch to make or undo, and no node record
+        # that would ask the runtime (record_node runs only with several in use).
+        node = add()
+    else:
+        outer = getattr(_placing, "device", None)
+        _placing.device = d  # (record_node: the device is known, no need to ask the runtime)
+        try:
+            if switch:  # (the previous device is known: enter() would ask again)
+                b.ops.call("SetDevice", d)
+                if d and not b.several:
+                    now_several(b)
+                try:
+                    node = add()
+                finally:
+                    b.ops.call("SetDevice", previous)
+            else:
+                node = add()
+        finally:
+            _placing.device = outer
     node_devices(graph)[node._handle] = d  # type: ignore[attr-defined]
     return node
 

@@ -50,7 +50,7 @@ import pygraphrt as rt
 from pygraphrt import errors
 from pygraphrt.enums import CaptureStatus, DependencyType, EdgeData, NodeType
 
-from .backends import selected
+from .backends import selected, simulator
 
 # ------------------------------------------------------------------------------ the language
 BUF_SIZES = (100, 600, 1000, 2900)   # not multiples of 256: an end address never starts another buffer
@@ -61,8 +61,9 @@ N_EVENTS = 2
 LOCAL = 224  # node references below this pick a node of the graph at hand; above, any node
 
 
-def _strategies() -> Any:
-    """The hypothesis strategy of programs (imported lazily: hypothesis is a test dependency)."""
+def _strategies(devices: int = 1) -> Any:
+    """The hypothesis strategy of programs (imported lazily: hypothesis is a test dependency).
+    ``devices=2``: programs over two devices (see :func:`programs`)."""
     from hypothesis import strategies as st
 
     raw = st.integers(0, 255)
@@ -121,6 +122,14 @@ def _strategies() -> Any:
                 (empty, 4), (host, 4), (exec_memset, 4), (exec_memcpy, 3), (exec_enable, 4), (update, 5),
                 (child, 3), (event_node, 3), (clone, 3), (exec_host, 2), (exec_child, 2),
                 (destroy_node, 3), (graph, 2), (buf, 1), (destroy_graph, 1)]
+    if devices > 1:
+        # Each of these may run with another device current ("on"), which places the nodes it
+        # makes, the buffers it allocates and the streams' work; peer access goes on and off.
+        dev = st.integers(0, devices - 1)
+        placeable = st.one_of(memset, memcpy, capture, instantiate, launch, empty, event_node, child, buf)
+        on = t("on", dev, placeable)
+        peer = t("peer", st.booleans())
+        weighted += [(on, 16), (peer, 12)]
     table = [s for s, w in weighted for _ in range(w)]
     step = st.integers(0, len(table) - 1).flatmap(lambda k: table[k])
     # Most programs end by instantiating and launching something: random step lists alone rarely
@@ -131,13 +140,24 @@ def _strategies() -> Any:
     change_it = st.tuples(instantiate, launch, change, launch)
     epilogue = st.sampled_from((0, 0, 0, 1, 1, 2, 3)).flatmap(
         lambda k: (launch_it, change_it, st.just(()), t(t("launch", small, stream)))[k])
-    return st.builds(lambda p, s, e: tuple(p[0]) + tuple(p[1]) + tuple(s) + tuple(e), prologue,
+    if devices > 1:  # the devices first; a buffer on the last device beside device 0's
+        head = (("devices", devices),)
+        prologue = st.tuples(st.lists(buf, min_size=1, max_size=2).map(
+            lambda bs: [*bs, ("on", devices - 1, ("buf", bs[0][1] + 1))]), st.just([("graph",)]))
+    else:
+        head = ()
+    return st.builds(lambda p, s, e: head + tuple(p[0]) + tuple(p[1]) + tuple(s) + tuple(e), prologue,
                      st.lists(step, min_size=3, max_size=6), epilogue)
 
 
-def programs() -> Any:
-    """Hypothesis strategy: random programs of at most 13 steps."""
-    return _strategies()
+def programs(devices: int = 1) -> Any:
+    """Hypothesis strategy: random programs of at most 13 steps (14 over several devices).
+
+    ``devices=2``: each program begins with ``("devices", 2)`` -- stream and event ``i`` then
+    belong to device ``i % 2`` -- and its steps may run with device 1 current (``("on", 1,
+    step)``: buffers allocated there, nodes placed there, captures and launches made from
+    there) or turn peer access between the devices on and off (``("peer", bool)``)."""
+    return _strategies(devices)
 
 
 # ------------------------------------------------------------------------------ data model
@@ -209,6 +229,8 @@ class Interpreter:
         self.host_fns: list[Any] = []
         self.captures: list[Any] = []
         self.stats: dict[str, int] = {"launched": 0, "data": 0, "errors": 0, "ok": 0}
+        self.ndev = 1          # ("devices", n): stream and event i belong to device i % n
+        self.peer = False      # ("peer", True): peer access enabled both ways by the program
 
     # -- set-up and tear-down -----------------------------------------------------------------
     def setup(self) -> None:
@@ -222,8 +244,13 @@ class Interpreter:
                 cap.abort()
         for s in self.streams:
             self._force_end(s)
-        with contextlib.suppress(Exception):
-            rt.Device(0).synchronize()
+        self._sync_all()
+        if self.peer:  # peer access outlives the program in the runtime: leave it as found
+            with contextlib.suppress(Exception):
+                self.do_peer(False)
+        if self.ndev > 1:
+            with contextlib.suppress(Exception):
+                rt.Device(0).set_current()
         for x, _ in self.execs:
             with contextlib.suppress(Exception):
                 x.close()
@@ -404,6 +431,52 @@ class Interpreter:
             return len(self.bufs) - 1
 
         return (self._outcome(make),)
+
+    def do_devices(self, n: int) -> tuple:
+        """Use ``n`` devices: stream and event ``i`` are remade on device ``i % n``."""
+        def make() -> int:
+            count = rt.device_count()
+            if count < n:
+                raise RuntimeError(f"the program needs {n} devices, the backend has {count}")
+            for obj in self.events + self.streams:
+                obj.close()
+            self.streams, self.events = [], []
+            for i in range(max(N_STREAMS, N_EVENTS)):
+                with rt.Device(i % n):
+                    if i < N_STREAMS:
+                        self.streams.append(rt.Stream())
+                    if i < N_EVENTS:
+                        self.events.append(rt.Event())
+            self.ndev = n
+            return n
+
+        return (self._outcome(make),)
+
+    def do_on(self, d: int, step: tuple) -> tuple:
+        """``step`` with device ``d`` current (restored after, also when the step raises)."""
+        d %= self.ndev
+        with rt.Device(d):
+            return (d, self.step(step))
+
+    def do_peer(self, on: bool) -> tuple:
+        """Peer access between every pair of the program's devices, on or off (an enable that
+        is already on succeeds: pygraphrt's rule; disabling what is off is the runtime's
+        PeerAccessNotEnabled)."""
+        def switch() -> bool:
+            for a in range(self.ndev):
+                for b in range(self.ndev):
+                    if a != b:
+                        dev = rt.Device(a)
+                        dev.enable_peer_access(b) if on else dev.disable_peer_access(b)
+            self.peer = on
+            return on
+
+        return (self._outcome(switch),)
+
+    def _sync_all(self) -> None:
+        """Every device of the program synchronized (device 0 first; the first failure raises)."""
+        for d in range(self.ndev):
+            rt.Device(d).synchronize()
 
     def do_graph(self) -> tuple:
         def make() -> int:
@@ -611,7 +684,7 @@ class Interpreter:
         if out[0] == "ok":
             self.apply(m)
             self.stats["launched"] += 1
-        sync = self._outcome(rt.Device(0).synchronize)
+        sync = self._outcome(self._sync_all)
         return (k, out, sync, self._outcome(self._readback))
 
     def _readback(self) -> tuple:
@@ -772,7 +845,7 @@ class Interpreter:
             left = [k for k, st in enumerate(self.streams) if self._force_end(st)]
             if left:  # the library guarantees this never happens: make it visible in the trace
                 results.append(("LEFT_CAPTURING", tuple(left)))
-            self._outcome(rt.Device(0).synchronize)
+            self._outcome(self._sync_all)
 
     def _eager(self, s: Any) -> bool:
         try:
@@ -943,13 +1016,19 @@ class Interpreter:
 
 # ------------------------------------------------------------------------------ running and comparing
 @contextlib.contextmanager
-def active_backend(vendor: str, order: str | None = None) -> Iterator[Any]:
+def active_backend(vendor: str, order: str | None = None, devices: int = 1) -> Iterator[Any]:
     """Make ``vendor`` the active backend for the block (restoring the previous one after).
 
     Every object made in the block must be gone after it (collected, then checked);
-    ``order`` sets the simulator's node order (``"random:SEED"``) for the block.
+    ``order`` sets the simulator's node order (``"random:SEED"``) for the block; ``devices``
+    the simulator's device count (a real runtime has the machine's).  The record of several
+    devices in use is reset after the block: one program's second device must not turn the
+    next program's compiled paths off.
     """
-    with selected(vendor) as backend:
+    from pygraphrt import multidevice
+
+    chosen = simulator(devices) if vendor == "sim" and devices > 1 else selected(vendor)
+    with chosen as backend:
         before = len(backend.live)
         if order is not None and vendor == "sim":
             mode, _, seed = order.partition(":")
@@ -960,14 +1039,17 @@ def active_backend(vendor: str, order: str | None = None) -> Iterator[Any]:
             if order is not None and vendor == "sim":
                 backend.runtime.set_order("creation")
             gc.collect()
+            multidevice._reset_several(backend)
     leaked = len(backend.live) - before
     assert leaked <= 0, f"{leaked} {vendor} object(s) of the program are still alive"
 
 
 def run_program(program: tuple, vendor: str, order: str | None = None,
                 stats: dict[str, int] | None = None) -> list[Any]:
-    """The trace of ``program`` on ``vendor``, run in a fresh state."""
-    with active_backend(vendor, order):
+    """The trace of ``program`` on ``vendor``, run in a fresh state (``sim``: with as many
+    devices as the program's ``("devices", n)`` step asks for)."""
+    devices = program[0][1] if program and program[0][0] == "devices" else 1
+    with active_backend(vendor, order, devices):
         interp = Interpreter()
         try:
             trace = interp.run(program)
@@ -1005,6 +1087,42 @@ def first_difference(a: list[Any], b: list[Any]) -> str | None:
 
 
 # ------------------------------------------------------------------------------ regressions
+# Programs over two devices, replayed by the 2-GPU test (cuda against sim) and by the CPU test
+# (sim against sim in a random order); hand-written seeds first, then any counterexample the
+# 2-GPU run finds (shrunk by hypothesis).
+REGRESSIONS_2DEV: list[tuple[str, tuple]] = [
+    ("seed-2dev-copy-between-devices", (  # a graph on device 0 copying device 1's buffer, peer off then on
+        ("devices", 2), ("buf", 2), ("on", 1, ("buf", 3)), ("graph",),
+        ("memset", 0, (), 1, 0, "all", 0, 5, 1),
+        ("memcpy", 0, (0,), 0, 0, 1, 0, "fit", 50),
+        ("instantiate", 0), ("launch", 0, 0),
+        ("peer", True), ("launch", 0, 1), ("peer", False),
+    )),
+    ("seed-2dev-nodes-on-device-1", (  # nodes placed on device 1, launched from device 0's stream
+        ("devices", 2), ("buf", 1), ("on", 1, ("buf", 0)), ("graph",),
+        ("on", 1, ("memset", 0, (), 1, 0, "all", 0, 3, 1)),
+        ("memset", 0, (0,), 0, 0, "fit", 9, 4, 1),
+        ("on", 1, ("empty", 0, (0, 1))),
+        ("instantiate", 0), ("launch", 0, 0), ("on", 1, ("launch", 0, 1)),
+    )),
+    ("seed-2dev-capture-across-devices", (  # fork to device 1's stream and join back; a record refused
+        ("devices", 2), ("buf", 2), ("on", 1, ("buf", 1)), ("graph",),
+        ("capture", 0, "global", None, (
+            ("memset", 0, 0, 0, "all", 0, 1), ("record", 0, 0), ("wait", 1, 0),
+            ("memset", 1, 1, 0, "fit", 7, 4), ("record", 1, 1), ("wait", 0, 1))),
+        ("capture", 1, "global", None, (("memset", 1, 1, 0, "fit", 1, 2), ("record", 1, 0))),
+        ("on", 1, ("capture", 1, "relaxed", None, (("memset", 1, 1, 0, "all", 0, 6),))),
+        ("instantiate", 0), ("launch", 0, 1), ("on", 1, ("instantiate", 2)), ("launch", 1, 0),
+    )),
+    ("seed-2dev-event-node-and-child", (  # an event of device 1 as a node of a device-0 graph, a child graph
+        ("devices", 2), ("buf", 0), ("on", 1, ("buf", 0)), ("graph",),
+        ("event_node", 0, (), True, 1), ("on", 1, ("event_node", 0, (0,), False, 1)),
+        ("graph",), ("on", 1, ("memset", 1, (), 1, 0, "all", 0, 8, 1)),
+        ("child", 0, 0, (1,)), ("instantiate", 0), ("launch", 0, 0), ("on", 1, ("launch", 0, 1)),
+    )),
+]
+
+
 # Counterexamples found on the GPU (shrunk by hypothesis), replayed by both the GPU test and the
 # CPU test: add each as ``(name, program)``.
 REGRESSIONS: list[tuple[str, tuple]] = [

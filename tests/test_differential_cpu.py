@@ -73,6 +73,59 @@ def test_random_programs_sim_vs_sim():
     assert figures["data_masked"] >= 0.06 * n, figures    # undetermined bytes were masked
 
 
+def test_random_programs_over_two_devices_sim_vs_sim():
+    """Programs over 2 devices (streams, events and buffers of both, nodes placed on either,
+    peer access on and off) on a 2-device simulator, twice: deterministic, masks sound, and they
+    reach both devices' work."""
+    figures = {"programs": 0, "launched": 0, "on_device_1": 0, "peer": 0, "raised": 0}
+
+    @settings(max_examples=40, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    @given(D.programs(devices=2))
+    def run(program):
+        assert program[0] == ("devices", 2)
+        stats: dict[str, int] = {}
+        trace = _check(program, stats)
+        assert trace[0] == ("devices", ("ok", 2)), trace[0]
+        figures["programs"] += 1
+        figures["launched"] += stats.get("launched", 0) > 0
+        figures["raised"] += stats.get("errors", 0) > 0
+        # a step made with device 1 current that succeeded
+        figures["on_device_1"] += any(t[0] == "on" and t[1] == 1 and "'ok'" in repr(t[2]) for t in trace)
+        figures["peer"] += any(t[0] == "peer" for t in trace)
+
+    run()
+    print("differential figures (2 devices):", figures)
+    n = figures["programs"]
+    assert n >= 40
+    assert figures["launched"] >= 0.5 * n, figures
+    assert figures["on_device_1"] >= 0.9 * n, figures  # the prologue's buffer at least
+    assert figures["raised"] >= 0.2 * n, figures
+    assert figures["peer"] >= 0.05 * n, figures
+
+
+@pytest.mark.parametrize("name,program", D.REGRESSIONS_2DEV, ids=[name for name, _ in D.REGRESSIONS_2DEV])
+def test_two_device_regression_programs_on_sim(name, program):
+    """Each runs on a 2-device simulator (sim against sim in a random order), reaches device 1,
+    and raises nothing of Python's own."""
+    trace = _check(program)
+    assert trace[0] == ("devices", ("ok", 2))
+    assert any(t[0] == "on" for t in trace)
+
+
+def test_two_device_programs_need_two_devices():
+    """On a one-device backend the devices step fails, saying so in the trace."""
+    from .backends import selected
+
+    interp = D.Interpreter()
+    with selected("sim"):
+        try:
+            interp.setup()
+            assert interp.do_devices(2) == (("err", "py:RuntimeError"),)
+        finally:
+            interp.close()
+
+
 RECORDS = R.load_records()
 
 

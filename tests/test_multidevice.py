@@ -101,11 +101,24 @@ def runtime_calls(backend: Any) -> Iterator[list[str]]:
         seen.append(api)
         return type(ops).call(ops, api, *args)
 
-    ops.call = call
+    def fn(api: str) -> Any:  # (multidevice.current looks GetDevice up once per backend)
+        f = type(ops).fn(ops, api)
+        if api != "GetDevice":  # (ops.call's own lookups are counted by call above)
+            return f
+
+        def counted(*args: Any) -> Any:
+            seen.append(api)
+            return f(*args)
+
+        return counted
+
+    ops.call, ops.fn = call, fn
+    backend.__dict__.pop("_get_device", None)
     try:
         yield seen
     finally:
-        del ops.call
+        del ops.call, ops.fn
+        backend.__dict__.pop("_get_device", None)
 
 
 def ints(buf: Any, n: int) -> np.ndarray:
@@ -150,8 +163,23 @@ def test_device_keyword_costs_nothing_when_absent_and_no_switch_when_current(sim
     assert calls == []  # device=None: not even a query of the current device
     with runtime_calls(sim1) as calls:
         n = g.add_memset(buf, 2, 256, device=0)
-    assert calls == ["GetDevice"]  # current already: no switch
+    assert calls == []  # the only device there is: current, nothing to ask or switch
     assert n.device == 0
+
+
+def test_device_keyword_on_the_current_one_of_two_devices_asks_once_and_switches_nothing(sim2):
+    buf = rt.malloc(256)
+    g = rt.Graph()
+    with rt.Device(1):
+        g.add_memset(buf, 0, 256, device=1)  # (the device count asked: once per backend)
+        with runtime_calls(sim2) as calls:
+            n = g.add_memset(buf, 2, 256, device=1)
+        assert calls == ["GetDevice"]  # current already: no switch
+        assert n.device == 1
+    with runtime_calls(sim2) as calls:
+        m = g.add_memset(buf, 3, 256, device=1)
+    assert calls == ["GetDevice", "SetDevice", "SetDevice"]  # (there and back)
+    assert m.device == 1 and rt.current_device() == rt.Device(0)
 
 
 def test_objects_know_their_device(sim1):

@@ -439,3 +439,50 @@ class TestTwoDevices:
         g.instantiate().launch(s0)
         s0.synchronize()
         assert ints(a0, 1)[0] == 7 and ints(a1, 1)[0] == 9
+
+
+DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
+    import pygraphrt as rt
+    from pygraphrt import errors
+    from pygraphrt.graph import _graph
+
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    g, buf = rt.Graph(), rt.malloc(64)
+    g.add_memset(buf, 1, 64, device=0)  # the first: the device count asked (Python)
+    g.add_kernel(k, 1, 32, (buf,))      # a kernel's first node: Python
+    placed = []
+    python_placed = _graph._placed
+    _graph._placed = lambda *a: (placed.append(1), python_placed(*a))[1]
+    for _ in range(3):
+        g.add_memset(buf, 1, 64, device=0)
+        g.add_kernel(k, 1, 32, (buf,), device=0)
+    print(len(placed), len(g._nodes))
+    for bad in (1, -1, "0"):
+        try:
+            g.add_memset(buf, 1, 64, device=bad)
+            print("not refused")
+        except (errors.InvalidDevice, errors.InvalidValue) as e:
+            print(type(e).__name__)
+    print(len(placed), len(g._nodes))
+""")
+
+
+@pytest.mark.parametrize("mode, placed", [("0", "6"), ("1", "0")])
+def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_cudart, tmp_path, mode, placed):
+    """On a one-device runtime ``device=0`` is the current device: the C add_memset and
+    add_kernel take it themselves (no Python placement); another ordinal, a negative one or a
+    string still reach the Python method, which refuses them (InvalidDevice naming the count,
+    InvalidValue).  ABI mode: every such add is placed by the Python path."""
+    if mode == "1":
+        from pygraphrt import _fast
+
+        if _fast.extension_path("cuda13") is None:
+            pytest.skip("the fast path is not built")
+    script = tmp_path / "run.py"
+    script.write_text(DEVICE_KEYWORD_SCRIPT)
+    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:5] == [f"{placed} 8", "InvalidDevice", "InvalidValue", "InvalidValue",
+                                        f"{int(placed) + 3} 8"], r.stdout

@@ -81,10 +81,12 @@ def _record_node(graph: "Graph", node: Node) -> None:
 
 
 def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
-    """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported only by calls
-    that name a device)."""
+    """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported by the first
+    call that names a device, then called directly)."""
+    global _placed
     from ..multidevice import placed
 
+    _placed = placed
     return placed(graph, device, what, add)
 
 

@@ -82,6 +82,33 @@ def test_cuda_and_sim_agree_on_regressions(program):
     _check(program)
 
 
+# Programs over 2 devices (D.programs(devices=2)): on a 2-GPU machine; each side fresh, the
+# simulator with 2 devices.  Fewer examples by default than the one-device test (each runs on
+# two devices with their synchronizations): PYGRAPHRT_DIFFERENTIAL_EXAMPLES_2DEV changes it.
+@settings(max_examples=int(os.environ.get("PYGRAPHRT_DIFFERENTIAL_EXAMPLES_2DEV", "300")), deadline=None,
+          database=None, print_blob=True,
+          suppress_health_check=list(HealthCheck),
+          phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink])
+@given(D.programs(devices=2))
+def _random_programs_on_two_devices(program):
+    _check(program)
+
+
+def test_cuda_and_sim_agree_on_random_programs_over_two_devices():
+    from ..conftest import require_devices
+
+    require_devices(2)
+    _random_programs_on_two_devices()
+
+
+@pytest.mark.parametrize("program", [p for _, p in D.REGRESSIONS_2DEV], ids=[name for name, _ in D.REGRESSIONS_2DEV])
+def test_cuda_and_sim_agree_on_two_device_regressions(program):
+    from ..conftest import require_devices
+
+    require_devices(2)
+    _check(program)
+
+
 def test_record_regression_outcomes(tmp_path):
     """Run every regression program on the runtime and write its outcomes to
     ``regressions-<vendor>-<runtime>.json`` in ``$PYGRAPHRT_REGRESSION_RECORD_DIR`` (else
