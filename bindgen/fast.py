@@ -447,6 +447,16 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
         lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)form; (void)dims; (void)argv;",
                   "    return -1;"]
     lines.append("}")
+    # The current device, for an add's device= (hot_methods.c, _pgr_device_here): -1 where the
+    # library lacks the function (the C then hands the call to Python).
+    get_device = by_api.get("cudaGetDevice") or by_api.get("hipGetDevice")
+    lines.append("static int _pgr_hot_get_device(int *device) {")
+    if get_device is not None:
+        lines += [f"    if (_pgr_p_{get_device.symbol} == NULL) return -1;",
+                  f"    return (int){get_device.symbol}({_call_args(get_device, ['device'])});"]
+    else:
+        lines.append("    (void)device; return -1;")
+    lines.append("}")
     return lines
 
 

@@ -272,19 +272,23 @@ static int _pgr_bind_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     return 1;
 }
 
-/* Whether an add's `device=` value lets the C take the call: not given, None, or 0 where the
- * runtime has one device (the current device, every node's: nothing to switch or record).
+/* Whether an add's `device=` value lets the C take the call: not given, None, or 0 where
+ * device 0 is current -- on a one-device runtime always; else asked of the runtime.  The hot
+ * adds run only while one device is in use (pygraphrt.multidevice turns them off with a
+ * second), so a node on device 0 needs no switch and no record, as multidevice.placed finds.
  * Anything else -- another ordinal, a Device, a bad value -- takes the Python method. */
 static int _pgr_device_here(PyObject *device) {
     long d;
+    int current = -1;
     if (device == NULL || device == Py_None) return 1;
-    if (!_pgr_hot.one_device || !PyLong_CheckExact(device)) return 0;
+    if (!PyLong_CheckExact(device)) return 0;
     d = PyLong_AsLong(device);
     if (d == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;
     }
-    return d == 0;
+    if (d != 0) return 0;
+    return _pgr_hot.one_device || (_pgr_hot_get_device(&current) == 0 && current == 0);
 }
 
 /* The Python method this one replaced, called with the same arguments. */

@@ -448,7 +448,11 @@ DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
 
     k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
     g, buf = rt.Graph(), rt.malloc(64)
-    g.add_memset(buf, 1, 64, device=0)  # the first: the device count asked (Python)
+    try:  # a first placement by Python: the device count asked, multidevice.placed bound
+        g.add_memset(buf, 1, 64, device=1)
+    except errors.InvalidDevice:
+        pass
+    g.add_memset(buf, 1, 64, device=0)
     g.add_kernel(k, 1, 32, (buf,))      # a kernel's first node: Python
     placed = []
     python_placed = _graph._placed
@@ -464,6 +468,14 @@ DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
         except (errors.InvalidDevice, errors.InvalidValue) as e:
             print(type(e).__name__)
     print(len(placed), len(g._nodes))
+    from pygraphrt import _fast, _runtime
+    hot = _fast.hot_module(_runtime.active())
+    if hot is not None:  # as on a runtime of several devices: the C asks which one is current
+        hot.one_device(False)
+    before = len(placed)
+    for _ in range(3):
+        g.add_memset(buf, 1, 64, device=0)
+    print(len(placed) - before, len(g._nodes))
 """)
 
 
@@ -472,7 +484,8 @@ def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_c
     """On a one-device runtime ``device=0`` is the current device: the C add_memset and
     add_kernel take it themselves (no Python placement); another ordinal, a negative one or a
     string still reach the Python method, which refuses them (InvalidDevice naming the count,
-    InvalidValue).  ABI mode: every such add is placed by the Python path."""
+    InvalidValue).  With several devices (one in use) the C asks the runtime which is current
+    and takes ``device=0`` where it is.  ABI mode: every such add is placed by the Python path."""
     if mode == "1":
         from pygraphrt import _fast
 
@@ -484,5 +497,5 @@ def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_c
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:5] == [f"{placed} 8", "InvalidDevice", "InvalidValue", "InvalidValue",
-                                        f"{int(placed) + 3} 8"], r.stdout
+    assert r.stdout.split("\n")[:6] == [f"{placed} 8", "InvalidDevice", "InvalidValue", "InvalidValue",
+                                        f"{int(placed) + 3} 8", f"{int(placed) // 2} 11"], r.stdout

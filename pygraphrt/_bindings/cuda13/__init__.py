@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = 'fbe985695318f1b7d2ed7319a14166dd4e2ebc27d0d556cc1cdca66c15ecbf5c'
+FAST_SHA256 = '3ee1a08b00df57dab9d990671cf2cd2f3a0c412d9e27a558c8209b61dd90adc9'
 
 
 def __getattr__(name):
