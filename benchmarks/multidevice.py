@@ -250,7 +250,9 @@ def ratios(figs: dict[str, Figure], tag: str = "") -> list:
         ratio(figs, f"md:step{tag}", f"2-GPU step, graph replay{tag}", f"2-GPU step, streams{tag}", "report"),
         ratio(figs, f"md:launch{tag}", f"launch, {nodes} nodes over 2 devices{tag}",
               f"launch, {nodes} nodes on 1 device{tag}", "report"),
-        ratio(figs, f"md:device={tag}", f"add_memset device=<current>{tag}", f"add_memset{tag}", "report"),
+        # issue 40's "none measurable": within the 10 % the interleaved trials of one machine vary
+        ratio(figs, f"md:device={tag}", f"add_memset device=<current>{tag}", f"add_memset{tag}", "<= 1.10",
+              limit=1.10),
         ratio(figs, f"md:peer{tag}", f"captured {size} MiB copy device 1 -> 0, peer access on{tag}",
               f"captured {size} MiB copy device 1 -> 0, peer access off{tag}", "report"),
     ]
