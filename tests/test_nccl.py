@@ -217,7 +217,8 @@ def test_bad_input_is_refused_before_nccl(fake_nccl):
                             "device 0")
         refused_before_nccl(lambda: c.all_reduce(Host(np.zeros((4, 4), np.int32)[:, :2]), Host(b), s),
                             "not contiguous")
-        refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "not device memory")
+        refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "DLPack device type 1", "not CUDA device memory")
+        refused_before_nccl(lambda: c.all_reduce(object(), Host(b), s), "object is not device memory")
         refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), 0), "expected a pygraphrt Stream")
         class StreamOnDevice1(rt.Stream):  # (as streams that know their device will say)
             device = 1
