@@ -469,3 +469,42 @@ def test_import_pygraphrt_leaves_nccl_unloaded():
                         "print('pygraphrt.nccl' in sys.modules, 'pygraphrt._bindings.nccl' in sys.modules)"],
                        capture_output=True, text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+def test_eager_operations_poll_without_sleeping_and_touch_no_runtime(fake_nccl):
+    """The eager op path (issue 41, benchmark target (b) <= (c)): on a non-blocking communicator
+    every operation answers ncclInProgress (NCCL launches it from a thread of its own) and is
+    polled to completion without a sleep (a first sleep of 100 us cost ~200 us per op); the
+    fake refuses an operation issued before the previous one settled, as NCCL does.  The path
+    calls no runtime function (no device switch: NCCL sets the communicator's device itself)."""
+    out = run(fake_nccl, """
+        slept = []
+        real_sleep = nccl.time.sleep
+        nccl.time.sleep = lambda d: (slept.append(d), real_sleep(d))
+        backend = rt._runtime.active()
+        runtime_calls = []
+        real_call = backend.ops.call
+        backend.ops.call = lambda name, *a, **k: (runtime_calls.append(name), real_call(name, *a, **k))[1]
+        for timeout in (None, 30):
+            comm = nccl.Communicator(1, 0, nccl.unique_id(), device=0, timeout=timeout)
+            s = rt.Stream()
+            x, y = np.arange(8, dtype=np.int32), np.zeros(8, np.int32)
+            del slept[:], runtime_calls[:]
+            polls = counter("fake_nccl_calls")
+            for i in range(50):
+                x[0] = i
+                comm.all_reduce(Host(x), Host(y), s, "sum")
+                assert y[0] == i, (i, y)
+                comm.all_reduce(Host(y), Host(y), s, "max", count=4)   # in place
+                comm.send(Host(x), 0, s); comm.recv(Host(y), 0, s)
+            print(timeout, len(slept), runtime_calls, counter("fake_nccl_calls") - polls, y.tolist() == x.tolist())
+            comm.close()
+        # what the fake checks: an operation before the previous one settled is NCCL's misuse
+        c = nccl.Communicator(1, 0, nccl.unique_id(), device=0, timeout=30)
+        lib = nccl.library()
+        a = np.zeros(2, np.int32)
+        args = (lib.ffi.cast("void *", a.ctypes.data),) * 2 + (2, lib.dtype_values["int32"], lib.op_values["sum"],
+                c._cell[0], lib.ffi.cast("cudaStream_t", 0))
+        print(lib.fn("ncclAllReduce")(*args), lib.fn("ncclAllReduce")(*args))
+    """, FAKE_NCCL_POLLS="3")
+    assert out.splitlines() == ["None 0 [] 200 True", "30 0 [] 200 True", "7 4"]
