@@ -318,3 +318,27 @@ def test_the_conditional_body_probe_runs_here(sim2, monkeypatch, tmp_path):
     # (the body's listing may be unreadable: with both ranks in one process a capture can be
     # invalidated by the other thread's calls, and the runtime then destroys its graph)
     assert all("NCCL added host node(s) to the body of a conditional node" in r[2] for r in results), results
+
+
+def test_exec_update_of_a_graph_holding_a_collective(sim2, tmp_path):
+    """tests/gpu/nccl_workers.update_rank, the GPU test's rank, run as two threads on the
+    simulator: a captured (kernel, all-reduce, kernel) step recaptured on another buffer with
+    another scalar, then with half the count, and the executable updated from each -- the
+    simulator's collective is a host node, whose update it accepts; each updated executable
+    computes what numpy does, leaves the first buffer alone, and keeps its lease on the
+    communicator after the recaptured graph is closed."""
+    import queue
+
+    from tests.gpu import nccl_workers
+
+    out: queue.Queue = queue.Queue()
+    threads = [threading.Thread(target=nccl_workers.update_rank, args=(r, str(tmp_path / "id"), out, N, 3, 30))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
+    results = sorted(out.get_nowait() for _ in range(out.qsize()))
+    accepted = {"another buffer and scalar": "accepted", "half the count": "accepted"}
+    assert results == [(0, accepted, []), (1, accepted, [])], results

@@ -232,6 +232,111 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         report(rank, "setup failed", f"{type(exc).__name__}: {exc}")
 
 
+def update_reference(x0: list[Any], steps: list[tuple[float, int]]) -> list[Any]:
+    """Every rank's buffer after ``steps`` of (x += 1; all_reduce sum of the first ``count``
+    elements; x += v), for (v, count) in ``steps`` -- halves and integers below 2**22: exact in
+    float32 whatever the order of the sums."""
+    import numpy as np
+
+    xs = [x.astype(np.float32).copy() for x in x0]
+    for v, count in steps:
+        xs = [x + np.float32(1) for x in xs]
+        total = sum(x[:count] for x in xs)
+        for x in xs:
+            x[:count] = total
+        xs = [x + np.float32(v) for x in xs]
+    return xs
+
+
+def update_rank(rank: int, id_path: str, out: Any, n: int = N, replays: int = 8, wait: float = 60.0) -> None:
+    """Exec update of a graph holding a collective (issue 41, item 4): capture (kernel,
+    all-reduce, kernel) on buffer A and instantiate it; replay; then recapture the same step
+    (i) on buffer B with another kernel scalar, (ii) on B with half the count, and update the
+    executable from each (``GraphExec.update``).  Reports (rank, outcomes, problems): per
+    variant "accepted" (then replayed, the result checked against numpy, A left alone, the
+    recaptured graph closed before a last replay: the executable must keep NCCL's plan) or
+    "refused: <update result>" (the error must say why).  Both ranks run the same variants in
+    the same order (NCCL's capture rule); a refusal on one rank only would leave the other's
+    replay waiting, bounded by ``wait``."""
+    import gc
+
+    import numpy as np
+
+    outcomes: dict[str, str] = {}
+    problems: list[str] = []
+    try:
+        rt = _setup(rank)
+        from pygraphrt import errors, nccl
+        from tests.gpu.kernels import SOURCE as ADD_SOURCE
+
+        if rank == 0:
+            nccl.unique_id().to_file(id_path)
+        uid = nccl.UniqueId.from_file(id_path, timeout=wait)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=wait)
+        add = rt.Program(ADD_SOURCE).kernel("add", signature="float *x, float v, int n")
+        s = rt.Stream()
+        x0 = [np.arange(n, dtype=np.float32) + r * n for r in range(2)]
+        y0 = [np.arange(n, dtype=np.float32)[::-1].copy() * (r + 1) for r in range(2)]
+        a, b = rt.malloc(n * 4), rt.malloc(n * 4)
+        a.copy_from(x0[rank].tobytes())
+        b.copy_from(y0[rank].tobytes())
+
+        def capture(buf: Any, v: float, count: int) -> Any:
+            with s.capture("thread_local") as cap:
+                add.launch(s, 1, n, buf, 1.0, n)
+                comm.all_reduce(buf, buf, s, "sum", dtype="float32", count=count)
+                add.launch(s, 1, n, buf, v, n)
+            return cap.graph
+
+        def replay(exe: Any, times: int) -> None:
+            for _ in range(times):
+                exe.launch(s)
+            nccl.synchronize(s, [comm], timeout=wait)
+
+        def now(buf: Any) -> Any:
+            return np.frombuffer(buf.to_bytes(), np.float32)
+
+        g1 = capture(a, 0.5, n)
+        exe = g1.instantiate()
+        replay(exe, replays)
+        a_after = update_reference(x0, [(0.5, n)] * replays)[rank]
+        if not (now(a) == a_after).all():
+            problems.append(f"rank {rank}: the first graph's replays differ from numpy")
+        done: list[tuple[float, int]] = []
+        for name, v, count in (("another buffer and scalar", 2.0, n), ("half the count", 2.0, n // 2)):
+            g2 = capture(b, v, count)
+            try:
+                exe.update(g2)
+            except errors.GraphExecUpdateError as exc:
+                outcomes[name] = f"refused: {exc.result}"
+                if str(exc.result) not in str(exc):
+                    problems.append(f"rank {rank}: {name}: the refusal does not say why: {exc}")
+                g2.close()
+                continue
+            outcomes[name] = "accepted"
+            replay(exe, replays)
+            done += [(v, count)] * replays
+            g2.close()  # the executable keeps what it runs (NCCL's plan: a user object of the graph)
+            del g2
+            gc.collect()
+            replay(exe, 1)
+            done.append((v, count))
+            want = update_reference(y0, done)[rank]
+            got = now(b)
+            if not (got == want).all():
+                problems.append(f"rank {rank}: {name}: differs from numpy at {np.flatnonzero(got != want)[:5]}")
+            if not (now(a) == a_after).all():
+                problems.append(f"rank {rank}: {name}: the replays after the update still wrote buffer A")
+            if comm not in nccl.communicators_of(exe):
+                problems.append(f"rank {rank}: {name}: the updated executable holds no lease on the communicator")
+        del exe, g1
+        gc.collect()
+        comm.close(timeout=wait)
+    except BaseException as exc:  # report, never hang the parent
+        problems.append(f"rank {rank}: {type(exc).__name__}: {exc}")
+    out.put((rank, outcomes, problems))
+
+
 def torchrun_main() -> int:
     """One rank under torchrun: from_env (the unique id through torchrun's store), eager
     collectives against numpy, the captured step, then from_process_group over gloo."""

@@ -100,6 +100,79 @@ def test_eager_collectives_one_process_two_gpus():
     assert all(c.is_closed for c in comms)
 
 
+def test_torch_tensors_as_buffers_one_process_two_gpus():
+    """torch tensors as buffers (issue 41, item 4), eager, one process x 2 GPUs: dtype and size
+    read from the tensor (int32, bfloat16 -- which torch's __cuda_array_interface__ refuses --
+    float16), against torch's own sums; a tensor on the other GPU, a CPU tensor, a strided view
+    and a dtype that disagrees refused before NCCL.  Every wait bounded."""
+    need_two_gpus()
+    torch = pytest.importorskip("torch")
+    import pygraphrt as rt
+    from pygraphrt import errors, nccl
+
+    comms = nccl.Communicator.init_all([0, 1], timeout=120)
+    streams = []
+    for c in comms:
+        rt.Device(c.device).set_current()
+        streams.append(rt.Stream())
+    n = 1000
+    for dt in (torch.int32, torch.bfloat16, torch.float16):
+        xs = [(torch.arange(n, device=f"cuda:{r}") % 17 + r).to(dt) for r in range(2)]  # small integers: exact
+        ys = [torch.zeros(n, dtype=dt, device=f"cuda:{r}") for r in range(2)]
+        for r in range(2):
+            torch.cuda.synchronize(r)  # (torch filled them on its own stream)
+        with nccl.group():
+            for r, c in enumerate(comms):
+                c.all_reduce(xs[r], ys[r], streams[r], "sum")
+        for s in streams:
+            nccl.synchronize(s, timeout=120)
+        want = (xs[0].cpu().float() + xs[1].cpu().float()).to(dt)
+        for r in range(2):
+            assert torch.equal(ys[r].cpu(), want), (dt, r)
+    c, s = comms[0], streams[0]
+    on1 = torch.zeros(8, dtype=torch.float32, device="cuda:1")
+    on0 = torch.zeros(8, dtype=torch.float32, device="cuda:0")
+    for bad, words in ((lambda: c.all_reduce(on1, on0, s), "sendbuf is on device 1"),
+                       (lambda: c.all_reduce(torch.zeros(8), on0, s), "CPU torch.Tensor"),
+                       (lambda: c.all_reduce(torch.zeros(4, 4, device="cuda:0")[:, 0], on0, s), "not contiguous"),
+                       (lambda: c.all_reduce(on0, on0, s, dtype="int32"), "dtype int32 given")):
+        with pytest.raises(errors.InvalidValue, match=words):
+            bad()
+    with nccl.group():
+        for comm in comms:
+            comm.close()
+
+
+def test_cupy_arrays_as_buffers_one_process_two_gpus():
+    """CuPy arrays (__cuda_array_interface__, device from .device.id) as buffers, eager."""
+    need_two_gpus()
+    cp = pytest.importorskip("cupy")
+    import numpy as np
+
+    import pygraphrt as rt
+    from pygraphrt import nccl
+
+    comms = nccl.Communicator.init_all([0, 1], timeout=120)
+    xs, ys, streams = [], [], []
+    for r, c in enumerate(comms):
+        rt.Device(c.device).set_current()
+        streams.append(rt.Stream())
+        with cp.cuda.Device(r):
+            xs.append(cp.arange(100, dtype=cp.int64) * (r + 1))
+            ys.append(cp.zeros(100, dtype=cp.int64))
+            cp.cuda.Device(r).synchronize()
+    with nccl.group():
+        for r, c in enumerate(comms):
+            c.all_reduce(xs[r], ys[r], streams[r], "sum")
+    for s in streams:
+        nccl.synchronize(s, timeout=120)
+    for r in range(2):
+        assert (cp.asnumpy(ys[r]) == np.arange(100) * 3).all()
+    with nccl.group():
+        for comm in comms:
+            comm.close()
+
+
 def test_close_with_a_live_graph_is_refused():
     need_two_gpus()
     import gc
@@ -220,6 +293,26 @@ def test_all_reduce_in_a_while_body(tmp_path):
             assert "right=True" in detail, (rank, detail)
         else:
             assert "to the body of a conditional node" in detail, (rank, detail)
+
+
+def test_exec_update_of_a_graph_holding_a_collective(tmp_path):
+    """Exec update of graphs holding an all-reduce (issue 41, item 4), 2 processes x 1 GPU:
+    the step recaptured on another buffer and scalar, then with half the count, and the
+    executable updated from each (nccl_workers.update_rank).  Records what the runtime does
+    -- printed: the lead reads it -- and passes when every variant is either accepted with
+    results equal to numpy (after the recaptured graph is closed too) or refused with an error
+    that names the runtime's update result; both ranks must see the same."""
+    need_two_gpus()
+    from tests.gpu import nccl_workers
+
+    results = _spawn(nccl_workers.update_rank, lambda r, q: (r, str(tmp_path / "id"), q, nccl_workers.N, 8, 60.0),
+                     2, 240)
+    print("exec update of graphs holding an all-reduce:", results)
+    assert len(results) == 2 and "hung" not in {r[0] for r in results}, results
+    (_, out0, problems0), (_, out1, problems1) = results
+    assert problems0 == [] and problems1 == [], results
+    assert out0 == out1 and len(out0) == 2, results
+    assert all(v == "accepted" or v.startswith("refused: ") for v in out0.values()), results
 
 
 def test_readme_collectives_example_under_torchrun(tmp_path):
