@@ -155,17 +155,32 @@ extern "C" __global__ void count_down(cudaGraphConditionalHandle h, int *counter
 """
 
 
-def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
+def while_body_rank(rank: int, id_path: str, out: Any, iterations: int, log: str | None = None,
+                    wait: float = 60.0, exit_after: bool = False) -> None:
     """The conditional-body probe (issue 41, item 6): a WHILE body holding (count_down kernel,
     all-reduce sum), every rank looping ``iterations`` times, with pygraphrt's setting forced
     to "checked" so that NCCL and the runtime are asked.  Reports (rank, outcome, detail):
     "ran" (detail: whether every element is 3 * 2**(iterations-1) and the loop ran
     ``iterations`` times, and the body's node types), "refused by pygraphrt" (the body-node
     check: NCCL added a node the rule forbids), "refused by NCCL or the runtime" (its call
-    failed while capturing into the body), or "instantiate refused"."""
+    failed while capturing into the body), "instantiate refused", or "launched, did not
+    finish" (the loop's wait, bounded by ``wait``, expired or NCCL reported an error: the
+    communicator aborted).  Each stage reached is appended to ``log`` (a file: what a run cut
+    short still tells); ``exit_after``: leave with os._exit once reported (a spawned rank: a
+    stuck kernel must not keep the process)."""
+
+    def stage(text: str) -> None:
+        if log is not None:
+            with open(log, "a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} rank {rank}: {text}\n")
 
     def report(*item: Any) -> None:
+        stage(f"outcome: {item[1]}: {item[2]}")
         out.put(item)
+        if exit_after:
+            out.close()
+            out.join_thread()
+            os._exit(0)
 
     try:
         import numpy as np
@@ -175,10 +190,12 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         from pygraphrt.graph import SET_CONDITIONAL_SOURCE
 
         nccl.COLLECTIVES_IN_CONDITIONAL_BODIES = "checked"  # probe NCCL and the runtime themselves
+        stage("started")
         if rank == 0:
             nccl.unique_id().to_file(id_path)
-        uid = nccl.UniqueId.from_file(id_path, timeout=120)
-        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=120)
+        uid = nccl.UniqueId.from_file(id_path, timeout=wait)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=wait)
+        stage(f"communicator ready (NCCL {nccl.library().version_str})")
         prog = rt.Program(SET_CONDITIONAL_SOURCE + WHILE_SOURCE, name="nccl_while.cu")
         arm = prog.kernel("arm", signature="cudaGraphConditionalHandle h, int *counter, int *iterations, int n")
         count_down = prog.kernel("count_down", signature="cudaGraphConditionalHandle h, int *counter, "
@@ -199,6 +216,7 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
             except errors.GraphRTError as exc:  # (a failed capture may have destroyed the graph)
                 return f"unreadable ({type(exc).__name__})"
 
+        stage("kernels compiled; capturing the all-reduce into the WHILE body")
         try:  # (thread_local: the simulator's check of this probe runs ranks as threads of one process)
             with s.capture("thread_local", graph=body, dependencies=[counted]):
                 comm.all_reduce(buf, buf, s, "sum", dtype="float32")
@@ -211,14 +229,21 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
             comm.abort()
             return
         types = body_types(body)
+        stage(f"captured; the body holds {types}; instantiating")
         try:
             exe = g.instantiate()
         except errors.GraphRTError as exc:
             report(rank, "instantiate refused", f"{type(exc).__name__}: {exc} | body: {types}")
             comm.abort()
             return
+        stage("instantiated; launching")
         exe.launch(s)
-        nccl.synchronize(s, [comm], timeout=120)
+        try:
+            nccl.synchronize(s, [comm], timeout=wait)
+        except errors.GraphRTError as exc:  # (synchronize aborted the communicator)
+            report(rank, "launched, did not finish", f"{type(exc).__name__}: {exc} | body: {types}")
+            return
+        stage("the loop finished")
         got = np.frombuffer(buf.to_bytes(), np.float32)
         runs = int(np.frombuffer(state.to_bytes(8), np.int32)[1])
         right = bool((got == np.float32(3 * 2 ** (iterations - 1))).all()) and runs == iterations
@@ -226,7 +251,7 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         import gc
 
         gc.collect()
-        comm.close(timeout=120)
+        comm.close(timeout=wait)
         report(rank, "ran", f"right={right} iterations={runs} first={float(got[0])} body: {types}")
     except BaseException as exc:  # report, never hang the parent
         report(rank, "setup failed", f"{type(exc).__name__}: {exc}")
