@@ -258,14 +258,11 @@ def test_torchrun_two_processes():
                PYTHONPATH=os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            str(REPO / "tests" / "gpu" / "nccl_workers.py")]
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(REPO), timeout=500)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"torchrun did not end within 500 s: {exc.stdout}{exc.stderr}")
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    lines = [l for l in r.stdout.splitlines() if l.startswith("rank ")]
-    assert sorted(l.split(":")[0] for l in lines) == ["rank 0", "rank 1"], r.stdout
-    assert all(": ok (NCCL" in l for l in lines), r.stdout
+    code, out = _run_bounded(cmd, env, REPO, 500)
+    assert code == 0, out[-8000:]
+    lines = [l for l in out.splitlines() if l.startswith("rank ")]
+    assert sorted(l.split(":")[0] for l in lines) == ["rank 0", "rank 1"], out[-8000:]
+    assert all(": ok (NCCL" in l for l in lines), out[-8000:]
     print("\n".join(lines))
 
 
@@ -327,20 +324,45 @@ def test_exec_update_of_a_graph_holding_a_collective(tmp_path):
 
 
 def test_readme_collectives_example_under_torchrun(tmp_path):
-    """The README's tp_step.py, run by the command it gives: torchrun, 2 processes x 1 GPU."""
+    """The README's tp_step.py, run by exactly the command the README gives (its environment
+    assignments, ``torchrun`` -- the one beside this interpreter, else on PATH -- and its
+    arguments), 2 processes x 1 GPU, bounded: on expiry torchrun and its workers are killed."""
     need_two_gpus()
     pytest.importorskip("torch")
-    from tests.test_readme import collectives_example
+    import shlex
+    import shutil
 
-    script = tmp_path / "tp_step.py"
-    script.write_text(collectives_example())
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0",
+    from tests.test_readme import collectives_example, collectives_torchrun_command
+
+    words = shlex.split(collectives_torchrun_command())
+    assignments = dict(w.split("=", 1) for w in words[: next(i for i, w in enumerate(words) if "=" not in w)])
+    argv = words[len(assignments):]
+    assert argv[0] == "torchrun" and argv[-1] == "tp_step.py", argv
+    beside = Path(sys.executable).with_name("torchrun")
+    torchrun = str(beside) if beside.exists() else shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("no torchrun beside this interpreter or on PATH")
+    (tmp_path / "tp_step.py").write_text(collectives_example())
+    env = dict(os.environ, **assignments,  # (pygraphrt from this checkout, as an install would give it)
                PYTHONPATH=os.pathsep.join([str(REPO)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    code, out = _run_bounded([torchrun] + argv[1:], env, tmp_path, 300)
+    assert code == 0, out[-8000:]
+    lines = sorted(l for l in out.splitlines() if l.startswith("rank "))
+    assert lines == [f"rank {i}: y == W @ X + bias after 10 replays: True" for i in (0, 1)], out[-8000:]
+    print(" ".join([f"{k}={v}" for k, v in assignments.items()] + [torchrun] + argv[1:]), "->", lines)
+
+
+def _run_bounded(cmd: list[str], env: dict, cwd: Path, limit: float) -> tuple[int, str]:
+    """Run ``cmd`` in a session of its own; past ``limit`` seconds kill the whole session
+    (torchrun's workers too, not only torchrun) and fail, with what it printed."""
+    import signal
+
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(cwd),
+                         start_new_session=True)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=300)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"torchrun did not end within 300 s: {exc.stdout}{exc.stderr}")
-    assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    lines = sorted(l for l in r.stdout.splitlines() if l.startswith("rank "))
-    assert lines == [f"rank {i}: y == W @ X + bias after 10 replays: True" for i in (0, 1)], r.stdout
+        out, _ = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        pytest.fail(f"{' '.join(cmd)} did not end within {limit} s (killed): {out[-8000:]}")
+    return p.returncode, out
