@@ -15,7 +15,16 @@ executable graph that captured a communicator keeps it alive, and :meth:`Communi
 while one lives is refused, naming them (NCCL's destroy would wait for them: a hang).  Waits
 are bounded where a ``timeout`` is given: the communicator is then non-blocking inside NCCL
 (``config.blocking = 0``) and pygraphrt polls ``ncclCommGetAsyncError``; on expiry it aborts
-the communicators and raises :class:`~pygraphrt.errors.CommTimeout`.
+the communicators and raises :class:`~pygraphrt.errors.CommTimeout`.  The price: NCCL launches
+every eager operation of a non-blocking communicator from a thread it starts for it (answering
+``ncclInProgress``, polled here without sleeping for its first milliseconds); a blocking
+communicator's eager operation is one NCCL call.
+
+Buffers: pygraphrt buffers (``dtype=`` given), torch tensors (read through their own accessors:
+bfloat16 too), ``__cuda_array_interface__`` arrays (CuPy) and DLPack arrays on a CUDA device --
+their dtype, size and device read from them; contiguous; a destination NCCL writes not read-only.
+An executable graph that captured collectives may be updated from a recapture
+(``GraphExec.update``); the updated executable holds the lease of the graph it was updated from.
 
 Arguments are checked before NCCL sees them (a closed communicator, a rank or peer out of
 range, a unique id of the wrong size, a count larger than a buffer, a dtype that differs from
@@ -46,9 +55,12 @@ sums; where the runtime refuses what the check passes, the setting becomes ``"re
 the simulator a collective is a host node, so the check refuses it there.
 
 What the probe found (2026-11-27, two NVLink-connected H200s, NCCL 2.28.9, CUDA 13.0): it did
-not finish within the 100 s the run had left (its own bound is 300 s), so no outcome -- loop
-with the right sums, or a refusal -- was seen.  Until one is, the setting is ``"refused"``: a
-collective in a conditional body is refused before NCCL is called, and nothing can hang there.
+not finish within the 100 s the run had left (its bound was then 300 s; now 150 s, and each rank
+logs the stages it reaches), so no outcome -- loop with the right sums, or a refusal -- was
+seen.  Until one is, the setting is ``"refused"``: a collective in a conditional body is refused
+before NCCL is called, and nothing can hang there.  The setting is read at every such call
+(:func:`collectives_in_conditional_bodies`), and the reason the refusal gives is
+``_CONDITIONAL_BODIES_WHY`` beside it: flipping the decision is those two lines.
 
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
@@ -67,7 +79,8 @@ from typing import Any, Iterator, Sequence
 from . import _runtime, errors
 
 __all__ = ["Library", "library", "UniqueId", "unique_id", "Communicator", "RedOp", "group",
-           "synchronize", "communicators_of", "RESULT_CLASSES", "DTYPES"]
+           "synchronize", "communicators_of", "collectives_in_conditional_bodies", "RESULT_CLASSES",
+           "DTYPES"]
 
 # ncclResult_t by name -> the pygraphrt error class (ncclInProgress is not an error: polled).
 RESULT_CLASSES: dict[str, type[errors.GraphRTError]] = {
