@@ -1325,7 +1325,7 @@ class Communicator:
         api = "ncclSend"
         comm, s = self._prepare(api, stream)
         p = self._peer(api, peer, "peer")
-        (src,), name = self._buffers(api, dtype, ("buf", buf, None))
+        (src,), name = self._buffers(api, dtype, ("buf", buf, False))
         n = self._count(api, count, src)
         self._fits(api, "buf", src, n)
         assert src is not None
@@ -1337,7 +1337,7 @@ class Communicator:
         api = "ncclRecv"
         comm, s = self._prepare(api, stream)
         p = self._peer(api, peer, "peer")
-        (dst,), name = self._buffers(api, dtype, ("buf", buf, None))
+        (dst,), name = self._buffers(api, dtype, ("buf", buf, True))
         n = self._count(api, count, dst)
         self._fits(api, "buf", dst, n)
         assert dst is not None
@@ -1351,7 +1351,7 @@ class Communicator:
         2.x has them; ``ncclAlltoAll`` is 2.28's)."""
         api = "Communicator.all_to_all"
         comm, s = self._prepare(api, stream)
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, False), ("recvbuf", recvbuf, True))
         size = self.size
         n = self._count(api, count, src, per=size)
         self._fits(api, "sendbuf", src, n * size)
