@@ -551,10 +551,10 @@ def _torch_operand(t: Any, dtype: Any, api: str, role: str, writable: bool) -> _
         raise errors.InvalidValue(api, detail=f"{role}: the tensor is not contiguous (strides {t.stride()})")
     tdt = t.dtype
     own = _torch_dtype_names.get(tdt, "")
-    if own == "":
+    if own == "":  # (first sight of this dtype: torch.float32 -> "float32", torch.bool -> None)
         short = str(tdt).replace("torch.", "")
-        own = _torch_dtype_names[tdt] = _DTYPE_ALIASES.get(short, short) if \
-            _DTYPE_ALIASES.get(short, short) in DTYPES else None
+        short = _DTYPE_ALIASES.get(short, short)
+        own = _torch_dtype_names[tdt] = short if short in DTYPES else None
     name = _given(dtype, own, api, role, f"torch {tdt}")
     return _Operand(int(t.data_ptr()), t.numel() * t.element_size(), name, int(t.get_device()), t)
 

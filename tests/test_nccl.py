@@ -613,6 +613,34 @@ def test_dlpack_and_array_interface_buffers(fake_nccl):
                 return dict(Host.__cuda_array_interface__.fget(self), mask=Host(a))
         refused_before_nccl(lambda: c.all_reduce(Masked(a), Host(a), s[0]), "masked")
         refused_before_nccl(lambda: c.all_reduce(Host(np.zeros(4, "m8")), Host(a), s[0]), "typestr", "give dtype=")
+        # an object with torch.Tensor's accessors (the reader a torch tensor takes: the GPU test
+        # runs torch itself) over numpy memory; its dtype is read from str(dtype)
+        class TorchDtype:
+            def __init__(self, name): self.name = name
+            def __str__(self): return "torch." + self.name
+        class TorchLike:
+            def __init__(self, a, device=0, dtype=None, cuda=True):
+                self.a, self.dev, self.is_cuda = a, device, cuda
+                self.dtype = TorchDtype(dtype or a.dtype.name)
+            def data_ptr(self): return self.a.ctypes.data
+            def numel(self): return self.a.size
+            def element_size(self): return self.a.itemsize
+            def get_device(self): return self.dev if self.is_cuda else -1
+            def is_contiguous(self): return self.a.flags.c_contiguous
+            def stride(self): return tuple(st // self.a.itemsize for st in self.a.strides)
+        t = [np.arange(5, dtype=np.int32) + 10 * r for r in range(2)]
+        with nccl.group():
+            for r, comm in enumerate(comms):
+                comm.all_reduce(TorchLike(t[r], device=r), TorchLike(t[r], device=r), s[r])
+        assert (t[0] == np.arange(5) * 2 + 10).all() and (t[1] == t[0]).all(), t
+        h = np.zeros(4, np.uint16)
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(h, dtype="bfloat16"), TorchLike(h, dtype="bfloat16"),
+                                                 s[0], dtype="float16"), "dtype float16 given for an array of bfloat16")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, cuda=False), Host(a), s[0]), "CPU torch.Tensor")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, device=1), Host(a), s[0]), "sendbuf is on device 1")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(m[:, 0]), Host(a), s[0]), "not contiguous")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, dtype="bool"), Host(a), s[0]), "torch torch.bool",
+                            "give dtype=")
         # a read-only source is fine: one rank's all_reduce of a read-only array
         one, = nccl.Communicator.init_all([0])
         ro, out = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
