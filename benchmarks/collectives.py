@@ -44,7 +44,7 @@ from .stats import Figure, chart, ratio, table, to_json
 SIZES = {"8 B": 8, "1 KiB": 1 << 10, "64 KiB": 64 << 10, "1 MiB": 1 << 20}
 BANDWIDTH_BYTES = 256 << 20
 OPS = 100
-LIMIT_S = 75  # the whole torchrun run (start-up and NCCL init ~20 s; the figures ~10 s)
+LIMIT_S = 100  # the whole torchrun run (start-up and NCCL init ~20 s, two communicators; the figures ~15 s)
 GROUP = "collectives: all-reduce per op"
 
 
@@ -146,6 +146,7 @@ def worker(outdir: Path, quick: bool) -> int:
         buf = rt.malloc(count * 4)
         buf.copy_from(bytes(count * 4))
         tensor = torch.zeros(count, dtype=torch.float32, device="cuda")
+        torch.cuda.synchronize()  # (torch's zeros ran on its stream; (b torch tensor) uses pygraphrt's)
         figs[f"(a) pygraphrt graph replay, {label}"] = per_op_graph(comm, s, buf, count, ops, trials, barrier)
         figs[f"(b) pygraphrt eager, {label}"] = per_op_eager(comm, s, buf, count, ops, trials, barrier)
         figs[f"(b torch tensor) pygraphrt eager, {label}"] = per_op_eager(comm, s, tensor, None, ops, trials,
