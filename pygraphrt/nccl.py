@@ -748,9 +748,8 @@ class Communicator:
         self._closed = False
         self._close_timeout: float | None = timeout
         self._finalizer = weakref.finalize(self, _finalize_comm, self._lib, self._cell)
-        # the stream of the last operation (a weak reference) and its handle: checked then
-        self._last_stream: Any = None
-        self._last_stream_c: Any = None
+        # (a weak reference to the stream of the last operation, its handle): checked then
+        self._last_stream: tuple[Any, Any] = (None, None)
         pending = getattr(_local, "pending", None)
         if pending is not None and _group_depth():
             pending.append(self)
@@ -1106,11 +1105,11 @@ class Communicator:
         the previous call, still open (its checks were made then)."""
         if self._closed:
             raise errors.InvalidValue(api, detail="the communicator is closed")
-        ref = self._last_stream
+        ref, handle = self._last_stream  # (one tuple: a thread switch cannot pair one with another's)
         if ref is not None and ref() is stream and stream._handle is not None:
             comm = self._cell[0]
             if comm != self._lib.ffi.NULL:
-                return comm, self._last_stream_c
+                return comm, handle
         return self._prepare_stream(api, stream)
 
     def _prepare_stream(self, api: str, stream: Any) -> tuple[Any, Any]:
@@ -1133,7 +1132,7 @@ class Communicator:
         if known is None:
             known = _stream_comms[stream] = weakref.WeakSet()
         known.add(self)
-        self._last_stream, self._last_stream_c = weakref.ref(stream), s
+        self._last_stream = (weakref.ref(stream), s)
         return comm, s
 
     def _buffers(self, api: str, dtype: Any, *roles: tuple[str, Any, bool]) -> tuple[list[_Operand | None], str]:

@@ -513,13 +513,20 @@ def test_import_pygraphrt_leaves_nccl_unloaded():
 def test_eager_operations_poll_without_sleeping_and_touch_no_runtime(fake_nccl):
     """The eager op path (issue 41, benchmark target (b) <= (c)): on a non-blocking communicator
     every operation answers ncclInProgress (NCCL launches it from a thread of its own) and is
-    polled to completion without a sleep (a first sleep of 100 us cost ~200 us per op); the
+    polled to completion without a sleep (a first sleep of 100 us cost ~200 us per op: here
+    pygraphrt.nccl's clock advances only by sleeping, so the count is deterministic); the
     fake refuses an operation issued before the previous one settled, as NCCL does.  The path
     calls no runtime function (no device switch: NCCL sets the communicator's device itself)."""
     out = run(fake_nccl, """
         slept = []
-        real_sleep = nccl.time.sleep
-        nccl.time.sleep = lambda d: (slept.append(d), real_sleep(d))
+        class Clock:  # pygraphrt.nccl's clock: time passes only by sleeping (a loaded machine
+            now = 1000.0  # cannot make the polls outlast the spin window)
+            def monotonic(self):
+                return self.now
+            def sleep(self, d):
+                slept.append(d)
+                self.now += d
+        nccl.time = Clock()
         backend = rt._runtime.active()
         runtime_calls = []
         real_call = backend.ops.call
