@@ -9,6 +9,8 @@ of an in-place float32 all-reduce (sum) at 8 B, 1 KiB, 64 KiB and 1 MiB, ``OPS``
 * (b) ``OPS`` eager ``Communicator.all_reduce`` calls on a pygraphrt stream, a pygraphrt buffer
   (dtype and count given), on a blocking communicator;
 * (b torch tensor) the same with torch's tensor as the buffer (its dtype and size read from it);
+* (b raw) the same ``ncclAllReduce`` called through the binding with its arguments made once
+  (no checks, no pygraphrt): (b) minus (b raw) is pygraphrt's own cost per call;
 * (b non-blocking) the same on a non-blocking communicator (``timeout=``: what makes init and
   close bounded) -- NCCL then launches every eager operation from a thread it starts for it and
   answers ncclInProgress, which pygraphrt polls to completion; reported, no target;
@@ -90,6 +92,33 @@ def per_op_eager(comm: Any, stream: Any, buf: Any, count: int | None, ops: int, 
     return out
 
 
+def per_op_raw(comm: Any, stream: Any, buf: Any, count: int, ops: int, trials: int,
+               barrier: Callable[[], None]) -> list[float]:
+    """(b raw): ``ops`` calls of the library's ``ncclAllReduce`` through the binding, arguments
+    made once (a blocking communicator: no ncclInProgress to wait out); microseconds per op."""
+    from pygraphrt import nccl
+
+    lib = nccl.library()
+    ffi = lib.ffi
+    ptr = ffi.cast("void *", buf.ptr)
+    args = (ptr, ptr, count, lib.dtype_values["float32"], lib.op_values["sum"], comm._comm(),
+            ffi.cast("cudaStream_t", int(stream)))
+    all_reduce = lib.fn("ncclAllReduce")
+    for _ in range(2):
+        if all_reduce(*args):
+            raise RuntimeError("ncclAllReduce failed")
+    stream.synchronize()
+    out = []
+    for _ in range(trials):
+        barrier()
+        t0 = time.perf_counter_ns()
+        for _ in range(ops):
+            all_reduce(*args)
+        stream.synchronize()
+        out.append((time.perf_counter_ns() - t0) / 1e3 / ops)
+    return out
+
+
 def per_op_torch(tensor: Any, ops: int, trials: int, barrier: Callable[[], None]) -> list[float]:
     """(c): ``ops`` torch.distributed.all_reduce calls; microseconds per op of each trial."""
     import torch
@@ -149,6 +178,8 @@ def worker(outdir: Path, quick: bool) -> int:
         torch.cuda.synchronize()  # (torch's zeros ran on its stream; (b torch tensor) uses pygraphrt's)
         figs[f"(a) pygraphrt graph replay, {label}"] = per_op_graph(comm, s, buf, count, ops, trials, barrier)
         figs[f"(b) pygraphrt eager, {label}"] = per_op_eager(comm, s, buf, count, ops, trials, barrier)
+        figs[f"(b raw) ncclAllReduce through the binding, {label}"] = per_op_raw(comm, s, buf, count, ops, trials,
+                                                                                 barrier)
         figs[f"(b torch tensor) pygraphrt eager, {label}"] = per_op_eager(comm, s, tensor, None, ops, trials,
                                                                           barrier)
         figs[f"(b non-blocking) pygraphrt eager, {label}"] = per_op_eager(bounded, s, buf, count, ops, trials,
