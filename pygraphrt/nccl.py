@@ -561,7 +561,8 @@ def _torch_operand(t: Any, dtype: Any, api: str, role: str, writable: bool) -> _
 
 def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
     """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its typestr, shape,
-    strides and data; its device where the object says (``.device.index`` / ``.device.id``)."""
+    strides and data; its device where the object says (``.device.index`` / ``.device.id``),
+    else the runtime's (``PointerGetAttributes``: None for host memory)."""
     cai = buf.__cuda_array_interface__
     typestr = cai.get("typestr", "")
     shape = cai.get("shape", ())
@@ -582,7 +583,12 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
     device = getattr(dev, "index", None)  # torch.device
     if device is None:
         device = getattr(dev, "id", None)  # cupy.cuda.Device
-    return _Operand(int(address or 0), n * size, name, device if isinstance(device, int) else None, buf)
+    address = int(address or 0)
+    if not isinstance(device, int):  # (the array does not say: one runtime query)
+        from .multidevice import pointer_device
+
+        device = pointer_device(address) if address else None
+    return _Operand(address, n * size, name, device, buf)
 
 
 def _dlpack_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:

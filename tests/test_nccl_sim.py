@@ -251,6 +251,16 @@ def test_bad_input_is_refused_before_the_library(sim2):
     refused(lambda: c.all_reduce(b, b, s[0], dtype="float32", count=17), "ncclAllReduce", "16 float32", "needs 17")
     refused(lambda: c.all_reduce(b, b, s[0]), "no element type; give dtype=")
     refused(lambda: c.all_reduce(b, bufs[1], s[0], dtype="float32"), "recvbuf is on device 1", "device 0")
+
+    class Typed:  # an array that does not say its device: the runtime is asked where it lives
+        def __init__(self, buf):
+            self.buf = buf
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": (16,), "typestr": "<f4", "data": (self.buf.ptr, False), "version": 3}
+
+    refused(lambda: c.all_reduce(Typed(bufs[1]), Typed(b), s[0]), "sendbuf is on device 1", "device 0")
     refused(lambda: c.all_reduce(b, b, s[1], dtype="float32"), "stream is on device 1")
     refused(lambda: c.all_gather(b, b, s[0], dtype="float32"), "ncclAllGather", "needs 32")
     refused(lambda: c.send(b, 2, s[0], dtype="float32"), "ncclSend", "peer 2")
