@@ -6,13 +6,24 @@ first; pygraphrt.nccl takes the copy already loaded, and the figures name it).  
 of an in-place float32 all-reduce (sum) at 8 B, 1 KiB, 64 KiB and 1 MiB, ``OPS`` ops per trial:
 
 * (a) ``OPS`` all-reduces captured into one pygraphrt graph, replayed (one launch per trial);
-* (b) ``OPS`` eager ``Communicator.all_reduce`` calls on a pygraphrt stream;
-* (c) ``OPS`` ``torch.distributed.all_reduce`` calls on the same ranks (torch's NCCL group).
+* (b) ``OPS`` eager ``Communicator.all_reduce`` calls on a pygraphrt stream, a pygraphrt buffer
+  (dtype and count given), on a blocking communicator;
+* (b torch tensor) the same with torch's tensor as the buffer (its dtype and size read from it);
+* (b raw) the same ``ncclAllReduce`` called through the binding with its arguments made once
+  (no checks, no pygraphrt): (b) minus (b raw) is pygraphrt's own cost per call;
+* (b non-blocking) the same on a non-blocking communicator (``timeout=``: what makes init and
+  close bounded) -- NCCL then launches every eager operation from a thread it starts for it and
+  answers ncclInProgress, which pygraphrt polls to completion; reported, no target;
+* (c) ``OPS`` ``torch.distributed.all_reduce`` calls on the same ranks (torch's NCCL group,
+  whose communicator is blocking: ``TORCH_NCCL_USE_COMM_NONBLOCKING=0`` is set so).
 
-Targets: (a) at least 2x lower per op than (b) up to 64 KiB (what capture buys), (b) <= (c)
-(the binding's own cost).  Bus bandwidth at 256 MiB (nccl-tests' busbw = algbw * 2(n-1)/n)
-for (b) and (c).  Rank 0's figures are reported (the ranks meet at every all-reduce).
-Without 2 GPUs or torch the group skips, saying why.
+Every contender is timed the same way: the ranks meet at a barrier, the clock starts, ``OPS``
+calls are issued with no synchronization between them, one synchronize waits for them all
+(pygraphrt's stream; torch's device, ``torch.cuda.synchronize``), the clock stops: the time
+divided by ``OPS``.  Targets: (a) at least 2x lower per op than (b) up to 64 KiB (what capture
+buys), (b) <= (c) (the binding's own cost).  Bus bandwidth at 256 MiB (nccl-tests' busbw =
+algbw * 2(n-1)/n) for (b) and (c).  Rank 0's figures are reported (the ranks meet at every
+all-reduce).  Without 2 GPUs or torch the group skips, saying why.
 
 The timing functions take a communicator, stream and buffer, so the smoke test runs them on
 the simulator (two ranks in threads, tiny sizes, no timing asserts).
@@ -35,7 +46,7 @@ from .stats import Figure, chart, ratio, table, to_json
 SIZES = {"8 B": 8, "1 KiB": 1 << 10, "64 KiB": 64 << 10, "1 MiB": 1 << 20}
 BANDWIDTH_BYTES = 256 << 20
 OPS = 100
-LIMIT_S = 75  # the whole torchrun run (start-up and NCCL init ~20 s; the figures ~10 s)
+LIMIT_S = 100  # the whole torchrun run (start-up and NCCL init ~20 s, two communicators; the figures ~15 s)
 GROUP = "collectives: all-reduce per op"
 
 
@@ -61,19 +72,48 @@ def per_op_graph(comm: Any, stream: Any, buf: Any, count: int, ops: int, trials:
     return out
 
 
-def per_op_eager(comm: Any, stream: Any, buf: Any, count: int, ops: int, trials: int,
+def per_op_eager(comm: Any, stream: Any, buf: Any, count: int | None, ops: int, trials: int,
                  barrier: Callable[[], None]) -> list[float]:
-    """(b): ``ops`` eager pygraphrt all-reduces; microseconds per op of each trial."""
+    """(b): ``ops`` eager pygraphrt all-reduces; microseconds per op of each trial (``count``
+    None: a typed array, its dtype and size read from it)."""
     all_reduce = comm.all_reduce
+    kw: dict[str, Any] = {} if count is None else {"dtype": "float32", "count": count}
     for _ in range(2):  # warm-up
-        all_reduce(buf, buf, stream, "sum", dtype="float32", count=count)
+        all_reduce(buf, buf, stream, "sum", **kw)
     stream.synchronize()
     out = []
     for _ in range(trials):
         barrier()
         t0 = time.perf_counter_ns()
         for _ in range(ops):
-            all_reduce(buf, buf, stream, "sum", dtype="float32", count=count)
+            all_reduce(buf, buf, stream, "sum", **kw)
+        stream.synchronize()
+        out.append((time.perf_counter_ns() - t0) / 1e3 / ops)
+    return out
+
+
+def per_op_raw(comm: Any, stream: Any, buf: Any, count: int, ops: int, trials: int,
+               barrier: Callable[[], None]) -> list[float]:
+    """(b raw): ``ops`` calls of the library's ``ncclAllReduce`` through the binding, arguments
+    made once (a blocking communicator: no ncclInProgress to wait out); microseconds per op."""
+    from pygraphrt import nccl
+
+    lib = nccl.library()
+    ffi = lib.ffi
+    ptr = ffi.cast("void *", buf.ptr)
+    args = (ptr, ptr, count, lib.dtype_values["float32"], lib.op_values["sum"], comm._comm(),
+            ffi.cast("cudaStream_t", int(stream)))
+    all_reduce = lib.fn("ncclAllReduce")
+    for _ in range(2):
+        if all_reduce(*args):
+            raise RuntimeError("ncclAllReduce failed")
+    stream.synchronize()
+    out = []
+    for _ in range(trials):
+        barrier()
+        t0 = time.perf_counter_ns()
+        for _ in range(ops):
+            all_reduce(*args)
         stream.synchronize()
         out.append((time.perf_counter_ns() - t0) / 1e3 / ops)
     return out
@@ -108,6 +148,7 @@ def worker(outdir: Path, quick: bool) -> int:
     """One rank under torchrun: torch's NCCL process group first (its libnccl), then
     pygraphrt's communicator over the same ranks (the copy already loaded)."""
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    os.environ["TORCH_NCCL_USE_COMM_NONBLOCKING"] = "0"  # (torch's default, made explicit: see (c))
     import torch
     import torch.distributed as dist
 
@@ -118,7 +159,8 @@ def worker(outdir: Path, quick: bool) -> int:
     from pygraphrt import nccl
 
     rt.Device(local).set_current()
-    comm = nccl.Communicator.from_process_group(device=local, timeout=120)
+    comm = nccl.Communicator.from_process_group(device=local)  # blocking, as torch's is
+    bounded = nccl.Communicator.from_process_group(device=local, timeout=120)  # non-blocking
     n = comm.size
 
     def barrier() -> None:
@@ -133,8 +175,15 @@ def worker(outdir: Path, quick: bool) -> int:
         buf = rt.malloc(count * 4)
         buf.copy_from(bytes(count * 4))
         tensor = torch.zeros(count, dtype=torch.float32, device="cuda")
+        torch.cuda.synchronize()  # (torch's zeros ran on its stream; (b torch tensor) uses pygraphrt's)
         figs[f"(a) pygraphrt graph replay, {label}"] = per_op_graph(comm, s, buf, count, ops, trials, barrier)
         figs[f"(b) pygraphrt eager, {label}"] = per_op_eager(comm, s, buf, count, ops, trials, barrier)
+        figs[f"(b raw) ncclAllReduce through the binding, {label}"] = per_op_raw(comm, s, buf, count, ops, trials,
+                                                                                 barrier)
+        figs[f"(b torch tensor) pygraphrt eager, {label}"] = per_op_eager(comm, s, tensor, None, ops, trials,
+                                                                          barrier)
+        figs[f"(b non-blocking) pygraphrt eager, {label}"] = per_op_eager(bounded, s, buf, count, ops, trials,
+                                                                          barrier)
         figs[f"(c) torch.distributed, {label}"] = per_op_torch(tensor, ops, trials, barrier)
         buf.close()
     count = BANDWIDTH_BYTES // 4
@@ -154,6 +203,7 @@ def worker(outdir: Path, quick: bool) -> int:
             "gpu": torch.cuda.get_device_name(local)}))
     barrier()
     comm.close(timeout=120)
+    bounded.close(timeout=120)
     dist.destroy_process_group()
     return 0
 

@@ -15,7 +15,16 @@ executable graph that captured a communicator keeps it alive, and :meth:`Communi
 while one lives is refused, naming them (NCCL's destroy would wait for them: a hang).  Waits
 are bounded where a ``timeout`` is given: the communicator is then non-blocking inside NCCL
 (``config.blocking = 0``) and pygraphrt polls ``ncclCommGetAsyncError``; on expiry it aborts
-the communicators and raises :class:`~pygraphrt.errors.CommTimeout`.
+the communicators and raises :class:`~pygraphrt.errors.CommTimeout`.  The price: NCCL launches
+every eager operation of a non-blocking communicator from a thread it starts for it (answering
+``ncclInProgress``, polled here without sleeping for its first milliseconds); a blocking
+communicator's eager operation is one NCCL call.
+
+Buffers: pygraphrt buffers (``dtype=`` given), torch tensors (read through their own accessors:
+bfloat16 too), ``__cuda_array_interface__`` arrays (CuPy) and DLPack arrays on a CUDA device --
+their dtype, size and device read from them; contiguous; a destination NCCL writes not read-only.
+An executable graph that captured collectives may be updated from a recapture
+(``GraphExec.update``); the updated executable holds the lease of the graph it was updated from.
 
 Arguments are checked before NCCL sees them (a closed communicator, a rank or peer out of
 range, a unique id of the wrong size, a count larger than a buffer, a dtype that differs from
@@ -46,9 +55,12 @@ sums; where the runtime refuses what the check passes, the setting becomes ``"re
 the simulator a collective is a host node, so the check refuses it there.
 
 What the probe found (2026-11-27, two NVLink-connected H200s, NCCL 2.28.9, CUDA 13.0): it did
-not finish within the 100 s the run had left (its own bound is 300 s), so no outcome -- loop
-with the right sums, or a refusal -- was seen.  Until one is, the setting is ``"refused"``: a
-collective in a conditional body is refused before NCCL is called, and nothing can hang there.
+not finish within the 100 s the run had left (its bound was then 300 s; now 150 s, and each rank
+logs the stages it reaches), so no outcome -- loop with the right sums, or a refusal -- was
+seen.  Until one is, the setting is ``"refused"``: a collective in a conditional body is refused
+before NCCL is called, and nothing can hang there.  The setting is read at every such call
+(:func:`collectives_in_conditional_bodies`), and the reason the refusal gives is
+``_CONDITIONAL_BODIES_WHY`` beside it: flipping the decision is those two lines.
 
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
@@ -67,7 +79,8 @@ from typing import Any, Iterator, Sequence
 from . import _runtime, errors
 
 __all__ = ["Library", "library", "UniqueId", "unique_id", "Communicator", "RedOp", "group",
-           "synchronize", "communicators_of", "RESULT_CLASSES", "DTYPES"]
+           "synchronize", "communicators_of", "collectives_in_conditional_bodies", "RESULT_CLASSES",
+           "DTYPES"]
 
 # ncclResult_t by name -> the pygraphrt error class (ncclInProgress is not an error: polled).
 RESULT_CLASSES: dict[str, type[errors.GraphRTError]] = {
@@ -98,9 +111,16 @@ UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES (checked against the binding in th
 #: module docstring): "checked" (NCCL captures it; node types the body rule forbids are refused
 #: after its call) or "refused" (refused before NCCL is called).
 COLLECTIVES_IN_CONDITIONAL_BODIES = "refused"
+#: Why the setting is what it is (the refusal's message says it): the one place the GPU probe's
+#: finding is written, beside the setting it decides.
+_CONDITIONAL_BODIES_WHY = ("NCCL documents nothing about conditional nodes, and no GPU probe has yet "
+                           "shown a loop of collectives working")
 # The node types a conditional body may hold (cudaConditionalNodeParams), by NodeType value.
 BODY_NODE_TYPES = frozenset({"kernel", "empty", "graph", "memset", "memcpy", "conditional"})
 SONAME = "libnccl.so.2"
+#: Seconds a non-blocking communicator's ncclInProgress is polled without sleeping (see
+#: Communicator._settle): an eager operation's launch ends well within it.
+SETTLE_SPIN_S = 0.002
 
 
 # ---------------------------------------------------------------- the library
@@ -197,6 +217,9 @@ class Library:
             self.path = copies[0] if copies else path
         self._fns: dict[str, Any] = {}
         self._enums: dict[str, int] = {}
+        # the hot path's lookups: dtype name -> ncclDataType_t, op name -> ncclRedOp_t
+        self.dtype_values: dict[str, int] = {n: self.enum(member) for n, (member, _) in DTYPES.items()}
+        self.op_values: dict[str, int] = {n: self.enum(member) for n, member in _OPS.items()}
         self._names: dict[int, str] = dict(ffi.typeof("ncclResult_t").elements)
 
     @property
@@ -429,14 +452,28 @@ def group() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- buffers
+_DTYPE_ALIASES = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
+                  "long": "int64", "bf16": "bfloat16"}
+_dtype_names: dict[Any, str] = {}  # a dtype as given (hashable) -> its name: the hot path's one lookup
+
+
 def _dtype_name(dtype: Any, api: str) -> str:
+    """The NCCL dtype name of ``dtype`` (a name, a numpy or torch dtype)."""
+    try:
+        known = _dtype_names.get(dtype)
+    except TypeError:  # (unhashable: looked at every time)
+        known = None
+    if known is not None:
+        return known
     name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None) or str(dtype)
     name = str(name).replace("torch.", "")
-    name = {"half": "float16", "float": "float32", "double": "float64", "int": "int32",
-            "long": "int64", "bf16": "bfloat16"}.get(name, name)
+    name = _DTYPE_ALIASES.get(name, name)
     if name not in DTYPES:
         raise errors.InvalidValue(api, detail=f"dtype {dtype!r} has no NCCL type; NCCL takes "
                                               f"{', '.join(DTYPES)}")
+    with contextlib.suppress(TypeError):
+        if len(_dtype_names) < 256:
+            _dtype_names[dtype] = name
     return name
 
 
@@ -455,57 +492,169 @@ class _Operand:
         return self.nbytes // DTYPES[self.dtype][1]
 
 
-def _operand(buf: Any, dtype: Any, api: str, role: str) -> _Operand:
-    """Address, bytes, dtype and (where known) device of a buffer: a pygraphrt buffer (dtype
-    given), or an object with ``__cuda_array_interface__`` (torch, CuPy: its dtype, or a given
-    one that must agree)."""
-    from ._operands import DeviceMemory
+# DLPack (dlpack.h): the device types NCCL can address as one GPU's memory -- kDLCUDA (2) and
+# kDLCUDAManaged (13); pinned host memory (kDLCUDAHost, 3) and every other kind are refused.
+_DLPACK_CUDA, _DLPACK_CUDA_MANAGED = 2, 13
+# (DLDataTypeCode, bits) -> dtype name: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
+_DLPACK_DTYPES = {(0, 8): "int8", (1, 8): "uint8", (0, 32): "int32", (1, 32): "uint32", (0, 64): "int64",
+                  (1, 64): "uint64", (2, 16): "float16", (2, 32): "float32", (2, 64): "float64",
+                  (4, 16): "bfloat16"}
 
-    if isinstance(buf, DeviceMemory):
-        if dtype is None:
-            raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} has no element type; "
-                                                  "give dtype=")
-        name = _dtype_name(dtype, api)
-        try:
-            address = buf.ptr
-        except errors.GraphRTError:
-            raise errors.InvalidValue(api, detail=f"{role}: the {type(buf).__name__} was freed") from None
-        device = getattr(buf, "device", None)
-        return _Operand(address, buf.size, name, getattr(device, "ordinal", device), buf)
-    cai = getattr(buf, "__cuda_array_interface__", None)
-    if cai is None:
-        raise errors.InvalidValue(api, detail=f"{role}: {type(buf).__name__} is not device memory (a "
-                                              "pygraphrt buffer or an object with __cuda_array_interface__)")
-    typestr = cai.get("typestr", "")
-    shape = tuple(cai.get("shape", ()))
-    kind, size = typestr[1:2], int(typestr[2:] or 0)
-    own = _TYPESTR.get((kind, size))
-    n = 1
-    for s in shape:
-        n *= int(s)
-    strides = cai.get("strides")
-    if strides is not None:
-        expect, contiguous = size, True
-        for dim, st in zip(reversed(shape), reversed(strides)):
-            if dim > 1 and st != expect:
-                contiguous = False
-            expect *= dim
-        if not contiguous:
-            raise errors.InvalidValue(api, detail=f"{role}: the array is not contiguous (strides {strides})")
+
+def _given(dtype: Any, own: str | None, api: str, role: str, what: str) -> str:
+    """The dtype of an array operand: the one given (which must be the array's), or the array's."""
     if dtype is not None:
         name = _dtype_name(dtype, api)
         if own is not None and own != name:
             raise errors.InvalidValue(api, detail=f"{role}: dtype {name} given for an array of {own}")
-    elif own is None:
-        raise errors.InvalidValue(api, detail=f"{role}: typestr {typestr!r} has no NCCL type; give dtype=")
-    else:
-        name = own
-    device = getattr(getattr(buf, "device", None), "index", None)  # torch.Tensor.device
+        return name
+    if own is None:
+        raise errors.InvalidValue(api, detail=f"{role}: {what} has no NCCL type; give dtype=")
+    return own
+
+
+def _contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> bool:
+    """Whether byte ``strides`` (None: C order) lay ``shape`` out densely in C order."""
+    if strides is None:
+        return True
+    expect = itemsize
+    for dim, st in zip(reversed(shape), reversed(strides)):
+        if dim > 1 and st != expect:
+            return False
+        expect *= dim
+    return True
+
+
+def _own_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
+    """A pygraphrt buffer: untyped, so ``dtype`` must be given."""
+    if dtype is None:
+        raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} has no element type; "
+                                              "give dtype=")
+    name = _dtype_name(dtype, api)
+    try:
+        address = buf.ptr
+    except errors.GraphRTError:
+        raise errors.InvalidValue(api, detail=f"{role}: the {type(buf).__name__} was freed") from None
+    device = getattr(buf, "device", None)
+    return _Operand(address, buf.size, name, getattr(device, "ordinal", device), buf)
+
+
+_torch_dtype_names: dict[Any, str | None] = {}  # torch.dtype -> name (None: no NCCL type)
+
+
+def _torch_operand(t: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
+    """A torch tensor, through its own accessors (its ``__cuda_array_interface__`` is built in
+    Python at every read, and refuses bfloat16)."""
+    if not t.is_cuda:
+        raise errors.InvalidValue(api, detail=f"{role}: a CPU torch.Tensor is not device memory")
+    if not t.is_contiguous():
+        raise errors.InvalidValue(api, detail=f"{role}: the tensor is not contiguous (strides {t.stride()})")
+    tdt = t.dtype
+    own = _torch_dtype_names.get(tdt, "")
+    if own == "":  # (first sight of this dtype: torch.float32 -> "float32", torch.bool -> None)
+        short = str(tdt).replace("torch.", "")
+        short = _DTYPE_ALIASES.get(short, short)
+        own = _torch_dtype_names[tdt] = short if short in DTYPES else None
+    name = _given(dtype, own, api, role, f"torch {tdt}")
+    return _Operand(int(t.data_ptr()), t.numel() * t.element_size(), name, int(t.get_device()), t)
+
+
+def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
+    """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its typestr, shape,
+    strides and data; its device where the object says (``.device.index`` / ``.device.id``),
+    else the runtime's (``PointerGetAttributes``: None for host memory)."""
+    cai = buf.__cuda_array_interface__
+    typestr = cai.get("typestr", "")
+    shape = cai.get("shape", ())
+    kind, size = typestr[1:2], int(typestr[2:] or 0)
+    if cai.get("mask") is not None:
+        raise errors.InvalidValue(api, detail=f"{role}: a masked array (__cuda_array_interface__ mask)")
+    strides = cai.get("strides")
+    if not _contiguous(shape, strides, size):
+        raise errors.InvalidValue(api, detail=f"{role}: the array is not contiguous (strides {strides})")
+    name = _given(dtype, _TYPESTR.get((kind, size)), api, role, f"typestr {typestr!r}")
+    address, readonly = cai["data"]
+    if writable and readonly:
+        raise errors.InvalidValue(api, detail=f"{role}: the array is read-only (__cuda_array_interface__)")
+    n = 1
+    for s in shape:
+        n *= int(s)
+    dev = getattr(buf, "device", None)
+    device = getattr(dev, "index", None)  # torch.device
     if device is None:
-        dev = getattr(buf, "device", None)  # cupy.ndarray.device (a Device with .id)
-        device = getattr(dev, "id", None)
-    address = int(cai["data"][0])
-    return _Operand(address, n * size, name, device if isinstance(device, int) else None, buf)
+        device = getattr(dev, "id", None)  # cupy.cuda.Device
+    address = int(address or 0)
+    if not isinstance(device, int):  # (the array does not say: one runtime query)
+        from .multidevice import pointer_device
+
+        device = pointer_device(address) if address else None
+    return _Operand(address, n * size, name, device, buf)
+
+
+def _dlpack_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
+    """A DLPack producer (``__dlpack__`` / ``__dlpack_device__``) on one CUDA device: the
+    tensor is read while its capsule lives (the capsule is not consumed)."""
+    from ._operands import _dltensor
+
+    dev_type, dev_id = buf.__dlpack_device__()
+    if int(dev_type) not in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+        raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} on DLPack device type "
+                                              f"{int(dev_type)} is not CUDA device memory")
+    capsule = buf.__dlpack__()
+    t = _dltensor(capsule)
+    code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
+    own = _DLPACK_DTYPES.get((code, bits)) if lanes == 1 else None
+    name = _given(dtype, own, api, role, f"DLPack type (code {code}, {bits} bits, {lanes} lanes)")
+    shape = [int(t.shape[i]) for i in range(t.ndim)]
+    itemsize = (bits * lanes + 7) // 8
+    strides = [int(t.strides[i]) * itemsize for i in range(t.ndim)] if t.strides else None
+    if not _contiguous(shape, strides, itemsize):
+        raise errors.InvalidValue(api, detail=f"{role}: the array is not contiguous (strides {strides})")
+    n = 1
+    for s in shape:
+        n *= s
+    address = int(t.data or 0) + int(t.byte_offset)
+    del t, capsule  # (read: the producer may let the tensor go)
+    return _Operand(address, n * itemsize, name, int(dev_id), buf)
+
+
+# type -> its reader: found once per type (the hot path's one dict lookup)
+_readers: dict[type, Any] = {}
+
+
+def _reader(buf: Any) -> Any:
+    """The reader of ``buf``'s kind (None: not device memory): pygraphrt buffers, torch tensors,
+    ``__cuda_array_interface__`` objects, then DLPack producers -- cached per type."""
+    from ._operands import DeviceMemory
+
+    cls = type(buf)
+    if isinstance(buf, DeviceMemory):
+        reader: Any = _own_operand
+    elif callable(getattr(buf, "data_ptr", None)) and hasattr(buf, "is_cuda") and hasattr(buf, "get_device"):
+        reader = _torch_operand  # (before its __cuda_array_interface__: see _torch_operand)
+    elif hasattr(cls, "__cuda_array_interface__"):
+        reader = _cai_operand
+    elif "__cuda_array_interface__" in getattr(buf, "__dict__", ()):
+        return _cai_operand  # (an attribute of this instance: not cached for its type)
+    elif hasattr(buf, "__dlpack__") and hasattr(buf, "__dlpack_device__"):
+        reader = _dlpack_operand
+    else:
+        return None
+    if len(_readers) < 256:
+        _readers[cls] = reader
+    return reader
+
+
+def _operand(buf: Any, dtype: Any, api: str, role: str, writable: bool = False) -> _Operand:
+    """Address, bytes, dtype and (where known) device of a buffer: a pygraphrt buffer (dtype
+    given), a torch tensor, an object with ``__cuda_array_interface__`` (CuPy) or a DLPack
+    producer on a CUDA device (their dtype, or a given one that must agree); contiguous only."""
+    reader = _readers.get(type(buf)) or _reader(buf)
+    if reader is None:
+        raise errors.InvalidValue(api, detail=(
+            f"{role}: {type(buf).__name__} is not device memory (a pygraphrt buffer, a torch or CuPy "
+            "tensor, an object with __cuda_array_interface__, or a DLPack array on a CUDA device)"))
+    return reader(buf, dtype, api, role, writable)
 
 
 # ---------------------------------------------------------------- communicators
@@ -605,6 +754,8 @@ class Communicator:
         self._closed = False
         self._close_timeout: float | None = timeout
         self._finalizer = weakref.finalize(self, _finalize_comm, self._lib, self._cell)
+        # (a weak reference to the stream of the last operation, its handle): checked then
+        self._last_stream: tuple[Any, Any] = (None, None)
         pending = getattr(_local, "pending", None)
         if pending is not None and _group_depth():
             pending.append(self)
@@ -789,21 +940,37 @@ class Communicator:
 
     def _settle(self, api: str, timeout: float | None) -> None:
         """Wait for a non-blocking call's ncclInProgress to end (up to ``timeout``); raise what
-        NCCL reports; on expiry abort and raise CommTimeout."""
+        NCCL reports; on expiry abort and raise CommTimeout.
+
+        An eager operation on a non-blocking communicator is launched by a thread NCCL starts
+        for it, done in tens of microseconds: the state is polled without sleeping for the
+        first ``SETTLE_SPIN_S`` (a sleep would cost more than the launch), then with sleeps
+        growing from 50 us to 10 ms (init and finalize take seconds)."""
         if self._blocking or self._handle_or_none() is None:
             return
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay = 0.0001
+        now = time.monotonic()
+        deadline = None if timeout is None else now + timeout
+        spin_until = now + SETTLE_SPIN_S
+        get = self._lib.fn("ncclCommGetAsyncError")
+        cell = self._lib.ffi.new("ncclResult_t *")
+        delay = 0.00005
         while True:
-            state = self.async_error()
+            comm = self._comm("ncclCommGetAsyncError")
+            rc = get(comm, cell)
+            if rc:
+                raise self._lib.error(rc, "ncclCommGetAsyncError", self._rank, comm)
+            state = cell[0]
             if state == 0:
                 return
             if state != _IN_PROGRESS:
                 raise self._lib.error(state, api, self._rank, self._handle_or_none())
-            if deadline is not None and time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
                 self.abort()
                 raise errors.CommTimeout(api, vendor="nccl", detail=(
                     f"rank {self._rank}: still in progress after {timeout} s; the communicator was aborted"))
+            if now < spin_until:
+                continue
             time.sleep(delay)
             delay = min(delay * 2, 0.01)
 
@@ -921,6 +1088,10 @@ class Communicator:
         return red
 
     def _op(self, op: Any, dtype: str, api: str) -> int:
+        if op.__class__ is str:
+            v = self._lib.op_values.get(op)  # (the hot path: "sum", ...)
+            if v is not None:
+                return v
         if isinstance(op, RedOp):
             if op.comm is not self:
                 raise errors.InvalidValue(api, detail="the reduction belongs to another communicator")
@@ -936,6 +1107,18 @@ class Communicator:
         return self._lib.enum(name)
 
     def _prepare(self, api: str, stream: Any) -> tuple[Any, Any]:
+        """The communicator's handle and ``stream``'s, checked: the fast path is the stream of
+        the previous call, still open (its checks were made then)."""
+        if self._closed:
+            raise errors.InvalidValue(api, detail="the communicator is closed")
+        ref, handle = self._last_stream  # (one tuple: a thread switch cannot pair one with another's)
+        if ref is not None and ref() is stream and stream._handle is not None:
+            comm = self._cell[0]
+            if comm != self._lib.ffi.NULL:
+                return comm, handle
+        return self._prepare_stream(api, stream)
+
+    def _prepare_stream(self, api: str, stream: Any) -> tuple[Any, Any]:
         from .device import Stream
 
         comm = self._comm(api)
@@ -949,17 +1132,24 @@ class Communicator:
         if isinstance(dev, int) and dev != self._device:
             raise errors.InvalidValue(api, detail=f"the stream is on device {dev}, the communicator "
                                                   f"(rank {self._rank}) on device {self._device}")
-        return comm, self._lib.ffi.cast("cudaStream_t", int(stream))
+        s = self._lib.ffi.cast("cudaStream_t", int(stream))
+        # synchronize(stream) watches the communicators the stream has run work of
+        known = _stream_comms.get(stream)
+        if known is None:
+            known = _stream_comms[stream] = weakref.WeakSet()
+        known.add(self)
+        self._last_stream = (weakref.ref(stream), s)
+        return comm, s
 
-    def _buffers(self, api: str, dtype: Any, *roles: tuple[str, Any, int | None]) -> tuple[list[_Operand | None], str]:
-        """Each (role, buffer, elements needed or None for 'any') as an operand; one dtype."""
+    def _buffers(self, api: str, dtype: Any, *roles: tuple[str, Any, bool]) -> tuple[list[_Operand | None], str]:
+        """Each (role, buffer, whether NCCL writes it) as an operand; one dtype."""
         ops: list[_Operand | None] = []
         name: str | None = _dtype_name(dtype, api) if dtype is not None else None
-        for role, buf, _ in roles:
+        for role, buf, writable in roles:
             if buf is None:
                 ops.append(None)
                 continue
-            o = _operand(buf, name, api, role)
+            o = _operand(buf, name, api, role, writable)
             if name is None:
                 name = o.dtype
             elif o.dtype != name:
@@ -982,6 +1172,8 @@ class Communicator:
             if default is None:
                 raise errors.InvalidValue(api, detail="count= is needed (no buffer to take it from)")
             return default.elements // per
+        if count.__class__ is int and 0 <= count < (1 << 63):
+            return count
         n = _index(count, api, "count")
         if n < 0:
             raise errors.InvalidValue(api, detail=f"count must be >= 0, got {n}")
@@ -994,20 +1186,41 @@ class Communicator:
         return p
 
     def _enqueue(self, api: str, stream: Any, keep: Sequence[Any], *args: Any) -> None:
+        """Call ``api`` (NCCL sets the communicator's device itself around a collective, so no
+        device switch here); during a pygraphrt capture, the graph keeps ``keep`` and this
+        communicator; a non-blocking communicator's ncclInProgress is waited out."""
+        if stream._capture is not None:
+            return self._enqueue_captured(api, stream, keep, *args)
+        rc = self._lib.fn(api)(*args)
+        if rc:
+            if rc != _IN_PROGRESS:
+                raise self._lib.error(rc, api, self._rank, args[-2])
+        if not self._blocking:
+            self._after_non_blocking(api, rc)
+        return None
+
+    def _after_non_blocking(self, api: str, rc: int) -> None:
+        if _group_depth():
+            pending = getattr(_local, "pending", None)
+            if pending is not None:
+                pending.append(self)
+        elif rc == _IN_PROGRESS:
+            self._settle(api, self.timeout)
+
+    def _enqueue_captured(self, api: str, stream: Any, keep: Sequence[Any], *args: Any) -> None:
         comm = args[-2]
         body = _conditional_body(stream)
         before: set[Any] = set()
         if body is not None:
-            if COLLECTIVES_IN_CONDITIONAL_BODIES == "refused":
+            if collectives_in_conditional_bodies() == "refused":
                 raise errors.NotSupported(api, vendor="nccl", detail=(
                     f"rank {self._rank}: the stream captures into the body of a conditional node; a "
-                    "collective there is refused (pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES: NCCL "
-                    "documents nothing about conditional nodes, and no GPU probe has shown a loop of "
-                    "collectives working) -- loop on the host, or unroll the loop in the graph"))
+                    "collective there is refused before NCCL is called (pygraphrt.nccl."
+                    f"COLLECTIVES_IN_CONDITIONAL_BODIES: {_CONDITIONAL_BODIES_WHY}) -- loop on the host, or "
+                    "unroll the loop in the graph"))
             before = {n._handle for n in body.nodes()}
         try:
-            with _on_device(self._backend, self._device):
-                rc = self._lib.call(api, *args, rank=self._rank, comm=comm)
+            rc = self._lib.call(api, *args, rank=self._rank, comm=comm)
         except errors.GraphRTError as exc:
             if body is not None:
                 exc.add_note("the stream captures into the body of a conditional node, which may hold only "
@@ -1016,22 +1229,14 @@ class Communicator:
             raise
         if body is not None:
             _check_body(api, self._rank, body, before)
-        # The capture (if any) keeps the buffers and this communicator: a graph that runs the
-        # collective holds its communicator (close() refuses while it lives).
+        # The capture keeps the buffers and this communicator: a graph that runs the collective
+        # holds its communicator (close() refuses while it lives).
         for obj in keep:
             if obj is not None:
                 stream._retain(obj)
         stream._retain(self)
-        known = _stream_comms.get(stream)
-        if known is None:
-            known = _stream_comms[stream] = weakref.WeakSet()
-        known.add(self)
-        if rc == _IN_PROGRESS and _group_depth() == 0:
-            self._settle(api, self.timeout)
-        elif _group_depth():
-            pending = getattr(_local, "pending", None)
-            if pending is not None:
-                pending.append(self)
+        if not self._blocking:
+            self._after_non_blocking(api, rc)
 
     def _pair(self, api: str, dtype: Any, sendbuf: Any, recvbuf: Any, count: int | None, count_of: str,
               send_blocks: int = 1, recv_blocks: int = 1) -> tuple[Any, Any, int, str]:
@@ -1039,7 +1244,11 @@ class Communicator:
         dtype name and the element count, checked before NCCL sees them: ``count`` (default: all
         of the ``count_of`` buffer, ``"send"`` or ``"recv"``), ``sendbuf`` holding
         ``send_blocks`` and ``recvbuf`` ``recv_blocks`` times that many elements."""
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        if sendbuf is recvbuf and sendbuf is not None:  # in place: read once (as written to)
+            (src,), name = self._buffers(api, dtype, ("sendbuf", sendbuf, True))
+            dst = src
+        else:
+            (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, False), ("recvbuf", recvbuf, True))
         n = self._count(api, count, src if count_of == "send" else dst)
         self._fits(api, "sendbuf", src, n * send_blocks)
         self._fits(api, "recvbuf", dst, n * recv_blocks)
@@ -1057,7 +1266,7 @@ class Communicator:
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
                       ffi.cast("void *", src.address), ffi.cast("void *", dst.address), n,
-                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), comm, s)
+                      self._lib.dtype_values[name], self._op(op, name, api), comm, s)
 
     def broadcast(self, sendbuf: Any, recvbuf: Any, root: int, stream: Any, *,
                   count: int | None = None, dtype: Any = None) -> None:
@@ -1072,7 +1281,7 @@ class Communicator:
         assert dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", (src or dst).address),
-                      ffi.cast("void *", dst.address), n, self._lib.enum(DTYPES[name][0]), r, comm, s)
+                      ffi.cast("void *", dst.address), n, self._lib.dtype_values[name], r, comm, s)
 
     def reduce(self, sendbuf: Any, recvbuf: Any, root: int, stream: Any, op: Any = "sum", *,
                count: int | None = None, dtype: Any = None) -> None:
@@ -1088,7 +1297,7 @@ class Communicator:
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
                       ffi.cast("void *", src.address), ffi.cast("void *", dst.address if dst is not None else 0), n,
-                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), r, comm, s)
+                      self._lib.dtype_values[name], self._op(op, name, api), r, comm, s)
 
     def all_gather(self, sendbuf: Any, recvbuf: Any, stream: Any, *, count: int | None = None,
                    dtype: Any = None) -> None:
@@ -1100,7 +1309,7 @@ class Communicator:
         assert src is not None and dst is not None
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf), ffi.cast("void *", src.address),
-                      ffi.cast("void *", dst.address), n, self._lib.enum(DTYPES[name][0]), comm, s)
+                      ffi.cast("void *", dst.address), n, self._lib.dtype_values[name], comm, s)
 
     def reduce_scatter(self, sendbuf: Any, recvbuf: Any, stream: Any, op: Any = "sum", *,
                        count: int | None = None, dtype: Any = None) -> None:
@@ -1113,7 +1322,7 @@ class Communicator:
         ffi = self._lib.ffi
         self._enqueue(api, stream, (sendbuf, recvbuf, op if isinstance(op, RedOp) else None),
                       ffi.cast("void *", src.address), ffi.cast("void *", dst.address), n,
-                      self._lib.enum(DTYPES[name][0]), self._op(op, name, api), comm, s)
+                      self._lib.dtype_values[name], self._op(op, name, api), comm, s)
 
     def send(self, buf: Any, peer: int, stream: Any, *, count: int | None = None, dtype: Any = None) -> None:
         """``ncclSend`` of ``count`` elements (default: all of ``buf``) to ``peer``, which must
@@ -1121,24 +1330,24 @@ class Communicator:
         api = "ncclSend"
         comm, s = self._prepare(api, stream)
         p = self._peer(api, peer, "peer")
-        (src,), name = self._buffers(api, dtype, ("buf", buf, None))
+        (src,), name = self._buffers(api, dtype, ("buf", buf, False))
         n = self._count(api, count, src)
         self._fits(api, "buf", src, n)
         assert src is not None
         self._enqueue(api, stream, (buf,), self._lib.ffi.cast("void *", src.address), n,
-                      self._lib.enum(DTYPES[name][0]), p, comm, s)
+                      self._lib.dtype_values[name], p, comm, s)
 
     def recv(self, buf: Any, peer: int, stream: Any, *, count: int | None = None, dtype: Any = None) -> None:
         """``ncclRecv`` of ``count`` elements (default: all of ``buf``) from ``peer``."""
         api = "ncclRecv"
         comm, s = self._prepare(api, stream)
         p = self._peer(api, peer, "peer")
-        (dst,), name = self._buffers(api, dtype, ("buf", buf, None))
+        (dst,), name = self._buffers(api, dtype, ("buf", buf, True))
         n = self._count(api, count, dst)
         self._fits(api, "buf", dst, n)
         assert dst is not None
         self._enqueue(api, stream, (buf,), self._lib.ffi.cast("void *", dst.address), n,
-                      self._lib.enum(DTYPES[name][0]), p, comm, s)
+                      self._lib.dtype_values[name], p, comm, s)
 
     def all_to_all(self, sendbuf: Any, recvbuf: Any, stream: Any, *, count: int | None = None,
                    dtype: Any = None) -> None:
@@ -1147,7 +1356,7 @@ class Communicator:
         2.x has them; ``ncclAlltoAll`` is 2.28's)."""
         api = "Communicator.all_to_all"
         comm, s = self._prepare(api, stream)
-        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, None), ("recvbuf", recvbuf, None))
+        (src, dst), name = self._buffers(api, dtype, ("sendbuf", sendbuf, False), ("recvbuf", recvbuf, True))
         size = self.size
         n = self._count(api, count, src, per=size)
         self._fits(api, "sendbuf", src, n * size)
@@ -1155,7 +1364,7 @@ class Communicator:
         assert src is not None and dst is not None
         ffi, lib = self._lib.ffi, self._lib
         width = n * DTYPES[name][1]
-        dt = lib.enum(DTYPES[name][0])
+        dt = lib.dtype_values[name]
         with group():
             for peer in range(size):
                 self._enqueue("ncclSend", stream, (sendbuf,), ffi.cast("void *", src.address + peer * width),
@@ -1251,6 +1460,17 @@ def _abort_all(comms: Sequence[Communicator]) -> None:
 
 
 # ---------------------------------------------------------------- conditional bodies
+def collectives_in_conditional_bodies() -> str:
+    """The setting :data:`COLLECTIVES_IN_CONDITIONAL_BODIES` (``"checked"`` or ``"refused"``),
+    read at every collective captured into a body, so that a probe or the user may change it;
+    any other value is refused rather than read as one of them."""
+    mode = COLLECTIVES_IN_CONDITIONAL_BODIES
+    if mode not in ("checked", "refused"):
+        raise errors.InvalidValue("pygraphrt.nccl.COLLECTIVES_IN_CONDITIONAL_BODIES", detail=(
+            f"{mode!r}: it is 'checked' or 'refused'"))
+    return mode
+
+
 def _conditional_body(stream: Any) -> Any:
     """The graph ``stream`` captures into when it is the body of a conditional node (or None)."""
     cap = getattr(stream, "_capture", None)

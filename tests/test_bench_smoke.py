@@ -268,10 +268,22 @@ def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
         meet = threading.Barrier(2, timeout=60)
         figs: dict = {}
 
+        class Typed:  # 4 float32 of simulated device memory, as a typed array shows itself
+            def __init__(self, buf):
+                self.buf, self.device = buf, type("device", (), {"index": buf.device})()
+
+            @property
+            def __cuda_array_interface__(self):
+                return {"shape": (4,), "typestr": "<f4", "data": (self.buf.ptr, False), "version": 3}
+
         def rank(r: int) -> None:
             with rt.Device(r):
                 figs[r, "a"] = collectives.per_op_graph(comms[r], streams[r], bufs[r], 4, 3, 2, meet.wait)
                 figs[r, "b"] = collectives.per_op_eager(comms[r], streams[r], bufs[r], 4, 3, 2, meet.wait)
+                figs[r, "b raw"] = collectives.per_op_raw(comms[r], streams[r], bufs[r], 4, 3, 2, meet.wait)
+                # (b) on a typed array: dtype and count read from it (torch's tensor on the GPU)
+                figs[r, "b typed"] = collectives.per_op_eager(comms[r], streams[r], Typed(bufs[r]), None, 3, 2,
+                                                              meet.wait)
 
         threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
         for t in threads:
@@ -279,10 +291,11 @@ def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
         for t in threads:
             t.join(120)
         assert not any(t.is_alive() for t in threads)
-        assert sorted(figs) == [(0, "a"), (0, "b"), (1, "a"), (1, "b")]
+        assert sorted(figs) == [(r, k) for r in (0, 1) for k in ("a", "b", "b raw", "b typed")]
         assert all(len(v) == 2 and all(x >= 0 for x in v) for v in figs.values())
-        # (a): 3 launches (warm-up + 2 trials) of 3 ops; (b): 2 warm-up + 2 trials of 3 ops = 17 sums
-        want = np.float32(3 * 2 ** 16)
+        # (a): 3 launches (warm-up + 2 trials) of 3 ops; (b), three times: 2 warm-up + 2 trials of 3
+        # ops = 33 sums
+        want = np.float32(3 * 2 ** 32)  # (the first sum makes 1 + 2 = 3; each later one doubles)
         for b in bufs:
             assert (np.frombuffer(b.to_bytes(), np.float32) == want).all()
         reason = collectives.skip_reason() or ""

@@ -44,6 +44,45 @@ class Host:
         return {"shape": i["shape"], "typestr": i["typestr"], "data": i["data"], "version": 3,
                 "strides": i["strides"]}
 
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+class _DLManaged(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+_capi = ctypes.PyDLL(None)  # (its own function objects: pygraphrt sets pythonapi's argtypes)
+_capsule_new = _capi.PyCapsule_New
+_capsule_new.restype, _capsule_new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_DL_CODES = {"i": 0, "u": 1, "f": 2}
+
+class DL:
+    """A numpy array seen as a DLPack producer (an unversioned "dltensor" capsule, not consumed
+    by pygraphrt) on DLPack device (device_type, device_id): kDLCUDA (2) unless told.  The
+    tensor's memory (struct, shape, strides) lives as long as this object; ``strides`` in
+    elements (None: C order), ``byte_offset`` and ``lanes`` as a producer may set them."""
+    def __init__(self, a, device=0, device_type=2, strides=None, byte_offset=0, lanes=1, code=None):
+        self.a, self.dev = a, (device_type, device)
+        m = self.m = _DLManaged()
+        t = m.dl_tensor
+        self.shape = (ctypes.c_int64 * a.ndim)(*a.shape)
+        self.strides = (ctypes.c_int64 * a.ndim)(*strides) if strides is not None else None
+        t.data, t.byte_offset, t.ndim = a.ctypes.data - byte_offset, byte_offset, a.ndim
+        t.device.device_type, t.device.device_id = device_type, device
+        t.dtype.code = _DL_CODES[a.dtype.kind] if code is None else code
+        t.dtype.bits, t.dtype.lanes = a.dtype.itemsize * 8 // lanes, lanes
+        t.shape = self.shape
+        t.strides = self.strides
+        self.exports = 0
+    def __dlpack_device__(self):
+        return self.dev
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self.exports += 1
+        return _capsule_new(ctypes.addressof(self.m), b"dltensor", None)
+
 fake = ctypes.CDLL(os.environ["PYGRAPHRT_NCCL"]) if os.environ.get("PYGRAPHRT_NCCL") else None
 def counter(name):
     return ctypes.c_int.in_dll(fake, name).value
@@ -217,7 +256,8 @@ def test_bad_input_is_refused_before_nccl(fake_nccl):
                             "device 0")
         refused_before_nccl(lambda: c.all_reduce(Host(np.zeros((4, 4), np.int32)[:, :2]), Host(b), s),
                             "not contiguous")
-        refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "not device memory")
+        refused_before_nccl(lambda: c.all_reduce(a, Host(b), s), "DLPack device type 1", "not CUDA device memory")
+        refused_before_nccl(lambda: c.all_reduce(object(), Host(b), s), "object is not device memory")
         refused_before_nccl(lambda: c.all_reduce(Host(a), Host(b), 0), "expected a pygraphrt Stream")
         class StreamOnDevice1(rt.Stream):  # (as streams that know their device will say)
             device = 1
@@ -468,3 +508,150 @@ def test_import_pygraphrt_leaves_nccl_unloaded():
                         "print('pygraphrt.nccl' in sys.modules, 'pygraphrt._bindings.nccl' in sys.modules)"],
                        capture_output=True, text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))))
     assert r.stdout.split() == ["False", "False"], r.stderr
+
+
+def test_eager_operations_poll_without_sleeping_and_touch_no_runtime(fake_nccl):
+    """The eager op path (issue 41, benchmark target (b) <= (c)): on a non-blocking communicator
+    every operation answers ncclInProgress (NCCL launches it from a thread of its own) and is
+    polled to completion without a sleep (a first sleep of 100 us cost ~200 us per op: here
+    pygraphrt.nccl's clock advances only by sleeping, so the count is deterministic); the
+    fake refuses an operation issued before the previous one settled, as NCCL does.  The path
+    calls no runtime function (no device switch: NCCL sets the communicator's device itself)."""
+    out = run(fake_nccl, """
+        slept = []
+        class Clock:  # pygraphrt.nccl's clock: time passes only by sleeping (a loaded machine
+            now = 1000.0  # cannot make the polls outlast the spin window)
+            def monotonic(self):
+                return self.now
+            def sleep(self, d):
+                slept.append(d)
+                self.now += d
+        nccl.time = Clock()
+        backend = rt._runtime.active()
+        runtime_calls = []
+        real_call = backend.ops.call
+        backend.ops.call = lambda name, *a, **k: (runtime_calls.append(name), real_call(name, *a, **k))[1]
+        for timeout in (None, 30):
+            comm = nccl.Communicator(1, 0, nccl.unique_id(), device=0, timeout=timeout)
+            s = rt.Stream()
+            x, y = np.arange(8, dtype=np.int32), np.zeros(8, np.int32)
+            del slept[:], runtime_calls[:]
+            polls = counter("fake_nccl_calls")
+            for i in range(50):
+                x[0] = i
+                comm.all_reduce(Host(x), Host(y), s, "sum")
+                assert y[0] == i, (i, y)
+                comm.all_reduce(Host(y), Host(y), s, "max", count=4)   # in place
+                comm.send(Host(x), 0, s); comm.recv(Host(y), 0, s)
+            print(timeout, len(slept), runtime_calls, counter("fake_nccl_calls") - polls, y.tolist() == x.tolist())
+            comm.close()
+        # what the fake checks: an operation before the previous one settled is NCCL's misuse
+        c = nccl.Communicator(1, 0, nccl.unique_id(), device=0, timeout=30)
+        lib = nccl.library()
+        a = np.zeros(2, np.int32)
+        args = (lib.ffi.cast("void *", a.ctypes.data),) * 2 + (2, lib.dtype_values["int32"], lib.op_values["sum"],
+                c._cell[0], lib.ffi.cast("cudaStream_t", 0))
+        print(lib.fn("ncclAllReduce")(*args), lib.fn("ncclAllReduce")(*args))
+    """, FAKE_NCCL_POLLS="3")
+    assert out.splitlines() == ["None 0 [] 200 True", "30 0 [] 200 True", "7 4"]
+
+
+def test_dlpack_and_array_interface_buffers(fake_nccl):
+    """Buffers as users hold them (issue 41, item 4): DLPack producers and
+    ``__cuda_array_interface__`` arrays, their dtype and size read from them when not given,
+    their device checked against the communicator's; what NCCL cannot take (another device,
+    host memory, strided, a read-only destination, a type NCCL lacks) refused before NCCL."""
+    run(fake_nccl, """
+        comms = nccl.Communicator.init_all([0, 1])
+        s = []
+        for c in comms:
+            with rt.Device(c.device):
+                s.append(rt.Stream())
+        x = [np.arange(6, dtype=np.int64) * (r + 1) for r in range(2)]
+        y = [np.zeros(6, np.int64) for _ in range(2)]
+        src = [DL(x[r], device=r) for r in range(2)]
+        with nccl.group():   # DLPack in, __cuda_array_interface__ out: int64 read from both
+            for r, c in enumerate(comms):
+                c.all_reduce(src[r], Host(y[r], device=r), s[r])
+        assert all((v == x[0] + x[1]).all() for v in y), y
+        assert src[0].exports == 1
+        # a DLPack view at a byte offset, in place, 2-d: 4 x 3 float64 (12 elements)
+        z = [np.full((4, 3), r + 1.0) for r in range(2)]
+        with nccl.group():
+            for r, c in enumerate(comms):
+                d = DL(z[r], device=r, byte_offset=16)
+                c.all_reduce(d, d, s[r], "max")
+        assert (z[0] == 2.0).all() and (z[1] == 2.0).all()
+        # the dtype given must be the array's; a count larger than the array is refused
+        c = comms[0]
+        a = np.zeros(4, np.int32)
+        refused_before_nccl(lambda: c.all_reduce(DL(a), DL(a), s[0], dtype="float32"),
+                            "ncclAllReduce", "dtype float32 given for an array of int32")
+        refused_before_nccl(lambda: c.all_reduce(DL(a), DL(a), s[0], count=5), "4 int32", "needs 5")
+        refused_before_nccl(lambda: c.all_gather(DL(a), DL(np.zeros(4, np.int32)), s[0]), "needs 8")
+        refused_before_nccl(lambda: c.all_reduce(DL(a), DL(np.zeros(4, np.int64)), s[0]),
+                            "recvbuf: dtype int32 given for an array of int64")
+        # another device than the communicator's, host memory, pinned host memory
+        refused_before_nccl(lambda: c.all_reduce(DL(a, device=1), DL(a), s[0]), "sendbuf is on device 1",
+                            "device 0")
+        refused_before_nccl(lambda: c.all_reduce(DL(a), DL(a, device=1), s[0]), "recvbuf is on device 1")
+        refused_before_nccl(lambda: c.send(DL(a, device=1), 1, s[0]), "ncclSend", "buf is on device 1")
+        refused_before_nccl(lambda: c.all_reduce(DL(a, device_type=1), DL(a), s[0]), "DLPack device type 1",
+                            "not CUDA device memory")
+        refused_before_nccl(lambda: c.all_reduce(DL(a, device_type=3), DL(a), s[0]), "DLPack device type 3")
+        refused_before_nccl(lambda: c.all_reduce(a, Host(a), s[0]), "DLPack device type 1")  # numpy's own
+        # not contiguous; two lanes; a type NCCL lacks (DLPack: complex, kDLComplex 5)
+        m = np.zeros((4, 4), np.int32)
+        refused_before_nccl(lambda: c.all_reduce(DL(m, strides=(1, 4)), DL(m), s[0]), "not contiguous")
+        refused_before_nccl(lambda: c.all_reduce(DL(a, lanes=2), DL(a), s[0]), "2 lanes", "give dtype=")
+        refused_before_nccl(lambda: c.all_reduce(DL(np.zeros(4, np.float64), code=5), DL(a), s[0]),
+                            "code 5", "has no NCCL type")
+        # __cuda_array_interface__: read-only destination, masked, typestr NCCL lacks
+        class ReadOnly(Host):
+            @property
+            def __cuda_array_interface__(self):
+                d = Host.__cuda_array_interface__.fget(self)
+                return dict(d, data=(d["data"][0], True))
+        refused_before_nccl(lambda: c.all_reduce(Host(a), ReadOnly(a), s[0]), "recvbuf", "read-only")
+        refused_before_nccl(lambda: c.recv(ReadOnly(a), 1, s[0]), "ncclRecv", "read-only")
+        class Masked(Host):
+            @property
+            def __cuda_array_interface__(self):
+                return dict(Host.__cuda_array_interface__.fget(self), mask=Host(a))
+        refused_before_nccl(lambda: c.all_reduce(Masked(a), Host(a), s[0]), "masked")
+        refused_before_nccl(lambda: c.all_reduce(Host(np.zeros(4, "m8")), Host(a), s[0]), "typestr", "give dtype=")
+        # an object with torch.Tensor's accessors (the reader a torch tensor takes: the GPU test
+        # runs torch itself) over numpy memory; its dtype is read from str(dtype)
+        class TorchDtype:
+            def __init__(self, name): self.name = name
+            def __str__(self): return "torch." + self.name
+        class TorchLike:
+            def __init__(self, a, device=0, dtype=None, cuda=True):
+                self.a, self.dev, self.is_cuda = a, device, cuda
+                self.dtype = TorchDtype(dtype or a.dtype.name)
+            def data_ptr(self): return self.a.ctypes.data
+            def numel(self): return self.a.size
+            def element_size(self): return self.a.itemsize
+            def get_device(self): return self.dev if self.is_cuda else -1
+            def is_contiguous(self): return self.a.flags.c_contiguous
+            def stride(self): return tuple(st // self.a.itemsize for st in self.a.strides)
+        t = [np.arange(5, dtype=np.int32) + 10 * r for r in range(2)]
+        with nccl.group():
+            for r, comm in enumerate(comms):
+                comm.all_reduce(TorchLike(t[r], device=r), TorchLike(t[r], device=r), s[r])
+        assert (t[0] == np.arange(5) * 2 + 10).all() and (t[1] == t[0]).all(), t
+        h = np.zeros(4, np.uint16)
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(h, dtype="bfloat16"), TorchLike(h, dtype="bfloat16"),
+                                                 s[0], dtype="float16"), "dtype float16 given for an array of bfloat16")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, cuda=False), Host(a), s[0]), "CPU torch.Tensor")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, device=1), Host(a), s[0]), "sendbuf is on device 1")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(m[:, 0]), Host(a), s[0]), "not contiguous")
+        refused_before_nccl(lambda: c.all_reduce(TorchLike(a, dtype="bool"), Host(a), s[0]), "torch torch.bool",
+                            "give dtype=")
+        # a read-only source is fine: one rank's all_reduce of a read-only array
+        one, = nccl.Communicator.init_all([0])
+        ro, out = np.arange(4, dtype=np.int32), np.zeros(4, np.int32)
+        one.all_reduce(ReadOnly(ro), Host(out), s[0])
+        assert (out == ro).all()
+        print("ok")
+    """)

@@ -251,6 +251,16 @@ def test_bad_input_is_refused_before_the_library(sim2):
     refused(lambda: c.all_reduce(b, b, s[0], dtype="float32", count=17), "ncclAllReduce", "16 float32", "needs 17")
     refused(lambda: c.all_reduce(b, b, s[0]), "no element type; give dtype=")
     refused(lambda: c.all_reduce(b, bufs[1], s[0], dtype="float32"), "recvbuf is on device 1", "device 0")
+
+    class Typed:  # an array that does not say its device: the runtime is asked where it lives
+        def __init__(self, buf):
+            self.buf = buf
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": (16,), "typestr": "<f4", "data": (self.buf.ptr, False), "version": 3}
+
+    refused(lambda: c.all_reduce(Typed(bufs[1]), Typed(b), s[0]), "sendbuf is on device 1", "device 0")
     refused(lambda: c.all_reduce(b, b, s[1], dtype="float32"), "stream is on device 1")
     refused(lambda: c.all_gather(b, b, s[0], dtype="float32"), "ncclAllGather", "needs 32")
     refused(lambda: c.send(b, 2, s[0], dtype="float32"), "ncclSend", "peer 2")
@@ -306,8 +316,9 @@ def test_the_conditional_body_probe_runs_here(sim2, monkeypatch, tmp_path):
 
     monkeypatch.setattr(nccl, "COLLECTIVES_IN_CONDITIONAL_BODIES", "checked")
     out: queue.Queue = queue.Queue()
-    threads = [threading.Thread(target=nccl_workers.while_body_rank, args=(r, str(tmp_path / "id"), out, 5))
-               for r in range(2)]
+    logs = [tmp_path / f"rank{r}.log" for r in range(2)]
+    threads = [threading.Thread(target=nccl_workers.while_body_rank,
+                                args=(r, str(tmp_path / "id"), out, 5, str(logs[r]), 30.0)) for r in range(2)]
     for t in threads:
         t.start()
     for t in threads:
@@ -318,3 +329,52 @@ def test_the_conditional_body_probe_runs_here(sim2, monkeypatch, tmp_path):
     # (the body's listing may be unreadable: with both ranks in one process a capture can be
     # invalidated by the other thread's calls, and the runtime then destroys its graph)
     assert all("NCCL added host node(s) to the body of a conditional node" in r[2] for r in results), results
+    # each rank's stages, as the GPU run prints them (what a run cut short still tells)
+    for r, log in enumerate(logs):
+        stages = [line.split(": ", 1)[1] for line in log.read_text().splitlines()]
+        assert stages[:2] == ["started", "communicator ready (NCCL 2.28.9)"], stages
+        assert stages[2].startswith("kernels compiled") and stages[-1].startswith("outcome: refused by pygraphrt")
+
+
+def test_the_conditional_body_setting_is_one_of_two(sim2, monkeypatch):
+    """COLLECTIVES_IN_CONDITIONAL_BODIES is read at every collective captured into a body: a
+    value other than "checked" or "refused" is refused, naming it, before NCCL is called."""
+    comm, = nccl.Communicator.init_all([0])
+    s = rt.Stream()
+    buf = buffer_of(np.ones(N, np.float32))
+    monkeypatch.setattr(nccl, "COLLECTIVES_IN_CONDITIONAL_BODIES", "check")
+    g = rt.Graph()
+    loop = g.add_while(g.conditional_handle())
+    before = nccl.library().lib.calls
+    with pytest.raises(errors.InvalidValue, match="COLLECTIVES_IN_CONDITIONAL_BODIES.*'check'"):
+        with loop.capture(s):
+            comm.all_reduce(buf, buf, s, dtype="float32")
+    assert nccl.library().lib.calls == before
+    with s.capture() as cap:  # (outside a body the setting is not read)
+        comm.all_reduce(buf, buf, s, dtype="float32")
+    del cap
+    gc.collect()
+
+
+def test_exec_update_of_a_graph_holding_a_collective(sim2, tmp_path):
+    """tests/gpu/nccl_workers.update_rank, the GPU test's rank, run as two threads on the
+    simulator: a captured (kernel, all-reduce, kernel) step recaptured on another buffer with
+    another scalar, then with half the count, and the executable updated from each -- the
+    simulator's collective is a host node, whose update it accepts; each updated executable
+    computes what numpy does, leaves the first buffer alone, and keeps its lease on the
+    communicator after the recaptured graph is closed."""
+    import queue
+
+    from tests.gpu import nccl_workers
+
+    out: queue.Queue = queue.Queue()
+    threads = [threading.Thread(target=nccl_workers.update_rank, args=(r, str(tmp_path / "id"), out, N, 3, 30))
+               for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a rank hung"
+    results = sorted(out.get_nowait() for _ in range(out.qsize()))
+    accepted = {"another buffer and scalar": "accepted", "half the count": "accepted"}
+    assert results == [(0, accepted, []), (1, accepted, [])], results

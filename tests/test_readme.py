@@ -22,6 +22,13 @@ def collectives_example() -> str:
     return block
 
 
+def collectives_torchrun_command() -> str:
+    """The README's command that runs ``tp_step.py`` under torchrun (the indented line of the
+    Collectives section), as written there: tests/gpu/test_nccl.py runs exactly it."""
+    (line,) = re.findall(r"^ {4}((?:\w+=\S+ )*torchrun .*tp_step\.py)$", (REPO / "README.md").read_text(), re.M)
+    return line
+
+
 def test_the_collectives_example_runs_on_the_simulator(tmp_path):
     """``PYGRAPHRT_BACKEND=sim PYGRAPHRT_SIM_DEVICES=2 python tp_step.py`` as the README says:
     both ranks in one process, a thread each, the captured step replayed; each prints that its
@@ -35,7 +42,7 @@ def test_the_collectives_example_runs_on_the_simulator(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert sorted(r.stdout.splitlines()) == [f"rank {i}: y == W @ X + bias after 10 replays: True" for i in (0, 1)]
     readme = (REPO / "README.md").read_text()
-    assert "NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node 2 tp_step.py" in readme
+    assert collectives_torchrun_command() == "NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc-per-node 2 tp_step.py"
     assert "PYGRAPHRT_BACKEND=sim PYGRAPHRT_SIM_DEVICES=2 python tp_step.py" in readme
 
 

@@ -13,8 +13,11 @@
  * is refused with ncclInvalidArgument rather than dereferenced.
  *
  * Non-blocking communicators (config.blocking = 0) answer ncclInProgress from init, split and
- * finalize, and ncclCommGetAsyncError says ncclInProgress for FAKE_NCCL_POLLS polls (default
- * 2) before ncclSuccess -- or forever while fake_nccl_stuck is set (a peer that never comes).
+ * finalize, and from an operation issued outside a group (NCCL launches it from a thread of its
+ * own), and ncclCommGetAsyncError says ncclInProgress for FAKE_NCCL_POLLS polls (default 2)
+ * before ncclSuccess -- or forever while fake_nccl_stuck is set (a peer that never comes).  An
+ * operation issued on a non-blocking communicator still in progress is refused with
+ * ncclInvalidArgument, as NCCL's ncclCommEnsureReady refuses it.
  * ncclGetVersion reports FAKE_NCCL_VERSION (default: the header's NCCL_VERSION_CODE).
  * fake_nccl_fail(api, code) makes the next call of ``api`` return ``code`` (with a last-error
  * message); fake_nccl_async(code) makes every communicator's async error ``code``.  Counters:
@@ -111,6 +114,15 @@ static int polls_default(void) {
     const char *e = getenv("FAKE_NCCL_POLLS");
     return e ? atoi(e) : 2;
 }
+
+static __thread int group_depth;
+
+/* NCCL's ncclCommEnsureReady: a non-blocking communicator must have settled before the next call. */
+static int not_ready(ncclComm_t comm) {
+    return comm && !comm->blocking && (comm->polls > 0 || fake_nccl_stuck);
+}
+#define ENSURE_READY(comm) do { if (not_ready(comm)) return fail(ncclInvalidArgument, \
+    "fake libnccl: Attempt to use communicator before the previous operation returned ncclSuccess"); } while (0)
 
 static ncclResult_t started(struct ncclComm *c) {
     if (c->blocking) return ncclSuccess;
@@ -238,11 +250,13 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 
 ncclResult_t ncclGroupStart(void) {
     INJECT("ncclGroupStart");
+    group_depth++;
     return ncclSuccess;
 }
 
 ncclResult_t ncclGroupEnd(void) {
     INJECT("ncclGroupEnd");
+    if (group_depth > 0) group_depth--;
     return ncclSuccess;
 }
 
@@ -425,10 +439,11 @@ static ncclResult_t enqueue(ncclComm_t comm, struct op o, const char *api) {
         if (o.redop >= ncclNumOps && (o.redop - ncclNumOps >= MAXOPS || !comm->ops[o.redop - ncclNumOps].used))
             return fail(ncclInvalidArgument, "fake libnccl: unknown reduction");
     }
+    if (o.kind != K_SPLIT) ENSURE_READY(comm);
     if (comm->nq == MAXQ) return fail(ncclInternalError, "fake libnccl: queue full");
     comm->queue[comm->nq++] = o;
     progress(comm->cl);
-    return ncclSuccess;
+    return o.kind != K_SPLIT && group_depth == 0 ? started(comm) : ncclSuccess;
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count, ncclDataType_t datatype,
@@ -479,6 +494,7 @@ static ncclResult_t p2p(ncclComm_t comm, struct op o, const char *api) {
                  "reachable from the fake (host memory only)", api);
         return ncclInvalidArgument;
     }
+    ENSURE_READY(comm);
     struct ncclComm *peer = comm->cl->ranks[o.root];
     if (!peer) return fail(ncclInvalidUsage, "fake libnccl: peer not in this process");
     enum kind want = o.kind == K_SEND ? K_RECV : K_SEND;
@@ -490,12 +506,12 @@ static ncclResult_t p2p(ncclComm_t comm, struct op o, const char *api) {
             memcpy(r->recv, s->send, s->count * width(s->dtype));
             memmove(m, m + 1, (size_t)(peer->np - i - 1) * sizeof(struct op));
             peer->np--;
-            return ncclSuccess;
+            return group_depth == 0 ? started(comm) : ncclSuccess;
         }
     }
     if (comm->np == MAXQ) return fail(ncclInternalError, "fake libnccl: queue full");
     comm->p2p[comm->np++] = o;
-    return ncclSuccess;
+    return group_depth == 0 ? started(comm) : ncclSuccess;
 }
 
 ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,

@@ -155,17 +155,32 @@ extern "C" __global__ void count_down(cudaGraphConditionalHandle h, int *counter
 """
 
 
-def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
+def while_body_rank(rank: int, id_path: str, out: Any, iterations: int, log: str | None = None,
+                    wait: float = 60.0, exit_after: bool = False) -> None:
     """The conditional-body probe (issue 41, item 6): a WHILE body holding (count_down kernel,
     all-reduce sum), every rank looping ``iterations`` times, with pygraphrt's setting forced
     to "checked" so that NCCL and the runtime are asked.  Reports (rank, outcome, detail):
     "ran" (detail: whether every element is 3 * 2**(iterations-1) and the loop ran
     ``iterations`` times, and the body's node types), "refused by pygraphrt" (the body-node
     check: NCCL added a node the rule forbids), "refused by NCCL or the runtime" (its call
-    failed while capturing into the body), or "instantiate refused"."""
+    failed while capturing into the body), "instantiate refused", or "launched, did not
+    finish" (the loop's wait, bounded by ``wait``, expired or NCCL reported an error: the
+    communicator aborted).  Each stage reached is appended to ``log`` (a file: what a run cut
+    short still tells); ``exit_after``: leave with os._exit once reported (a spawned rank: a
+    stuck kernel must not keep the process)."""
+
+    def stage(text: str) -> None:
+        if log is not None:
+            with open(log, "a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} rank {rank}: {text}\n")
 
     def report(*item: Any) -> None:
+        stage(f"outcome: {item[1]}: {item[2]}")
         out.put(item)
+        if exit_after:
+            out.close()
+            out.join_thread()
+            os._exit(0)
 
     try:
         import numpy as np
@@ -175,10 +190,12 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         from pygraphrt.graph import SET_CONDITIONAL_SOURCE
 
         nccl.COLLECTIVES_IN_CONDITIONAL_BODIES = "checked"  # probe NCCL and the runtime themselves
+        stage("started")
         if rank == 0:
             nccl.unique_id().to_file(id_path)
-        uid = nccl.UniqueId.from_file(id_path, timeout=120)
-        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=120)
+        uid = nccl.UniqueId.from_file(id_path, timeout=wait)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=wait)
+        stage(f"communicator ready (NCCL {nccl.library().version_str})")
         prog = rt.Program(SET_CONDITIONAL_SOURCE + WHILE_SOURCE, name="nccl_while.cu")
         arm = prog.kernel("arm", signature="cudaGraphConditionalHandle h, int *counter, int *iterations, int n")
         count_down = prog.kernel("count_down", signature="cudaGraphConditionalHandle h, int *counter, "
@@ -199,6 +216,7 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
             except errors.GraphRTError as exc:  # (a failed capture may have destroyed the graph)
                 return f"unreadable ({type(exc).__name__})"
 
+        stage("kernels compiled; capturing the all-reduce into the WHILE body")
         try:  # (thread_local: the simulator's check of this probe runs ranks as threads of one process)
             with s.capture("thread_local", graph=body, dependencies=[counted]):
                 comm.all_reduce(buf, buf, s, "sum", dtype="float32")
@@ -211,14 +229,21 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
             comm.abort()
             return
         types = body_types(body)
+        stage(f"captured; the body holds {types}; instantiating")
         try:
             exe = g.instantiate()
         except errors.GraphRTError as exc:
             report(rank, "instantiate refused", f"{type(exc).__name__}: {exc} | body: {types}")
             comm.abort()
             return
+        stage("instantiated; launching")
         exe.launch(s)
-        nccl.synchronize(s, [comm], timeout=120)
+        try:
+            nccl.synchronize(s, [comm], timeout=wait)
+        except errors.GraphRTError as exc:  # (synchronize aborted the communicator)
+            report(rank, "launched, did not finish", f"{type(exc).__name__}: {exc} | body: {types}")
+            return
+        stage("the loop finished")
         got = np.frombuffer(buf.to_bytes(), np.float32)
         runs = int(np.frombuffer(state.to_bytes(8), np.int32)[1])
         right = bool((got == np.float32(3 * 2 ** (iterations - 1))).all()) and runs == iterations
@@ -226,10 +251,115 @@ def while_body_rank(rank: int, id_path: str, out: Any, iterations: int) -> None:
         import gc
 
         gc.collect()
-        comm.close(timeout=120)
+        comm.close(timeout=wait)
         report(rank, "ran", f"right={right} iterations={runs} first={float(got[0])} body: {types}")
     except BaseException as exc:  # report, never hang the parent
         report(rank, "setup failed", f"{type(exc).__name__}: {exc}")
+
+
+def update_reference(x0: list[Any], steps: list[tuple[float, int]]) -> list[Any]:
+    """Every rank's buffer after ``steps`` of (x += 1; all_reduce sum of the first ``count``
+    elements; x += v), for (v, count) in ``steps`` -- halves and integers below 2**22: exact in
+    float32 whatever the order of the sums."""
+    import numpy as np
+
+    xs = [x.astype(np.float32).copy() for x in x0]
+    for v, count in steps:
+        xs = [x + np.float32(1) for x in xs]
+        total = sum(x[:count] for x in xs)
+        for x in xs:
+            x[:count] = total
+        xs = [x + np.float32(v) for x in xs]
+    return xs
+
+
+def update_rank(rank: int, id_path: str, out: Any, n: int = N, replays: int = 8, wait: float = 60.0) -> None:
+    """Exec update of a graph holding a collective (issue 41, item 4): capture (kernel,
+    all-reduce, kernel) on buffer A and instantiate it; replay; then recapture the same step
+    (i) on buffer B with another kernel scalar, (ii) on B with half the count, and update the
+    executable from each (``GraphExec.update``).  Reports (rank, outcomes, problems): per
+    variant "accepted" (then replayed, the result checked against numpy, A left alone, the
+    recaptured graph closed before a last replay: the executable must keep NCCL's plan) or
+    "refused: <update result>" (the error must say why).  Both ranks run the same variants in
+    the same order (NCCL's capture rule); a refusal on one rank only would leave the other's
+    replay waiting, bounded by ``wait``."""
+    import gc
+
+    import numpy as np
+
+    outcomes: dict[str, str] = {}
+    problems: list[str] = []
+    try:
+        rt = _setup(rank)
+        from pygraphrt import errors, nccl
+        from tests.gpu.kernels import SOURCE as ADD_SOURCE
+
+        if rank == 0:
+            nccl.unique_id().to_file(id_path)
+        uid = nccl.UniqueId.from_file(id_path, timeout=wait)
+        comm = nccl.Communicator(2, rank, uid, device=rank, timeout=wait)
+        add = rt.Program(ADD_SOURCE).kernel("add", signature="float *x, float v, int n")
+        s = rt.Stream()
+        x0 = [np.arange(n, dtype=np.float32) + r * n for r in range(2)]
+        y0 = [np.arange(n, dtype=np.float32)[::-1].copy() * (r + 1) for r in range(2)]
+        a, b = rt.malloc(n * 4), rt.malloc(n * 4)
+        a.copy_from(x0[rank].tobytes())
+        b.copy_from(y0[rank].tobytes())
+
+        def capture(buf: Any, v: float, count: int) -> Any:
+            with s.capture("thread_local") as cap:
+                add.launch(s, 1, n, buf, 1.0, n)
+                comm.all_reduce(buf, buf, s, "sum", dtype="float32", count=count)
+                add.launch(s, 1, n, buf, v, n)
+            return cap.graph
+
+        def replay(exe: Any, times: int) -> None:
+            for _ in range(times):
+                exe.launch(s)
+            nccl.synchronize(s, [comm], timeout=wait)
+
+        def now(buf: Any) -> Any:
+            return np.frombuffer(buf.to_bytes(), np.float32)
+
+        g1 = capture(a, 0.5, n)
+        exe = g1.instantiate()
+        replay(exe, replays)
+        a_after = update_reference(x0, [(0.5, n)] * replays)[rank]
+        if not (now(a) == a_after).all():
+            problems.append(f"rank {rank}: the first graph's replays differ from numpy")
+        done: list[tuple[float, int]] = []
+        for name, v, count in (("another buffer and scalar", 2.0, n), ("half the count", 2.0, n // 2)):
+            g2 = capture(b, v, count)
+            try:
+                exe.update(g2)
+            except errors.GraphExecUpdateError as exc:
+                outcomes[name] = f"refused: {exc.result}"
+                if str(exc.result) not in str(exc):
+                    problems.append(f"rank {rank}: {name}: the refusal does not say why: {exc}")
+                g2.close()
+                continue
+            outcomes[name] = "accepted"
+            replay(exe, replays)
+            done += [(v, count)] * replays
+            g2.close()  # the executable keeps what it runs (NCCL's plan: a user object of the graph)
+            del g2
+            gc.collect()
+            replay(exe, 1)
+            done.append((v, count))
+            want = update_reference(y0, done)[rank]
+            got = now(b)
+            if not (got == want).all():
+                problems.append(f"rank {rank}: {name}: differs from numpy at {np.flatnonzero(got != want)[:5]}")
+            if not (now(a) == a_after).all():
+                problems.append(f"rank {rank}: {name}: the replays after the update still wrote buffer A")
+            if comm not in nccl.communicators_of(exe):
+                problems.append(f"rank {rank}: {name}: the updated executable holds no lease on the communicator")
+        del exe, g1
+        gc.collect()
+        comm.close(timeout=wait)
+    except BaseException as exc:  # report, never hang the parent
+        problems.append(f"rank {rank}: {type(exc).__name__}: {exc}")
+    out.put((rank, outcomes, problems))
 
 
 def torchrun_main() -> int:
