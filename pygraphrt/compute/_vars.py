@@ -48,23 +48,6 @@ def _current(var: "Var", how: str) -> _Recorder:
     return rec
 
 
-class recording:
-    """Context manager: accesses made in the block are recorded for (graph, node)."""
-
-    def __init__(self, rec: _Recorder) -> None:
-        self.rec = rec
-
-    def __enter__(self) -> _Recorder:
-        if getattr(_active, "recorder", None) is not None:
-            raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
-                                      "evaluate another node (nested evaluation)")
-        _active.recorder = self.rec
-        return self.rec
-
-    def __exit__(self, *exc: object) -> None:
-        _active.recorder = None
-
-
 class Var:
     """A named variable of a :class:`VarManager` (see :class:`BufferVar`, :class:`ValueVar`)."""
 
