@@ -234,8 +234,12 @@ def figures(data: dict[str, Any], mode: str) -> dict[str, Figure]:
 
 
 def target_ratios(figs: dict[str, Figure], mode: str = "api") -> list[Ratio]:
-    """Issue 45's targets at 10 000 nodes, as ratios to the budget (<= 1.0 meets it)."""
-    t, tag = f" [{mode}]", f"{TARGET_NODES} nodes"
+    """Issue 45's targets at 10 000 nodes, as ratios to the budget (<= 1.0 meets it); a run without
+    that size (``--quick``) is held to them at its largest size, which the rows name."""
+    t = f" [{mode}]"
+    sizes = [int(name.rsplit(", ", 1)[-1].split()[0]) for name in figs
+             if name.startswith("first launch above runtime instantiate") and name.endswith(t)]
+    tag = f"{TARGET_NODES if TARGET_NODES in sizes or not sizes else max(sizes)} nodes"
     out = []
     first = figs.get(f"first launch above runtime instantiate, per node, {tag}{t}")
     if first is not None:
