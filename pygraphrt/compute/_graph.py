@@ -374,17 +374,21 @@ class ComputeGraph:
                     d = n.device
                     n._gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
                                  or [placed(g, d, "add_empty", g.add_empty)])
-            froms: list[Node] = []
-            tos: list[Node] = []
+            # The edges' ends as runtime handles: every node was just made here, in g, so the
+            # per-node checks of Graph.add_dependencies (a live node of this graph) hold.
+            froms: list[Any] = []
+            tos: list[Any] = []
             for n in self._nodes:  # a node's own work runs in the order it was issued
-                froms.extend(n._gnodes[:-1])
-                tos.extend(n._gnodes[1:])
-            nodes = self._nodes
+                if len(n._gnodes) > 1:
+                    froms.extend(x._handle for x in n._gnodes[:-1])
+                    tos.extend(x._handle for x in n._gnodes[1:])
+            last = [n._gnodes[-1]._handle for n in self._nodes]
+            first = [n._gnodes[0]._handle for n in self._nodes]
             for (i, j) in self._pairs_now():
-                froms.append(nodes[i]._gnodes[-1])
-                tos.append(nodes[j]._gnodes[0])
+                froms.append(last[i])
+                tos.append(first[j])
             if froms:
-                g.add_dependencies(froms, tos)
+                g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
             g.close()
             for n in self._nodes:
