@@ -433,7 +433,12 @@ class ComputeGraph:
         lag, self._template_lag = self._template_lag, {}
         for n in lag:
             if n._gnodes:
-                self._on_device(n, lambda n=n: [w.set_template(gn) for w, gn in zip(n.items, n._gnodes)])
+                self._on_device(n, lambda: self._set_template(n))  # noqa: B023
+
+    @staticmethod
+    def _set_template(n: ComputeNode) -> None:
+        for w, gnode in zip(n.items, n._gnodes):
+            w.set_template(gnode)
 
     def update(self) -> UpdateReport:
         """Apply variable changes: re-run the nodes that access them, set their new parameters.
