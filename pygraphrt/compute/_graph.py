@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
 from ._topology import Hazard, edge_pairs, infer
-from ._vars import BufferVar, Var, VarManager, _active, _Recorder
+from ._vars import Var, VarManager, _active, _Recorder
 from ._work import CannotSet, NodeContext, Work
 
 if TYPE_CHECKING:
@@ -278,25 +278,30 @@ class ComputeGraph:
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
         evaluate = self._evaluate
         users: dict[Var, list[int]] = {}
-        for n in self._nodes:
-            n.reads, n.writes, n.items = evaluate(n, "topology")
-        self._pairs = edge_pairs(self._ordering())
-        self._edges = None
-        for n in self._nodes:
-            j = n.index
-            for v in n.reads:
-                users.setdefault(v, []).append(j)
-            for v in n.writes:
-                got = users.setdefault(v, [])
-                if not got or got[-1] != j:
+        ordering: list[tuple[list[Var], list[Var]]] = []
+        for j, n in enumerate(self._nodes):
+            n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
+            for v in reads:
+                got = users.get(v)
+                if got is None:
+                    users[v] = [j]
+                else:
                     got.append(j)
+            for v in writes:
+                got = users.get(v)
+                if got is None:
+                    users[v] = [j]
+                elif got[-1] != j:
+                    got.append(j)
+            ordering.append(([v for v in reads if v.orders], [v for v in writes if v.orders]))
+        self._pairs = edge_pairs(ordering)
+        self._edges = None
         self._users = users
         self._topology_fresh = True
 
     def _ordering(self) -> list[tuple[list[Var], list[Var]]]:
         """Each node's recorded accesses of the variables that order work (buffer variables)."""
-        return [([v for v in n.reads if isinstance(v, BufferVar)],
-                 [v for v in n.writes if isinstance(v, BufferVar)]) for n in self._nodes]
+        return [([v for v in n.reads if v.orders], [v for v in n.writes if v.orders]) for n in self._nodes]
 
     def _pairs_now(self) -> dict[tuple[int, int], None]:
         """The inferred edges (the topology phase run first where it is not current)."""

@@ -52,6 +52,10 @@ class Var:
     """A named variable of a :class:`VarManager` (see :class:`BufferVar`, :class:`ValueVar`)."""
 
     kind = "var"
+    #: Whether accesses to the variable order the nodes (buffer variables: memory the work
+    #: reads and writes; value variables, baked into parameters and never written by a node,
+    #: order nothing: leaving them out spares the inference their reads).
+    orders = False
 
     def __init__(self, manager: "VarManager", name: str) -> None:
         self.manager = manager
@@ -119,6 +123,7 @@ class BufferVar(Var):
     """
 
     kind = "buffer"
+    orders = True
 
     def __init__(self, manager: "VarManager", name: str) -> None:
         super().__init__(manager, name)
