@@ -212,3 +212,26 @@ def test_a_build_after_the_topology_phase_evaluates_each_closure_once_more_and_s
     h.edges()
     with pytest.raises(errors.PhaseMismatch, match="in the topology phase but .* in the build phase"):
         h.launch(rt.Stream())
+
+
+def test_an_updated_kernel_node_launches_with_its_new_grid_and_arguments(sim1):
+    """The exec setter of a kernel node given every parameter (no read-back of the node's)."""
+    seen: list[tuple[Any, ...]] = []
+    sim.register_kernel("cg_lazy_dims", lambda ctx, x: seen.append((tuple(ctx.grid), tuple(ctx.block), x)))
+    k = rt.Program('extern "C" __global__ void cg_lazy_dims(float *x) {}').kernel("cg_lazy_dims",
+                                                                                   signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    vm = VarManager()
+    x, blocks = vm.buffer("x", a), vm.value("blocks", 2)
+    g = ComputeGraph(vm, "dims")
+    g.node("k", lambda ctx: ctx.launch(k, blocks.read(), 4, x.write()))
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    assert seen == [((2, 1, 1), (4, 1, 1), a.ptr)]
+    blocks.update(3)
+    x.update(b)
+    g.launch(s)
+    s.synchronize()
+    assert not g.last_update.rebuilt and g.last_update.setter_calls == 1
+    assert seen[-1] == ((3, 1, 1), (4, 1, 1), b.ptr)
