@@ -745,9 +745,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="whole runs (every mode in fresh interpreters); ratios are taken within "
                          "each run and reported as the median with the range")
-    ap.add_argument("--group", choices=["launch", "collectives"], default="launch",
+    ap.add_argument("--group", choices=["launch", "collectives", "compute"], default="launch",
                     help="launch: the single-GPU figures (default); collectives: NCCL all-reduce on 2 GPUs "
-                         "under torchrun (benchmarks/collectives.py)")
+                         "under torchrun (benchmarks/collectives.py); compute: the compute graph at 100, "
+                         "1 000 and 10 000 nodes (benchmarks/compute.py; its targets are the api mode's)")
     ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.repeat < 1:
@@ -757,6 +758,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import collectives
 
         return collectives.run(a.outdir, a.quick)
+    if a.group == "compute":
+        from . import compute
+
+        return compute.run(a.outdir, a.quick, a.repeat, [m for m in a.modes.split(",") if m])
     if a.child_mode:  # one mode, in this interpreter
         figs: dict[str, Figure] = {}
         bench_pygraphrt(figs, a.quick)

@@ -50,6 +50,23 @@ cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cu
 cudaError_t cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
                                      const cudaGraphEdgeData *edges, size_t n) {
   (void)edges; if (!g || (n && (!from || !to))) return cudaErrorInvalidValue; return cudaSuccess; }
+/* the compute graph's work (benchmarks/compute.py): copy nodes, and the setters its updates call */
+cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                     void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  (void)dst; (void)src; (void)count; (void)kind;
+  if (!out || !g || (n && !deps)) return cudaErrorInvalidValue; *out = NEW(cudaGraphNode_t); return cudaSuccess; }
+cudaError_t cudaGraphMemcpyNodeSetParams1D(cudaGraphNode_t node, void *dst, const void *src, size_t count,
+                                           enum cudaMemcpyKind kind) {
+  (void)dst; (void)src; (void)count; (void)kind; return node ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGraphExecMemcpyNodeSetParams1D(cudaGraphExec_t e, cudaGraphNode_t node, void *dst, const void *src,
+                                               size_t count, enum cudaMemcpyKind kind) {
+  (void)dst; (void)src; (void)count; (void)kind; return e && node ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
+  if (!node || !p) return cudaErrorInvalidValue; memset(p, 0, sizeof *p); p->func = (void *)0x5000; return cudaSuccess; }
+cudaError_t cudaGraphKernelNodeSetParams(cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+  return node && p && p->func ? cudaSuccess : cudaErrorInvalidValue; }
+cudaError_t cudaGraphExecKernelNodeSetParams(cudaGraphExec_t e, cudaGraphNode_t node, const struct cudaKernelNodeParams *p) {
+  return e && node && p && p->func ? cudaSuccess : cudaErrorInvalidValue; }
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t node, enum cudaGraphNodeType *t) {
   if (!node || !t) return cudaErrorInvalidValue; *t = cudaGraphNodeTypeEmpty; return cudaSuccess; }
 cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {

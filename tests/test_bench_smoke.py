@@ -302,3 +302,41 @@ def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
         assert "torch is not installed" in reason or "not cuda" in reason, reason
         assert collectives.run(Path("unused"), True) == 0
         assert "collectives group skipped" in capsys.readouterr().out
+
+
+def test_compute_group_runs_on_the_simulator(tmp_path):
+    """scripts/bench --group compute --quick end to end on the simulator (its figures describe the
+    simulator, not a GPU: the harness is what is checked): the figures of both quick sizes, the
+    nodes each update touched, the runtime's calls subtracted trial by trial, the target rows and
+    the garbage-collection setting stated."""
+    import os
+    import subprocess
+    import sys
+
+    from benchmarks import compute
+
+    env = dict(os.environ, PYGRAPHRT_BACKEND="sim")
+    r = subprocess.run([sys.executable, "-m", "benchmarks.run", str(tmp_path), "--group", "compute", "--quick",
+                        "--modes", "api"], env=env, capture_output=True, text=True, timeout=600,
+                       cwd=str(Path(__file__).resolve().parent.parent))
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    text = (tmp_path / "compute.txt").read_text()
+    assert "backend sim" in text and "garbage collection as users run it (enabled=True" in text
+    data = json.loads((tmp_path / "compute.json").read_text())
+    figs = {f["name"]: f for f in data["figures"]}
+    for n in compute.QUICK_SIZES:
+        tag = f", {n} nodes [api]"
+        v0_users = sum(1 for i in range(n) if i % compute.VARIABLES == 0 or (7 * i + 3) % compute.VARIABLES == 0)
+        assert figs[f"update, one variable rebound: nodes updated{tag}"]["median"] == v0_users
+        assert figs[f"update, every variable rebound: nodes updated{tag}"]["median"] == n
+        for what in ("first launch", "first launch: infer", "first launch: build", "first launch: instantiate"):
+            assert figs[f"{what}, per node{tag}"]["median"] > 0
+        for label in ("one variable", "every variable"):
+            total, raw, above = (figs[f"update, {label} rebound{part}{tag}"]["trials_us"]
+                                 for part in ("", ": runtime setters (raw calls)", ": above runtime setters"))
+            assert all(abs(t - r_ - a) < 1e-6 * max(t, 1) for t, r_, a in zip(total, raw, above)) and all(raw)
+    ratios = {r["name"]: r for r in data["ratios"]}
+    assert set(ratios) == {"cg:F", "cg:U1", "cg:Ua"}
+    big = max(compute.QUICK_SIZES)
+    assert all(f"{big} nodes" in r["numerator"] for r in ratios.values())
+    assert "cg:F" in text and "cg:Ua" in text

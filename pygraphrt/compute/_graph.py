@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
-from ._topology import Hazard, infer
-from ._vars import BufferVar, Var, VarManager, _Recorder, recording
+from ._topology import Hazard, edge_pairs, infer
+from ._vars import Var, VarManager, _active, _Recorder
 from ._work import CannotSet, NodeContext, Work
 
 if TYPE_CHECKING:
@@ -87,20 +87,21 @@ class ComputeNode:
     @property
     def graph_nodes(self) -> list["Node"]:
         """The explicit graph's nodes made for this node (in order), once built."""
+        self.graph._sync_template()
         return list(self._gnodes)
 
     @property
     def dependencies(self) -> list["ComputeNode"]:
         """The nodes this node runs after: those the compute graph inferred from the variables they share."""
-        nodes = self.graph._nodes
-        return [nodes[i] for (i, j) in self.graph._inferred() if j == self.index]
+        nodes, me = self.graph._nodes, self.index
+        return [nodes[i] for i in sorted(i for (i, j) in self.graph._pairs_now() if j == me)]
 
     @property
     def dependents(self) -> list["ComputeNode"]:
         """The nodes that run after this one: those the compute graph inferred from the variables
         they share."""
-        nodes = self.graph._nodes
-        return [nodes[j] for (i, j) in self.graph._inferred() if i == self.index]
+        nodes, me = self.graph._nodes, self.index
+        return [nodes[j] for j in sorted(j for (i, j) in self.graph._pairs_now() if i == me)]
 
 
 def _key(accesses: Iterable[Var]) -> frozenset[Var]:
@@ -135,7 +136,16 @@ class ComputeGraph:
         self.name = name
         self._nodes: list[ComputeNode] = []
         self._by_name: dict[str, ComputeNode] = {}
+        # The topology: the edges (_pairs), made with the nodes' recorded accesses; their
+        # hazards (_edges) only when asked for (why, edges, the pictures); the variable -> nodes
+        # index that updates look up.  _pairs None: not inferred, or out of date.
+        self._pairs: dict[tuple[int, int], None] | None = None
         self._edges: dict[tuple[int, int], list[Hazard]] | None = None
+        self._users: dict[Var, list[int]] = {}
+        self._topology_fresh = False  # the topology phase ran with the bindings as they are
+        # Nodes whose parameters were set on the executable graph only: the template graph
+        # takes them when it is next used (_sync_template).
+        self._template_lag: dict[ComputeNode, None] = {}
         self._graph: "Graph | None" = None
         self._exec: "GraphExec | None" = None
         self._dirty: dict[Var, None] = {}
@@ -189,7 +199,8 @@ class ComputeGraph:
             n = ComputeNode(self, len(self._nodes), name, f, ordinal)
             self._nodes.append(n)
             self._by_name[name] = n
-            self._edges = None
+            self._pairs = self._edges = None
+            self._topology_fresh = False
             self._structure_changed = True
             return n
 
@@ -220,7 +231,11 @@ class ComputeGraph:
     def _evaluate(self, n: ComputeNode, phase: str) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
         rec = _Recorder(self, n.name)
         ctx = NodeContext(n.name, phase)
-        with recording(rec):
+        if getattr(_active, "recorder", None) is not None:
+            raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
+                                      "evaluate another node (nested evaluation)")
+        _active.recorder = rec
+        try:
             if n.device is None:
                 n.fn(ctx)
             else:
@@ -228,6 +243,8 @@ class ComputeGraph:
 
                 with Device(n.device):
                     n.fn(ctx)
+        finally:
+            _active.recorder = None
         return tuple(rec.reads), tuple(rec.writes), ctx.items
 
     @staticmethod
@@ -246,27 +263,59 @@ class ComputeGraph:
         def names(vs: Iterable[Var]) -> list[str]:
             return sorted(v.name for v in vs)
 
-        if _key(reads) != _key(n.reads) or _key(writes) != _key(n.writes):
+        if (not (reads == n.reads and writes == n.writes)  # (the same order: no sets to make)
+                and (_key(reads) != _key(n.reads) or _key(writes) != _key(n.writes))):
             return (f"node {n.name!r} read {names(n.reads)} and wrote {names(n.writes)} in the {first} "
                     f"phase but read {names(reads)} and wrote {names(writes)} in the {second} phase")
-        old = [w.shape() for w in n.items]
-        new = [w.shape() for w in items]
-        if old != new:
+        old = n.items
+        if len(old) != len(items) or any(a.shape() != b.shape() for a, b in zip(old, items)):
             return (f"node {n.name!r} issued {[w.describe() for w in n.items]} in the {first} phase "
                     f"but {[w.describe() for w in items]} in the {second} phase")
         return None
 
     def _infer_topology(self) -> None:
-        for n in self._nodes:
-            n.reads, n.writes, n.items = self._evaluate(n, "topology")
-        self._edges = infer([([v for v in n.reads if isinstance(v, BufferVar)],
-                              [v for v in n.writes if isinstance(v, BufferVar)]) for n in self._nodes],
-                            name=lambda v: v.name)
+        """The topology phase: every closure evaluated, the edges and the variable index made
+        from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
+        evaluate = self._evaluate
+        users: dict[Var, list[int]] = {}
+        ordering: list[tuple[list[Var], list[Var]]] = []
+        for j, n in enumerate(self._nodes):
+            n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
+            for v in reads:
+                got = users.get(v)
+                if got is None:
+                    users[v] = [j]
+                else:
+                    got.append(j)
+            for v in writes:
+                got = users.get(v)
+                if got is None:
+                    users[v] = [j]
+                elif got[-1] != j:
+                    got.append(j)
+            ordering.append(([v for v in reads if v.orders], [v for v in writes if v.orders]))
+        self._pairs = edge_pairs(ordering)
+        self._edges = None
+        self._users = users
+        self._topology_fresh = True
+
+    def _ordering(self) -> list[tuple[list[Var], list[Var]]]:
+        """Each node's recorded accesses of the variables that order work (buffer variables)."""
+        return [([v for v in n.reads if v.orders], [v for v in n.writes if v.orders]) for n in self._nodes]
+
+    def _pairs_now(self) -> dict[tuple[int, int], None]:
+        """The inferred edges (the topology phase run first where it is not current)."""
+        if self._pairs is None:
+            self._infer_topology()
+        assert self._pairs is not None
+        return self._pairs
 
     def _inferred(self) -> dict[tuple[int, int], list[Hazard]]:
+        """The inferred edges with their hazards, in program order: made from the recorded
+        accesses when first asked for after the topology phase."""
+        self._pairs_now()
         if self._edges is None:
-            self._infer_topology()
-        assert self._edges is not None
+            self._edges = infer(self._ordering(), name=lambda v: v.name)
         return self._edges
 
     def topology(self) -> list[tuple[ComputeNode, ComputeNode, list[Hazard]]]:
@@ -312,7 +361,8 @@ class ComputeGraph:
         this also runs while a stream is capturing)."""
         from ..graph import Graph
 
-        self._infer_topology()
+        if not self._topology_fresh or self._pairs is None:
+            self._infer_topology()
         g = Graph()
         try:
             for n in self._nodes:
@@ -329,16 +379,21 @@ class ComputeGraph:
                     d = n.device
                     n._gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
                                  or [placed(g, d, "add_empty", g.add_empty)])
-            froms: list[Node] = []
-            tos: list[Node] = []
+            # The edges' ends as runtime handles: every node was just made here, in g, so the
+            # per-node checks of Graph.add_dependencies (a live node of this graph) hold.
+            froms: list[Any] = []
+            tos: list[Any] = []
             for n in self._nodes:  # a node's own work runs in the order it was issued
-                froms.extend(n._gnodes[:-1])
-                tos.extend(n._gnodes[1:])
-            for (i, j) in self._inferred():
-                froms.append(self._nodes[i]._gnodes[-1])
-                tos.append(self._nodes[j]._gnodes[0])
+                if len(n._gnodes) > 1:
+                    froms.extend(x._handle for x in n._gnodes[:-1])
+                    tos.extend(x._handle for x in n._gnodes[1:])
+            last = [n._gnodes[-1]._handle for n in self._nodes]
+            first = [n._gnodes[0]._handle for n in self._nodes]
+            for (i, j) in self._pairs_now():
+                froms.append(last[i])
+                tos.append(first[j])
             if froms:
-                g.add_dependencies(froms, tos)
+                g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
             g.close()
             for n in self._nodes:
@@ -349,6 +404,7 @@ class ComputeGraph:
         self._retired.append((self._exec, self._graph))
         self._graph, self._exec = g, None
         self._dirty.clear()
+        self._template_lag.clear()
         self._structure_changed = False
         self._template_stale = False
 
@@ -373,6 +429,21 @@ class ComputeGraph:
 
     def _var_changed(self, var: Var) -> None:
         self._dirty[var] = None
+        # What the closures access may depend on what is bound: a build evaluates them in the
+        # topology phase again (an update compares what they then access with the record).
+        self._topology_fresh = False
+
+    def _sync_template(self) -> None:
+        """Give the template graph's nodes the parameters updates set on the executable only."""
+        lag, self._template_lag = self._template_lag, {}
+        for n in lag:
+            if n._gnodes:
+                self._on_device(n, lambda: self._set_template(n))  # noqa: B023
+
+    @staticmethod
+    def _set_template(n: ComputeNode) -> None:
+        for w, gnode in zip(n.items, n._gnodes):
+            w.set_template(gnode)
 
     def update(self) -> UpdateReport:
         """Apply variable changes: re-run the nodes that access them, set their new parameters.
@@ -394,8 +465,13 @@ class ComputeGraph:
             return self._rebuild("nodes were added since the last build")
         if not self._dirty:
             return UpdateReport((), 0, False)
-        dirty = set(self._dirty)
-        affected = [n for n in self._nodes if dirty & (_key(n.reads) | _key(n.writes))]
+        users, nodes = self._users, self._nodes
+        if len(self._dirty) == 1:
+            (var,) = self._dirty
+            touched: Iterable[int] = users.get(var, ())
+        else:
+            touched = sorted({i for var in self._dirty for i in users.get(var, ())})
+        affected = [nodes[i] for i in touched]
         fresh: list[tuple[ComputeNode, list[Work]]] = []
         for n in affected:
             reads, writes, items = self._evaluate(n, "update")
@@ -404,15 +480,20 @@ class ComputeGraph:
                 return self._rebuild(diff)
             fresh.append((n, items))
         calls = 0
+        exe, lag = self._exec, self._template_lag
         for n, items in fresh:
             for w, gnode in zip(items, n._gnodes):
                 try:
-                    calls += self._on_device(n, lambda: w.set(self, self._exec, gnode))  # noqa: B023
+                    if n.device is None:
+                        calls += w.set(self, exe, gnode)
+                    else:
+                        calls += self._on_device(n, lambda: w.set(self, exe, gnode))  # noqa: B023
                 except CannotSet as e:
                     return self._rebuild(f"node {n.name!r}: {e}")
                 except errors.GraphRTError as e:
                     return self._rebuild(f"node {n.name!r}: the runtime refused the in-place update ({e})")
             n.items = items
+            lag[n] = None
         self._dirty.clear()
         return UpdateReport(tuple(n.name for n in affected), calls, False)
 
@@ -455,7 +536,7 @@ class ComputeGraph:
     def _run_direct(self, s: "Stream") -> None:
         # With the bindings the graph was last evaluated with, the closures must
         # issue what they issued then.
-        compare = self._edges is not None and not self._dirty and not self._structure_changed
+        compare = self._pairs is not None and not self._dirty and not self._structure_changed
         for n in self._nodes:
             reads, writes, items = self._evaluate(n, "direct")
             if compare:
@@ -499,6 +580,8 @@ class ComputeGraph:
         # stream captures: bring the explicit graph up to date by rebuilding it only.
         if not self._current():
             self._build_template()
+        else:
+            self._sync_template()
         g = self._graph
         assert g is not None
         cap = s._capture
@@ -528,6 +611,8 @@ class ComputeGraph:
         """The explicit graph (built on first use; rebuilt if updates left it behind the executable)."""
         if self._graph is None or self._template_stale or self._structure_changed:
             self._build_template()
+        else:
+            self._sync_template()
         assert self._graph is not None
         return self._graph
 
@@ -566,6 +651,7 @@ class ComputeGraph:
         self._exec = self._graph = None
         for n in self._nodes:
             n._gnodes = []
+        self._template_lag.clear()
         self._release_retired()
         for g, exe in self._child_execs.values():
             exe.synchronize()

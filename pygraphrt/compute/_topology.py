@@ -90,4 +90,40 @@ def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
     return dict(sorted(edges.items()))
 
 
+def edge_pairs(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]]) -> dict[tuple[int, int], None]:
+    """The edges of :func:`infer` without their hazards, in the order they are found (an
+    insertion-ordered set): what a build needs.  ``accesses`` as for :func:`infer`, each
+    collection without repeats (a node's recorded reads and writes); not checked.
+
+    Per variable the same rules: a node depends on the last writer of what it reads or
+    writes, and a writer on every reader since that write.
+    """
+    last_writer: dict[Hashable, int] = {}
+    readers: dict[Hashable, list[int]] = {}
+    edges: dict[tuple[int, int], None] = {}
+    for j, (reads, writes) in enumerate(accesses):
+        for v in writes:  # (first: a variable both read and written is written)
+            i = last_writer.get(v)
+            if i is not None:
+                edges[i, j] = None
+            rs = readers.get(v)
+            if rs:
+                for r in rs:
+                    edges[r, j] = None
+            last_writer[v] = j
+            readers[v] = []
+        for v in reads:
+            i = last_writer.get(v)
+            if i == j:  # also written by this node: its edges are the write's
+                continue
+            if i is not None:
+                edges[i, j] = None
+            rs = readers.get(v)
+            if rs is None:
+                readers[v] = [j]
+            else:
+                rs.append(j)
+    return edges
+
+
 __all__ = ["Hazard", "HazardKind", "infer"]

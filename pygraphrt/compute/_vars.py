@@ -48,27 +48,14 @@ def _current(var: "Var", how: str) -> _Recorder:
     return rec
 
 
-class recording:
-    """Context manager: accesses made in the block are recorded for (graph, node)."""
-
-    def __init__(self, rec: _Recorder) -> None:
-        self.rec = rec
-
-    def __enter__(self) -> _Recorder:
-        if getattr(_active, "recorder", None) is not None:
-            raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
-                                      "evaluate another node (nested evaluation)")
-        _active.recorder = self.rec
-        return self.rec
-
-    def __exit__(self, *exc: object) -> None:
-        _active.recorder = None
-
-
 class Var:
     """A named variable of a :class:`VarManager` (see :class:`BufferVar`, :class:`ValueVar`)."""
 
     kind = "var"
+    #: Whether accesses to the variable order the nodes (buffer variables: memory the work
+    #: reads and writes; value variables, baked into parameters and never written by a node,
+    #: order nothing: leaving them out spares the inference their reads).
+    orders = False
 
     def __init__(self, manager: "VarManager", name: str) -> None:
         self.manager = manager
@@ -136,6 +123,7 @@ class BufferVar(Var):
     """
 
     kind = "buffer"
+    orders = True
 
     def __init__(self, manager: "VarManager", name: str) -> None:
         super().__init__(manager, name)

@@ -32,8 +32,13 @@ class Work:
         raise NotImplementedError
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        """Apply to ``exe`` (and the template ``node``); returns the exec setter calls made."""
+        """Apply to ``exe`` (the executable's node made from the template's ``node``); returns
+        the exec setter calls made.  The template node follows later (:meth:`set_template`)."""
         raise NotImplementedError
+
+    def set_template(self, node: "Node") -> None:
+        """Give the template graph's ``node`` this item's parameters (after :meth:`set`, when
+        the template is next used; work whose template cannot be set marks it stale instead)."""
 
     def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
         raise NotImplementedError
@@ -63,20 +68,27 @@ class KernelWork(Work):
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         exe.set_kernel_params(node, kernel=self.kernel, grid=self.grid, block=self.block,  # type: ignore[arg-type]
                               args=self.args, shared_mem=self.shared_mem)
+        return 1
+
+    def set_template(self, node: "Node") -> None:
         node.set_params(kernel=self.kernel, grid=self.grid, block=self.block, args=self.args,
                         shared_mem=self.shared_mem)
-        return 1
 
     def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
         stream.launch(self.kernel, self.grid, self.block, *self.args, shared_mem=self.shared_mem,
                       **self.attributes)
 
     def shape(self) -> tuple[Any, ...]:
+        if not self.attributes:
+            return _PLAIN_KERNEL
         return (self.kind, tuple(sorted((k, repr(v)) for k, v in self.attributes.items())))
 
     def describe(self) -> str:
         name = getattr(self.kernel, "name", None)
         return f"kernel {name}" if name else f"kernel {self.kernel!r}"
+
+
+_PLAIN_KERNEL = ("kernel", ())  # KernelWork.shape without launch attributes
 
 
 @dataclass(eq=False)
@@ -91,8 +103,10 @@ class MemcpyWork(Work):
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         exe.set_memcpy(node, self.dst, self.src, self.count)  # type: ignore[arg-type]
-        node.set_params(dst=self.dst, src=self.src, count=self.count)
         return 1
+
+    def set_template(self, node: "Node") -> None:
+        node.set_params(dst=self.dst, src=self.src, count=self.count)
 
     def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
         stream.memcpy(self.dst, self.src, self.count)
@@ -113,8 +127,10 @@ class MemsetWork(Work):
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         exe.set_memset(node, dst=self.dst, value=self.value, count=self.count)  # type: ignore[arg-type]
-        node.set_params(dst=self.dst, value=self.value, count=self.count)
         return 1
+
+    def set_template(self, node: "Node") -> None:
+        node.set_params(dst=self.dst, value=self.value, count=self.count)
 
     def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
         stream.memset(self.dst, self.value, self.count)
@@ -133,8 +149,10 @@ class HostWork(Work):
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         exe.set_host(node, self.fn)  # type: ignore[arg-type]
-        node.set_params(fn=self.fn)
         return 1
+
+    def set_template(self, node: "Node") -> None:
+        node.set_params(fn=self.fn)
 
     def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
         stream.launch_host_func(self.fn)
@@ -208,8 +226,10 @@ class _EventWork(Work):
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         exe.set_event(node, self.event)  # type: ignore[arg-type]
-        node.set_event(self.event)  # type: ignore[attr-defined]
         return 1
+
+    def set_template(self, node: "Node") -> None:
+        node.set_event(self.event)  # type: ignore[attr-defined]
 
 
 @dataclass(eq=False)

@@ -346,12 +346,19 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
     backend = graph._backend
     ops = backend.ops
     h = node.handle
-    cur = ops.kernel_params(h)
-    known = lookup(backend, cur.kernel_id) or lookup(backend, cur.func)
-    k = _kernel(graph, kernel, "kernel node") if kernel is not None else known
-    g: Dims = as_dims(grid, "grid") if grid is not None else cur.grid
-    b: Dims = as_dims(block, "block") if block is not None else cur.block
-    smem = as_shared_mem(shared_mem) if shared_mem is not None else cur.shared_mem_bytes
+    if kernel is not None and args is not None and grid is not None and block is not None \
+            and shared_mem is not None:  # all given (the compute graph's updates): nothing to read back
+        k: Kernel | None = _kernel(graph, kernel, "kernel node")
+        g: Dims = as_dims(grid, "grid")
+        b: Dims = as_dims(block, "block")
+        smem = as_shared_mem(shared_mem)
+    else:
+        cur = ops.kernel_params(h)
+        known = lookup(backend, cur.kernel_id) or lookup(backend, cur.func)
+        k = _kernel(graph, kernel, "kernel node") if kernel is not None else known
+        g = as_dims(grid, "grid") if grid is not None else cur.grid
+        b = as_dims(block, "block") if block is not None else cur.block
+        smem = as_shared_mem(shared_mem) if shared_mem is not None else cur.shared_mem_bytes
     if k is None:
         if args is not None:
             raise errors.NotSupported("kernel node", detail="pygraphrt does not know this node's kernel, so "

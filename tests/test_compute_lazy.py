@@ -1,0 +1,237 @@
+"""The compute graph's lazy paths (issue 45) on the simulator, in this process: hazards made only
+when asked for, updates that look up the rebound variable's nodes, the template graph given
+the executable's parameters when it is next used, a build that reuses a current topology phase.
+
+Counters, not timings: what the runtime was asked to do is counted at the backend's call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections import Counter
+from typing import Any, Iterator
+
+import numpy as np
+import pytest
+
+import pygraphrt as rt
+from pygraphrt import compute, errors, sim
+from pygraphrt.compute import ComputeGraph, VarManager
+
+from .backends import simulator
+
+VARS = 6
+NBYTES = 16
+
+
+@pytest.fixture
+def sim1() -> Iterator[Any]:
+    with simulator(1) as backend:
+        yield backend
+
+
+@contextlib.contextmanager
+def counted_calls(backend: Any) -> Iterator[Counter]:
+    """Count the runtime functions called through the backend (their names without the prefix)."""
+    ops = backend.ops
+    real = ops.__dict__.get("call")
+    seen: Counter = Counter()
+
+    def call(name: str, *args: Any) -> Any:
+        seen[name] += 1
+        return type(ops).call(ops, name, *args)
+
+    ops.call = call
+    try:
+        yield seen
+    finally:
+        if real is None:
+            del ops.call
+        else:
+            ops.call = real
+
+
+def kernel() -> Any:
+    if "cg_lazy_add" not in sim.registered_kernels():
+        @sim.register_kernel("cg_lazy_add")
+        def _(ctx: Any, x: int) -> None:
+            a = ctx.array(x, "u1", NBYTES)
+            a += 1
+    src = 'extern "C" __global__ void cg_lazy_add(unsigned char *x) { x[threadIdx.x] += 1; }'
+    return rt.Program(src).kernel("cg_lazy_add", signature="unsigned char *x")
+
+
+def program(nodes: int, k: Any) -> tuple[ComputeGraph, list[Any], list[Any], list[Any]]:
+    """Copies and kernels over VARS buffer variables: node i copies variable i % VARS into
+    (3 i + 1) % VARS (even i) or adds one to (3 i + 1) % VARS after reading i % VARS (odd i)."""
+    bufs = [rt.malloc(NBYTES) for _ in range(VARS)]
+    others = [rt.malloc(NBYTES) for _ in range(VARS)]
+    for i, b in enumerate(bufs + others):
+        b.copy_from(bytes([i]) * NBYTES)
+    vm = VarManager()
+    vs = [vm.buffer(f"v{i}", b) for i, b in enumerate(bufs)]
+    g = ComputeGraph(vm, "lazy")
+    for i in range(nodes):
+        src, dst = vs[i % VARS], vs[(3 * i + 1) % VARS]
+        if i % 2 == 0:
+            g.node(f"n{i}", lambda ctx, src=src, dst=dst: ctx.memcpy(dst.write(), src.read()))
+        else:
+            def add(ctx: Any, src: Any = src, dst: Any = dst) -> None:
+                src.read()
+                ctx.launch(k, 1, NBYTES, dst.read_write())
+            g.node(f"n{i}", add)
+    return g, vs, bufs, others
+
+
+def explicit_edges(g: ComputeGraph) -> set[tuple[str, str]]:
+    """The explicit graph's edges, by compute-node name (each compute node made one graph node)."""
+    name_of = {int(cn.graph_nodes[0]): cn.name for cn in g.nodes()}
+    return {(name_of[int(a)], name_of[int(b)]) for a, b, _ in g.graph.edges()}
+
+
+def assert_hazards_are_infers(g: ComputeGraph) -> list[Any]:
+    """g.edges() is compute.infer over the nodes' recorded accesses (buffer variables)."""
+    edges = g.edges()
+    accesses = [(list(n.reads), list(n.writes)) for n in g.nodes()]
+    want = compute.infer(accesses, name=lambda v: v.name)
+    assert [(a.index, b.index, [str(h) for h in hz]) for a, b, hz in edges] == \
+        [(i, j, [str(h) for h in hz]) for (i, j), hz in want.items()]
+    return edges
+
+
+def test_hazards_are_made_only_when_asked_for_and_agree_with_the_build(sim1):
+    g, vs, _, _ = program(40, kernel())
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    assert g._edges is None  # the build needed the edges only, not why
+    edges = assert_hazards_are_infers(g)
+    assert g._edges is not None
+    # the built graph has exactly the edges whose hazards were made afterwards
+    assert explicit_edges(g) == {(a.name, b.name) for a, b, _ in edges}
+    assert {h.kind for _, _, hz in edges for h in hz} == set(compute.HazardKind)
+    # why() by name, and a node added after the hazards were made is in the next answer
+    assert [str(h) for h in g.why("n0", "n1")] == ["v1 RAW"]  # n0 writes v1, n1 reads it
+    assert g.why("n1", "n0") == []
+    g.node("last", lambda ctx: ctx.memset(vs[1].write(), 0))
+    assert g._edges is None
+    edges = assert_hazards_are_infers(g)
+    last = g["last"]
+    into_last = [a.name for a, b, _ in edges if b is last]
+    assert into_last and [n.name for n in last.dependencies] == into_last
+    assert all(g.why(name, last) for name in into_last)
+
+
+def test_an_update_runs_and_sets_only_the_rebound_variables_nodes(sim1):
+    g, vs, bufs, others = program(60, kernel())
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    users = {i for i, n in enumerate(g.nodes()) if vs[2] in n.reads or vs[2] in n.writes}
+    assert g._users[vs[2]] == sorted(users)
+    evaluated: list[str] = []
+    real = g._evaluate
+    g._evaluate = lambda n, phase: (evaluated.append(n.name), real(n, phase))[1]  # type: ignore[method-assign]
+    with counted_calls(sim1) as calls:
+        vs[2].update(others[2])
+        report = g.update()
+    assert not report.rebuilt
+    assert sorted(evaluated) == sorted(report.nodes) == sorted(f"n{i}" for i in users)
+    copies = sum(1 for i in users if i % 2 == 0)
+    assert calls["GraphExecMemcpyNodeSetParams1D"] == copies
+    assert calls["GraphExecKernelNodeSetParams"] == len(users) - copies == report.setter_calls - copies
+    # the template graph is left as it was until it is next used
+    assert calls["GraphMemcpyNodeSetParams1D"] == calls["GraphKernelNodeSetParams"] == 0
+    # two variables: the union of their nodes, each once
+    evaluated.clear()
+    vs[2].update(bufs[2])
+    vs[3].update(others[3])
+    both = users | {i for i, n in enumerate(g.nodes()) if vs[3] in n.reads or vs[3] in n.writes}
+    assert sorted(g.update().nodes, key=lambda n: g[n].index) == [f"n{i}" for i in sorted(both)]
+    assert sorted(evaluated) == sorted(f"n{i}" for i in both)
+
+
+def test_the_template_takes_the_updated_parameters_when_next_used(sim1):
+    vm = VarManager()
+    a, b, out = rt.malloc(NBYTES), rt.malloc(NBYTES), rt.malloc(NBYTES)
+    a.copy_from(bytes([1]) * NBYTES)
+    b.copy_from(bytes([2]) * NBYTES)
+    x, y = vm.buffer("x", a), vm.buffer("y", out)
+    g = ComputeGraph(vm, "template")
+    g.node("copy", lambda ctx: ctx.memcpy(y.write(), x.read()))
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    (node,) = g["copy"]._gnodes
+    x.update(b)
+    with counted_calls(sim1) as calls:
+        g.update()
+        assert calls["GraphMemcpyNodeSetParams1D"] == 0
+        assert node.params["src"] == a.ptr  # not yet
+        # A capture adds the template as a child graph: it must copy from b now.
+        with s.capture() as cap:
+            g.launch(s)
+        assert calls["GraphMemcpyNodeSetParams1D"] == 1
+    out.copy_from(bytes(NBYTES))
+    cap.graph.instantiate().launch(s)
+    s.synchronize()
+    assert out.to_bytes() == bytes([2]) * NBYTES
+    assert g["copy"].graph_nodes[0].params["src"] == b.ptr
+    # the executable was kept: nothing was rebuilt for the template's sake
+    x.update(a)
+    g.update()
+    exe = g._exec
+    assert g.graph.nodes()[0].params["src"] == a.ptr
+    assert g._exec is exe
+    g.launch(s)
+    s.synchronize()
+    assert out.to_bytes() == bytes([1]) * NBYTES
+
+
+def test_a_build_after_the_topology_phase_evaluates_each_closure_once_more_and_still_compares(sim1):
+    vm = VarManager()
+    x = vm.buffer("x", rt.malloc(NBYTES))
+    runs: Counter = Counter()
+    g = ComputeGraph(vm, "once")
+    for i in range(5):
+        g.node(f"n{i}", lambda ctx, i=i: (runs.update([i]), ctx.memset(x.write(), i)))
+    g.edges()
+    assert sum(runs.values()) == 5
+    g.launch(rt.Stream())
+    assert runs == Counter({i: 2 for i in range(5)})  # topology (once, before), build
+    # bindings changed since the topology phase: the build runs it again
+    x.update(rt.malloc(NBYTES))
+    g.close()
+    runs.clear()
+    g.launch(rt.Stream())
+    assert runs == Counter({i: 2 for i in range(5)})
+    flips = itertools.count()
+    h = ComputeGraph(vm, "flaky")
+    h.node("flaky", lambda ctx: ctx.memset(x.write(), 0) if next(flips) % 2 == 0 else ctx.host(print))
+    h.edges()
+    with pytest.raises(errors.PhaseMismatch, match="in the topology phase but .* in the build phase"):
+        h.launch(rt.Stream())
+
+
+def test_an_updated_kernel_node_launches_with_its_new_grid_and_arguments(sim1):
+    """The exec setter of a kernel node given every parameter (no read-back of the node's)."""
+    seen: list[tuple[Any, ...]] = []
+    sim.register_kernel("cg_lazy_dims", lambda ctx, x: seen.append((tuple(ctx.grid), tuple(ctx.block), x)))
+    k = rt.Program('extern "C" __global__ void cg_lazy_dims(float *x) {}').kernel("cg_lazy_dims",
+                                                                                   signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    vm = VarManager()
+    x, blocks = vm.buffer("x", a), vm.value("blocks", 2)
+    g = ComputeGraph(vm, "dims")
+    g.node("k", lambda ctx: ctx.launch(k, blocks.read(), 4, x.write()))
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    assert seen == [((2, 1, 1), (4, 1, 1), a.ptr)]
+    blocks.update(3)
+    x.update(b)
+    g.launch(s)
+    s.synchronize()
+    assert not g.last_update.rebuilt and g.last_update.setter_calls == 1
+    assert seen[-1] == ((3, 1, 1), (4, 1, 1), b.ptr)
