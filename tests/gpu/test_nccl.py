@@ -222,11 +222,12 @@ def test_all_reduce_in_a_while_body(tmp_path):
             assert "to the body of a conditional node" in detail, (rank, detail)
 
 
-def test_readme_collectives_example_under_torchrun(tmp_path):
-    """The README's tp_step.py, run by the command it gives: torchrun, 2 processes x 1 GPU."""
+def test_docs_collectives_example_under_torchrun(tmp_path):
+    """The collectives page's tp_step.py (docs/guide/collectives.md), run by the command it gives:
+    torchrun, 2 processes x 1 GPU."""
     need_two_gpus()
     pytest.importorskip("torch")
-    from tests.test_readme import collectives_example
+    from tests.test_docs_examples import collectives_example
 
     script = tmp_path / "tp_step.py"
     script.write_text(collectives_example())
