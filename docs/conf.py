@@ -44,3 +44,5 @@ html_title = f"pygraphrt {release}"
 # are still highlighted; an unknown lexer must not fail the build.
 highlight_language = "python3"
 suppress_warnings = ["misc.highlighting_failure"]
+# A string annotation of a name two public modules share (kernels.Library, nccl.Library)
+autodoc_type_aliases = {"Library": "pygraphrt.kernels.Library"}
