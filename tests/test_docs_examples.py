@@ -1,4 +1,4 @@
-"""Every code example in the documentation (``docs/**/*.md``) runs, each alone.
+"""Every code example in the documentation (``docs/**/*.md`` and the README) runs, each alone.
 
 The mechanism is Sybil's MyST code-block parser (``sybil.parsers.myst.CodeBlockParser``), with an
 evaluator that runs each block as a script in a fresh interpreter: a fresh namespace and a fresh
@@ -39,7 +39,7 @@ from sybil.parsers.myst import CodeBlockParser  # noqa: E402
 
 KNOWN_REQUIREMENTS = {"gpu", "2 gpus", "torch"}
 # Plain examples run on the GPU too in a GPU run; these pages' are run there otherwise
-GPU_RUN_ELSEWHERE = {"guide/collectives.md": "tests/gpu/test_nccl.py runs it on two GPUs under torchrun, as the page says"}
+GPU_RUN_ELSEWHERE = {"docs/guide/collectives.md": "tests/gpu/test_nccl.py runs it on two GPUs under torchrun, as the page says"}
 REQUIRES = re.compile(r"#\s*requires:\s*(.*)")
 
 
@@ -86,11 +86,11 @@ def evaluate(example) -> None:  # Sybil's evaluator: the backend and folder come
                              f"{r.stdout[-4000:]}\n{r.stderr[-6000:]}")
 
 
-SYBIL = Sybil(parsers=[CodeBlockParser(language="python", evaluator=evaluate)], patterns=["*.md"], path=str(DOCS))
+SYBIL = Sybil(parsers=[CodeBlockParser(language="python", evaluator=evaluate)], patterns=["*.md"], path=str(REPO))
 
 
 def pages() -> list[Path]:
-    return sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+    return [REPO / "README.md"] + sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 
 
 def examples() -> list:
@@ -104,7 +104,7 @@ def examples() -> list:
 def cases() -> list:
     out = []
     for example in examples():
-        name = f"{Path(example.path).relative_to(DOCS)}:{example.line}"
+        name = f"{Path(example.path).relative_to(REPO)}:{example.line}"
         if "gpu" not in requirements(example.parsed):
             out.append(pytest.param(example, "sim", id=f"{name}-sim"))
         out.append(pytest.param(example, "gpu", id=f"{name}-gpu", marks=[pytest.mark.gpu]))
@@ -121,7 +121,7 @@ def test_docs_example(example, backend, tmp_path):
 
         if os.environ.get("PYGRAPHRT_BACKEND") == "sim":
             pytest.skip("a GPU run of a docs example; PYGRAPHRT_BACKEND=sim here")
-        page = Path(example.path).relative_to(DOCS).as_posix()
+        page = Path(example.path).relative_to(REPO).as_posix()
         if page in GPU_RUN_ELSEWHERE and "gpu" not in needs:
             pytest.skip(GPU_RUN_ELSEWHERE[page])
         # a plain example that uses a second device (the simulator has two) needs two GPUs
@@ -136,7 +136,7 @@ def test_the_docs_have_examples_on_each_guide_page():
     found = examples()
     assert len(found) >= 12, len(found)
     per_page = {Path(e.path).name for e in found}
-    for page in ("getting-started.md", "capture.md", "explicit-graphs.md", "kernels.md", "memory.md",
+    for page in ("README.md", "getting-started.md", "capture.md", "explicit-graphs.md", "kernels.md", "memory.md",
                  "control-flow.md", "compute-graph.md", "multidevice.md", "collectives.md", "simulator.md"):
         assert page in per_page, f"docs/**/{page} has no ```python example the docs test runs"
 
