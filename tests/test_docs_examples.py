@@ -115,7 +115,7 @@ def cases() -> list:
 def test_docs_example(example, backend, tmp_path):
     needs = requirements(example.parsed)
     if "torch" in needs:
-        pytest.importorskip("torch", reason="the example says '# requires: torch'")
+        pytest.importorskip("torch", reason="torch is not importable here; the example says '# requires: torch'")
     if backend == "gpu":
         from .conftest import require_devices
 
