@@ -64,9 +64,9 @@ def requirements(source: str) -> set[str]:
 def run_source(source: str, where: str, backend: str, cwd: Path, extra_env: dict[str, str] | None = None,
                timeout: int = 600) -> subprocess.CompletedProcess:
     """``source`` as a script in a fresh interpreter, from ``cwd``, pygraphrt from this checkout."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("PYGRAPHRT_") or k in ("PYGRAPHRT_FAST", "PYGRAPHRT_REQUIRE_FAST", "PYGRAPHRT_CUDART",
-                                                         "PYGRAPHRT_NVRTC", "PYGRAPHRT_EXPECT_BINDING")}
+    # the caller's runtime choices (PYGRAPHRT_CUDART, _NVRTC, _FAST, ... as scripts/gpu-test sets them)
+    # pass; the backend and the simulator's settings are the example's own
+    env = {k: v for k, v in os.environ.items() if k != "PYGRAPHRT_BACKEND" and not k.startswith("PYGRAPHRT_SIM_")}
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
         env.pop(k, None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
