@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Lazy attributes keep `import pygraphrt` cheap: nothing below is imported,
 # and no library is loaded, until first touched.

@@ -1,26 +1,28 @@
 """What the active runtime can do, derived from vendor, version and exported symbols.
 
-| capability                 | CUDA 12.9 | CUDA 13.0 | CUDA 13.5 | HIP 6.2 | HIP 7.1 |
-|----------------------------|-----------|-----------|-----------|---------|---------|
-| edge_data                  | yes (_v2) | yes       | yes       | no      | no      |
-| conditional_nodes          | yes       | yes       | yes       | no      | no      |
-| generic_add_node           | yes       | yes       | yes       | yes     | yes     |
-| node_set_params            | yes       | yes       | yes       | no      | yes     |
-| capture_to_graph           | yes       | yes       | yes       | yes     | yes     |
-| capture_to_graph_edge_data | yes       | yes       | yes       | no      | no      |
-| graph_memory_nodes         | yes       | yes       | yes       | yes     | yes     |
-| device_launch              | yes       | yes       | yes       | no      | no      |
-| exec_update_result_info    | yes       | yes       | yes       | no      | no      |
-| per_node_enable            | yes       | yes       | yes       | yes     | yes     |
-| instantiate_with_params    | yes       | yes       | yes       | yes     | yes     |
-| instantiate_flag_combos    | yes       | yes       | yes       | no (one flag at a time) | no |
-| conditional_if_else_switch | yes       | yes       | yes       | no      | no      |
-| external_semaphore_nodes   | yes       | yes       | yes       | yes     | yes     |
-| node_get_params            | no        | no        | yes (13.2)| no      | no      |
-| graph_ids                  | no        | no        | yes (13.1)| no      | no      |
-| containing_graph           | no        | no        | yes (13.1)| no      | no      |
-| recapture_to_graph         | no        | no        | yes (13.3)| no      | no      |
-| host_func_spin_wait        | no        | no        | yes (13.2)| no      | no      |
+The flags per runtime::
+
+    | capability                 | CUDA 12.9 | CUDA 13.0 | CUDA 13.5 | HIP 6.2 | HIP 7.1 |
+    |----------------------------|-----------|-----------|-----------|---------|---------|
+    | edge_data                  | yes (_v2) | yes       | yes       | no      | no      |
+    | conditional_nodes          | yes       | yes       | yes       | no      | no      |
+    | generic_add_node           | yes       | yes       | yes       | yes     | yes     |
+    | node_set_params            | yes       | yes       | yes       | no      | yes     |
+    | capture_to_graph           | yes       | yes       | yes       | yes     | yes     |
+    | capture_to_graph_edge_data | yes       | yes       | yes       | no      | no      |
+    | graph_memory_nodes         | yes       | yes       | yes       | yes     | yes     |
+    | device_launch              | yes       | yes       | yes       | no      | no      |
+    | exec_update_result_info    | yes       | yes       | yes       | no      | no      |
+    | per_node_enable            | yes       | yes       | yes       | yes     | yes     |
+    | instantiate_with_params    | yes       | yes       | yes       | yes     | yes     |
+    | instantiate_flag_combos    | yes       | yes       | yes       | no (one flag at a time) | no |
+    | conditional_if_else_switch | yes       | yes       | yes       | no      | no      |
+    | external_semaphore_nodes   | yes       | yes       | yes       | yes     | yes     |
+    | node_get_params            | no        | no        | yes (13.2)| no      | no      |
+    | graph_ids                  | no        | no        | yes (13.1)| no      | no      |
+    | containing_graph           | no        | no        | yes (13.1)| no      | no      |
+    | recapture_to_graph         | no        | no        | yes (13.3)| no      | no      |
+    | host_func_spin_wait        | no        | no        | yes (13.2)| no      | no      |
 
 The table is what ``capabilities()`` computes for the pinned bindings; on an
 older runtime library (e.g. CUDA 12.0-12.2) symbol presence turns flags off.

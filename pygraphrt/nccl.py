@@ -224,6 +224,7 @@ class Library:
 
     @property
     def version_str(self) -> str:
+        """The loaded NCCL's version as text, e.g. ``"2.28.9"``."""
         return "%d.%d.%d" % self.version
 
     def fn(self, api: str) -> Any:
@@ -670,6 +671,7 @@ class RedOp:
         self._destroyed = False
 
     def destroy(self) -> None:
+        """Destroy the reduction (``ncclRedOpDestroy``); a second call does nothing."""
         if self._destroyed:
             return
         self._destroyed = True
@@ -913,6 +915,7 @@ class Communicator:
 
     @property
     def is_closed(self) -> bool:
+        """Whether :meth:`close` has run (the communicator can no longer be used)."""
         return self._closed
 
     def __repr__(self) -> str:

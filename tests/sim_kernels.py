@@ -209,17 +209,3 @@ def pytest_runtest_setup(item: Any) -> None:
     import gc
 
     gc.collect()
-
-
-# README, "Several GPUs": the tensor-parallel step's kernels
-@sim.register_kernel("partial_matvec")
-def partial_matvec(ctx: Any, a: int, x: int, y: int, rows: int, cols: int) -> None:
-    r = _covered(ctx, rows)
-    matrix = ctx.array(a, "i4", rows * cols).reshape(rows, cols)
-    ctx.array(y, "i4", r)[:] = (matrix[:r].astype(np.int64) @ ctx.array(x, "i4", cols)).astype(np.int32)
-
-
-@sim.register_kernel("sum2")
-def sum2(ctx: Any, y: int, p0: int, p1: int, n: int) -> None:
-    k = _covered(ctx, n)
-    ctx.array(y, "i4", k)[:] = ctx.array(p0, "i4", k) + ctx.array(p1, "i4", k)

@@ -17,7 +17,8 @@ import pytest
 
 PUBLIC_MODULES = ("pygraphrt", "pygraphrt.errors", "pygraphrt.enums", "pygraphrt.device", "pygraphrt.lowlevel",
                   "pygraphrt.mempool", "pygraphrt.extsem", "pygraphrt.multidevice", "pygraphrt.sim",
-                  "pygraphrt.graph", "pygraphrt.kernels", "pygraphrt.compute", "pygraphrt.conformance")
+                  "pygraphrt.graph", "pygraphrt.kernels", "pygraphrt.compute", "pygraphrt.conformance",
+                  "pygraphrt.nccl")
 
 
 def _own_doc(obj: Any) -> str | None:
@@ -78,3 +79,18 @@ def test_docstrings_speak_to_users_not_of_internals(name):
     """Not a section comment (``# -- export``), not implementation notes (the hot path)."""
     doc = _own_doc(dict(public_callables())[name]) or ""
     assert doc and "hot path" not in doc and "cffi" not in doc and ("Returns" in doc or "Parameters" in doc), doc
+
+
+def test_each_public_module_has_an_api_reference_page():
+    """docs/api/<module>.md autodocs each public module (its ``__all__``), and the API index lists
+    the page: a public module added to the list above without a page fails here."""
+    from pathlib import Path
+
+    api = Path(__file__).resolve().parent.parent / "docs" / "api"
+    index = (api / "index.md").read_text()
+    for modname in PUBLIC_MODULES:
+        short = modname.rsplit(".", 1)[-1]
+        page = api / f"{short}.md"
+        assert page.is_file(), f"no API reference page {page} for {modname}"
+        assert f".. automodule:: {modname}\n" in page.read_text(), f"{page} does not autodoc {modname}"
+        assert f"\n{short}\n" in index, f"docs/api/index.md does not list {short}"

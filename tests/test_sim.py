@@ -1550,20 +1550,6 @@ def test_main_job_runs_the_seed_workflow_on_the_simulator_without_a_gpu():
     assert "b holds 01010101..., d holds 03030303... (correct)" in out
 
 
-def test_readme_simulator_examples_run_on_sim():
-    """The README's ```python sim blocks (its "No GPU?" section) run as written on the simulator,
-    printing what the README says they print."""
-    import re
-
-    blocks = re.findall(r"```python sim\n(.*?)```", (REPO / "README.md").read_text(), re.S)
-    assert blocks, "the README has a simulator example"
-    r = run_py("\n".join(blocks))
-    assert r.returncode == 0, r.stdout + r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[0] == "['KERNEL', 'KERNEL'] 1" and lines[1] == "[0. 1. 2. 3.]"
-    assert len(lines) == 3 and "KERNEL node 0 'scale'" in lines[2] and "no path between them" in lines[2]
-
-
 def test_a_dropped_active_capture_stops_deferring_frees():
     """Finalizers' destroys wait while a capture is active; a Capture object dropped while still
     active (its stream gone too) must not keep them waiting for ever."""

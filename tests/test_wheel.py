@@ -123,7 +123,9 @@ def test_scripts_wheels_builds_every_fast_binding():
 def test_the_wheel_fits_manylinux_2_28(built):
     path, tag = built["wheels"][VERSION]
     tag_ = f"cp{VERSION.replace('.', '')}"
-    assert path.name == f"pygraphrt-0.1.0-{tag_}-{tag_}-{wheels.PLATFORM_TAG}.whl"
+    import pygraphrt
+
+    assert path.name == f"pygraphrt-{pygraphrt.__version__}-{tag_}-{tag_}-{wheels.PLATFORM_TAG}.whl"
     assert wheels.glibc_of(tag) <= (2, 28), tag
     assert set(wheels.extensions_in(path)) == set(wheels.FAST_BINDINGS)
 

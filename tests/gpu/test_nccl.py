@@ -323,8 +323,9 @@ def test_exec_update_of_a_graph_holding_a_collective(tmp_path):
     assert all(v == "accepted" or v.startswith("refused: ") for v in out0.values()), results
 
 
-def test_readme_collectives_example_under_torchrun(tmp_path):
-    """The README's tp_step.py, run by exactly the command the README gives (its environment
+def test_docs_collectives_example_under_torchrun(tmp_path):
+    """The collectives page's tp_step.py (docs/guide/collectives.md), run by exactly the command
+    the page gives (its environment
     assignments, ``torchrun`` -- the one beside this interpreter, else on PATH -- and its
     arguments), 2 processes x 1 GPU, bounded: on expiry torchrun and its workers are killed."""
     need_two_gpus()
@@ -332,7 +333,7 @@ def test_readme_collectives_example_under_torchrun(tmp_path):
     import shlex
     import shutil
 
-    from tests.test_readme import collectives_example, collectives_torchrun_command
+    from tests.test_docs_examples import collectives_example, collectives_torchrun_command
 
     words = shlex.split(collectives_torchrun_command())
     assignments = dict(w.split("=", 1) for w in words[: next(i for i, w in enumerate(words) if "=" not in w)])
