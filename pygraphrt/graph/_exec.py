@@ -106,11 +106,10 @@ class GraphExec(Owned):
             See ``allow_fixed_rng``.
         """
         from .. import _runtime
-        from ._foreign import check_draws, exec_handle
+        from ._foreign import exec_handle
         from ._graph import Graph
 
-        value, graph_value, draws = exec_handle(obj, "GraphExec.wrap")
-        check_draws(draws, "GraphExec.wrap", "through its pygraphrt executable graph", allow_fixed_rng)
+        value, graph_value = exec_handle(obj, "GraphExec.wrap", allow_fixed_rng)
         if owner is None and not isinstance(obj, int):
             owner = obj
         b = _runtime.active()

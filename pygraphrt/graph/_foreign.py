@@ -134,9 +134,10 @@ def graph_handle(obj: Any, api: str) -> tuple[int, RandomDraws | None]:
                                           "cuda.bindings CUgraph / cudaGraph_t or an int handle")
 
 
-def exec_handle(obj: Any, api: str) -> tuple[int, Any, RandomDraws | None]:
-    """The ``cudaGraphExec_t`` of ``obj`` as an int, the graph it was made from where known
-    (an int ``cudaGraph_t``, or None), and what is known of its random numbers."""
+def exec_handle(obj: Any, api: str, allow_fixed_rng: bool) -> tuple[int, Any]:
+    """The ``cudaGraphExec_t`` of ``obj`` as an int and the graph it was made from where known
+    (an int ``cudaGraph_t``, or None); the random-number rule checked first (:func:`check_draws`,
+    before a torch graph is instantiated)."""
     from ._exec import GraphExec
 
     if isinstance(obj, bool):
@@ -144,25 +145,26 @@ def exec_handle(obj: Any, api: str) -> tuple[int, Any, RandomDraws | None]:
     if isinstance(obj, GraphExec):
         raise errors.InvalidValue(api, detail=f"{obj!r} is a pygraphrt GraphExec already: use it as it is")
     if isinstance(obj, int):
-        return _int_of(obj, api, "the executable graph handle"), None, None
+        return _int_of(obj, api, "the executable graph handle"), None
     if _is_torch_graph(obj):
         graph, draws = graph_handle(obj, api)
+        check_draws(draws, api, "through its pygraphrt executable graph", allow_fixed_rng)
         if getattr(obj, "_has_graph_exec", True) is False:
             obj.instantiate()  # torch's own instantiation (what its first replay() would do)
         try:
             raw = obj.raw_cuda_graph_exec()
         except Exception as exc:
             raise errors.InvalidValue(api, detail=f"{obj!r} has no executable graph; torch says: {exc}") from exc
-        return _int_of(raw, api, "torch's raw_cuda_graph_exec()"), graph, draws
+        return _int_of(raw, api, "torch's raw_cuda_graph_exec()"), graph
     if _is_cupy_graph(obj):
         raise errors.InvalidValue(api, detail="a CuPy graph keeps its cudaGraphExec_t in C fields Python cannot "
                                               "read; launch it with its own launch(), or capture the CuPy work "
                                               "with pygraphrt (Stream.wrap(cupy_stream).capture())")
     if _type_name(obj) in _CUDA_EXEC_TYPES:
-        return _int_of(obj, api, f"the {_type_name(obj)}"), None, None
+        return _int_of(obj, api, f"the {_type_name(obj)}"), None
     handle = getattr(obj, "handle", None)
     if handle is not None and _type_name(handle) in _CUDA_EXEC_TYPES:  # cuda.core Graph
-        return _int_of(handle, api, f"{_type_name(obj)}.handle"), None, None
+        return _int_of(handle, api, f"{_type_name(obj)}.handle"), None
     raise errors.InvalidValue(api, detail=f"cannot find an executable graph handle in {obj!r}: give a torch "
                                           "CUDAGraph(keep_graph=True), a cuda.core Graph, a cuda.bindings "
                                           "CUgraphExec / cudaGraphExec_t or an int handle")
