@@ -154,25 +154,34 @@ class TorchCapture:
         g = self.torch_graph
         try:
             if et is None:
-                g.capture_end()
+                try:
+                    g.capture_end()
+                except BaseException as end_err:  # (an invalidated capture: torch says why)
+                    self._abandon(end_err, ended=True)
+                    raise
                 self.graph = Graph.wrap(g)
                 return False
-            self._abandon(ev)
+            self._abandon(ev, ended=False)
             return False  # re-raised
         finally:
             self._stream_ctx.__exit__(et, ev, tb)
 
-    def _abandon(self, exc: BaseException) -> None:
-        """End a capture the block left by an exception: through torch (capture_end), so that its
-        allocator stops routing to the graph's pool and its generators leave capture mode; if
-        torch could not end it (an invalidated capture), end what is left ourselves."""
+    def _abandon(self, exc: BaseException, ended: bool) -> None:
+        """End a capture left by an exception: through torch (capture_end, unless ``ended``: it
+        was tried), so that its allocator stops routing to the graph's pool and its generators
+        leave capture mode; where torch could not end it (an invalidated capture), end what is
+        left ourselves.  What failed on the way is added to ``exc`` as notes."""
         torch, g = self._torch, self.torch_graph
         notes = []
-        try:
-            g.capture_end()
-        except Exception as end_err:  # the capture was invalidated (e.g. a sync inside it)
-            notes.append(f"torch's capture_end then failed too: {end_err}")
-            try:  # torch raised before telling its allocator the capture ended
+        end_failed = ended
+        if not ended:
+            try:
+                g.capture_end()
+            except Exception as end_err:  # the capture was invalidated (e.g. a sync inside it)
+                notes.append(f"torch's capture_end then failed too: {end_err}")
+                end_failed = True
+        if end_failed:
+            try:  # torch may have raised before telling its allocator the capture ended
                 torch._C._cuda_endAllocateToPool(self._device, g.pool())
             except Exception:
                 pass  # (it had: nothing left to end)
