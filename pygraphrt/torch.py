@@ -58,18 +58,19 @@ def _torch_stream(torch: Any, stream: Stream, api: str) -> Any:
 
 
 def check_capturable(optimizers: Iterable[Any], api: str = "pygraphrt.torch.check_capturable") -> None:
-    """Refuse optimizers whose steps cannot be captured: every param group needs
-    ``capturable=True`` (``torch.optim.Adam(..., capturable=True)``), which keeps the step count
-    on the device instead of reading it on the host."""
+    """Refuse optimizers whose steps cannot be captured: a param group with a ``capturable``
+    option needs it True (``torch.optim.Adam(..., capturable=True)``), which keeps the step count
+    on the device instead of reading it on the host; optimizers without the option (SGD) pass."""
     for opt in optimizers:
         groups = getattr(opt, "param_groups", None)
         if groups is None:
             raise errors.InvalidValue(api, detail=f"{opt!r} is not a torch optimizer (no param_groups)")
         for i, group in enumerate(groups):
-            if not group.get("capturable", False):
-                raise errors.InvalidValue(api, detail=f"{type(opt).__name__} param group {i} has capturable="
-                                                      f"{group.get('capturable', 'absent')}: create the optimizer "
-                                                      f"with capturable=True to capture its step()")
+            # (an optimizer without the option -- SGD -- keeps no step count on the host)
+            if group.get("capturable", True) is False:
+                raise errors.InvalidValue(api, detail=f"{type(opt).__name__} param group {i} has capturable=False: "
+                                                      f"create the optimizer with capturable=True to capture its "
+                                                      f"step()")
 
 
 def warmup(fn: Callable[[], Any], stream: Stream, n: int = 3) -> Any:
@@ -150,7 +151,7 @@ class TorchCapture:
         self.torch_graph = g
         return self
 
-    def __exit__(self, et: Any, ev: Any, tb: Any) -> bool:
+    def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
         g = self.torch_graph
         try:
             if et is None:
@@ -160,9 +161,8 @@ class TorchCapture:
                     self._abandon(end_err, ended=True)
                     raise
                 self.graph = Graph.wrap(g)
-                return False
-            self._abandon(ev, ended=False)
-            return False  # re-raised
+                return
+            self._abandon(ev, ended=False)  # (returning None re-raises it)
         finally:
             self._stream_ctx.__exit__(et, ev, tb)
 

@@ -356,6 +356,27 @@ def test_check_capturable_reads_torch_optimizers():
     p = torch.nn.Parameter(torch.zeros(3))
     with pytest.raises(errors.InvalidValue, match="Adam param group 0 has capturable=False"):
         check_capturable([torch.optim.Adam([p])])
-    check_capturable([torch.optim.Adam([p], capturable=True)])
+    check_capturable([torch.optim.Adam([p], capturable=True), torch.optim.SGD([p], lr=0.1)])
     with pytest.raises(errors.InvalidValue, match="not a torch optimizer"):
         check_capturable([object()])
+
+
+def test_capture_and_warmup_refuse_bad_arguments_before_touching_the_device():
+    """With torch present (its CPU build is enough): the checks that run before any CUDA call."""
+    pytest.importorskip("torch")
+    import torch
+
+    import pygraphrt.torch as pt
+
+    s = rt.Stream()
+    with pytest.raises(errors.InvalidValue, match="mode 'bogus'"):
+        pt.capture(s, mode="bogus")
+    p = torch.nn.Parameter(torch.zeros(2))
+    with pytest.raises(errors.InvalidValue, match="capturable=True"):
+        pt.capture(s, optimizers=[torch.optim.AdamW([p], lr=0.1)])
+    with pytest.raises(errors.InvalidValue, match="must be a pygraphrt Stream"):
+        pt.capture(int(s))
+    with pytest.raises(errors.InvalidValue, match="legacy default stream"):
+        pt.capture(rt.Stream.legacy_default())
+    with pytest.raises(errors.InvalidValue, match="positive int"):
+        pt.warmup(lambda: None, s, n=0)
