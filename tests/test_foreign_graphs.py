@@ -105,21 +105,21 @@ def test_wrap_keeps_its_owner_alive_through_children_and_executables():
         pass
 
     g = memset_graph(rt.malloc(64), 1)
-    owner = Owner()
-    gone = weakref.ref(owner)
-    w = rt.Graph.wrap(handle_int(g), owner=owner)
-    parent = rt.Graph()
-    parent.add_child_graph(w)
-    exe = w.instantiate()
-    del owner, w
-    gc.collect()
-    assert gone() is not None  # the parent graph and the executable keep it
-    del parent
-    gc.collect()
-    assert gone() is not None  # the executable still does
-    del exe
-    gc.collect()
-    assert gone() is None
+    for keeper in ("parent", "exec"):
+        owner = Owner()
+        gone = weakref.ref(owner)
+        w = rt.Graph.wrap(int(g), owner=owner)
+        if keeper == "parent":
+            held = rt.Graph()
+            held.add_child_graph(w)  # a copy of the graph, still addressing what the owner holds
+        else:
+            held = w.instantiate()
+        del owner, w
+        gc.collect()
+        assert gone() is not None, keeper  # only the parent graph (or the executable) holds it
+        del held
+        gc.collect()
+        assert gone() is None, keeper
 
 
 def test_exec_wrap_of_an_int_launches_and_says_it_has_no_graph():
