@@ -316,6 +316,22 @@ def test_a_graph_measured_rng_free_goes_everywhere_without_a_warning():
     assert buf.to_bytes() == bytes([6]) * 64
 
 
+def test_exec_wrap_of_a_torch_graph_not_kept_borrows_its_executable_alone():
+    buf = rt.malloc(64)
+    torch_like = FakeTorchGraph(memset_graph(buf, 4), keep_graph=False)
+    torch_like.instantiate()  # (torch instantiates at capture_end when the graph is not kept)
+    with pytest.raises(errors.FixedRandomness, match="cannot tell"):
+        rt.GraphExec.wrap(torch_like)
+    with pytest.warns(errors.FixedRandomnessWarning):
+        borrowed = rt.GraphExec.wrap(torch_like, allow_fixed_rng=True)
+    s = rt.Stream()
+    borrowed.launch(s)
+    s.synchronize()
+    assert buf.to_bytes() == bytes([4]) * 64
+    with pytest.raises(errors.InvalidValue, match="without its graph"):
+        borrowed.graph
+
+
 def test_a_plain_torch_graph_is_not_known_rng_free():
     """One wrapped directly (not made by pygraphrt.torch) has had no replay measured."""
     w = rt.Graph.wrap(FakeTorchGraph(memset_graph(rt.malloc(64), 1)))

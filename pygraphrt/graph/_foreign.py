@@ -147,9 +147,13 @@ def exec_handle(obj: Any, api: str, allow_fixed_rng: bool) -> tuple[int, Any]:
     if isinstance(obj, int):
         return _int_of(obj, api, "the executable graph handle"), None
     if _is_torch_graph(obj):
-        graph, draws = graph_handle(obj, api)
+        graph: int | None
+        try:
+            graph, draws = graph_handle(obj, api)
+        except errors.InvalidValue:  # not kept (keep_graph=False): its executable may still be there
+            graph, draws = None, torch_draws(obj)
         check_draws(draws, api, "through its pygraphrt executable graph", allow_fixed_rng)
-        if getattr(obj, "_has_graph_exec", True) is False:
+        if graph is not None and getattr(obj, "_has_graph_exec", True) is False:
             obj.instantiate()  # torch's own instantiation (what its first replay() would do)
         try:
             raw = obj.raw_cuda_graph_exec()
