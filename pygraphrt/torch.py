@@ -202,6 +202,50 @@ class TorchCapture:
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
 
+    # -- conditional nodes at the capture's current point (as Capture's) --------------------------
+    def _capturing_graph(self, api: str) -> Any:
+        """The graph torch's capture is building, borrowed (the runtime owns it until the end)."""
+        if self.torch_graph is None or self.graph is not None:
+            raise errors.IllegalState(api, detail="only inside the pygraphrt.torch.capture block")
+        ops = self.stream._backend.ops
+        status, _, handle, _ = ops.capture_info(self.stream.handle)
+        if status is not CaptureStatus.ACTIVE:
+            raise errors.StreamCaptureInvalidated(api, detail=f"capture status is {status}")
+        live = self.__dict__.get("_live")
+        if live is None or live._handle != handle:
+            live = self._live = Graph._borrow(handle, owner=self)
+        return live
+
+    def conditional_handle(self, default: int = 0, *, reset_each_launch: bool = True) -> Any:
+        """A conditional handle on the graph being captured (see ``Graph.conditional_handle``)."""
+        graph = self._capturing_graph("TorchCapture.conditional_handle")
+        return graph.conditional_handle(default, reset_each_launch=reset_each_launch)
+
+    def add_conditional(self, kind: str, handle: Any, size: int | None = None) -> Any:
+        """Insert a conditional node after the work captured so far (torch's and pygraphrt's);
+        later work depends on it.  Fill its bodies with pygraphrt work
+        (``node.capture(other_stream)``, or the body graphs' add methods): torch work captured
+        on another stream is outside torch's capture (its allocator and generators do not
+        know that capture)."""
+        api = f"TorchCapture.add_{kind}"
+        graph = self._capturing_graph(api)
+        ops = self.stream._backend.ops
+        _, _, _, deps = ops.capture_info(self.stream.handle)
+        nodes = [graph._wrap(h) for h, _ in deps]
+        edges = [e for _, e in deps]
+        node = graph.add_conditional(kind, handle, size, dependencies=nodes,
+                                     edges=edges if any(not e.is_default for e in edges) else None)
+        ops.update_capture_dependencies(self.stream.handle, [node.handle], None, True)
+        return node
+
+    def add_if(self, handle: Any) -> Any:
+        """Insert an ``if`` conditional node after the work captured so far."""
+        return self.add_conditional("if", handle)
+
+    def add_while(self, handle: Any) -> Any:
+        """Insert a ``while`` conditional node after the work captured so far."""
+        return self.add_conditional("while", handle)
+
     def replay(self, stream: Stream | None = None) -> None:
         """Replay through torch's ``CUDAGraph.replay()`` on ``stream`` (default: the capture's),
         which refreshes the registered generators' seed and offset: random ops draw fresh

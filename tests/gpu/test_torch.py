@@ -34,6 +34,10 @@ extern "C" __global__ void add(float *x, float v, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) x[i] += v;
 }
+extern "C" __global__ void arm(cudaGraphConditionalHandle h, int *left, int n) {
+    *left = n;  cudaGraphSetConditional(h, n > 0); }
+extern "C" __global__ void count_down(cudaGraphConditionalHandle h, int *left, float *acc) {
+    acc[0] += 1.0f;  cudaGraphSetConditional(h, --(*left) > 0); }
 extern "C" __global__ void keep_going(cudaGraphConditionalHandle h, const long long *tok,
                                       const long long *pos, long long stop, long long max_steps) {
     cudaGraphSetConditional(h, tok[0] != stop && pos[0] < max_steps);
@@ -47,6 +51,9 @@ def kernels() -> dict:
         prog = rt.Program(COND, name="torch_interop_test.cu")
         _kernels["scale"] = prog.kernel("scale", signature="float *x, float a, int n")
         _kernels["add"] = prog.kernel("add", signature="float *x, float v, int n")
+        _kernels["arm"] = prog.kernel("arm", signature="cudaGraphConditionalHandle h, int *left, int n")
+        _kernels["count_down"] = prog.kernel("count_down",
+                                             signature="cudaGraphConditionalHandle h, int *left, float *acc")
         _kernels["keep_going"] = prog.kernel(
             "keep_going", signature="cudaGraphConditionalHandle h, long long *tok, long long *pos, "
                                     "long long stop, long long max_steps")
@@ -148,6 +155,29 @@ def test_pygraphrt_work_on_the_stream_is_captured_into_the_torch_graph(stream):
     stream.synchronize()
     assert torch.equal(x, torch.full_like(x, 4.0)) and buf.to_bytes() == b"\x5a" * 64
     assert cap.uses_rng is False
+
+
+def test_a_conditional_node_at_the_capture_point_between_torch_work(stream):
+    """cap.conditional_handle / cap.add_while inside torch's capture: torch work before the loop,
+    a WHILE node whose body is a pygraphrt kernel, torch work after it (ordered after the loop)."""
+    k = kernels()
+    acc = torch.zeros(1, device="cuda")
+    left = torch.zeros(1, dtype=torch.int32, device="cuda")
+    with pt.capture(stream) as cap:
+        acc.mul_(2)                                            # torch, before the loop
+        h = cap.conditional_handle()
+        stream.launch(k["arm"], 1, 1, h, left.data_ptr(), 5)   # pygraphrt: arms the loop
+        loop = cap.add_while(h)
+        loop.bodies[0].add_kernel(k["count_down"], 1, 1, [h, left.data_ptr(), acc.data_ptr()])
+        acc.mul_(10)                                           # torch, after the loop
+    assert NodeType.CONDITIONAL in [n.type for n in cap.graph.nodes()]
+    with pytest.raises(errors.IllegalState):
+        cap.conditional_handle()  # (only inside the block)
+    acc.fill_(1)
+    torch.cuda.synchronize()
+    cap.replay(stream)
+    stream.synchronize()
+    assert acc.item() == (1 * 2 + 5) * 10 and left.item() == 0
 
 
 # -- the random-number rule ----------------------------------------------------------------------
