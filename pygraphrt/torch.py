@@ -95,6 +95,32 @@ def _offsets(gens: Sequence[Any]) -> list[int]:
     return [int(g.get_offset()) for g in gens]
 
 
+class _Operands:
+    """What pygraphrt's stream methods hand a capture while torch captures (``Stream._capture``):
+    the operands of captured pygraphrt work (host callables, buffers given as objects, kernels'
+    libraries), kept by the captured graph as pygraphrt's own ``Capture`` keeps them; streams
+    joined through an event recorded inside the capture are tracked so that they are let go."""
+
+    pool = None  # (Stream.malloc_async inside the block: the device's pool)
+
+    def __init__(self) -> None:
+        self._keep: list[Any] = []
+        self._state = "active"
+        self._streams: set[Stream] = set()
+
+    def _join(self, stream: Stream) -> None:
+        stream._capture = self  # type: ignore[assignment]
+        self._streams.add(stream)
+
+    def _leave(self) -> None:
+        self._state = "ended"
+        for st in self._streams:
+            if st._capture is self:  # type: ignore[comparison-overlap]
+                st._capture = None
+                st._capture_failure = None
+        self._streams.clear()
+
+
 class TorchCapture:
     """A capture by torch on a pygraphrt stream (made by :func:`capture`).
 
@@ -127,12 +153,17 @@ class TorchCapture:
         self.torch_graph: Any = None
         self.graph: Graph | None = None
         self._stream_ctx: Any = None
+        self._operands: _Operands | None = None
 
     @property
     def uses_rng(self) -> bool | None:
         return self._draws.uses_rng
 
     def __enter__(self) -> "TorchCapture":
+        if self.torch_graph is not None:
+            raise errors.IllegalState("pygraphrt.torch.capture", detail="a TorchCapture is used once: make another")
+        if self.stream._capture is not None:
+            raise errors.IllegalState("pygraphrt.torch.capture", detail="the stream is in a pygraphrt capture already")
         torch = self._torch
         g = torch.cuda.CUDAGraph(keep_graph=True)
         for gen in self.generators[1:]:
@@ -149,10 +180,15 @@ class TorchCapture:
             self._stream_ctx.__exit__(*sys.exc_info())
             raise
         self.torch_graph = g
+        # pygraphrt work issued on the stream in the block is captured: its operands must live
+        # as long as the graph (a host callable is called at every replay)
+        self._operands = _Operands()
+        self._operands._join(self.stream)
         return self
 
     def __exit__(self, et: Any, ev: Any, tb: Any) -> None:
-        g = self.torch_graph
+        g, operands = self.torch_graph, self._operands
+        assert operands is not None
         try:
             if et is None:
                 try:
@@ -161,9 +197,11 @@ class TorchCapture:
                     self._abandon(end_err, ended=True)
                     raise
                 self.graph = Graph.wrap(g)
+                self.graph._keep.append(operands._keep)
                 return
             self._abandon(ev, ended=False)  # (returning None re-raises it)
         finally:
+            operands._leave()
             self._stream_ctx.__exit__(et, ev, tb)
 
     def _abandon(self, exc: BaseException, ended: bool) -> None:
@@ -205,7 +243,7 @@ class TorchCapture:
     # -- conditional nodes at the capture's current point (as Capture's) --------------------------
     def _capturing_graph(self, api: str) -> Any:
         """The graph torch's capture is building, borrowed (the runtime owns it until the end)."""
-        if self.torch_graph is None or self.graph is not None:
+        if self._operands is None or self._operands._state != "active":
             raise errors.IllegalState(api, detail="only inside the pygraphrt.torch.capture block")
         ops = self.stream._backend.ops
         status, _, handle, _ = ops.capture_info(self.stream.handle)
