@@ -1,5 +1,6 @@
 """pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick] [--modes abi,api]``
-(``--group collectives``: the NCCL group of ``benchmarks/collectives.py``, 2 GPUs).
+(``--group collectives``: the NCCL group of ``benchmarks/collectives.py``, 2 GPUs; ``--group torch``:
+the decode loop of ``benchmarks/torch_loop.py``, torch on one GPU).
 
 Both call modes side by side: the in-process measurements run once per mode, each in
 its own interpreter (``abi``: PYGRAPHRT_FAST=0, cffi ABI mode; ``api``: PYGRAPHRT_FAST=1,
@@ -745,10 +746,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="whole runs (every mode in fresh interpreters); ratios are taken within "
                          "each run and reported as the median with the range")
-    ap.add_argument("--group", choices=["launch", "collectives", "compute"], default="launch",
+    ap.add_argument("--group", choices=["launch", "collectives", "compute", "torch"], default="launch",
                     help="launch: the single-GPU figures (default); collectives: NCCL all-reduce on 2 GPUs "
                          "under torchrun (benchmarks/collectives.py); compute: the compute graph at 100, "
-                         "1 000 and 10 000 nodes (benchmarks/compute.py; its targets are the api mode's)")
+                         "1 000 and 10 000 nodes (benchmarks/compute.py; its targets are the api mode's); "
+                         "torch: a decode loop as a WHILE node vs driven from Python (benchmarks/torch_loop.py)")
     ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.repeat < 1:
@@ -762,6 +764,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import compute
 
         return compute.run(a.outdir, a.quick, a.repeat, [m for m in a.modes.split(",") if m])
+    if a.group == "torch":
+        from . import torch_loop
+
+        return torch_loop.run(a.outdir, a.quick)
     if a.child_mode:  # one mode, in this interpreter
         figs: dict[str, Figure] = {}
         bench_pygraphrt(figs, a.quick)

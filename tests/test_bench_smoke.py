@@ -1,6 +1,7 @@
 """CPU smoke test of the benchmark harness's pure-Python parts (tiny sizes, no GPU)."""
 
 import json
+import sys
 from pathlib import Path
 
 from benchmarks.stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
@@ -340,3 +341,13 @@ def test_compute_group_runs_on_the_simulator(tmp_path):
     big = max(compute.QUICK_SIZES)
     assert all(f"{big} nodes" in r["numerator"] for r in ratios.values())
     assert "cg:F" in text and "cg:Ua" in text
+
+
+def test_torch_group_skips_without_torch_saying_why(tmp_path, capsys, monkeypatch):
+    """benchmarks/torch_loop.py (scripts/bench --group torch) needs torch and a GPU: without torch it
+    says so and writes nothing."""
+    from benchmarks import torch_loop
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert torch_loop.run(tmp_path, quick=True) == 0
+    assert "torch group skipped" in capsys.readouterr().out and not list(tmp_path.iterdir())

@@ -176,6 +176,49 @@ class Graph(Owned):
     def _borrow(cls, handle: Any, owner: Any) -> "Graph":
         return cls._adopt(handle, False, owner)
 
+    @classmethod
+    def wrap(cls, obj: Any, owner: Any = None) -> "Graph":
+        """Borrow a graph another library made; pygraphrt never destroys it.
+
+        Parameters
+        ----------
+        obj : torch.cuda.CUDAGraph, cuda.core graph definition, CUgraph / cudaGraph_t, or int
+            A torch graph must be made with ``keep_graph=True`` and captured (its
+            ``raw_cuda_graph()``); an int is taken as a ``cudaGraph_t`` handle and trusted (the
+            runtime cannot tell a live handle from a stale one).
+        owner : object, optional
+            What keeps the foreign graph alive (default: ``obj``, unless it is an int).  The
+            returned Graph, every executable graph instantiated from it and every graph holding
+            it as a child node keep ``owner`` alive.
+
+        Returns
+        -------
+        Graph
+            Nodes and edges read back as for any graph; clone, instantiate, launch and
+            ``GraphExec.update`` work on it.  A torch graph that draws (or may draw) random
+            numbers is refused as a child node and by ``instantiate`` unless
+            ``allow_fixed_rng=True`` (see ``pygraphrt.errors.FixedRandomness``).
+
+        Raises
+        ------
+        InvalidValue
+            ``obj`` holds no graph pygraphrt can find (a torch graph made without
+            ``keep_graph=True``, not captured or reset; a CuPy graph, whose handles Python cannot
+            read; anything else), naming what was given.
+        """
+        from ._foreign import graph_handle
+
+        value, draws = graph_handle(obj, "Graph.wrap")
+        if owner is None and not isinstance(obj, int):
+            owner = obj
+        b = _runtime.active()
+        g = cls._borrow(b.ffi.cast(f"{b.ops.prefix}Graph_t", value), owner)
+        g._keep.append(owner)  # (what holds it as a child, or instantiates it, keeps the owner too)
+        g.__dict__["_foreign"] = True
+        if draws is not None:
+            g.__dict__["_draws"] = draws
+        return g
+
     def _conditional_owner(self) -> Any:
         """The conditional node this graph is a body of -- directly, or through child graphs and
         nested bodies (the outermost one) -- else None."""
@@ -184,7 +227,8 @@ class Graph(Owned):
         while owner is not None:
             if getattr(owner, "_cond", None) is not None:
                 found = owner
-            owner = getattr(owner._graph, "_owner", None)
+            # (a wrapped graph's owner is another library's object, with no _graph)
+            owner = getattr(getattr(owner, "_graph", None), "_owner", None)
         return found
 
     def close(self) -> None:
@@ -534,11 +578,26 @@ class Graph(Owned):
         return self._add("GraphAddHostNode", dependencies, edges, p, cls=HostNode)
 
     def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
-                        edges: Sequence[EdgeData] | None = None) -> Node:
-        """Embed a copy of ``child`` (its operands are retained here too)."""
+                        edges: Sequence[EdgeData] | None = None, allow_fixed_rng: bool = False) -> Node:
+        """Embed a copy of ``child`` (its operands are retained here too).
+
+        In a conditional node's body (directly or through child graphs) the child may hold
+        only kernel, empty, child-graph, memset, memcpy and conditional nodes; a wrapped
+        (foreign) child holds no memory allocation or free nodes: either is refused naming
+        the node type.  A child that draws (or may draw) torch random numbers would repeat its
+        draws on every launch: refused (``pygraphrt.errors.FixedRandomness``) unless
+        ``allow_fixed_rng=True``, which warns instead.
+        """
         self._same_backend(child, "add_child_graph", Graph)
         if child is self:
             raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
+        in_body = self._owner is not None and self._conditional_owner() is not None
+        if in_body or "_foreign" in child.__dict__:
+            from ._foreign import check_child_nodes, check_draws, draws_of
+
+            check_child_nodes(child, "Graph.add_child_graph", in_body)
+            check_draws(draws_of(child), "Graph.add_child_graph",
+                        "in a conditional body" if in_body else "as a child graph node", allow_fixed_rng)
         self._keep.append(child._keep)
         return self._add("GraphAddChildGraphNode", dependencies, edges, child.handle, cls=ChildGraphNode)
 
@@ -931,6 +990,9 @@ class Graph(Owned):
         self._backend.ops.call("GraphClone", out, self.handle)
         g = Graph._adopt(out[0])
         g._keep.append(self._keep)
+        if "_draws" in self.__dict__:  # (a copy draws as the original does)
+            g.__dict__["_draws"] = self.__dict__["_draws"]
+            g.__dict__["_foreign"] = True
         return g
 
     def find_clone(self, node: Node, clone: "Graph") -> Node:
@@ -1039,9 +1101,21 @@ class Graph(Owned):
     # -- instantiate ---------------------------------------------------------
     def instantiate(self, flags: InstantiateFlags = InstantiateFlags.NONE, *,
                     upload_stream: Stream | None = None, auto_free_on_launch: bool = False,
-                    use_node_priority: bool = False, device_launch: bool = False) -> "GraphExec":
-        """Make an executable graph.  ``upload_stream`` uploads it right away."""
+                    use_node_priority: bool = False, device_launch: bool = False,
+                    allow_fixed_rng: bool = False) -> "GraphExec":
+        """Make an executable graph.  ``upload_stream`` uploads it right away.
+
+        A wrapped torch graph that draws (or may draw) random numbers is refused
+        (``pygraphrt.errors.FixedRandomness``: its launches would repeat the same draws) unless
+        ``allow_fixed_rng=True``, which warns instead.
+        """
         from ._exec import GraphExec
+
+        if "_draws" in self.__dict__:
+            from ._foreign import check_draws
+
+            check_draws(self.__dict__["_draws"], "Graph.instantiate", "through its pygraphrt executable graph",
+                        allow_fixed_rng)
 
         f = flag_set(InstantiateFlags, flags, "Graph.instantiate")
         if auto_free_on_launch:
