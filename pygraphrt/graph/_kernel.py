@@ -227,8 +227,8 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "                    raise error(rc, NAME)",
         "            node = new(KernelNode)",
         "            node._graph = graph",
-        "            node._handle = nh = out[0]",
-        "            graph._nodes[nh] = node",
+        "            node._handle = out[0]",
+        "            graph._fresh.append(node)",
         "    finally:",
         "        pool.append(scratch)",
         "    if node is None:",
@@ -236,12 +236,19 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         # the runtime copied the values: the graph keeps what pointers came from, and the kernel
         # (which keeps its library), as _add_reusing_scratch does
         "    kept = graph._keep",
+        "    nk = len(kept)",
     ]
+    # In a loop the keep list ends with this node's pointer owners and then the kernel (see
+    # below): an owner among those last entries is kept already, tested inline here rather
+    # than by a call of keep_alive (which looks back further) per node.
+    tail = len(pointers) + 1
     for v, a in ((v, "a" + v[1:]) for v in pointers):
-        body += [f"    if {v} is not {a} and {a} is not None and (not kept or kept[-1] is not {a}):",
-                 f"        keep_alive(kept, {a})"]
+        recent = " or ".join(f"(nk > {i} and kept[{-1 - i}] is {a})" for i in range(tail))
+        body += [f"    if {v} is not {a} and {a} is not None and not ({recent}):",
+                 f"        keep_alive(kept, {a})",
+                 "        nk = len(kept)"]
     body += [
-        "    if not kept or kept[-1] is not kernel:",
+        "    if not nk or kept[-1] is not kernel:",
         "        keep_alive(kept, kernel)",
         "    return node",
     ]
