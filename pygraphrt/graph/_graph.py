@@ -174,8 +174,8 @@ class Graph(Owned):
         self._memset: Any = None  # the memset-params cell (_make_memset_cell), made on first use
         self._memset_fn: Any = None  # (and its function, with it)
         # The plain (dst, value, count, element_size, height, pitch) objects add_memset last packed
-        # into the cell's struct, None when it holds anything else (whoever else writes it --
-        # the generic validation, add_nodes' loop -- sets None).
+        # into the cell's struct, and the struct; None when it holds anything else (whoever else
+        # writes it -- the generic validation, add_nodes' loop -- sets None).
         self._memset_last: tuple[Any, ...] | None = None
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
@@ -451,32 +451,33 @@ class Graph(Owned):
 
         ``device``: the device the node runs on (made with it current; default: the current
         device) -- the same keyword on every ``add_*`` that makes device work."""
-        if device is not None:
+        # The struct holds the last plain values this method packed (their checks passed then):
+        # the same objects again -- a loop's constants -- are neither checked nor packed again;
+        # only a buffer's being open is.  (Identity, not equality: True == 1 and 0.0 == 0 must
+        # still take the checks that refuse them.)  last: those six objects and the struct.
+        last = self._memset_last
+        if (last is not None and dst is last[0] and value is last[1] and count is last[2]
+                and element_size is last[3] and height is last[4] and pitch is last[5] and device is None
+                and (dst.__class__ is int or dst._handle is not None)):
+            p = last[6]
+        elif device is not None:
             # (a partial, not a lambda: a closure would make every argument a cell variable,
             # created on every call of this method, the hot ones included)
             return _placed(self, device, "add_memset", _partial(
                 self.add_memset, dst, value, count, element_size=element_size, height=height, pitch=pitch,
                 dependencies=dependencies, edges=edges))
-        # The runtime copies the parameters when it makes the node: one struct per graph,
-        # refilled each time.  Plain ints and pygraphrt buffers are written directly;
-        # anything else (and every error) takes the generic validation.
-        p, pack, _ = self._memset or self._make_memset_cell()
-        # The struct holds the last plain values this method packed (their checks passed
-        # then): the same objects again -- a loop's constants -- are not checked or packed
-        # again; only a buffer's being open is.  (Identity, not equality: True == 1 and
-        # 0.0 == 0 must still take the checks that refuse them.)
-        last = self._memset_last
-        if not (last is not None and dst is last[0] and value is last[1] and count is last[2]
-                and element_size is last[3] and height is last[4] and pitch is last[5]
-                and (dst.__class__ is int or dst._handle is not None)):
-            last = None
+        else:
+            # The runtime copies the parameters when it makes the node: one struct per graph,
+            # refilled each time.  Plain ints and pygraphrt buffers are written directly;
+            # anything else (and every error) takes the generic validation.
+            p, pack, _ = self._memset or self._make_memset_cell()
+            self._memset_last = None  # (until pack has written every field)
             limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
             if (limit is not None and type(value) is int and value < limit and type(count) is int
                     and type(height) is int and type(pitch) is int):
                 # The lower bounds and the fields' own upper bounds are pack's: it refuses a value
                 # that does not fit its field (struct.error; OverflowError where HIP's layout is
                 # written by cffi), and the generic validation then says what is wrong.
-                self._memset_last = None  # (until pack has written every field)
                 td = type(dst)
                 try:
                     if td is int:
@@ -495,9 +496,8 @@ class Graph(Owned):
                                           what="add_memset")
                     self._keep_operand(dst)
                 else:
-                    self._memset_last = (dst, value, count, element_size, height, pitch)
+                    self._memset_last = (dst, value, count, element_size, height, pitch, p)
             else:
-                self._memset_last = None
                 _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                       what="add_memset")
                 self._keep_operand(dst)

@@ -172,7 +172,6 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "    if (h is None or graph._backend is not backend or kernel._func is None"
         + (" or library._handle is None" if library is not None else "")
         + " or grid.__class__ is not int or block.__class__ is not int or smem.__class__ is not int"
-        " or not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296)"
         f" or (ta is not tuple and ta is not list) or len(args) != {len(kinds)}):",
         f"        {slow}",
     ]
@@ -195,15 +194,21 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "            if not isinstance(d, Node) or d._graph is not graph or d._handle is None:",
         f"                {slow}",
         "    scratch = pool.pop() if pool else new_scratch(graph, kernel)",
+        "    node = None",
         "    try:",
+        # the launch dimensions are in range where they equal what the struct holds (ints, as
+        # checked above): checked only when they change, and written then
+        "        key = (grid, block, smem)",
+        "        same = scratch[3] == key",
         "        try:",
+        "            if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
+        "                raise StructError  # (out of range: the general path says which)",
         f"            pack_into(scratch[0], 0{', ' + vals if vals else ''})",
         "        except (StructError, OverflowError):",
-        "            node = None",
+        "            pass",
         "        else:",
         "            p = scratch[1]",
-        "            key = (grid, block, smem)",
-        "            if scratch[3] != key:  # written only when they change",
+        "            if not same:  # written only when they change",
         "                scratch[3] = None  # (until every field is written)",
         "                p.func = kernel._func",
         "                dims = p.gridDim",
@@ -236,19 +241,25 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         # the runtime copied the values: the graph keeps what pointers came from, and the kernel
         # (which keeps its library), as _add_reusing_scratch does
         "    kept = graph._keep",
-        "    nk = len(kept)",
     ]
-    # In a loop the keep list ends with this node's pointer owners and then the kernel (see
-    # below): an owner among those last entries is kept already, tested inline here rather
-    # than by a call of keep_alive (which looks back further) per node.
-    tail = len(pointers) + 1
-    for v, a in ((v, "a" + v[1:]) for v in pointers):
-        recent = " or ".join(f"(nk > {i} and kept[{-1 - i}] is {a})" for i in range(tail))
-        body += [f"    if {v} is not {a} and {a} is not None and not ({recent}):",
-                 f"        keep_alive(kept, {a})",
-                 "        nk = len(kept)"]
+    names = ["a" + v[1:] for v in pointers]
+    # The common case of a loop: every pointer given as an object, distinct, and the keep list
+    # ending with them, in order, and the kernel -- what this function leaves it as -- so
+    # nothing is to be kept; tested first, in one condition.
+    tail = [f"kept[{-2 - i}] is {a}" for i, a in enumerate(reversed(names))]
     body += [
-        "    if not nk or kept[-1] is not kernel:",
+        "    try:",
+        "        done = (" + " and ".join([f"p{a[1:]} is not {a}" for a in names] + ["kept[-1] is kernel"] + tail) + ")",
+        "    except IndexError:",
+        "        done = False",
+        "    if done:",
+        "        return node",
+    ]
+    for v, a in zip(pointers, names):
+        body += [f"    if {v} is not {a} and {a} is not None and (not kept or kept[-1] is not {a}):",
+                 f"        keep_alive(kept, {a})"]
+    body += [
+        "    if not kept or kept[-1] is not kernel:",
         "        keep_alive(kept, kernel)",
         "    return node",
     ]
