@@ -220,3 +220,29 @@ def test_kernel_nodes_keep_every_buffer_given_as_an_object():
     del g, prev
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_kernel_nodes_pack_again_unless_given_the_same_values():
+    """A kernel's hot adder packs its arguments only when they differ from the last it packed:
+    pointers and ints by value, floats by identity (0.0 == -0.0, and the node must get the bits
+    it was given); the general path packing into the same buffer in between (a node with edge
+    data) makes the next node pack again."""
+    from pygraphrt.enums import DEFAULT_EDGE
+
+    k = rt.Program('extern "C" __global__ void f(float *x, float v, int n) {}').kernel(
+        "f", signature="float *x, float v, int n")
+    buf, other = rt.malloc(64), rt.malloc(64)
+    g = rt.Graph()
+    prev = g.add_empty()
+    made = []
+    for args in ((buf, 1.0, 3), (buf, 1.0, 3), (buf, -0.0, 3), (buf, 0.0, 3), (buf, 0.0, 3), (other, 0.0, 3),
+                 (other, 0.0, 4), (buf.ptr, 0.0, 4)):
+        prev = g.add_kernel(k, 1, 32, args, dependencies=[prev])
+        made.append((prev, args))
+    for node, (p, v, n) in made:
+        got = node.params["args"]
+        assert got[0] == (p if type(p) is int else p.ptr) and repr(got[1]) == repr(v) and got[2] == n
+    # the general path packs other values into the buffer (edge data: not the hot adder)
+    g.add_kernel(k, 1, 32, (other, 2.0, 5), dependencies=[prev], edges=[DEFAULT_EDGE])
+    again = g.add_kernel(k, 1, 32, (buf.ptr, 0.0, 4), dependencies=[prev])
+    assert again.params["args"][1:] == [0.0, 4] and again.params["args"][0] == buf.ptr

@@ -22,7 +22,7 @@ from .. import errors
 from .._operands import device_address
 from .._operands import keep as keep_alive
 from ..enums import EdgeData
-from ..kernels._hot import argument_lines, c_layout, memory_types
+from ..kernels._hot import _KIND_FLOAT, argument_lines, c_layout, memory_types
 from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
@@ -178,6 +178,8 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     lines, values = argument_lines(kinds, slow)
     body += lines
     vals = ", ".join(values)
+    same_values = " and ".join(f"{v} {'is' if k == _KIND_FLOAT else '=='} last[{i}]" for i, (v, k) in enumerate(zip(values, kinds))) \
+        or "True"
     pointers = [v for v, k in zip(values, kinds) if k == 0]
     body += [
         # the dependencies: none, or a live node of this graph (checked here), or more (checked
@@ -203,7 +205,14 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "        try:",
         "            if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
         "                raise StructError  # (out of range: the general path says which)",
-        f"            pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        # the buffer holds the values packed last (scratch[4]; None: unknown): the same again
+        # are not packed again (pointers and ints by value, exact ints; floats by identity:
+        # 0.0 == -0.0)
+        "            last = scratch[4]",
+        f"            if last is None or not ({same_values}):",
+        "                scratch[4] = None",
+        f"                pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        f"                scratch[4] = ({vals}{',' if len(values) == 1 else ''})",
         "        except (StructError, OverflowError):",
         "            pass",
         "        else:",
@@ -300,6 +309,7 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     scratch = pool.pop() if pool else _new_node_scratch(graph, k)
     try:
         try:
+            scratch[4] = None  # (the values build_adder's function packed last are gone)
             sig._struct.pack_into(scratch[0], 0, *values)
         except (struct.error, OverflowError):
             return None
@@ -333,13 +343,14 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
 
 def _new_node_scratch(graph: "Graph", k: Kernel) -> list[Any]:
     """[writable view of an argument buffer, kernel-node parameter struct whose argument array
-    points into it, the array, (handle, grid, block, shared memory) the struct holds or None]
+    points into it, the array, (grid, block, shared memory) the struct holds or None, the values
+    build_adder's function packed into the buffer last or None]
     for :func:`_add_reusing_scratch`: the launch's buffer and array (``Kernel._new_scratch``,
     which keeps the buffer) with a parameter struct."""
     view, argv = k._new_scratch(k.signature)  # type: ignore[arg-type]
     p = graph._backend.ffi.new(f"{graph._backend.ops.kernel_params_type} *")
     p.kernelParams = argv
-    return [view, p, argv, None]
+    return [view, p, argv, None, None]
 
 
 def read(node: "KernelNode") -> dict[str, Any]:
