@@ -129,7 +129,7 @@ def normalize(text: str) -> str:
 
 
 _BLOCK = re.compile(r"/\*\*(?!<)(.*?)\*/", re.S)
-_TRAILING = re.compile(r"/\*\*<(.*?)\*/|///<(.*)$|//!<(.*)$", re.M)
+_TRAILING = re.compile(r"/\*\*<(.*?)\*/|///<([^\n]*)|//!<([^\n]*)", re.S)
 _LINE_DOC = re.compile(r"(?:^[ \t]*///(?!<)[^\n]*\n)+", re.M)
 
 
@@ -149,6 +149,7 @@ def _base_name(name: str) -> str:
 
 
 def _parse(text: str, docs: dict[str, list[str]], pieces: list[str]) -> None:
+    text = re.sub(r"\n[ \t]*///<", " ", text)   # a ``///<`` line alone continues the one above (HIP)
     blocks = [(m.end(), m.group(1)) for m in _BLOCK.finditer(text)]
     blocks += [(m.end(), m.group(0).replace("///", "")) for m in _LINE_DOC.finditer(text)]
     for end, body in blocks:
@@ -226,8 +227,11 @@ def _check_in(case_id: str, apis: tuple[str, ...], cit: Citation, docs: HeaderDo
     prefix = "cuda" if vendor == "cuda" else "hip"
     if cit.document == "CUDA Driver API":
         prefix = "cu"
-    named = [n for n in _FUNC.findall(cit.where) if n in docs.by_function or _base_name(n) in docs.by_function]
-    if named:
+    idents = _FUNC.findall(cit.where)
+    named = [n for n in idents if n in docs.by_function or _base_name(n) in docs.by_function]
+    # a <where> that names a type, an enum or a section besides (or instead of) a function is
+    # looked up in the whole set's documentation: those are documented where they are declared
+    if named and len(named) == len(idents):
         texts = [d for n in named for d in docs.by_function.get(n, docs.by_function.get(_base_name(n), []))]
         texts += [d for a in apis for d in docs.by_function.get(prefix + a, [])]
         where = "the doc comments of " + ", ".join(dict.fromkeys(named + [prefix + a for a in apis]))
