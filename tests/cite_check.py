@@ -53,8 +53,12 @@ CHECKABLE: dict[str, tuple[str, tuple[str, ...], dict[str, str], str]] = {
 }
 #: Documents no pinned header carries: their citations are listed, not checked.
 OFFLINE = ("CUDA Programming Guide", "NCCL documentation", "HIP Programming Guide")
+#: Not documentation: an outcome seen on real runtimes that no document states.  Such a citation needs
+#: an entry in ``pygraphrt.conformance.deviations.OBSERVATIONS`` (what was seen, on which versions).
+OBSERVED = "Observed"
 
-_SOURCE = re.compile(r"(?:^|;\s+)(?=(?:" + "|".join(re.escape(s) for s in (*CHECKABLE, *OFFLINE))
+_DOCUMENTS = (*CHECKABLE, *OFFLINE, OBSERVED)
+_SOURCE = re.compile(r"(?:^|;\s+)(?=(?:" + "|".join(re.escape(s) for s in _DOCUMENTS)
                      + r")\b)")
 _VERSION = re.compile(r"^\s*(\d+\.\d+)\b")
 _FUNC = re.compile(r"\b(?:cuda|cu|hip)[A-Z]\w*")
@@ -89,13 +93,13 @@ class Finding:
 def parse_cite(cite: str) -> list[Citation] | str:
     """The citations of a ``cite=`` string, or why it cannot be parsed."""
     parts = [p for p in _SOURCE.split(cite.strip()) if p.strip()]
-    if not parts or not any(cite.strip().startswith(s) for s in (*CHECKABLE, *OFFLINE)):
-        return (f"does not start with a known document ({', '.join((*CHECKABLE, *OFFLINE))}): "
+    if not parts or not any(cite.strip().startswith(s) for s in _DOCUMENTS):
+        return (f"does not start with a known document ({', '.join(_DOCUMENTS)}): "
                 f"{cite[:80]!r}")
     out: list[Citation] = []
     for p in parts:
         p = p.strip().rstrip(";").strip()
-        doc = next(s for s in (*CHECKABLE, *OFFLINE) if p.startswith(s))
+        doc = next(s for s in _DOCUMENTS if p.startswith(s))
         rest = p[len(doc):]
         m = _VERSION.match(rest)
         version = m.group(1) if m else None
@@ -205,6 +209,15 @@ def _fragments_in(quote: str, haystack: str) -> bool:
 
 
 def check_citation(case_id: str, apis: tuple[str, ...], cit: Citation) -> Finding:
+    if cit.document == OBSERVED:
+        from pygraphrt.conformance.deviations import OBSERVATIONS
+
+        seen = [o for o in OBSERVATIONS if o.case == case_id]
+        if not seen:
+            return Finding(case_id, cit, "not-found", "an 'Observed' citation without an entry in "
+                           "pygraphrt.conformance.deviations.OBSERVATIONS")
+        return Finding(case_id, cit, "observation", "; ".join(f"{o.vendor} runtime {o.runtime}, driver "
+                                                             f"{o.driver}" for o in seen))
     if not cit.checkable:
         return Finding(case_id, cit, "offline", cit.document)
     _vendor, _files, _keys, default = CHECKABLE[cit.document]
@@ -267,6 +280,8 @@ def report(cases=None) -> dict:
         states = {f.status for f in fs}
         if states & {"malformed", "not-found", "no-headers"}:
             case_status[cid] = "unfound"
+        elif "observation" in states:
+            case_status[cid] = "observation"
         elif "found" in states:
             case_status[cid] = "found"      # every checkable citation found (offline ones beside it)
         else:
@@ -276,7 +291,7 @@ def report(cases=None) -> dict:
         if case_status[cid] == "offline":
             for doc in sorted({f.citation.document for f in fs if f.citation}):
                 offline_docs[doc] = offline_docs.get(doc, 0) + 1
-    summary.update({k: sum(1 for s in case_status.values() if s == k) for k in ("found", "unfound", "offline")})
+    summary.update({k: sum(1 for s in case_status.values() if s == k) for k in ("found", "unfound", "offline", "observation")})
     summary["offline_by_document"] = offline_docs
     return {"summary": summary, "cases": by_case, "case_status": case_status}
 
@@ -294,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             elif f.status == "offline" and "-v" in argv:
                 print(f"offline {cid}: {f.citation.document if f.citation else ''}")
     print(f"{s['runtime_cases']} runtime cases ({s['citations']} citations): {s['found']} found in the "
-          f"headers, {s['unfound']} not found, {s['offline']} not checkable offline "
+          f"headers, {s['unfound']} not found, {s['observation']} observations without documentation, "
+          f"{s['offline']} not checkable offline "
           + ", ".join(f"({d}: {n})" for d, n in s["offline_by_document"].items()))
     return 1 if s["unfound"] else 0
 

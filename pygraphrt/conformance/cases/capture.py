@@ -561,9 +561,9 @@ def _(t: CaseContext) -> Any:
     return s.capture_status, cap.graph
 
 
-@case("capture.begin_end.abort_idempotent",
+@case("capture.begin_end.abort_idempotent", kind="binding",
       cite=PYGRAPHRT + "abort() ends the capture and discards what was captured; a second abort "
-                       "has nothing to do",
+                       "has nothing to do (pygraphrt's policy: a binding case)",
       apis=BEGIN_END, expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
     """Aborting twice is harmless."""
@@ -638,8 +638,8 @@ def _mode_case(mode: str) -> None:
 
     _register(f"capture.begin_end.mode_{mode}",
               f"A capture begun in {mode} mode captures a memset and a memcpy as a two-node chain.", fn,
-              cite=BEGIN + "mode controls the interaction of this capture sequence with potentially "
-                           "unsafe API calls, not what is captured",
+              cite=BEGIN + '"mode - Controls the interaction of this capture sequence with other API calls that '
+                           'are potentially unsafe" -- the mode is about those calls, not what is captured',
               apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync"),
               expect=((NodeType.MEMSET, NodeType.MEMCPY), 1))
 

@@ -22,26 +22,31 @@ from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, INFO, IS_CAP
 
 Op = Callable[[Any], Any]  # an operation attempted during the capture, given the capturing stream
 
-_UNSAFE = EXCHANGE + ("during stream capture some actions, such as a call to cudaMalloc, may be unsafe; "
-                      "the thread's mode decides whether it may make them: ")
-GLOBAL_RULE = _UNSAFE + ("cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not "
-                         "initiated with Relaxed, or any other thread has a concurrent capture initiated "
-                         "with Global, this thread is prohibited from potentially unsafe API calls")
-THREAD_LOCAL_RULE = _UNSAFE + ("cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing "
-                               "capture not initiated with Relaxed, it is prohibited from potentially "
-                               "unsafe API calls; concurrent captures in other threads are ignored")
-RELAXED_RULE = _UNSAFE + ("cudaStreamCaptureModeRelaxed: the local thread is not prohibited from "
-                          "potentially unsafe API calls")
-RELAXED_CONFLICT = _UNSAFE + ("(Relaxed) the thread is still prohibited from API calls which necessarily "
-                              "conflict with stream capture, e.g. cudaEventQuery on an event last recorded "
-                              "inside a capture sequence")
+# the header's words (cudaThreadExchangeStreamCaptureMode), quoted; the gloss after "--" says how the
+# case reads them
+_UNSAFE = EXCHANGE + ('"During stream capture (see cudaStreamBeginCapture), some actions, such as a call to '
+                      'cudaMalloc, may be unsafe" ... "A thread\'s mode is one of the following" ... ')
+GLOBAL_RULE = _UNSAFE + ('"cudaStreamCaptureModeGlobal: This is the default mode. If the local thread has an '
+                         'ongoing capture sequence that was not initiated with cudaStreamCaptureModeRelaxed at '
+                         'cuStreamBeginCapture, or if any other thread has a concurrent capture sequence '
+                         'initiated with cudaStreamCaptureModeGlobal, this thread is prohibited from '
+                         'potentially unsafe API calls"')
+THREAD_LOCAL_RULE = _UNSAFE + ('"cudaStreamCaptureModeThreadLocal: If the local thread has an ongoing capture '
+                               'sequence not initiated with cudaStreamCaptureModeRelaxed, it is prohibited from '
+                               'potentially unsafe API calls. Concurrent capture sequences in other threads are '
+                               'ignored"')
+RELAXED_RULE = _UNSAFE + ('"cudaStreamCaptureModeRelaxed: The local thread is not prohibited from potentially '
+                          'unsafe API calls"')
+RELAXED_CONFLICT = _UNSAFE + ('"Note that the thread is still prohibited from API calls which necessarily '
+                              'conflict with stream capture, for example, attempting cudaEventQuery on an event '
+                              'that was last recorded inside a capture sequence"')
 SYNC_RULE = PG_PROHIBITED + ("it is invalid to synchronize or query the execution status of a stream which "
                              "is being captured or a captured event (cudaErrorStreamCaptureUnsupported)")
 DEVICE_RULE = PG_PROHIBITED + ("it is also invalid to query the execution status of or synchronize a "
                                "broader handle which encompasses an active stream capture, such as a "
                                "device or context handle")
-CAPTURED_EVENT = ERROR_TYPES + ("cudaErrorCapturedEvent: the operation is not permitted on an event which "
-                                "was last recorded in a capturing stream")
+CAPTURED_EVENT = ERROR_TYPES + ('cudaErrorCapturedEvent: "The operation is not permitted on an event which '
+                                'was last recorded in a capturing stream"')
 WRONG_THREAD = END + ("if the mode argument to cudaStreamBeginCapture was not Relaxed, this call must be "
                       "from the same thread as cudaStreamBeginCapture (cudaErrorStreamCaptureWrongThread)")
 INVALIDATION = PG_INVALIDATION + ("when an invalid operation is attempted during stream capture, any "
@@ -1047,7 +1052,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.abort_releases_stream",
-      cite=PYGRAPHRT + "abort() ends the capture (cudaStreamEndCapture) and discards it, also when invalidated",
+      cite=END + '"If capture was invalidated, due to a violation of the rules of stream capture, then a '
+                 'NULL graph will be returned" -- pygraphrt\'s abort() ends an invalidated capture through '
+                 'cudaStreamEndCapture: the stream is left not capturing, with no graph',
       apis=("StreamEndCapture", "StreamIsCapturing"), expect=(CaptureStatus.NONE, None))
 def _(t: CaseContext) -> Any:
     """``abort()`` of an invalidated capture leaves the stream not capturing."""
@@ -1061,8 +1068,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.with_block_raises_original_error",
-      cite=PYGRAPHRT + "if anything raises inside the with block, the capture is ended and discarded and "
-                       "the original exception propagates",
+      cite=SYNC_RULE + " -- the runtime's refusal propagates out of pygraphrt's with block as itself, the "
+                       "capture ended",
       apis=("StreamSynchronize",) + BEGIN_END, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A runtime error inside ``with s.capture()`` propagates as itself, the stream left not capturing."""

@@ -217,9 +217,11 @@ def _(t: CaseContext) -> Any:
     return out
 
 
-@case("control.node.runtime_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType / cudaGraphNodeType: \"Returns "
-                                        "the node type of node in pType\" ... \"cudaGraphNodeTypeConditional\" -- conditional nodes "
-                                        "report cudaGraphNodeTypeConditional", apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND,
+@case("control.node.runtime_type",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType / cudaGraphNodeType: \"Returns the node "
+           "type of node in pType\" ... cudaGraphNodeTypeConditional: \"May be used to implement a conditional "
+           "execution path or loop inside of a graph\" -- conditional nodes report cudaGraphNodeTypeConditional",
+      apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND,
       expect=(NodeType.CONDITIONAL, [NodeType.CONDITIONAL], True))
 def _(t: CaseContext) -> Any:
     """The runtime reports the type of the node cudaGraphAddNode returned, and lists that node (by handle)."""

@@ -337,8 +337,9 @@ def _(t: CaseContext) -> Any:
         t.rt.Device(4096).graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
 
 
-@case("memory.trim.invalid_device", cite="CUDA Runtime API 13.0, Graph Management, cudaDeviceGraphMemTrim: returns "
-                                         "cudaErrorInvalidDevice", apis=("DeviceGraphMemTrim",),
+@case("memory.trim.invalid_device",
+      cite="Observed, cudaDeviceGraphMemTrim: returns cudaErrorInvalidDevice for a device that does not exist (not "
+           "documented: deviations.OBSERVATIONS)", apis=("DeviceGraphMemTrim",),
       requires=("graph_memory_nodes",), raises=errors.InvalidDevice)
 def _(t: CaseContext) -> Any:
     """Trimming a device that does not exist is refused."""
