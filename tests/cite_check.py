@@ -108,6 +108,10 @@ def parse_cite(cite: str) -> list[Citation] | str:
         if ": " not in rest:
             return f"citation {p[:80]!r}: no '<where>: <text>'"
         where, text = rest.split(": ", 1)
+        if len(where) > 120 or '"' in where:
+            # a <where> this long is a sentence: the citation lacks its "<where>: " (the text would be read
+            # as the location and never checked)
+            return f"citation {p[:80]!r}: '<where>' of {len(where)} characters -- no '<where>: <text>'"
         out.append(Citation(doc, version, where.strip(), text.strip()))
     return out
 

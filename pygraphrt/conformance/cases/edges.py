@@ -534,10 +534,12 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"a": a, "b": b, "c": c, "d": d}, g.edges())
 
 
-@case("edges.list.consistent_views", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a graph's dependency "
-                                          "edges\" -- from[i] -> to[i] are the graph's edges; CUDA Runtime API 13.5, Graph Management, "
-                                          "cudaGraphNodeGetDependencies: \"Returns a graph's dependency edges\" -- and CUDA Runtime API "
-                                          "13.0, Graph Management, cudaGraphNodeGetDependentNodes: give the same edges per node", apis=("GraphGetEdges", "GraphNodeGetDependencies",
+@case("edges.list.consistent_views",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a graph's dependency edges\" -- "
+           "from[i] -> to[i] are the graph's edges; CUDA Runtime API 13.5, Graph Management, "
+           "cudaGraphNodeGetDependencies: \"Returns a node's dependencies\"; CUDA Runtime API 13.5, Graph Management, "
+           "cudaGraphNodeGetDependentNodes: \"Returns a node's dependent nodes\" -- the three give the same edges",
+      apis=("GraphGetEdges", "GraphNodeGetDependencies",
                                                                           "GraphNodeGetDependentNodes"),
       expect=([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e")],) * 3)
 def _(t: CaseContext) -> Any:
@@ -963,11 +965,8 @@ def _(t: CaseContext) -> Any:
     return int(n[0])
 
 
-@case("edges.data.clone_keeps", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"If numEdges is higher than the "
-                                     "actual number of edges, the remaining entries in from and to will be set to NULL, and the "
-                                     "number of edges actually returned will be written to numEdges. edgeData may alone be NULL, "
-                                     "in which case the edges must all have default (zeroed) edge data\" -- the clone has the same "
-                                     "nodes and edges (with their edge data)", apis=("GraphClone", "GraphGetEdges"), requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
+@case("edges.data.clone_keeps", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"All parameters are copied into the "
+                                     "cloned graph\" -- the clone has the same nodes and edges (with their edge data)", apis=("GraphClone", "GraphGetEdges"), requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
     """A clone keeps a programmatic edge's data."""
     g, k1, k2, _x, _y = _two_kernels(t)

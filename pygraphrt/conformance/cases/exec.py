@@ -392,11 +392,12 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g)
 
 
-@case("exec.instantiate.twice_independent", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"graphExec - "
-                                                 "Executable graph to launch\" -- each instantiation is an executable graph of its own; CUDA "
-                                                 "Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"The modifications "
-                                                 "only affect future launches of hGraphExec\" -- the modifications only affect future launches "
-                                                 "of hGraphExec; node is not modified by this call", apis=("GraphInstantiateWithFlags", "GraphExecMemsetNodeSetParams",
+@case("exec.instantiate.twice_independent", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"To execute a graph "
+                                                 "concurrently, it must be instantiated multiple times into multiple executable graphs\" -- "
+                                                 "each instantiation is an executable graph of its own; CUDA Runtime API 13.5, Graph "
+                                                 "Management, cudaGraphExecMemsetNodeSetParams: \"The modifications only affect future launches "
+                                                 "of hGraphExec\" -- the modifications only affect future launches of hGraphExec; node is not "
+                                                 "modified by this call", apis=("GraphInstantiateWithFlags", "GraphExecMemsetNodeSetParams",
                                                       "GraphLaunch"), expect=(b"\x09" * 8, b"\x01" * 8))
 def _(t: CaseContext) -> Any:
     """Two executable graphs of one graph are independent: a setter on one leaves the other."""
@@ -627,10 +628,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).launch("stream 0")
 
 
-@case("exec.launch.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"If any allocations created by "
-                                    "graphExec remain unfreed (from a previous launch) and graphExec was not instantiated with "
-                                    "cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue\" "
-                                    "-- returns cudaErrorInvalidValue for an invalid graphExec",
+@case("exec.launch.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"cudaSuccess, "
+                                    "cudaErrorInvalidValue\" -- returns cudaErrorInvalidValue for an invalid graphExec",
       apis=("GraphLaunch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""

@@ -218,10 +218,9 @@ def _(t: CaseContext) -> Any:
     return _u32(a), _u32(b), _u32(c)
 
 
-@case("kernels.node.noop", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"The error "
-                                "cudaErrorInvalidValue will be returned if kernel parameters are specified with both "
-                                "kernelParams and extra (i.e. both kernelParams and extra are non-NULL)\" -- kernelParams may "
-                                "be NULL for a kernel without parameters",
+@case("kernels.node.noop", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"If the kernel has N "
+                                "parameters, then kernelParams needs to be an array of N pointers\" -- kernelParams may be "
+                                "NULL for a kernel without parameters",
       apis=("GraphAddKernelNode", "GraphNodeGetType", "GraphKernelNodeGetParams"), requires=K,
       expect=([], NodeType.KERNEL, ((1, 1, 1), (1, 1, 1))))
 def _(t: CaseContext) -> Any:
@@ -313,9 +312,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.node.clone_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"Child graph nodes in the original "
-                                      "graph are recursively copied into the clone\" -- the clone's nodes have the parameters of the "
-                                      "original's",
+@case("kernels.node.clone_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"All parameters are copied into the "
+                                      "cloned graph\" -- the clone's nodes have the parameters of the original's",
       apis=("GraphClone", "GraphNodeFindInClone", "GraphKernelNodeGetParams"), requires=K,
       expect=(True, 4, n64, ((2, 1, 1), (32, 1, 1))))
 def _(t: CaseContext) -> Any:

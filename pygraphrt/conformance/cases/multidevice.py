@@ -243,11 +243,12 @@ def _(t: CaseContext) -> tuple[bool, bool]:
 
 
 @case("multidevice.peer.no_peer_hardware",
-      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer returns 0 where "
-           "device cannot directly access peerDevice's memory; cudaDeviceEnablePeerAccess then returns "
-           "cudaErrorInvalidDevice. (A machine without peer access: \"Setting the preferred location does "
-           "not cause data to migrate to that location immediately\" -- the NVLink test machines cannot "
-           "show it, so the simulator's setting does)",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"Returns in *canAccessPeer "
+           "a value of 1 if device device is capable of directly accessing memory from peerDevice and 0 otherwise\"; "
+           "CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceEnablePeerAccess: \"Returns "
+           "cudaErrorInvalidDevice if cudaDeviceCanAccessPeer() indicates that the current device cannot directly "
+           "access memory from peerDevice\" -- a machine without peer access: the NVLink test machines cannot show "
+           "it, so the simulator's setting does",
       apis=("DeviceCanAccessPeer", "DeviceEnablePeerAccess"), requires=SIM, expect=(0, "ErrorInvalidDevice"))
 def _(t: CaseContext) -> tuple[int, str]:
     """On a machine without peer access: the answer and the refusal."""
@@ -420,9 +421,7 @@ def _(t: CaseContext) -> bytes:
 
 
 @case("multidevice.kernel.peer_memory_without_access",
-      cite="CUDA Runtime API 13.5, Peer Device Memory Access, without cudaDeviceEnablePeerAccess, device "
-           "1's allocations are not accessible by device 0: \"If the kernel has N parameters the args "
-           "should point to array of N pointers\" -- a kernel touching them faults "
+      cite="CUDA Programming Guide, Peer-to-Peer Memory Access: a kernel touching them faults "
            "(cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
       apis=("LaunchKernel",), requires=SIM_K, expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
@@ -433,13 +432,10 @@ def _(t: CaseContext) -> str:
 
 
 @case("multidevice.kernel.graph_memory_not_granted",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"The following "
-           "restrictions apply to graphs which contain allocation and/or memory free nodes: - Nodes and "
-           "edges of the graph cannot be deleted. - The graph can only be used in a child node if the "
-           "ownership is moved to the parent. - Only one instantiation of the graph may exist at any "
-           "point in time. - The graph cannot be cloned\" -- accessDescs lists the devices (besides the "
-           "allocating one) that may access the allocation; a kernel on another device faults "
-           "(cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
+      cite="CUDA Runtime API 13.5, Data types, cudaMemAllocNodeParams::accessDescs: \"in: number of "
+           "memory access descriptors. Must not exceed the number of GPUs\" -- accessDescs lists the "
+           "devices (besides the allocating one) that may access the allocation; a kernel on another "
+           "device faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
       apis=("GraphAddMemAllocNode", "GraphLaunch"), requires=SIM_K + ("graph_memory_nodes",),
       expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
