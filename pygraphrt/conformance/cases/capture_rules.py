@@ -15,7 +15,7 @@ from pygraphrt import errors
 from pygraphrt.enums import CaptureMode, CaptureStatus, NodeType
 
 from .._case import CaseContext, case
-from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, INFO, IS_CAPTURING, N,
+from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, N,
                       PG_INVALIDATION, PG_PROHIBITED, PYGRAPHRT, PYGRAPHRT_BEGIN, _event_query,
                       _fails_then_clean, _force_end, _graph, _in_thread, _malloc, _not_capturing, _raw_end,
                       _raises_here, _raw_end_keep, _register, _rt_status, _thread_mode, _types)

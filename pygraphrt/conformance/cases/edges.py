@@ -284,10 +284,7 @@ def _(t: CaseContext) -> Any:
 
 @case("edges.add.null_graph_raw", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"graph - Graph to which "
                                        "dependencies are added\" -- graph - graph to which dependencies are added; returns "
-                                       "cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: this "
-                                       "indicates that one or more of the parameters passed to the API call is not within an "
-                                       "acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one or more of the "
-                                       "parameters passed to the API call is NULL or not in an acceptable range", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+                                       "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to add edges to a NULL graph."""
     g = t.graph()

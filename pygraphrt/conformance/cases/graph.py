@@ -213,11 +213,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.create.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphCreate: \"pGraph - Returns newly created "
-                                    "graph\" -- pGraph returns the new graph; returns cudaErrorInvalidValue; CUDA Runtime API "
-                                    "13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of the parameters "
-                                    "passed to the API call is not within an acceptable range of values; HIP Runtime API, "
-                                    "hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or not in "
-                                    "an acceptable range",
+                                    "graph\" -- pGraph returns the new graph; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphCreate with a NULL out-pointer is refused."""
@@ -391,10 +387,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.destroy.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroy: \"graph - Graph to destroy\" -- "
-                                 "graph - graph to destroy; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, "
-                                 "cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API "
-                                 "call is not within an acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one "
-                                 "or more of the parameters passed to the API call is NULL or not in an acceptable range",
+                                 "graph - graph to destroy; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphDestroy",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroy(NULL) is refused."""
@@ -451,11 +444,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.nodes.null_count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetNodes: \"numNodes - See description\" -- "
-                                     "numNodes - see description; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data "
-                                     "types, cudaErrorInvalidValue: this indicates that one or more of the parameters passed to "
-                                     "the API call is not within an acceptable range of values; HIP Runtime API, "
-                                     "hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or not in "
-                                     "an acceptable range", apis=("GraphGetNodes",), raises=errors.InvalidValue)
+                                     "numNodes - see description; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes without a count pointer is refused."""
     g = t.graph()
@@ -464,10 +453,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.nodes.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetNodes: \"graph - Graph to query\" -- "
-                                     "graph - graph to query; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, "
-                                     "cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API "
-                                     "call is not within an acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one "
-                                     "or more of the parameters passed to the API call is NULL or not in an acceptable range",
+                                     "graph - graph to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes of a NULL graph is refused."""
@@ -524,10 +510,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.node_type.null_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType: \"node - Node to query\" -- "
-                                        "node - node to query; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, "
-                                        "cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API "
-                                        "call is not within an acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one "
-                                        "or more of the parameters passed to the API call is NULL or not in an acceptable range",
+                                        "node - node to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType of a NULL node is refused."""
@@ -536,11 +519,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.node_type.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType: \"pType - Pointer to return "
-                                       "the node type\" -- pType - pointer to return the node type; returns cudaErrorInvalidValue; "
-                                       "CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of "
-                                       "the parameters passed to the API call is not within an acceptable range of values; HIP "
-                                       "Runtime API, hipErrorInvalidValue: one or more of the parameters passed to the API call is "
-                                       "NULL or not in an acceptable range", apis=("GraphNodeGetType",), raises=errors.InvalidValue)
+                                       "the node type\" -- pType - pointer to return the node type; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType without an out-pointer is refused."""
     g = t.graph()
@@ -549,11 +528,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.add_empty.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"graph - Graph to which to "
-                                         "add the node\" -- graph - graph to which to add the node; returns cudaErrorInvalidValue; CUDA "
-                                         "Runtime API 13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of the "
-                                         "parameters passed to the API call is not within an acceptable range of values; HIP Runtime "
-                                         "API, hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or "
-                                         "not in an acceptable range", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+                                         "add the node\" -- graph - graph to which to add the node; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node to a NULL graph is refused."""
     out = t.new("GraphNode_t *")
@@ -561,11 +536,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.add_empty.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"pGraphNode - Returns newly "
-                                       "created node\" -- pGraphNode returns the newly created node; returns cudaErrorInvalidValue; "
-                                       "CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of "
-                                       "the parameters passed to the API call is not within an acceptable range of values; HIP "
-                                       "Runtime API, hipErrorInvalidValue: one or more of the parameters passed to the API call is "
-                                       "NULL or not in an acceptable range", apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+                                       "created node\" -- pGraphNode returns the newly created node; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node without an out-pointer is refused."""
     # The function's text does not name a NULL pGraphNode; the error code's does (NULL_ARG).
@@ -581,10 +552,7 @@ def _(t: CaseContext) -> Any:
 @case("graph.add_empty.dependencies_without_array", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"Creates a new node which "
                                                          "performs no operation, and adds it to graph with numDependencies dependencies specified via "
                                                          "pDependencies\" -- numDependencies dependencies specified via pDependencies; returns "
-                                                         "cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: this "
-                                                         "indicates that one or more of the parameters passed to the API call is not within an "
-                                                         "acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one or more of the "
-                                                         "parameters passed to the API call is NULL or not in an acceptable range", apis=("GraphAddEmptyNode",),
+                                                         "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A dependency count with a NULL dependency array is refused."""
@@ -919,11 +887,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.clone.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"originalGraph - Graph to clone\" -- "
-                                     "originalGraph - graph to clone; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data "
-                                     "types, cudaErrorInvalidValue: this indicates that one or more of the parameters passed to "
-                                     "the API call is not within an acceptable range of values; HIP Runtime API, "
-                                     "hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or not in "
-                                     "an acceptable range", apis=("GraphClone",), raises=errors.InvalidValue)
+                                     "originalGraph - graph to clone; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Cloning a NULL graph is refused."""
     out = t.new("Graph_t *")

@@ -281,10 +281,7 @@ def _(t: CaseContext) -> Any:
 
 @case("graph.memset.null_dst", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode: \"cudaSuccess, "
                                     "cudaErrorInvalidValue, cudaErrorInvalidDevice\" -- dst is the destination device pointer; "
-                                    "returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, cudaErrorInvalidValue: "
-                                    "this indicates that one or more of the parameters passed to the API call is not within an "
-                                    "acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one or more of the "
-                                    "parameters passed to the API call is NULL or not in an acceptable range", apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
+                                    "returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL destination is refused by the runtime."""
     # The function's text does not name a NULL dst; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
@@ -447,11 +444,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.memcpy.null_src", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode1D: \"src - Source memory "
-                                    "address\" -- src - source memory address; returns cudaErrorInvalidValue; CUDA Runtime API "
-                                    "13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of the parameters "
-                                    "passed to the API call is not within an acceptable range of values; HIP Runtime API, "
-                                    "hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or not in "
-                                    "an acceptable range", apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
+                                    "address\" -- src - source memory address; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL source is refused by the runtime."""
     # The function's text does not name a NULL src; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
@@ -871,11 +864,7 @@ def _(t: CaseContext) -> Any:
 @case("graph.mem_free.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
                                   "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
                                   "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
-                                  "-- returns cudaErrorInvalidValue if the user attempts to free an invalid address; CUDA "
-                                  "Runtime API 13.0, Data types, cudaErrorInvalidValue: this indicates that one or more of the "
-                                  "parameters passed to the API call is not within an acceptable range of values; HIP Runtime "
-                                  "API, hipErrorInvalidValue: one or more of the parameters passed to the API call is NULL or "
-                                  "not in an acceptable range", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+                                  "-- returns cudaErrorInvalidValue if the user attempts to free an invalid address" + NULL_ARG, apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """NULL cannot be freed by a free node."""
@@ -1193,10 +1182,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("graph.destroy_node.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"node - Node to remove\" -- "
-                                      "node - node to remove; returns cudaErrorInvalidValue; CUDA Runtime API 13.0, Data types, "
-                                      "cudaErrorInvalidValue: this indicates that one or more of the parameters passed to the API "
-                                      "call is not within an acceptable range of values; HIP Runtime API, hipErrorInvalidValue: one "
-                                      "or more of the parameters passed to the API call is NULL or not in an acceptable range", apis=("GraphDestroyNode",), raises=errors.InvalidValue)
+                                      "node - node to remove; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphDestroyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroyNode(NULL) is refused."""
     t.call_under_test(t.call, "GraphDestroyNode", t.NULL)
