@@ -75,6 +75,10 @@ def _synthetic(cite: str, apis: tuple[str, ...]) -> _case.Case:
     ("CUDA Programming Guide, CUDA Graphs: anything", ("GraphCreate",), "offline"),
     ("Observed, cudaGraphCreate: nobody listed this", ("GraphCreate",), "not-found"),
     ("Some blog, cudaGraphCreate: says so", ("GraphCreate",), "malformed"),
+    # a citation without its "<where>: " would read its sentence as the location: refused
+    ("CUDA Runtime API 13.5, Graph Management, cudaGraphCreate returns a new graph each time it is called, so two "
+     "graphs are never the same object and adding nodes to one leaves the other alone: see the text", ("GraphCreate",),
+     "malformed"),
 ])
 def test_the_checker_tells_quotes_from_other_words(cite, apis, status):
     findings = cite_check.check_case(_synthetic(cite, apis))
