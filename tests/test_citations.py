@@ -64,7 +64,12 @@ def _synthetic(cite: str, apis: tuple[str, ...]) -> _case.Case:
      "to cudaStreamBeginCapture\"", ("StreamEndCapture",), "found"),
     ("CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"via a call to cudaStreamBeginCapture "
      "... End capture on stream\"", ("StreamEndCapture",), "not-found"),
-    # a quote that only the 13.0 headers have would be stale: 12.9 and 13.5 are both read
+    # the 12.9 headers' words that the current (13.5) headers dropped: stale, whatever version is named
+    ("CUDA Runtime API 12.9, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to a graph "
+     "(12.3+)\"", ("GraphAddNode",), "not-found"),
+    ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to a graph\"",
+     ("GraphAddNode",), "found"),
+    # words both the named (12.9) and the current headers carry
     ("CUDA Runtime API 12.9, Graph Management, cudaGraphExecMemsetNodeSetParams: \"for 2d memsets, all "
      "dimension changes are rejected\"", ("GraphExecMemsetNodeSetParams",), "found"),
     # enum documentation: the whole header set
