@@ -167,13 +167,18 @@ def _parse(text: str, docs: dict[str, list[str]], pieces: list[str]) -> None:
         # statement (a prototype ``... cudaX(`` or a HIP ``hipError_t hipX(``)
         tail = text[end:end + 600]
         stop = min([i for i in (tail.find(";"), tail.find("/**"), tail.find("{")) if i >= 0] or [len(tail)])
+        enumerator = re.match(r"\s*,?\s*((?:cuda|hip|CU|HIP)[A-Za-z0-9_]+)\s*=", tail)
+        if enumerator:  # an enumerator's doc block: its name labels it (``cudaErrorCapturedEvent: The ...``)
+            pieces[-1] = normalize(enumerator.group(1)) + ": " + norm
         m = re.search(r"\b((?:cuda|cu|hip)[A-Za-z0-9_]+)\s*\(", tail[:stop + 1])
         if m:
             name = m.group(1)
             for key in {name, _base_name(name)}:
                 docs.setdefault(key, []).append(norm)
     for m in _TRAILING.finditer(text):
-        pieces.append(normalize(_strip_comment(next(g for g in m.groups() if g is not None))))
+        doc = normalize(_strip_comment(next(g for g in m.groups() if g is not None)))
+        before = re.search(r"((?:cuda|hip|CU|HIP)[A-Za-z0-9_]+)\s*=[^,;\n]*,?\s*$", text[max(0, m.start() - 160):m.start()])
+        pieces.append((normalize(before.group(1)) + ": " if before else "") + doc)
 
 
 class MissingHeaders(RuntimeError):
@@ -261,11 +266,53 @@ def _check_in(case_id: str, apis: tuple[str, ...], cit: Citation, docs: HeaderDo
     return Finding(case_id, cit, "found", where)
 
 
+_CODE = re.compile(r"\b(?:cuda|hip)Error[A-Za-z]+\b")
+
+
+def _searched(apis: tuple[str, ...], cit: Citation) -> list[str]:
+    """The documentation a citation's quote is looked up in (current version)."""
+    _vendor, _files, _keys, default = CHECKABLE[cit.document]
+    try:
+        docs = header_docs(cit.document, default)
+    except MissingHeaders:
+        return []
+    prefix = {"CUDA Runtime API": "cuda", "CUDA Driver API": "cu", "HIP Runtime API": "hip"}[cit.document]
+    idents = _FUNC.findall(cit.where)
+    named = [n for n in idents if n in docs.by_function or _base_name(n) in docs.by_function]
+    if named and len(named) == len(idents):
+        return [d for n in named + [prefix + a for a in apis]
+                for d in docs.by_function.get(n, docs.by_function.get(_base_name(n), []))]
+    return [docs.whole]
+
+
+def undocumented_codes(c, citations: list[Citation]) -> list[str]:
+    """Error names a case's citations claim (in their quotes or glosses) that none of the documentation
+    its checkable citations were looked up in mentions, and no deviation entry of the case accounts for:
+    an error code the documentation does not list is an observation, not a citation."""
+    from pygraphrt.conformance.deviations import DEVIATIONS
+
+    checkable = [cit for cit in citations if cit.checkable]
+    if not checkable:
+        return []
+    texts = [t for cit in checkable for t in _searched(c.apis, cit)]
+    known = {d.code for d in DEVIATIONS if d.case == c.id and d.code}
+    claimed = dict.fromkeys(code for cit in checkable for code in _CODE.findall(cit.text))
+    return [code for code in claimed
+            if code not in known and not any(normalize(code) in t for t in texts)]
+
+
 def check_case(c) -> list[Finding]:
     parsed = parse_cite(c.cite)
     if isinstance(parsed, str):
         return [Finding(c.id, None, "malformed", parsed)]
-    return [check_citation(c.id, c.apis, cit) for cit in parsed]
+    findings = [check_citation(c.id, c.apis, cit) for cit in parsed]
+    codes = undocumented_codes(c, parsed)
+    if codes and not any(f.status == "observation" for f in findings):
+        findings.append(Finding(c.id, None, "not-found",
+                                "error code(s) the cited documentation does not list -- cite it as "
+                                "'Observed' with an OBSERVATIONS entry, or quote where it is documented",
+                                codes))
+    return findings
 
 
 def runtime_cases() -> list:
@@ -278,7 +325,8 @@ def report(cases=None) -> dict:
     """Per runtime case: its findings; totals by status and offline cases by document."""
     cases = runtime_cases() if cases is None else cases
     by_case = {c.id: check_case(c) for c in cases}
-    summary = {"runtime_cases": len(by_case), "citations": sum(len(v) for v in by_case.values())}
+    summary = {"runtime_cases": len(by_case),
+               "citations": sum(1 for v in by_case.values() for f in v if f.citation is not None)}
     case_status: dict[str, str] = {}
     for cid, fs in by_case.items():
         states = {f.status for f in fs}

@@ -106,3 +106,24 @@ def test_observations_name_their_cases_and_the_versions_the_results_show(report)
         drivers = {b["driver_version_str"] for b in passed}
         assert runtimes == set(o.runtime.split("|")), (o.case, runtimes, o.runtime)
         assert all(version_in(tuple(int(x) for x in v.split(".")), o.driver) for v in drivers), (o.case, drivers)
+
+
+def test_an_error_code_the_cited_documentation_does_not_list_is_refused():
+    """The gloss may say how the case reads the quote, but a vendor error code it names must be one the
+    cited documentation lists (or a deviation entry of the case accounts for, or an observation)."""
+    documented = _synthetic("CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"attr - "
+                            "attribute to get\" -- returns cudaErrorInvalidDevice", ("DeviceGetGraphMemAttribute",))
+    assert [f.status for f in cite_check.check_case(documented)] == ["found"]
+    undocumented = _synthetic("CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"attr - "
+                              "attribute to get\" -- returns cudaErrorInvalidValue", ("DeviceGetGraphMemAttribute",))
+    findings = cite_check.check_case(undocumented)
+    assert [f.status for f in findings] == ["found", "not-found"]
+    assert findings[1].missing == ["cudaErrorInvalidValue"]
+    # an enumerator's name labels its documentation in the whole header set: quoted with it, the name is
+    # tied to its text
+    enum = _synthetic("CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnmatched: The "
+                      "capture was not initiated in this stream\"", ("StreamEndCapture",))
+    assert [f.status for f in cite_check.check_case(enum)] == ["found"]
+    enum_wrong = _synthetic("CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureMerge: The "
+                            "capture was not initiated in this stream\"", ("StreamEndCapture",))
+    assert [f.status for f in cite_check.check_case(enum_wrong)] == ["not-found"]

@@ -232,6 +232,23 @@ OBSERVATIONS: tuple[Observation, ...] = (
                 "cudaDeviceGraphMemTrim of a device ordinal that does not exist returns "
                 "cudaErrorInvalidDevice (101)",
                 "the 12.9 and 13.5 headers list only cudaSuccess and cudaErrorInvalidValue"),
+    Observation("kernels.attr.copy_raw_non_kernel", "cuda", "12.9|13.0|13.5", _DRIVERS,
+                "cudaGraphKernelNodeCopyAttributes between a kernel node and a memset node returns "
+                "cudaErrorInvalidValue",
+                "the headers say only that both nodes must have the same context and list cudaSuccess and "
+                "cudaErrorInvalidContext"),
+    *(Observation(case, "cuda", "12.9|13.0|13.5", _DRIVERS,
+                  f"cudaDevice{verb}GraphMemAttribute refuses {what} with cudaErrorInvalidValue",
+                  f"the headers list the valid attributes{extra} and the codes cudaSuccess and cudaErrorInvalidDevice")
+      for case, verb, what, extra in (
+          ("memory.attributes.set_current_refused", "Set", "a current-usage attribute (not settable)", ""),
+          ("memory.attributes.reset_to_nonzero_refused", "Set", "a high watermark set to a value other than 0",
+           " ('High watermark can only be reset to zero')"),
+          ("memory.attributes.unknown_attribute", "Get", "an attribute that is not a cudaGraphMemAttributeType",
+           ""))),
+    Observation("memory.pool.max_size_exceeded", "cuda", "12.9|13.0|13.5", _DRIVERS,
+                "cudaMallocFromPoolAsync beyond the pool's maxSize returns cudaErrorMemoryAllocation (2)",
+                "the headers list cudaErrorOutOfMemory, a name the runtime's enum cudaError does not have"),
 )
 
 

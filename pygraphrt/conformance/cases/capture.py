@@ -1428,9 +1428,10 @@ def _(t: CaseContext) -> Any:
 # unsure: whether the runtime leaves the forked stream (and the origin) capturing after an
 # unjoined end; pygraphrt promises that no stream is left capturing.
 @case("capture.fork.unjoined",
-      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"The capture sequence contains a fork "
-           "that was not joined to the primary stream\" -- cudaErrorStreamCaptureUnjoined: the capture "
-           "sequence contains a fork that was not joined to the primary stream",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnjoined: The "
+           "capture sequence contains a fork that was not joined to the primary stream\" -- "
+           "cudaErrorStreamCaptureUnjoined: the capture sequence contains a fork that was not joined to "
+           "the primary stream",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"), raises=errors.StreamCaptureUnjoined)
 def _(t: CaseContext) -> Any:
     """Ending with work on a forked stream not joined back raises StreamCaptureUnjoined; no stream stays capturing."""
@@ -1479,7 +1480,9 @@ def _(t: CaseContext) -> Any:
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
            "the same stream in which it was initiated, and it may only be initiated if the stream is not "
            "already in capture mode\" -- capture must be ended on the same stream in which it was "
-           "initiated (cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream)",
+           "initiated (cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream); "
+           "CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnmatched: The "
+           "capture was not initiated in this stream\"",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"), raises=errors.StreamCaptureUnmatched)
 def _(t: CaseContext) -> Any:
     """``StreamEndCapture`` on a stream that only joined the capture raises StreamCaptureUnmatched."""
@@ -1534,9 +1537,10 @@ def _(t: CaseContext) -> Any:
 
 # unsure: same Merge/Isolation question as capture.fork.wait_event_of_other_capture.
 @case("capture.fork.merge_through_third_stream",
-      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"The operation would have resulted in a "
-           "merge of two independent capture sequences\" -- cudaErrorStreamCaptureMerge: the operation "
-           "would have resulted in a merge of two independent capture sequences",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureMerge: The "
+           "operation would have resulted in a merge of two independent capture sequences\" -- "
+           "cudaErrorStreamCaptureMerge: the operation would have resulted in a merge of two independent "
+           "capture sequences",
       apis=("StreamWaitEvent", "EventRecord", "StreamBeginCapture"), raises=errors.StreamCaptureMerge)
 def _(t: CaseContext) -> Any:
     """A stream that joined capture A by one wait, then waits on an event of capture B: StreamCaptureMerge."""
@@ -1563,10 +1567,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.wait_uncaptured_event",
-      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"A dependency would have been created "
-           "which crosses the capture sequence boundary\" -- cudaErrorStreamCaptureIsolation: a "
-           "dependency would have been created which crosses the capture sequence boundary (on "
-           "uncaptured work in another stream)",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureIsolation: A "
+           "dependency would have been created which crosses the capture sequence boundary\" -- "
+           "cudaErrorStreamCaptureIsolation: a dependency would have been created which crosses the "
+           "capture sequence boundary (on uncaptured work in another stream)",
       apis=("StreamWaitEvent", "EventRecord"), raises=errors.StreamCaptureIsolation)
 def _(t: CaseContext) -> Any:
     """A capturing stream waiting on an event recorded outside any capture: StreamCaptureIsolation."""

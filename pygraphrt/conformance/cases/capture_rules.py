@@ -45,7 +45,7 @@ SYNC_RULE = PG_PROHIBITED + ("it is invalid to synchronize or query the executio
 DEVICE_RULE = PG_PROHIBITED + ("it is also invalid to query the execution status of or synchronize a "
                                "broader handle which encompasses an active stream capture, such as a "
                                "device or context handle")
-CAPTURED_EVENT = ERROR_TYPES + ('cudaErrorCapturedEvent: "The operation is not permitted on an event which '
+CAPTURED_EVENT = ERROR_TYPES + ('"cudaErrorCapturedEvent: The operation is not permitted on an event which '
                                 'was last recorded in a capturing stream"')
 WRONG_THREAD = END + ("if the mode argument to cudaStreamBeginCapture was not Relaxed, this call must be "
                       "from the same thread as cudaStreamBeginCapture (cudaErrorStreamCaptureWrongThread)")
@@ -835,9 +835,10 @@ _captured_event_case("capture.event.sync_captured_global",
            "call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
            "(Relaxed) the thread is still prohibited from API calls which necessarily conflict with "
            "stream capture, e.g. cudaEventQuery on an event last recorded inside a capture sequence; "
-           "CUDA Runtime API 13.5, Data types, enum cudaError: \"The operation is not permitted on an "
-           "event which was last recorded in a capturing stream\" -- cudaErrorCapturedEvent: the "
-           "operation is not permitted on an event which was last recorded in a capturing stream", apis=BEGIN_END + ("EventRecord",) + _EQUERY,
+           "CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorCapturedEvent: The operation is "
+           "not permitted on an event which was last recorded in a capturing stream\" -- "
+           "cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded "
+           "in a capturing stream", apis=BEGIN_END + ("EventRecord",) + _EQUERY,
       raises=errors.CapturedEvent)
 def _(t: CaseContext) -> Any:
     """Another thread querying an event recorded in a relaxed capture gets CapturedEvent."""
@@ -851,10 +852,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.event.query_event_of_joined_stream",
-      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"The operation is not permitted on an "
-           "event which was last recorded in a capturing stream\" -- cudaErrorCapturedEvent: the "
-           "operation is not permitted on an event which was last recorded in a capturing stream (any "
-           "stream of the capture, including one that joined it)",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorCapturedEvent: The operation is "
+           "not permitted on an event which was last recorded in a capturing stream\" -- "
+           "cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded "
+           "in a capturing stream (any stream of the capture, including one that joined it)",
       apis=("EventRecord", "StreamWaitEvent") + _EQUERY, raises=errors.CapturedEvent)
 def _(t: CaseContext) -> Any:
     """Querying an event recorded on a stream that joined the capture raises CapturedEvent."""

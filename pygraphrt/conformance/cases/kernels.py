@@ -1172,7 +1172,8 @@ def _(t: CaseContext) -> Any:
 
 @case("kernels.attr.copy_raw_non_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies "
                                                "attributes from source node hSrc to destination node hDst\" -- hSrc and hDst must be kernel "
-                                               "nodes; returns cudaErrorInvalidValue", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
+                                               "nodes; returns cudaErrorInvalidValue; Observed, cudaGraphKernelNodeCopyAttributes: the error "
+                                               "code (deviations.OBSERVATIONS)", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to copy attributes between a kernel node and an empty node."""
     g, k = _fill_graph(t, _zeroed(t), 1)

@@ -292,7 +292,8 @@ def _(t: CaseContext) -> Any:
                                                     "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
                                                     "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- only "
                                                     "cudaGraphMemAttrUsedMemHigh and cudaGraphMemAttrReservedMemHigh can be set; returns "
-                                                    "cudaErrorInvalidValue",
+                                                    "cudaErrorInvalidValue; Observed, cudaDeviceSetGraphMemAttribute: the error code "
+                                                    "(deviations.OBSERVATIONS)",
       apis=("DeviceSetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount is refused."""
@@ -306,7 +307,8 @@ def _(t: CaseContext) -> Any:
 @case("memory.attributes.reset_to_nonzero_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can "
                                                          "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
                                                          "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- high "
-                                                         "watermarks can only be reset to zero; returns cudaErrorInvalidValue", apis=("DeviceSetGraphMemAttribute",),
+                                                         "watermarks can only be reset to zero; returns cudaErrorInvalidValue; Observed, "
+                                                         "cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS)", apis=("DeviceSetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a high watermark to a non-zero value is refused."""
@@ -319,7 +321,8 @@ def _(t: CaseContext) -> Any:
 
 @case("memory.attributes.unknown_attribute", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"attr - attribute "
                                                   "to get\" -- attr - the attribute to get (a cudaGraphMemAttributeType); returns "
-                                                  "cudaErrorInvalidValue", apis=("DeviceGetGraphMemAttribute",),
+                                                  "cudaErrorInvalidValue; Observed, cudaDeviceGetGraphMemAttribute: the error code "
+                                                  "(deviations.OBSERVATIONS)", apis=("DeviceGetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An attribute number that is no graph-memory attribute is refused."""
@@ -998,7 +1001,8 @@ def _(t: CaseContext) -> Any:
                                             "cudaMemPoolProps.maxSize: maximum pool size; CUDA Runtime API 13.5, Stream Ordered Memory "
                                             "Allocator, cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, "
                                             "cudaErrorNotSupported, cudaErrorOutOfMemory\" -- returns cudaErrorMemoryAllocation when the "
-                                            "pool cannot satisfy the request",
+                                            "pool cannot satisfy the request; Observed, cudaMallocFromPoolAsync: the error code "
+                                            "(deviations.OBSERVATIONS)",
       apis=("MemPoolCreate", "MallocFromPoolAsync"), raises=errors.OutOfMemory)
 def _(t: CaseContext) -> Any:
     """An allocation larger than the pool's maximum size is refused."""

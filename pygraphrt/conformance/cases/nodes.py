@@ -452,10 +452,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy, buf, 0, 64)
 
 
-@case("graph.memcpy.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: \"See cudaMemcpy3D() for a "
-                                             "description of the structure and its restrictions\" -- see cudaMemcpy3D: the pitch of each "
-                                             "pointer must be at least the width of the copy; returns cudaErrorInvalidValue / "
-                                             "cudaErrorInvalidPitchValue",
+@case("graph.memcpy.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"See "
+                                             "cudaMemcpy3D() for a description of the structure and its restrictions\" -- see cudaMemcpy3D: "
+                                             "the pitch of each pointer must be at least the width of the copy; returns "
+                                             "cudaErrorInvalidValue / cudaErrorInvalidPitchValue",
       apis=("GraphAddMemcpyNode",), raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A pitched copy whose rows are wider than the destination pitch is refused (the error is recorded)."""
