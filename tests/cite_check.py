@@ -24,6 +24,10 @@ header set's documentation.  The header set is the one of the version the citati
 ``12.9`` -> ``nvidia-cuda-runtime-cu12``; HIP: ``7.1`` (default) -> ``triton``, ``6.2`` ->
 ``triton@3.5.1``).
 
+A vendor error code a citation names (quote or gloss) must be listed by the documentation it was
+looked up in, or by a deviation entry of the case; an outcome no document states cites ``Observed,
+<function>: ...`` and has an entry in ``pygraphrt.conformance.deviations.OBSERVATIONS``.
+
 ``python -m tests.cite_check`` prints the report; ``tests/test_citations.py`` holds it to zero
 unfound quotes (CI, ``headers`` marker).
 """
