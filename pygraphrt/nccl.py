@@ -54,13 +54,16 @@ same count), which reports what NCCL added and whether the loop's all-reduces ga
 sums; where the runtime refuses what the check passes, the setting becomes ``"refused"``.  On
 the simulator a collective is a host node, so the check refuses it there.
 
-What the probe found (2026-11-27, two NVLink-connected H200s, NCCL 2.28.9, CUDA 13.0): it did
-not finish within the 100 s the run had left (its bound was then 300 s; now 150 s, and each rank
-logs the stages it reaches), so no outcome -- loop with the right sums, or a refusal -- was
-seen.  Until one is, the setting is ``"refused"``: a collective in a conditional body is refused
-before NCCL is called, and nothing can hang there.  The setting is read at every such call
-(:func:`collectives_in_conditional_bodies`), and the reason the refusal gives is
-``_CONDITIONAL_BODIES_WHY`` beside it: flipping the decision is those two lines.
+What the probe found (2026-11-27, two NVLink-connected H200s, NCCL 2.28.9, CUDA 13.0, driver
+580; with the setting forced to ``"checked"``): NCCL captures the all-reduce into the WHILE body
+as ``event_record, kernel, kernel, wait_event`` -- its own cross-stream join, as event nodes,
+which a conditional body may not hold -- and ``cudaGraphInstantiateWithFlags`` refuses the
+parent graph (``cudaErrorInvalidValue``) on every rank.  pygraphrt's body-node check did not see
+the event nodes when the call returned (NCCL adds them as its internal streams join the
+capture), so ``"checked"`` would not refuse early.  Hence the setting is ``"refused"``: a
+collective in a conditional body is refused before NCCL is called, naming this reason
+(``_CONDITIONAL_BODIES_WHY``); the probe test holds the finding and fails if a later NCCL or
+runtime runs the loop, so the decision is revisited then.
 
 RCCL (AMD) is not bound: its ``rccl.h`` has no pinned source in the package registries; the
 library seam (:class:`Library`) is where a ``rccl`` header set would plug in.
@@ -113,8 +116,10 @@ UNIQUE_ID_BYTES = 128  # NCCL_UNIQUE_ID_BYTES (checked against the binding in th
 COLLECTIVES_IN_CONDITIONAL_BODIES = "refused"
 #: Why the setting is what it is (the refusal's message says it): the one place the GPU probe's
 #: finding is written, beside the setting it decides.
-_CONDITIONAL_BODIES_WHY = ("NCCL documents nothing about conditional nodes, and no GPU probe has yet "
-                           "shown a loop of collectives working")
+_CONDITIONAL_BODIES_WHY = ("NCCL captures a collective as event record/wait nodes around its kernels "
+                           "(NCCL 2.28.9, CUDA 13.0, two H200s: event_record, kernel, kernel, wait_event), "
+                           "and a conditional body may not hold event nodes: the runtime refuses the graph "
+                           "at instantiation (cudaErrorInvalidValue)")
 # The node types a conditional body may hold (cudaConditionalNodeParams), by NodeType value.
 BODY_NODE_TYPES = frozenset({"kernel", "empty", "graph", "memset", "memcpy", "conditional"})
 SONAME = "libnccl.so.2"

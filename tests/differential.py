@@ -1130,6 +1130,13 @@ REGRESSIONS_2DEV: list[tuple[str, tuple]] = [
         ("capture", 1, "thread_local", None, (("memset", 0, 6, 255, "all", 40, 25), ("devsync",), ("host", 0))),
         ("instantiate", 0), ("launch", 7, 0), ("exec_memcpy", 6, 255, 1, 189, 2, 160, "fit", 101), ("launch", 7, 1),
     )),
+    ("gpu-2dev-eager-memset-on-another-devices-stream", (  # device 0 current, memset on device 1's stream: InvalidValue
+        ("devices", 2), ("buf", 0), ("on", 1, ("buf", 1)), ("graph",), ("instantiate", 0),
+        ("memset", 0, (), 0, 0, "fit", 0, 0, 1),
+        ("on", 0, ("capture", 0, "global", None, (("memset", 1, 0, 0, "fit", 0, 0),))),
+        ("on", 1, ("capture", 0, "global", None, (("memset", 1, 0, 0, "fit", 0, 0),))),
+        ("instantiate", 0), ("launch", 0, 0),
+    )),
 ]
 
 

@@ -72,6 +72,12 @@ class MemorySection(RuntimeBase):
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
         p = MemsetP(addr(dst), count, value & 0xFF, 1, count, 1)
+        if st.capture is None and st.device != self.cur_device:
+            # CUDA 13.0 on two H200s refuses an eager memset on a stream of another device than
+            # the current one (a captured one is taken): the 2-device differential test,
+            # regression gpu-2dev-eager-memset-on-another-devices-stream
+            raise SimError("InvalidValue", f"cudaMemsetAsync on a stream of device {st.device} while device "
+                                           f"{self.cur_device} is current")
         if count:  # a zero-byte memset returns before the capture is looked at, as a copy does
             self._refuse_if_invalidated(st, "cudaMemsetAsync")
         # CUDA checks that an eager memset stays inside its allocation, not a captured one
