@@ -235,3 +235,56 @@ def test_an_updated_kernel_node_launches_with_its_new_grid_and_arguments(sim1):
     s.synchronize()
     assert not g.last_update.rebuilt and g.last_update.setter_calls == 1
     assert seen[-1] == ((3, 1, 1), (4, 1, 1), b.ptr)
+
+
+def _kept_leaves(exe: Any) -> int:
+    """How many objects an executable graph's keep lists hold (lists and tuples walked)."""
+    stack, seen, leaves = [exe._keep], set(), 0
+    while stack:
+        item = stack.pop()
+        if item.__class__ in (list, tuple):
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.extend(item)
+        else:
+            leaves += 1
+    return leaves
+
+
+def test_an_executable_keeps_only_what_the_current_kernel_parameters_use(sim1):
+    """A kernel node set again and again on the executable (a compute graph rebound every frame)
+    keeps one set of packed arguments, not one per update; the node launches with the last."""
+    seen: list[int] = []
+    sim.register_kernel("cg_lazy_keep", lambda ctx, x: seen.append(x))
+    k = rt.Program('extern "C" __global__ void cg_lazy_keep(float *x) {}').kernel("cg_lazy_keep",
+                                                                                   signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    g = rt.Graph()
+    n = g.add_kernel(k, 1, 1, (a,))
+    exe = g.instantiate()
+    exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b,), shared_mem=0)
+    once = _kept_leaves(exe)
+    packed = exe._params_kept[0]
+    for i in range(40):
+        exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(a if i % 2 else b,), shared_mem=0)
+    assert _kept_leaves(exe) == once
+    assert not any(x is packed for x in exe._params_kept)  # the first update's arguments were let go
+    s = rt.Stream()
+    exe.launch(s)
+    s.synchronize()
+    assert seen == [a.ptr]
+    # the same through a compute graph whose variable is rebound every frame
+    vm = VarManager()
+    x = vm.buffer("x", a)
+    cg = ComputeGraph(vm, "frames")
+    cg.node("k", lambda ctx: ctx.launch(k, 1, 1, x.write()))
+    cg.launch(s)
+    x.update(b)
+    cg.launch(s)
+    once = _kept_leaves(cg.exec)
+    for i in range(40):
+        x.update(a if i % 2 else b)
+        cg.launch(s)
+    s.synchronize()
+    assert _kept_leaves(cg.exec) == once
+    assert seen[-1] == a.ptr  # (the last frame, i = 39, bound a)

@@ -48,6 +48,11 @@ class GraphExec(Owned):
 
             self._kernel_devices = kernel_devices(graph)
         self._sinks = [graph._sink]
+        # What each node's current parameters set on this executable use (node handle -> its
+        # index in _params_kept, a list inside _keep): a node set again replaces its entry, so a
+        # graph updated every frame keeps one entry per node, not one per update.
+        self._params_slot: dict[Any, int] = {}
+        self._params_kept: list[Any] = []
         # Only graphs with Python host callables need their errors routed to the
         # stream's next synchronize: the others skip that on every launch.
         self._host_payloads: tuple[HostPayload, ...] = ()
@@ -75,6 +80,32 @@ class GraphExec(Owned):
             self._sinks.append(sink)
         if has_host:
             self._add_host(host_payloads(keep), sink)
+
+    def _retain_params(self, node_handle: Any, keep: list[Any]) -> None:
+        """Keep what a node's new parameters use (its packed kernel arguments) in place of what
+        its previous ones used.  The runtime copies a kernel node's argument values when the
+        setter returns, so only the current ones are needed -- kept, like the node's own, for
+        the runtime's sake.  (The kernels themselves are kept for good, :meth:`_retain_kernel`:
+        a launch still running may use the previous one's code.)"""
+        slot = self._params_slot.get(node_handle)
+        kept = self._params_kept
+        if slot is not None:
+            kept[slot] = keep
+            return
+        if not kept:  # the first: the list joins the keep list that live-graph checks walk
+            self._keep = [self._keep, kept]
+        self._params_slot[node_handle] = len(kept)
+        kept.append(keep)
+
+    def _retain_kernel(self, kernel: Any) -> None:
+        """Keep a kernel set on a node (and its library) as long as this executable graph: once
+        per kernel, however often nodes are set to it."""
+        kernels = self.__dict__.get("_kernels_kept")
+        if kernels is None:
+            kernels = self.__dict__["_kernels_kept"] = {}
+        if id(kernel) not in kernels:
+            kernels[id(kernel)] = kernel
+            self._retain([kernel, kernel._owner], self._sinks[0], False)
 
     @property
     def graph(self) -> "Graph":
@@ -373,10 +404,12 @@ class GraphExec(Owned):
         """
         from . import _kernel
 
-        self._node(node, KernelNode)
+        h = self._node(node, KernelNode)
         kept: list[Any] = []
-        _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
-        self._retain(kept, self._sinks[0], False)
+        k = _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
+        if k is not None:
+            self._retain_kernel(k)
+        self._retain_params(h, kept)
 
 
 __all__ = ["GraphExec"]

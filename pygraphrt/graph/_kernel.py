@@ -336,11 +336,12 @@ def read(node: "KernelNode") -> dict[str, Any]:
 
 def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, grid: Any = None,
            block: Any = None, args: Sequence[Any] | None = None,
-           shared_mem: int | None = None) -> None:
+           shared_mem: int | None = None) -> "Kernel | None":
     """Set a kernel node's parameters in its graph (``exec_`` None) or in an executable graph.
 
     Unchanged values are taken from the node.  New arguments need the kernel's
-    signature (or typed values); they are appended to ``keep``.
+    signature (or typed values); they are appended to ``keep``.  Returns the kernel the node
+    now runs (None: one pygraphrt does not know).
     """
     graph = node._graph
     backend = graph._backend
@@ -365,7 +366,7 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
                                       "it cannot pack new arguments: pass kernel=<Kernel with a signature>")
         cur.grid, cur.block, cur.shared_mem_bytes = g, b, smem
         ops.set_kernel_dims(h, cur, exec_=exec_)
-        return
+        return None
     if args is None:
         if k is not known:
             raise errors.InvalidValue("kernel node", detail="a new kernel needs its args")
@@ -376,6 +377,7 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
         keep.append(held)
     ops.set_kernel_node(h, exec_, k.handle, k.form, g, b, smem, argv)
     keep.append((k, k._owner))
+    return k
 
 
 def attribute(node: "KernelNode", name: str) -> Any:
