@@ -262,17 +262,25 @@ def test_an_executable_keeps_only_what_the_current_kernel_parameters_use(sim1):
     g = rt.Graph()
     n = g.add_kernel(k, 1, 1, (a,))
     exe = g.instantiate()
-    exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b,), shared_mem=0)
+    # the general path (only the arguments given: the rest read back from the node) packs afresh
+    exe.set_kernel_params(n, args=(b,))
     once = _kept_leaves(exe)
     packed = exe._params_kept[0]
     for i in range(40):
-        exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(a if i % 2 else b,), shared_mem=0)
+        exe.set_kernel_params(n, args=(a if i % 2 else b,))
     assert _kept_leaves(exe) == once
     assert not any(x is packed for x in exe._params_kept)  # the first update's arguments were let go
     s = rt.Stream()
     exe.launch(s)
     s.synchronize()
     assert seen == [a.ptr]
+    # every parameter given (the compute graph's updates): the kernel's reused buffer, nothing kept
+    for i in range(40):
+        exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b if i % 2 else a,), shared_mem=0)
+    assert _kept_leaves(exe) <= once and exe._params_kept == [None]
+    exe.launch(s)
+    s.synchronize()
+    assert seen == [a.ptr, b.ptr]
     # the same through a compute graph whose variable is rebound every frame
     vm = VarManager()
     x = vm.buffer("x", a)

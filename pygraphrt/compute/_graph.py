@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from .. import errors
 from ._topology import Hazard, edge_pairs, infer
 from ._vars import Var, VarManager, _active, _Recorder
-from ._work import CannotSet, NodeContext, Work
+from ._work import CannotSet, NodeContext, Work, same_shapes
 
 if TYPE_CHECKING:
     from ..device import Device, Stream
@@ -229,11 +229,12 @@ class ComputeGraph:
 
     # -- phases ---------------------------------------------------------------
     def _evaluate(self, n: ComputeNode, phase: str) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
-        rec = _Recorder(self, n.name)
-        ctx = NodeContext(n.name, phase)
         if getattr(_active, "recorder", None) is not None:
             raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
                                       "evaluate another node (nested evaluation)")
+        name = n.name
+        rec = _Recorder(self, name)
+        ctx = NodeContext(name, phase)
         _active.recorder = rec
         try:
             if n.device is None:
@@ -267,8 +268,7 @@ class ComputeGraph:
                 and (_key(reads) != _key(n.reads) or _key(writes) != _key(n.writes))):
             return (f"node {n.name!r} read {names(n.reads)} and wrote {names(n.writes)} in the {first} "
                     f"phase but read {names(reads)} and wrote {names(writes)} in the {second} phase")
-        old = n.items
-        if len(old) != len(items) or any(a.shape() != b.shape() for a, b in zip(old, items)):
+        if not same_shapes(n.items, items):
             return (f"node {n.name!r} issued {[w.describe() for w in n.items]} in the {first} phase "
                     f"but {[w.describe() for w in items]} in the {second} phase")
         return None
@@ -278,22 +278,28 @@ class ComputeGraph:
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
         evaluate = self._evaluate
         users: dict[Var, list[int]] = {}
-        ordering: list[tuple[list[Var], list[Var]]] = []
+        ordering: list[tuple[Sequence[Var], Sequence[Var]]] = []
         for j, n in enumerate(self._nodes):
             n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
+            orders = True  # (every access orders work, the common case: no filtered copies to make)
             for v in reads:
                 got = users.get(v)
                 if got is None:
                     users[v] = [j]
                 else:
                     got.append(j)
+                if not v.orders:
+                    orders = False
             for v in writes:
                 got = users.get(v)
                 if got is None:
                     users[v] = [j]
                 elif got[-1] != j:
                     got.append(j)
-            ordering.append(([v for v in reads if v.orders], [v for v in writes if v.orders]))
+                if not v.orders:
+                    orders = False
+            ordering.append((reads, writes) if orders else
+                            ([v for v in reads if v.orders], [v for v in writes if v.orders]))
         self._pairs = edge_pairs(ordering)
         self._edges = None
         self._users = users
@@ -364,15 +370,20 @@ class ComputeGraph:
         if not self._topology_fresh or self._pairs is None:
             self._infer_topology()
         g = Graph()
+        evaluate, mismatch = self._evaluate, self._mismatch
         try:
             for n in self._nodes:
-                reads, writes, items = self._evaluate(n, "build")
-                diff = self._mismatch(n, "topology", "build", reads, writes, items)
-                if diff:
-                    raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
+                reads, writes, items = evaluate(n, "build")
+                if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
+                    diff = mismatch(n, "topology", "build", reads, writes, items)
+                    if diff:
+                        raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
                 n.items = items
                 if n.device is None:
-                    n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                    if len(items) == 1:  # (the common case, without a comprehension's frame)
+                        n._gnodes = [items[0].add(self, g)]
+                    else:
+                        n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
                 else:
                     from ..multidevice import placed
 
@@ -473,16 +484,29 @@ class ComputeGraph:
             touched = sorted({i for var in self._dirty for i in users.get(var, ())})
         affected = [nodes[i] for i in touched]
         fresh: list[tuple[ComputeNode, list[Work]]] = []
+        evaluate, mismatch = self._evaluate, self._mismatch
         for n in affected:
-            reads, writes, items = self._evaluate(n, "update")
-            diff = self._mismatch(n, "previous", "update", reads, writes, items)
-            if diff:
-                return self._rebuild(diff)
+            reads, writes, items = evaluate(n, "update")
+            if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
+                diff = mismatch(n, "previous", "update", reads, writes, items)
+                if diff:
+                    return self._rebuild(diff)
             fresh.append((n, items))
         calls = 0
         exe, lag = self._exec, self._template_lag
         for n, items in fresh:
-            for w, gnode in zip(items, n._gnodes):
+            gnodes = n._gnodes
+            if n.device is None and len(items) == 1:  # (the common case: one item, no device switch)
+                try:
+                    calls += items[0].set(self, exe, gnodes[0])
+                except CannotSet as e:
+                    return self._rebuild(f"node {n.name!r}: {e}")
+                except errors.GraphRTError as e:
+                    return self._rebuild(f"node {n.name!r}: the runtime refused the in-place update ({e})")
+                n.items = items
+                lag[n] = None
+                continue
+            for w, gnode in zip(items, gnodes):
                 try:
                     if n.device is None:
                         calls += w.set(self, exe, gnode)

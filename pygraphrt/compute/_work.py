@@ -66,8 +66,10 @@ class KernelWork(Work):
                                 attributes=self.attributes or None)
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_kernel_params(node, kernel=self.kernel, grid=self.grid, block=self.block,  # type: ignore[arg-type]
-                              args=self.args, shared_mem=self.shared_mem)
+        # (the node is the build's kernel node of exe's graph: GraphExec.set_kernel_params's
+        # check of it is skipped)
+        exe._set_kernel(node, node.handle, self.kernel, self.args, self.grid, self.block,  # type: ignore[arg-type]
+                        self.shared_mem)
         return 1
 
     def set_template(self, node: "Node") -> None:
@@ -102,7 +104,7 @@ class MemcpyWork(Work):
         return graph.add_memcpy(self.dst, self.src, self.count)
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_memcpy(node, self.dst, self.src, self.count)  # type: ignore[arg-type]
+        exe._set_memcpy(node.handle, self.dst, self.src, self.count)  # (the build's copy node of exe's graph)
         return 1
 
     def set_template(self, node: "Node") -> None:
@@ -282,7 +284,7 @@ class NodeContext:
         if not callable(getattr(kernel, "launch", None)):
             raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} is "
                                                                    "not a pygraphrt Kernel")
-        self.items.append(KernelWork(kernel, grid, block, tuple(args), shared_mem, dict(attributes)))
+        self.items.append(KernelWork(kernel, grid, block, args, shared_mem, dict(attributes) if attributes else {}))
 
     def memcpy(self, dst: Any, src: Any, count: int | None = None) -> None:
         """Copy ``count`` bytes (default: the size of ``src``, which ``dst`` must hold)."""
@@ -343,6 +345,19 @@ class NodeContext:
                 return None
             raise errors.InvalidValue("NodeContext", detail=f"node {self.node!r}: the {what} "
                                       f"({type(obj).__name__}) has no size: pass count=") from None
+
+
+def same_shapes(old: list[Work], new: list[Work]) -> bool:
+    """Whether two evaluations' work has the same shapes, item by item (:meth:`Work.shape`): work
+    of one class has one shape but for kernel launches with attributes."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if a.__class__ is not b.__class__:
+            return False
+        if a.__class__ is KernelWork and (a.attributes or b.attributes) and a.shape() != b.shape():  # type: ignore[attr-defined]
+            return False
+    return True
 
 
 def _event(event: Any, node: str) -> "Event":

@@ -298,11 +298,18 @@ class GraphExec(Owned):
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
         """Change a 1-D copy node's ``dst``, ``src`` and ``count`` in this executable graph
         (operands as for :meth:`Stream.memcpy`)."""
-        h = self._node(node, MemcpyNode)
+        self._set_memcpy(self._node(node, MemcpyNode), dst, src, count)
+
+    def _set_memcpy(self, node_handle: Any, dst: Any, src: Any, count: int) -> None:
+        """:meth:`set_memcpy` of a node known to be a copy node of this executable's graph (its
+        handle): what the compute graph's updates call."""
         b = self._backend
-        kind = b.ops.const("MemcpyDefault")
-        b.ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, h, _ptr(b, dst), _ptr(b, src),
-                   _count(count), kind)
+        ops = b.ops
+        kind = self.__dict__.get("_copy_kind")
+        if kind is None:
+            kind = self.__dict__["_copy_kind"] = ops.const("MemcpyDefault")
+        ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, node_handle, _ptr(b, dst), _ptr(b, src),
+                 _count(count), kind)
 
     def set_host(self, node: HostNode, fn: Any) -> None:
         """Give host node ``node`` a new callable ``fn`` in this executable graph (the source graph
@@ -402,14 +409,30 @@ class GraphExec(Owned):
         signature; they (and the arrays their pointers came from) live as long
         as this executable graph.  A new ``kernel`` must be in the same context.
         """
+        self._set_kernel(node, self._node(node, KernelNode), kernel, args, grid, block, shared_mem)
+
+    def _set_kernel(self, node: KernelNode, node_handle: Any, kernel: Any, args: Any, grid: Any, block: Any,
+                    shared_mem: int | None) -> None:
+        """:meth:`set_kernel_params` of a kernel node known to be of this executable's graph (its
+        handle): what the compute graph's updates call."""
         from . import _kernel
 
-        h = self._node(node, KernelNode)
+        if (kernel is not None and args is not None and grid is not None and block is not None
+                and shared_mem is not None
+                and _kernel.set_in_exec_reusing_scratch(self, node_handle, kernel, grid, block, shared_mem, args)):
+            # the runtime copied the values: nothing of the node's earlier packed arguments is needed
+            if kernel is not self.__dict__.get("_last_kernel_kept"):
+                self._retain_kernel(kernel)
+                self.__dict__["_last_kernel_kept"] = kernel
+            slot = self._params_slot.get(node_handle)
+            if slot is not None:
+                self._params_kept[slot] = None
+            return
         kept: list[Any] = []
         k = _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
         if k is not None:
             self._retain_kernel(k)
-        self._retain_params(h, kept)
+        self._retain_params(node_handle, kept)
 
 
 __all__ = ["GraphExec"]
