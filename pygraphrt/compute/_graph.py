@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
-from ._topology import Hazard, edge_pairs, infer
+from ._topology import PAIR_LOW, PAIR_SHIFT, Hazard, edge_pairs, infer
 from ._vars import Var, VarManager, _active, _Recorder
 from ._work import CannotSet, NodeContext, Work, same_shapes
 
@@ -94,14 +94,14 @@ class ComputeNode:
     def dependencies(self) -> list["ComputeNode"]:
         """The nodes this node runs after: those the compute graph inferred from the variables they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[i] for i in sorted(i for (i, j) in self.graph._pairs_now() if j == me)]
+        return [nodes[k >> PAIR_SHIFT] for k in sorted(k for k in self.graph._pairs_now() if k & PAIR_LOW == me)]
 
     @property
     def dependents(self) -> list["ComputeNode"]:
         """The nodes that run after this one: those the compute graph inferred from the variables
         they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[j] for j in sorted(j for (i, j) in self.graph._pairs_now() if i == me)]
+        return [nodes[k & PAIR_LOW] for k in sorted(k for k in self.graph._pairs_now() if k >> PAIR_SHIFT == me)]
 
 
 def _key(accesses: Iterable[Var]) -> frozenset[Var]:
@@ -138,8 +138,9 @@ class ComputeGraph:
         self._by_name: dict[str, ComputeNode] = {}
         # The topology: the edges (_pairs), made with the nodes' recorded accesses; their
         # hazards (_edges) only when asked for (why, edges, the pictures); the variable -> nodes
-        # index that updates look up.  _pairs None: not inferred, or out of date.
-        self._pairs: dict[tuple[int, int], None] | None = None
+        # index that updates look up.  _pairs None: not inferred, or out of date; its keys are
+        # edges (i, j) as i << PAIR_SHIFT | j (_topology.edge_pairs).
+        self._pairs: dict[int, None] | None = None
         self._edges: dict[tuple[int, int], list[Hazard]] | None = None
         self._users: dict[Var, list[int]] = {}
         self._topology_fresh = False  # the topology phase ran with the bindings as they are
@@ -246,7 +247,19 @@ class ComputeGraph:
                     n.fn(ctx)
         finally:
             _active.recorder = None
-        return tuple(rec.reads), tuple(rec.writes), ctx.items
+        # (one variable, the common case: its own 1-tuple, so no tuple per node and phase)
+        r, w = rec.reads, rec.writes
+        if len(r) == 1:
+            (v,) = r
+            reads = v._solo
+        else:
+            reads = tuple(r)
+        if len(w) == 1:
+            (v,) = w
+            writes = v._solo
+        else:
+            writes = tuple(w)
+        return reads, writes, ctx.items
 
     @staticmethod
     def _on_device(n: ComputeNode, call: Callable[[], Any]) -> Any:
@@ -278,7 +291,8 @@ class ComputeGraph:
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
         evaluate = self._evaluate
         users: dict[Var, list[int]] = {}
-        ordering: list[tuple[Sequence[Var], Sequence[Var]]] = []
+        ordered_reads: list[Sequence[Var]] = []
+        ordered_writes: list[Sequence[Var]] = []
         for j, n in enumerate(self._nodes):
             n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
             orders = True  # (every access orders work, the common case: no filtered copies to make)
@@ -298,9 +312,13 @@ class ComputeGraph:
                     got.append(j)
                 if not v.orders:
                     orders = False
-            ordering.append((reads, writes) if orders else
-                            ([v for v in reads if v.orders], [v for v in writes if v.orders]))
-        self._pairs = edge_pairs(ordering)
+            if orders:
+                ordered_reads.append(reads)
+                ordered_writes.append(writes)
+            else:
+                ordered_reads.append([v for v in reads if v.orders])
+                ordered_writes.append([v for v in writes if v.orders])
+        self._pairs = edge_pairs(ordered_reads, ordered_writes)
         self._edges = None
         self._users = users
         self._topology_fresh = True
@@ -309,7 +327,7 @@ class ComputeGraph:
         """Each node's recorded accesses of the variables that order work (buffer variables)."""
         return [([v for v in n.reads if v.orders], [v for v in n.writes if v.orders]) for n in self._nodes]
 
-    def _pairs_now(self) -> dict[tuple[int, int], None]:
+    def _pairs_now(self) -> dict[int, None]:
         """The inferred edges (the topology phase run first where it is not current)."""
         if self._pairs is None:
             self._infer_topology()
@@ -400,9 +418,9 @@ class ComputeGraph:
                     tos.extend(x._handle for x in n._gnodes[1:])
             last = [n._gnodes[-1]._handle for n in self._nodes]
             first = [n._gnodes[0]._handle for n in self._nodes]
-            for (i, j) in self._pairs_now():
-                froms.append(last[i])
-                tos.append(first[j])
+            for k in self._pairs_now():
+                froms.append(last[k >> PAIR_SHIFT])
+                tos.append(first[k & PAIR_LOW])
             if froms:
                 g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
@@ -483,7 +501,11 @@ class ComputeGraph:
         else:
             touched = sorted({i for var in self._dirty for i in users.get(var, ())})
         affected = [nodes[i] for i in touched]
-        fresh: list[tuple[ComputeNode, list[Work]]] = []
+        # One pass: each node re-run, compared, then set.  A node that differs, or whose change
+        # cannot be set in place, rebuilds the graph (the executable is replaced, so the nodes
+        # set before it do not matter).
+        calls = 0
+        exe, lag = self._exec, self._template_lag
         evaluate, mismatch = self._evaluate, self._mismatch
         for n in affected:
             reads, writes, items = evaluate(n, "update")
@@ -491,10 +513,6 @@ class ComputeGraph:
                 diff = mismatch(n, "previous", "update", reads, writes, items)
                 if diff:
                     return self._rebuild(diff)
-            fresh.append((n, items))
-        calls = 0
-        exe, lag = self._exec, self._template_lag
-        for n, items in fresh:
             gnodes = n._gnodes
             if n.device is None and len(items) == 1:  # (the common case: one item, no device switch)
                 try:

@@ -61,6 +61,7 @@ class Var:
     def __init__(self, manager: "VarManager", name: str) -> None:
         self.manager = manager
         self.name = name
+        self._solo = (self,)  # the accesses of a node that uses this variable alone
         self._obj: Any = None
         self._bound = False
 
