@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
 from ._topology import PAIR_LOW, PAIR_SHIFT, Hazard, edge_pairs, infer
-from ._vars import Var, VarManager, _active, _Recorder
+from ._vars import Var, VarManager, _active
 from ._work import CannotSet, NodeContext, Work, same_shapes
 
 if TYPE_CHECKING:
@@ -233,9 +233,7 @@ class ComputeGraph:
         if getattr(_active, "recorder", None) is not None:
             raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
                                       "evaluate another node (nested evaluation)")
-        name = n.name
-        rec = _Recorder(self, name)
-        ctx = NodeContext(name, phase)
+        ctx = rec = NodeContext(n.name, phase, self)  # (its own recorder: one object per evaluation)
         _active.recorder = rec
         try:
             if n.device is None:
@@ -389,6 +387,13 @@ class ComputeGraph:
             self._infer_topology()
         g = Graph()
         evaluate, mismatch = self._evaluate, self._mismatch
+        # The edges' ends as runtime handles: every node is made here, in g, so the per-node
+        # checks of Graph.add_dependencies (a live node of this graph) hold.  first[i] / last[i]:
+        # node i's first and last graph node (its own work runs in the order it was issued).
+        froms: list[Any] = []
+        tos: list[Any] = []
+        first: list[Any] = []
+        last: list[Any] = []
         try:
             for n in self._nodes:
                 reads, writes, items = evaluate(n, "build")
@@ -397,27 +402,27 @@ class ComputeGraph:
                     if diff:
                         raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
                 n.items = items
+                if n.device is None and len(items) == 1:  # (the common case, without a comprehension's frame)
+                    made = items[0].add(self, g)
+                    n._gnodes = [made]
+                    h = made._handle
+                    first.append(h)
+                    last.append(h)
+                    continue
                 if n.device is None:
-                    if len(items) == 1:  # (the common case, without a comprehension's frame)
-                        n._gnodes = [items[0].add(self, g)]
-                    else:
-                        n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                    gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
                 else:
                     from ..multidevice import placed
 
                     d = n.device
-                    n._gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
-                                 or [placed(g, d, "add_empty", g.add_empty)])
-            # The edges' ends as runtime handles: every node was just made here, in g, so the
-            # per-node checks of Graph.add_dependencies (a live node of this graph) hold.
-            froms: list[Any] = []
-            tos: list[Any] = []
-            for n in self._nodes:  # a node's own work runs in the order it was issued
-                if len(n._gnodes) > 1:
-                    froms.extend(x._handle for x in n._gnodes[:-1])
-                    tos.extend(x._handle for x in n._gnodes[1:])
-            last = [n._gnodes[-1]._handle for n in self._nodes]
-            first = [n._gnodes[0]._handle for n in self._nodes]
+                    gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
+                              or [placed(g, d, "add_empty", g.add_empty)])
+                n._gnodes = gnodes
+                if len(gnodes) > 1:
+                    froms.extend(x._handle for x in gnodes[:-1])
+                    tos.extend(x._handle for x in gnodes[1:])
+                first.append(gnodes[0]._handle)
+                last.append(gnodes[-1]._handle)
             for k in self._pairs_now():
                 froms.append(last[k >> PAIR_SHIFT])
                 tos.append(first[k & PAIR_LOW])

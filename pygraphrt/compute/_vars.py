@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 
 
 class _Recorder:
-    """The accesses one evaluation of one node's closure makes."""
+    """The accesses one evaluation of one node's closure makes (what the variables read of the
+    thread's active recorder: the evaluation's NodeContext, which has these attributes)."""
 
     __slots__ = ("graph", "manager", "node", "reads", "writes")
 

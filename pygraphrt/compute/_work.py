@@ -268,12 +268,19 @@ class NodeContext:
         only: a closure must issue the same work in every phase.
     """
 
-    __slots__ = ("node", "phase", "items")
+    # (graph, manager, reads, writes: the accesses the closure makes through variables, recorded
+    # while the context is the thread's active one -- the context is its own recorder, see
+    # compute._vars._Recorder)
+    __slots__ = ("node", "phase", "items", "graph", "manager", "reads", "writes")
 
-    def __init__(self, node: str, phase: str) -> None:
+    def __init__(self, node: str, phase: str, graph: "ComputeGraph | None" = None) -> None:
         self.node = node
         self.phase = phase
         self.items: list[Work] = []
+        self.graph = graph
+        self.manager = graph.manager if graph is not None else None
+        self.reads: dict[Any, None] = {}
+        self.writes: dict[Any, None] = {}
 
     def __repr__(self) -> str:
         return f"<NodeContext {self.node!r} {self.phase}, {len(self.items)} items>"

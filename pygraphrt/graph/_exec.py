@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ._graph import Graph
 
 
+_kernel: Any = None  # graph._kernel, once a kernel node is set (GraphExec._set_kernel)
+
+
 class GraphExec(Owned):
     """An instantiated graph.  It keeps alive everything its nodes refer to."""
 
@@ -415,8 +418,11 @@ class GraphExec(Owned):
                     shared_mem: int | None) -> None:
         """:meth:`set_kernel_params` of a kernel node known to be of this executable's graph (its
         handle): what the compute graph's updates call."""
-        from . import _kernel
+        global _kernel
+        if _kernel is None:  # (imported on first use: it imports the kernels layer)
+            from . import _kernel as module
 
+            _kernel = module
         if (kernel is not None and args is not None and grid is not None and block is not None
                 and shared_mem is not None
                 and _kernel.set_in_exec_reusing_scratch(self, node_handle, kernel, grid, block, shared_mem, args)):
