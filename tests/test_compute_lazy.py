@@ -296,3 +296,27 @@ def test_an_executable_keeps_only_what_the_current_kernel_parameters_use(sim1):
     s.synchronize()
     assert _kept_leaves(cg.exec) == once
     assert seen[-1] == a.ptr  # (the last frame, i = 39, bound a)
+
+
+def test_the_explicit_graph_chains_a_nodes_work_and_joins_nodes_at_their_first_and_last(sim1):
+    """A node issuing several items is a chain of graph nodes in issue order; one issuing none is an
+    empty node; an inferred edge runs from the earlier node's last graph node to the later one's first."""
+    vm = VarManager()
+    x, y = vm.buffer("x", rt.malloc(NBYTES)), vm.buffer("y", rt.malloc(NBYTES))
+    g = ComputeGraph(vm, "chains")
+    g.node("a", lambda ctx: ctx.memset(x.write(), 1))
+    g.node("b", lambda ctx: (ctx.memcpy(y.write(), x.read(), NBYTES), ctx.memset(y.write(), 2),
+                             ctx.memset(y.write(), 3)))
+    g.node("none", lambda ctx: (x.read(), None)[1])
+    g.node("c", lambda ctx: ctx.memcpy(x.write(), y.read(), NBYTES))
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    chains = {n.name: n.graph_nodes for n in g}
+    assert [len(chains[k]) for k in ("a", "b", "none", "c")] == [1, 3, 1, 1]
+    assert chains["none"][0].type.name == "EMPTY"
+    want = {(chains["b"][0], chains["b"][1]), (chains["b"][1], chains["b"][2])}
+    want |= {(chains[a.name][-1], chains[b.name][0]) for a, b, _ in g.edges()}
+    assert {(a, b) for a, b, _ in g.graph.edges()} == want
+    assert ("b", "c") in {(a.name, b.name) for a, b, _ in g.edges()}  # (so a chain's last node is used)
+    assert x.value.to_bytes() == bytes([3]) * NBYTES
