@@ -423,9 +423,9 @@ class ComputeGraph:
                     tos.extend(x._handle for x in gnodes[1:])
                 first.append(gnodes[0]._handle)
                 last.append(gnodes[-1]._handle)
-            for k in self._pairs_now():
-                froms.append(last[k >> PAIR_SHIFT])
-                tos.append(first[k & PAIR_LOW])
+            pairs = self._pairs_now()
+            froms += [last[k >> PAIR_SHIFT] for k in pairs]
+            tos += [first[k & PAIR_LOW] for k in pairs]
             if froms:
                 g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
