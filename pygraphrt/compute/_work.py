@@ -9,7 +9,7 @@ executable graph through the per-node setters (update), or run as plain stream w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from .. import errors
 from .._operands import extent
@@ -354,7 +354,7 @@ class NodeContext:
                                       f"({type(obj).__name__}) has no size: pass count=") from None
 
 
-def same_shapes(old: list[Work], new: list[Work]) -> bool:
+def same_shapes(old: "Sequence[Work]", new: "Sequence[Work]") -> bool:
     """Whether two evaluations' work has the same shapes, item by item (:meth:`Work.shape`): work
     of one class has one shape but for kernel launches with attributes."""
     if len(old) != len(new):
