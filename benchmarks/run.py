@@ -1,5 +1,6 @@
 """pygraphrt benchmarks on a GPU machine: ``python -m benchmarks.run OUTDIR [--quick] [--modes abi,api]``
-(``--group collectives``: the NCCL group of ``benchmarks/collectives.py``, 2 GPUs).
+(``--group collectives``: the NCCL group of ``benchmarks/collectives.py``, 2 GPUs; ``--group torch``:
+the decode loop of ``benchmarks/torch_loop.py``, torch on one GPU).
 
 Both call modes side by side: the in-process measurements run once per mode, each in
 its own interpreter (``abi``: PYGRAPHRT_FAST=0, cffi ABI mode; ``api``: PYGRAPHRT_FAST=1,
@@ -227,12 +228,74 @@ def _raw_adds(ffi, lib, api: str, nodes: int, chain: bool, params=None) -> float
     return per_node
 
 
+class FloorNode:
+    """The floor contender's node object: the handle and nothing else (what the least
+    wrapper's caller must get back to name the node as a dependency later)."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle) -> None:
+        self.handle = handle
+
+
+def floor_adder(ffi, lib, api: str, params=None):
+    """The least a Python wrapper of ``lib.<api>`` must do per node: ``add(graph_handle, deps)``
+    (``deps``: a list of one node, as pygraphrt's ``dependencies=`` is given in these loops)
+    writes that node's handle into a dependency array made once, calls the raw cffi
+    function (``params``: one parameter struct made once, as the raw contender is given), checks
+    the result code and returns a :class:`FloorNode` holding the new handle.  No argument
+    checks, no node table, nothing kept: the floor pygraphrt's ``add_*`` is set against."""
+    fn = getattr(lib, api)
+    out = ffi.new("cudaGraphNode_t *")
+    deps = ffi.new("cudaGraphNode_t[1]")
+    if params is None:
+        def add(graph_handle, dependencies):
+            deps[0] = dependencies[0].handle
+            rc = fn(out, graph_handle, deps, 1)
+            if rc:
+                raise RuntimeError(f"{api} returned {rc}")
+            return FloorNode(out[0])
+    else:
+        def add(graph_handle, dependencies):
+            deps[0] = dependencies[0].handle
+            rc = fn(out, graph_handle, deps, 1, params)
+            if rc:
+                raise RuntimeError(f"{api} returned {rc}")
+            return FloorNode(out[0])
+    return add
+
+
+def _floor_adds(ffi, lib, api: str, nodes: int, chain: bool, params=None) -> float:
+    """Per-node time of ``nodes`` calls of :func:`floor_adder`'s function into a new graph: the
+    graph of :func:`_raw_adds` (a chain, or all on the first, empty node), the loop written as
+    pygraphrt's in :func:`_py_adds` (a new one-node list per call)."""
+    graph = ffi.new("cudaGraph_t *")
+    lib.cudaGraphCreate(graph, 0)
+    gh, node = graph[0], ffi.new("cudaGraphNode_t *")
+    lib.cudaGraphAddEmptyNode(node, gh, ffi.NULL, 0)
+    root = prev = FloorNode(node[0])
+    add = floor_adder(ffi, lib, api, params)
+    t0 = _now()
+    if chain:  # (two loops, as pygraphrt's: no test of the shape inside the timed one)
+        for _ in range(nodes):
+            prev = add(gh, [prev])
+    else:
+        for _ in range(nodes):
+            prev = add(gh, [root])
+    per_node = (_now() - t0) / nodes
+    lib.cudaGraphDestroy(gh)
+    return per_node
+
+
 def _raw_contenders(ffi, lib, cbr, api: str, shape: str, nodes: int, raw_params=None, cb_params=None) -> dict:
     """Contenders for :func:`rotated`: one graph of ``nodes`` nodes by ``api`` through raw cffi
-    (:func:`_raw_adds`) and, where installed, through cuda.bindings (:func:`_cuda_bindings_adds`),
-    each given its parameter struct."""
+    (:func:`_raw_adds`), through the least Python wrapper of that call (:func:`_floor_adds`, the
+    ``floor``) and, where installed, through cuda.bindings (:func:`_cuda_bindings_adds`), each
+    given its parameter struct."""
     raw, cb = f"raw cffi {api} ({shape})", f"cuda.bindings {api} ({shape})"
-    out = {raw: lambda: {raw: _raw_adds(ffi, lib, api, nodes, shape == "chain", raw_params)}}
+    floor = f"floor {api} ({shape})"
+    out = {raw: lambda: {raw: _raw_adds(ffi, lib, api, nodes, shape == "chain", raw_params)},
+           floor: lambda: {floor: _floor_adds(ffi, lib, api, nodes, shape == "chain", raw_params)}}
     if cbr is not None:
         out[cb] = lambda: {cb: _cuda_bindings_adds(cbr, api, nodes, shape == "chain", cb_params)}
     return out
@@ -262,9 +325,14 @@ def _py_adds(rt, shape: str, nodes: int) -> dict[str, float]:
     depending on the first node), then instantiated: per-node times of both."""
     gg = rt.Graph()
     root = prev = gg.add_empty()
+    add = gg.add_empty
     t0 = _now()
-    for _ in range(nodes):
-        prev = gg.add_empty(dependencies=[root if shape == "fanout" else prev])
+    if shape == "chain":  # (two loops: no test of the shape inside the timed one)
+        for _ in range(nodes):
+            prev = add(dependencies=[prev])
+    else:
+        for _ in range(nodes):
+            prev = add(dependencies=[root])
     t1 = _now()
     ge = gg.instantiate()
     t2 = _now()
@@ -313,9 +381,14 @@ def _memset_contenders(rt, ffi, lib, cbr, mbuf, shape: str, nodes: int) -> dict:
     def py() -> dict[str, float]:
         gg = rt.Graph()
         root = prev = gg.add_empty()
+        add = gg.add_memset
         t0 = _now()
-        for _ in range(nodes):
-            prev = gg.add_memset(mbuf, 0, 256, dependencies=[root if shape == "fanout" else prev])
+        if shape == "chain":
+            for _ in range(nodes):
+                prev = add(mbuf, 0, 256, dependencies=[prev])
+        else:
+            for _ in range(nodes):
+                prev = add(mbuf, 0, 256, dependencies=[root])
         per_node = (_now() - t0) / nodes
         gg.close()
         return {f"pygraphrt add_memset ({shape})": per_node}
@@ -383,6 +456,20 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
     nodes = build_nodes(q)
     for name, vals in _bench_kernel_nodes(rt, k, buf, nodes, 3 if q else 5).items():
         figs[name] = Figure("build per node", name, vals)
+
+
+def bench_stub_kernel_nodes(figs: dict[str, Figure], q: bool) -> None:
+    """The kernel-node figures of :func:`bench_kernel_launch` on the do-nothing stub libcudart
+    (``benchmarks/stub_cudart.c``; ``PYGRAPHRT_BREAKDOWN_STUB=1``, as ``benchmarks.breakdown``
+    sets it), which compiles nothing: a fake kernel handle wrapped with the tiny kernel's
+    signature, as ``benchmarks.breakdown`` adds it.  Python overhead only, for CPU runs."""
+    import pygraphrt as rt
+
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    buf = rt.malloc(4)
+    for name, vals in _bench_kernel_nodes(rt, k, buf, build_nodes(q), 3 if q else 5).items():
+        figs[name] = Figure("build per node", name, vals)
+    buf.close()
 
 
 def _captured_launch_contenders(rt, s, k, buf, calls: int, func) -> dict:
@@ -477,9 +564,10 @@ def _bench_kernel_nodes(rt, k, buf, nodes: int, trials: int) -> dict[str, list[f
     def py() -> dict[str, float]:
         g = rt.Graph()
         prev = g.add_empty()
+        add = g.add_kernel
         t0 = _now()
         for _ in range(nodes):
-            prev = g.add_kernel(k, 1, 32, (buf,), dependencies=[prev])
+            prev = add(k, 1, 32, (buf,), dependencies=[prev])
         per_node = (_now() - t0) / nodes
         g.close()
         return {"pygraphrt add_kernel (chain)": per_node}
@@ -663,7 +751,8 @@ def run_mode(outdir: Path, mode: str, quick: bool) -> dict[str, Figure]:
 
 
 def target_ratios(figs: dict[str, Figure]) -> list:
-    """Issue #14's targets (api: the compiled fast path; abi: cffi ABI mode), then the earlier ones per mode."""
+    """Issue #14's targets (api: the compiled fast path; abi: cffi ABI mode) and issue #45's ABI
+    adds over the floor contender (``F*``), then the earlier ones per mode."""
     R = []
     cbl, cbb = "cuda.bindings cudaGraphLaunch", "cuda.bindings cudaGraphAddEmptyNode"
     for m, launch, add, cap in (("api", 0.8, 1.0, 0.8), ("abi", 1.0, 1.5, None)):
@@ -696,6 +785,16 @@ def target_ratios(figs: dict[str, Figure]) -> list:
               # pygraphrt's cold start over the driver's own (what S cannot get under)
               ratio(figs, f"{m}:Sf", f"pygraphrt: import + backend + first device call{t}",
                     "driver floor: import + backend + first device call", "report", limit=None)]
+        # issue #45: ABI mode's adds over the least Python wrapper of the same raw call (floor_adder),
+        # measured in the same process, taking turns with them; the compiled mode's reported
+        fl = {"abi": (1.25, 1.25, 1.5), "api": (None, None, None)}[m]
+        for key, what, api, limit in (("Fa", "add_empty (chain)", "cudaGraphAddEmptyNode (chain)", fl[0]),
+                                      ("Faf", "add_empty (fanout)", "cudaGraphAddEmptyNode (fanout)", fl[0]),
+                                      ("Fm", "add_memset (chain)", "cudaGraphAddMemsetNode (chain)", fl[1]),
+                                      ("Fmf", "add_memset (fanout)", "cudaGraphAddMemsetNode (fanout)", fl[1]),
+                                      ("Fk", "add_kernel (chain)", "cudaGraphAddKernelNode (chain)", fl[2])):
+            R.append(ratio(figs, f"{m}:{key}", f"pygraphrt {what}{t}", f"floor {api}{t}",
+                           f"<= {limit}" if limit else "report", limit=limit))
         if m == "api":
             R.append(ratio(figs, "api:Lc", "pygraphrt launch (empty) [api]",
                            c_ref(figs, "cudaGraphLaunch (empty)", t), "<= 2.0", limit=2.0))
@@ -745,10 +844,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="whole runs (every mode in fresh interpreters); ratios are taken within "
                          "each run and reported as the median with the range")
-    ap.add_argument("--group", choices=["launch", "collectives", "compute"], default="launch",
+    ap.add_argument("--group", choices=["launch", "collectives", "compute", "torch"], default="launch",
                     help="launch: the single-GPU figures (default); collectives: NCCL all-reduce on 2 GPUs "
                          "under torchrun (benchmarks/collectives.py); compute: the compute graph at 100, "
-                         "1 000 and 10 000 nodes (benchmarks/compute.py; its targets are the api mode's)")
+                         "1 000 and 10 000 nodes (benchmarks/compute.py; its targets are the api mode's); "
+                         "torch: a decode loop as a WHILE node vs driven from Python (benchmarks/torch_loop.py)")
     ap.add_argument("--child-mode", choices=list(MODES), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.repeat < 1:
@@ -762,6 +862,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import compute
 
         return compute.run(a.outdir, a.quick, a.repeat, [m for m in a.modes.split(",") if m])
+    if a.group == "torch":
+        from . import torch_loop
+
+        return torch_loop.run(a.outdir, a.quick)
     if a.child_mode:  # one mode, in this interpreter
         figs: dict[str, Figure] = {}
         bench_pygraphrt(figs, a.quick)
@@ -769,6 +873,8 @@ def main(argv: list[str] | None = None) -> int:
             bench_kernel_launch(figs, a.quick)
         except Exception as exc:  # no NVRTC / no GPU (a stub runtime): the other figures stand
             print(f"kernel launch on a stream skipped: {type(exc).__name__}: {exc}")
+            if os.environ.get("PYGRAPHRT_BREAKDOWN_STUB") == "1":
+                bench_stub_kernel_nodes(figs, a.quick)
         try:  # several GPUs (benchmarks/multidevice): skips, saying why, with fewer than 2
             from .multidevice import bench_multidevice
 

@@ -79,7 +79,7 @@ class Device:
     def __exit__(self, *exc: Any) -> None:
         from . import multidevice
 
-        multidevice.scope_exit()
+        multidevice.scope_exit(self)
 
     def properties(self) -> "DeviceProperties":
         """Name, architecture, compute capability, memory, multiprocessors, UUID, PCI bus id."""

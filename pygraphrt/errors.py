@@ -23,7 +23,7 @@ __all__ = [
     "CapturedEvent", "LaunchFailure", "HostCallbackError", "BackendError",
     "GraphExecUpdateError", "CompileError", "VariableOverlap", "PhaseMismatch",
     "RaceDetected", "RaceWarning", "InvalidUsage", "UnhandledCudaError", "CommSystemError",
-    "CommInternalError", "RemoteError", "CommTimeout",
+    "CommInternalError", "RemoteError", "CommTimeout", "FixedRandomness", "FixedRandomnessWarning",
 ]
 
 # Said wherever pygraphrt finds no GPU (info, NoDevice, a failed auto): the simulator exists.
@@ -113,6 +113,21 @@ class NotPermitted(GraphRTError):
 class IllegalState(GraphRTError):
     """The object is not in a state that allows the operation (a capture already used, a stream
     capturing, ...)."""
+
+
+class FixedRandomness(IllegalState):
+    """A graph that draws torch random numbers would be launched in a way that repeats its draws.
+
+    Torch refreshes its generators' seed and offset only in ``CUDAGraph.replay()``: launched as a
+    child graph node, in a conditional body or through its executable, such a graph draws the same
+    numbers every time.  ``allow_fixed_rng=True`` accepts that (with a
+    :class:`FixedRandomnessWarning`); see ``docs/guide/interop.md``.
+    """
+
+
+class FixedRandomnessWarning(UserWarning):
+    """A graph that draws (or may draw) torch random numbers was launched, with
+    ``allow_fixed_rng=True``, in a way that repeats its draws (see :class:`FixedRandomness`)."""
 
 
 class InvalidUsage(IllegalState):

@@ -168,7 +168,8 @@ def on_device(backend: Any, device: int, call: Callable[[], T]) -> T:
 
 class _Scopes(threading.local):
     def __init__(self) -> None:
-        self.stack: list[tuple[Any, int]] = []  # (backend, device current before the scope)
+        # (backend, device current before the scope, the Device whose scope it is)
+        self.stack: list[tuple[Any, int, Any]] = []
 
 
 _scopes = _Scopes()
@@ -183,13 +184,19 @@ def scope_enter(device: "Device") -> None:
         b.ops.call("SetDevice", d)
         if d and not b.several:
             now_several(b)
-    _scopes.stack.append((b, previous))
+    _scopes.stack.append((b, previous, device))
 
 
-def scope_exit() -> None:
+def scope_exit(device: "Device") -> None:
     """The end of a ``with Device(n):`` block (raised or not): the previous device is current
-    again (also where the block switched devices itself)."""
-    b, previous = _scopes.stack.pop()
+    again (also where the block switched devices itself).  Refused (IllegalState) for a Device
+    that is not the thread's innermost scope: an ``__exit__`` without its ``__enter__`` would
+    end another block's scope."""
+    stack = _scopes.stack
+    if not stack or stack[-1][2] is not device:
+        raise errors.IllegalState("Device.__exit__", detail=f"{device!r} is not the innermost `with Device(n):` "
+                                                            "scope of this thread (an __exit__ without its __enter__)")
+    b, previous, _ = stack.pop()
     if current(b) != previous:
         b.ops.call("SetDevice", previous)
 

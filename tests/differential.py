@@ -1120,6 +1120,16 @@ REGRESSIONS_2DEV: list[tuple[str, tuple]] = [
         ("graph",), ("on", 1, ("memset", 1, (), 1, 0, "all", 0, 8, 1)),
         ("child", 0, 0, (1,)), ("instantiate", 0), ("launch", 0, 0), ("on", 1, ("launch", 0, 1)),
     )),
+    # found on two H200s (CUDA 13.0, driver 580), shrunk by hypothesis; the simulator was fixed
+    ("gpu-2dev-device-sync-beside-a-capture", (  # device 0 synchronized while device 1's stream captures: allowed
+        ("devices", 2), ("buf", 0), ("on", 1, ("buf", 1)), ("graph",), ("peer", False), ("peer", False),
+        ("capture", 1, "global", None, (("devsync",),)), ("instantiate", 0), ("launch", 0, 0),
+    )),
+    ("gpu-2dev-device-sync-beside-a-thread-local-capture", (
+        ("devices", 2), ("buf", 0), ("on", 1, ("buf", 1)), ("graph",), ("peer", True), ("peer", True),
+        ("capture", 1, "thread_local", None, (("memset", 0, 6, 255, "all", 40, 25), ("devsync",), ("host", 0))),
+        ("instantiate", 0), ("launch", 7, 0), ("exec_memcpy", 6, 255, 1, 189, 2, 160, "fit", 101), ("launch", 7, 1),
+    )),
 ]
 
 

@@ -645,7 +645,7 @@ def check(ops: list[Any]) -> None:
             STATS["calls"] += 1
             STATS["c"] += not slow and not isinstance(got_fast, str)
             state_c, state_py = (
-                (len(t.graph.nodes()), len(t.graph._nodes), keep(t.graph), keep(t.capture), t.capturing.is_capturing)
+                (len(t.graph.nodes()), len(t.graph._table()), keep(t.graph), keep(t.capture), t.capturing.is_capturing)
                 for t in (fast_twin, ref_twin))
             assert state_c == state_py, f"after {op!r}:\n  method:    {state_c!r}\n  reference: {state_py!r}"
     finally:

@@ -27,6 +27,7 @@ from typing import Any
 
 EXPECTED_DIR = Path(__file__).resolve().parent / "expected"
 PREFIX = "regressions-"
+PREFIX_2DEV = "regressions2dev-"  # the programs over two devices (differential.REGRESSIONS_2DEV), 2-GPU machines
 
 
 def internal_errors(trace: list[Any]) -> list[str]:
@@ -35,8 +36,8 @@ def internal_errors(trace: list[Any]) -> list[str]:
     return [e for e in repr(trace).split("'err', '")[1:] if e.startswith("py:")]
 
 
-def record_file_name(vendor: str, runtime: str) -> str:
-    return f"{PREFIX}{vendor}-{runtime}.json"
+def record_file_name(vendor: str, runtime: str, prefix: str = PREFIX) -> str:
+    return f"{prefix}{vendor}-{runtime}.json"
 
 
 def make_record(vendor: str, runtime: str, runtime_version: int, driver_version: int | None,
@@ -48,15 +49,15 @@ def make_record(vendor: str, runtime: str, runtime_version: int, driver_version:
                          for name, (program, trace) in traces.items()}}
 
 
-def write_record(directory: Path, record: dict[str, Any]) -> Path:
-    path = Path(directory) / record_file_name(record["vendor"], record["runtime"])
+def write_record(directory: Path, record: dict[str, Any], prefix: str = PREFIX) -> Path:
+    path = Path(directory) / record_file_name(record["vendor"], record["runtime"], prefix)
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
 
 
-def load_records(directory: Path = EXPECTED_DIR) -> dict[str, dict[str, Any]]:
-    """Every record file in ``directory``, by file name."""
-    return {p.name: json.loads(p.read_text()) for p in sorted(Path(directory).glob(f"{PREFIX}*.json"))}
+def load_records(directory: Path = EXPECTED_DIR, prefix: str = PREFIX) -> dict[str, dict[str, Any]]:
+    """Every record file in ``directory`` (of ``prefix``'s kind), by file name."""
+    return {p.name: json.loads(p.read_text()) for p in sorted(Path(directory).glob(f"{prefix}*.json"))}
 
 
 def compare_with_record(name: str, program: tuple, sim_trace: list[Any], record: dict[str, Any],

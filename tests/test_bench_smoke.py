@@ -1,9 +1,12 @@
 """CPU smoke test of the benchmark harness's pure-Python parts (tiny sizes, no GPU)."""
 
 import json
+import sys
 from pathlib import Path
 
 from benchmarks.stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
+
+from .test_launch_hot import stub_cudart  # noqa: F401  (a fixture: benchmarks/stub_cudart.c, built)
 
 
 def test_harness_parts(tmp_path):
@@ -309,6 +312,90 @@ def test_compute_group_runs_on_the_simulator(tmp_path):
     simulator, not a GPU: the harness is what is checked): the figures of both quick sizes, the
     nodes each update touched, the runtime's calls subtracted trial by trial, the target rows and
     the garbage-collection setting stated."""
+
+
+def _fake_runtime(fail_at: int = -1):
+    """A stand-in for the runtime's graph calls, for the floor contender (benchmarks.run): the
+    binding's ffi, and functions that record what they are given and hand out node handles."""
+    import importlib
+    from types import SimpleNamespace
+
+    ffi = importlib.import_module("pygraphrt._bindings.cuda13").ffi
+    seen: list = []
+
+    def add(out, graph, deps, n, *params):
+        seen.append((int(ffi.cast("uintptr_t", graph)), [int(ffi.cast("uintptr_t", deps[i])) for i in range(n)]
+                     if deps != ffi.NULL else [], n, params))
+        out[0] = ffi.cast("cudaGraphNode_t", 0x100 + len(seen))
+        return 7 if len(seen) == fail_at else 0
+
+    def create(out, flags):
+        out[0] = ffi.cast("cudaGraph_t", 0xA0)
+        return 0
+
+    lib = SimpleNamespace(cudaGraphAddEmptyNode=add, cudaGraphAddMemsetNode=add, cudaGraphCreate=create,
+                          cudaGraphDestroy=lambda g: 0)
+    return ffi, lib, seen
+
+
+def test_the_floor_contender_calls_the_raw_function_checks_it_and_returns_the_handle():
+    """benchmarks.run.floor_adder: one raw call per node with the dependency's handle and the
+    parameter struct given; a non-zero result raises; the node object holds the new handle.
+    _floor_adds threads a chain from node to node and fans a fan-out from the first node."""
+    import pytest
+
+    import benchmarks.run as run
+
+    ffi, lib, seen = _fake_runtime(fail_at=3)
+    params = ffi.new("struct cudaMemsetParams *")
+    add = run.floor_adder(ffi, lib, "cudaGraphAddMemsetNode", params)
+    graph = ffi.cast("cudaGraph_t", 0xA0)
+    first = add(graph, [run.FloorNode(ffi.cast("cudaGraphNode_t", 0x50))])
+    assert type(first) is run.FloorNode and int(ffi.cast("uintptr_t", first.handle)) == 0x101
+    second = add(graph, [first])
+    assert seen == [(0xA0, [0x50], 1, (params,)), (0xA0, [0x101], 1, (params,))]
+    assert int(ffi.cast("uintptr_t", second.handle)) == 0x102
+    with pytest.raises(RuntimeError, match="cudaGraphAddMemsetNode returned 7"):
+        add(graph, [second])
+
+    for chain, want in ((True, [[0x101], [0x102], [0x103]]), (False, [[0x101]] * 3)):
+        ffi, lib, seen = _fake_runtime()
+        assert run._floor_adds(ffi, lib, "cudaGraphAddEmptyNode", 3, chain) >= 0
+        assert seen[0][1:] == ([], 0, ()) and [s[1] for s in seen[1:]] == want  # (the root, then 3 nodes)
+        assert all(s[0] == 0xA0 and s[2] == 1 for s in seen[1:])
+
+
+def test_abi_adds_are_set_against_the_floor():
+    """Issue #45's targets: ABI mode's add_empty / add_memset (chain and fan-out) <= 1.25x and
+    add_kernel <= 1.5x the floor contender of the same call; the compiled mode's are reported."""
+    import benchmarks.run as run
+
+    figs = {}
+    for m, value in (("abi", 2.0), ("api", 1.0)):
+        for what, api in (("add_empty", "cudaGraphAddEmptyNode"), ("add_memset", "cudaGraphAddMemsetNode"),
+                          ("add_kernel", "cudaGraphAddKernelNode")):
+            for shape in ("chain", "fanout"):
+                figs[f"pygraphrt {what} ({shape}) [{m}]"] = Figure("g", "p", [value * 1.3])
+                figs[f"floor {api} ({shape}) [{m}]"] = Figure("g", "f", [value])
+    ratios = {r.name: r for r in run.target_ratios(figs)}
+    want = {"abi:Fa": ("add_empty (chain)", 1.25), "abi:Faf": ("add_empty (fanout)", 1.25),
+            "abi:Fm": ("add_memset (chain)", 1.25), "abi:Fmf": ("add_memset (fanout)", 1.25),
+            "abi:Fk": ("add_kernel (chain)", 1.5)}
+    for name, (what, limit) in want.items():
+        r = ratios[name]
+        assert r.numerator == f"pygraphrt {what} [abi]" and r.limit == limit and abs(r.value - 1.3) < 1e-12
+        assert r.met == (limit == 1.5)
+        api = ratios[name.replace("abi:", "api:")]
+        assert api.limit is None and api.target == "report"
+    assert not any(n.startswith(("abi:F", "api:F")) and n not in want and n.replace("api:", "abi:") not in want
+                   for n in ratios)
+
+
+def test_compute_group_runs_on_the_simulator(tmp_path):
+    """scripts/bench --group compute --quick end to end on the simulator (its figures describe the
+    simulator, not a GPU: the harness is what is checked): the figures of both quick sizes, the
+    nodes each update touched, the runtime's calls subtracted trial by trial, the target rows and
+    the garbage-collection setting stated."""
     import os
     import subprocess
     import sys
@@ -340,3 +427,43 @@ def test_compute_group_runs_on_the_simulator(tmp_path):
     big = max(compute.QUICK_SIZES)
     assert all(f"{big} nodes" in r["numerator"] for r in ratios.values())
     assert "cg:F" in text and "cg:Ua" in text
+
+
+def test_torch_group_skips_without_torch_saying_why(tmp_path, capsys, monkeypatch):
+    """benchmarks/torch_loop.py (scripts/bench --group torch) needs torch and a GPU: without torch it
+    says so and writes nothing."""
+    from benchmarks import torch_loop
+
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert torch_loop.run(tmp_path, quick=True) == 0
+    assert "torch group skipped" in capsys.readouterr().out and not list(tmp_path.iterdir())
+
+
+def test_the_launch_group_measures_the_floor_beside_pygraphrt_on_the_stub(stub_cudart, tmp_path):
+    """The launch group's ABI-mode child (benchmarks.run --child-mode abi --quick) on the
+    do-nothing libcudart of benchmarks/: the floor contender's figures come out beside pygraphrt's
+    add_empty, add_memset and (a wrapped fake kernel) add_kernel, and the F ratios from them."""
+    import os
+    import subprocess
+    import sys
+
+    import benchmarks.run as run
+
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST="0",
+               PYGRAPHRT_BREAKDOWN_STUB="1", PYTHONPATH=os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "benchmarks.run", str(tmp_path), "--child-mode", "abi", "--quick"],
+                       capture_output=True, text=True, env=env, cwd=str(repo), timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = json.loads((tmp_path / ".figures-abi.json").read_text())
+    assert data["mode"].startswith("abi")
+    figs = {f"{f['name']} [abi]": Figure(f["group"], f["name"], f["trials_us"]) for f in data["figures"]}
+    for what, api, shapes in (("add_empty", "cudaGraphAddEmptyNode", ("chain", "fanout")),
+                              ("add_memset", "cudaGraphAddMemsetNode", ("chain", "fanout")),
+                              ("add_kernel", "cudaGraphAddKernelNode", ("chain",))):
+        for shape in shapes:
+            for name in (f"pygraphrt {what} ({shape}) [abi]", f"floor {api} ({shape}) [abi]",
+                         f"raw cffi {api} ({shape}) [abi]"):
+                assert len(figs[name].trials_us) == 3 and figs[name].median > 0, name
+    names = {r.name for r in run.target_ratios(figs)}
+    assert {"abi:Fa", "abi:Faf", "abi:Fm", "abi:Fmf", "abi:Fk"} <= names

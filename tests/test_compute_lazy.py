@@ -320,3 +320,21 @@ def test_the_explicit_graph_chains_a_nodes_work_and_joins_nodes_at_their_first_a
     assert {(a, b) for a, b, _ in g.graph.edges()} == want
     assert ("b", "c") in {(a.name, b.name) for a, b, _ in g.edges()}  # (so a chain's last node is used)
     assert x.value.to_bytes() == bytes([3]) * NBYTES
+
+
+def test_a_kernel_node_set_on_an_executable_leaves_the_kernels_next_node_its_own_arguments(sim1):
+    """The exec setter packs into the kernel's reused argument buffer, which the kernel's node
+    adder also packs into (skipping values it packed last): a node added after a set has the
+    arguments it was given."""
+    sim.register_kernel("cg_lazy_scratch", lambda ctx, x: None)
+    k = rt.Program('extern "C" __global__ void cg_lazy_scratch(float *x) {}').kernel("cg_lazy_scratch",
+                                                                                     signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    g = rt.Graph()
+    g.add_kernel(k, 1, 1, (a,))
+    n = g.add_kernel(k, 1, 1, (a,))  # (the kernel's adder: packed a last)
+    exe = g.instantiate()
+    exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b,), shared_mem=0)  # packs b into the buffer
+    assert exe._params_kept == []  # (the reused-buffer path: nothing packed kept)
+    m = g.add_kernel(k, 1, 1, (a,))
+    assert m.params["args"][0] == a.ptr and n.params["args"][0] == a.ptr

@@ -104,13 +104,21 @@ def test_random_programs_over_two_devices_sim_vs_sim():
     assert figures["peer"] >= 0.05 * n, figures
 
 
+RECORDS_2DEV = R.load_records(prefix=R.PREFIX_2DEV)
+
+
 @pytest.mark.parametrize("name,program", D.REGRESSIONS_2DEV, ids=[name for name, _ in D.REGRESSIONS_2DEV])
-def test_two_device_regression_programs_on_sim(name, program):
+def test_two_device_regression_programs_on_sim_match_the_gpu_record(name, program):
     """Each runs on a 2-device simulator (sim against sim in a random order), reaches device 1,
-    and raises nothing of Python's own."""
+    raises nothing of Python's own, and gives the outcomes two GPUs gave (the committed
+    regressions2dev-<vendor>-<runtime>.json records, written on a 2-GPU machine)."""
     trace = _check(program)
     assert trace[0] == ("devices", ("ok", 2))
     assert any(t[0] == "on" for t in trace)
+    assert RECORDS_2DEV, f"no 2-GPU record of the two-device regression programs in {R.EXPECTED_DIR}"
+    problems = [p for file, record in RECORDS_2DEV.items()
+                if (p := R.compare_with_record(name, program, trace, record, file)) is not None]
+    assert not problems, "\n\n".join(problems)
 
 
 def test_two_device_programs_need_two_devices():

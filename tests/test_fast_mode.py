@@ -265,7 +265,7 @@ BULK = """
         g.add_nodes([("empty", {}, [i - 1] if i else []) for i in range(100)])
     except errors.GraphRTError as exc:
         print(type(exc).__name__, exc.__notes__)
-    print(len(g.nodes()), len(g._nodes))
+    print(len(g.nodes()), len(g._table()))
 """
 
 

@@ -531,7 +531,7 @@ def test_bulk_nodes_are_made_by_one_loop_and_read_back(fake_hip_set, mode):
         made = g.add_nodes([("empty", None, ["r"]), ("memset", {"dst": buf, "value": 7, "count": 16}, [0]),
                             ("memset", {"dst": buf.ptr + 16, "value": 9, "count": 8}, [1, r]),
                             ("empty", None, [2])], names={"r": r})
-        print(len(g._nodes), lowlevel.backend_object().ffi_mode.split()[0], buf in g._keep)
+        print(len(g._table()), lowlevel.backend_object().ffi_mode.split()[0], buf in g._keep)
         print([n.type.name for n in made], [made[1].params["value"], made[2].params["value"]],
               made[2].params["dst"] - buf.ptr, made[1].params["width"])
         print(sorted(id(d) for d, _ in made[2].dependencies) == sorted([id(made[1]), id(r)]),

@@ -62,7 +62,7 @@ ADD = PROBE + """
         if isinstance(n, str):
             return n
         names.setdefault(n, f"n{len(names)}")
-        ok = g._wrap(n.handle) is n and n.graph is g and n.handle in g._nodes
+        ok = g._wrap(n.handle) is n and n.graph is g and n.handle in g._table()
         return f"{type(n).__name__} {names[n]} deps={[names.get(d, '?') for d, _ in n.dependencies]} {ok}"
     many = [g.add_empty() for _ in range(17)]
     for i, m in enumerate(many):
@@ -120,7 +120,7 @@ ADD = PROBE + """
     case("bulk specs", lambda: [node(n) for n in g.add_nodes([("empty", None, []), ("empty", None, [0]),
                                                               ("memset", {"dst": a, "value": 3, "count": 4}, ["r"]),
                                                               ("empty", None, [1, 2])], names={"r": r})])
-    print("nodes", len(g.nodes()), len(g._nodes))
+    print("nodes", len(g.nodes()), len(g._table()))
     case("full graph", lambda: [g.add_empty(dependencies=[r]) for _ in range(64)])
     case("full graph, memset", lambda: g.add_memset(a, 1, 1))
     g.close()
@@ -209,7 +209,7 @@ KERNEL = PROBE + FAKE_KERNEL + """
         if a <= values[0] < a + 64:  # the probe's own buffer: where in it (addresses differ per run)
             values[0] -= a
         names.setdefault(n, f"n{len(names)}")
-        ok = g._wrap(n.handle) is n and n.handle in g._nodes and p["kernel"] is k
+        ok = g._wrap(n.handle) is n and n.handle in g._table() and p["kernel"] is k
         return (type(n).__name__, names[n], tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], values,
                 [names.get(d, "?") for d, _ in n.dependencies], ok)
     case("first node", lambda: node(g.add_kernel(k, 1, 32, ARGS)))
@@ -341,7 +341,7 @@ NODE_LIST = PROBE + """
     r = g.add_empty()
     made = g.add_nodes([("empty", None, ["r"])] + [("memset", {"dst": a, "value": 1, "count": 4}, [i])
                                                     for i in range(5)], names={"r": r})
-    print("entries before reading", len(g._nodes))
+    print("entries before reading", len(g._table()))
     print(type(made).__name__, len(made), [type(n).__name__ for n in made], repr(made))
     print("one object", made[2] is made[2], made[-1] is made[5], g.nodes()[3] is made[2],
           g._wrap(made[4].handle) is made[4], made[3].dependencies[0][0] is made[2])
@@ -1015,11 +1015,11 @@ LEAKS = """
         print(name, [b - a for a, b in zip(before, refs())], tracemalloc.get_traced_memory()[0] - mem < 50_000)
     before = refs()
     made = [g.add_empty(dependencies=deps) for _ in range(N)]
-    print("add_empty", [b - a for a, b in zip(before, refs())], len(g._nodes) - 2 == N)
+    print("add_empty", [b - a for a, b in zip(before, refs())], len(g._table()) - 2 == N)
     del made
     kept = len(g._keep)
     made = [g.add_kernel(k, 1, 32, kargs, dependencies=deps) for _ in range(N)]
-    print("add_kernel", [b - a for a, b in zip(before, refs())], len(g._nodes) - 2 == 2 * N,
+    print("add_kernel", [b - a for a, b in zip(before, refs())], len(g._table()) - 2 == 2 * N,
           len(g._keep) - kept == 1)  # the kernel, once (plain int arguments: nothing else to keep)
     del made
     g.close()
@@ -1033,11 +1033,11 @@ LEAKS = """
     counts = lambda: [sys.getrefcount(o) for o in (g2, EmptyNode)]
     before = counts()
     bulk = g2.add_nodes([("empty", None)] * N)
-    print("add_nodes", [b - a for a, b in zip(before, counts())], len(g2._nodes))
+    print("add_nodes", [b - a for a, b in zip(before, counts())], len(g2._table()))
     nodes = list(bulk)
-    print("read", [b - a for a, b in zip(before, counts())], len(g2._nodes) == N,
+    print("read", [b - a for a, b in zip(before, counts())], len(g2._table()) == N,
           all(x is y for x, y in zip(nodes, bulk)), len(set(map(id, nodes))) == N,
-          not any(gc.is_tracked(e) for e in g2._nodes.values()))  # entries made in C: untracked
+          not any(gc.is_tracked(e) for e in g2._table().values()))  # entries made in C: untracked
     del nodes, bulk
     gc.collect()
     print("dropped", [b - a for a, b in zip(before, counts())])
@@ -1113,7 +1113,7 @@ NODE_TABLE = """
     root = g.add_empty()
     a = g.add_memset(0x1000, 7, 16, dependencies=[root])
     h = int(a)
-    entry = g._nodes[a._handle]
+    entry = g._table()[a._handle]
     print("entry", type(entry).__name__, gc.is_tracked(entry))
     print("the live object", [n is a for n in g.nodes()], g.nodes()[1].dependencies[0][0] is root)
     w = weakref.ref(a)

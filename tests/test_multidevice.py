@@ -234,6 +234,18 @@ def test_scope_restores_the_previous_device_also_when_the_block_raises(sim2):
     assert rt.current_device() == rt.Device(0)
 
 
+def test_an_exit_without_its_enter_is_refused_and_ends_no_other_scope(sim2):
+    """Found by the generated API calls: Device.__exit__ with no scope open raised IndexError, and
+    with another block's scope open it ended that one."""
+    with pytest.raises(errors.IllegalState, match="not the innermost"):
+        rt.Device(0).__exit__(None, None, None)
+    with rt.Device(1):
+        with pytest.raises(errors.IllegalState):
+            rt.Device(1).__exit__(None, None, None)  # another object: not this block's scope
+        assert rt.current_device() == rt.Device(1)
+    assert rt.current_device() == rt.Device(0)
+
+
 def test_scopes_are_per_thread(sim2):
     seen: list[Any] = []
     entered, release = threading.Event(), threading.Event()

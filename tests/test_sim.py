@@ -326,7 +326,7 @@ def test_destroy_is_each_classes_own_close():
     g = rt.Graph()
     g.add_empty()
     g.destroy()
-    assert not g.is_valid and not g._nodes  # the graph's close() empties its node table
+    assert not g.is_valid and not g._table()  # the graph's close() empties its node table
     s = rt.Stream()
     cap = s.begin_capture()
     with pytest.raises(errors.IllegalState, match="capturing"):

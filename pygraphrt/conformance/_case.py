@@ -4,8 +4,8 @@ A case is a small function written once against pygraphrt's vendor-neutral API.
 It declares, next to its code, what it checks and what must happen::
 
     @case("graph.add_dependencies.duplicate_edge",
-          cite="CUDA Runtime API, Graph Management, cudaGraphAddDependencies: "
-               "returns cudaErrorInvalidValue if the dependency already exists",
+          cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: "
+               "\"Specifying an existing dependency will return an error\"",
           apis=("GraphAddDependencies",),
           raises=errors.InvalidValue)
     def _(t):
@@ -13,6 +13,10 @@ It declares, next to its code, what it checks and what must happen::
         a, b = g.add_empty(), g.add_empty()
         g.add_dependencies([a], [b])
         g.add_dependencies([a], [b])            # the call that must raise
+
+``cite=`` quotes the vendor's documentation: ``<document>[ <version>], <where>: "<the words>"``
+(words outside the double quotes are the author's gloss); ``tests/cite_check.py`` finds each quote
+in the pinned headers' doc comments (the suite's README, "Citations are the documentation's words").
 
 Exactly one of ``expect=`` (the value the case function must return; compared with
 ``==``, so values, tuples, dicts, enums and dataclasses all work) or ``raises=`` (the

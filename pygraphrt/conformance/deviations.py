@@ -48,7 +48,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-__all__ = ["Deviation", "DEVIATIONS", "find", "parse_range", "version_in", "check_table"]
+__all__ = ["Deviation", "DEVIATIONS", "Observation", "OBSERVATIONS", "find", "parse_range", "version_in",
+           "check_table"]
 
 _CLAUSE = re.compile(r"^(>=|<=|==|>|<)?(\d+)\.(\d+|x)$")
 
@@ -203,6 +204,51 @@ DEVIATIONS: tuple[Deviation, ...] = (
                    "control.while.iterations", "control.handle.default_each_launch",
                    "control.handle.default_zero_skips", "control.nested.while_in_if",
                    "control.capture.equals_explicit", "control.update.body_memset_value")),
+)
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A runtime outcome a case expects that the vendor's documentation does not state.
+
+    The case's ``cite=`` then begins ``Observed`` (not a vendor document) and this entry says what
+    was seen, on which runtime and driver versions (as :class:`Deviation`'s ``runtime`` / ``driver``:
+    the points seen) and what the documentation says instead.  ``tests/cite_check.py`` requires an
+    entry for every such case and checks the versions against the committed GPU results.
+    """
+
+    case: str
+    vendor: str
+    runtime: str
+    driver: str
+    observed: str
+    documented: str
+
+
+#: Observations without documentation (issue 38: a cite quotes documentation; what none says is
+#: listed here with the versions it was seen on).
+OBSERVATIONS: tuple[Observation, ...] = (
+    Observation("memory.trim.invalid_device", "cuda", "12.9|13.0|13.5", _DRIVERS,
+                "cudaDeviceGraphMemTrim of a device ordinal that does not exist returns "
+                "cudaErrorInvalidDevice (101)",
+                "the 12.9 and 13.5 headers list only cudaSuccess and cudaErrorInvalidValue"),
+    Observation("kernels.attr.copy_raw_non_kernel", "cuda", "12.9|13.0|13.5", _DRIVERS,
+                "cudaGraphKernelNodeCopyAttributes between a kernel node and a memset node returns "
+                "cudaErrorInvalidValue",
+                "the headers say only that both nodes must have the same context and list cudaSuccess and "
+                "cudaErrorInvalidContext"),
+    *(Observation(case, "cuda", "12.9|13.0|13.5", _DRIVERS,
+                  f"cudaDevice{verb}GraphMemAttribute refuses {what} with cudaErrorInvalidValue",
+                  f"the headers list the valid attributes{extra} and the codes cudaSuccess and cudaErrorInvalidDevice")
+      for case, verb, what, extra in (
+          ("memory.attributes.set_current_refused", "Set", "a current-usage attribute (not settable)", ""),
+          ("memory.attributes.reset_to_nonzero_refused", "Set", "a high watermark set to a value other than 0",
+           " ('High watermark can only be reset to zero')"),
+          ("memory.attributes.unknown_attribute", "Get", "an attribute that is not a cudaGraphMemAttributeType",
+           ""))),
+    Observation("memory.pool.max_size_exceeded", "cuda", "12.9|13.0|13.5", _DRIVERS,
+                "cudaMallocFromPoolAsync beyond the pool's maxSize returns cudaErrorMemoryAllocation (2)",
+                "the headers list cudaErrorOutOfMemory, a name the runtime's enum cudaError does not have"),
 )
 
 

@@ -110,10 +110,71 @@ class GraphExec(Owned):
             kernels[id(kernel)] = kernel
             self._retain([kernel, kernel._owner], self._sinks[0], False)
 
+    @classmethod
+    def wrap(cls, obj: Any, owner: Any = None, *, graph: "Graph | None" = None,
+             allow_fixed_rng: bool = False) -> "GraphExec":
+        """Borrow an executable graph another library made; pygraphrt never destroys it.
+
+        Parameters
+        ----------
+        obj : torch.cuda.CUDAGraph, cuda.core Graph, CUgraphExec / cudaGraphExec_t, or int
+            A torch graph must be made with ``keep_graph=True`` and captured; one not yet
+            instantiated is instantiated through torch (``CUDAGraph.instantiate``, what its first
+            ``replay()`` does).  An int is taken as a ``cudaGraphExec_t`` and trusted.
+        owner : object, optional
+            What keeps it alive (default: ``obj``, unless it is an int); kept as long as the
+            returned object.
+        graph : Graph, optional
+            The graph it was instantiated from, for :attr:`graph` and the per-node setters
+            (a torch graph's is found: ``Graph.wrap(obj)``).
+        allow_fixed_rng : bool
+            A torch graph that draws (or may draw) random numbers repeats its draws when launched
+            other than through torch's ``replay()``: refused
+            (``pygraphrt.errors.FixedRandomness``) unless True, which warns instead.
+
+        Raises
+        ------
+        InvalidValue
+            ``obj`` holds no executable graph pygraphrt can find, naming what was given.
+        FixedRandomness
+            See ``allow_fixed_rng``.
+        """
+        from .. import _runtime
+        from ._foreign import exec_handle
+        from ._graph import Graph
+
+        value, graph_value = exec_handle(obj, "GraphExec.wrap", allow_fixed_rng)
+        if owner is None and not isinstance(obj, int):
+            owner = obj
+        b = _runtime.active()
+        if graph is None and graph_value is not None:
+            graph = Graph.wrap(obj, owner)
+        if graph is not None:
+            if not isinstance(graph, Graph) or graph._backend is not b:
+                raise errors.InvalidValue("GraphExec.wrap", detail=f"graph must be a Graph of the active backend, "
+                                                                   f"got {graph!r}")
+        self = cls.__new__(cls)
+        Owned.__init__(self, b, b.ffi.cast(f"{b.ops.prefix}GraphExec_t", value), False,
+                       keep=[graph._keep if graph is not None else None, owner])
+        self._launch_fn = b.ops.hot_fn("GraphLaunch")
+        self._last_stream = None
+        self._graph = graph  # type: ignore[assignment]
+        self._kernel_devices = None
+        self._sinks = [graph._sink] if graph is not None else []
+        self._params_slot = {}
+        self._params_kept = []
+        self._host_payloads = ()
+        self._host_sinks = ()
+        return self
+
     @property
     def graph(self) -> "Graph":
         """The graph this executable graph was instantiated from."""
-        return self._graph
+        g = self._graph
+        if g is None:
+            raise errors.InvalidValue("GraphExec.graph", detail="this executable graph was wrapped from a handle "
+                                                                "without its graph (GraphExec.wrap(..., graph=))")
+        return g
 
     @property
     def id(self) -> int:
@@ -233,6 +294,11 @@ class GraphExec(Owned):
         from ._graph import Graph
 
         self._same_backend(graph, "GraphExec.update", Graph)
+        if "_draws" in graph.__dict__:
+            from ._foreign import check_draws
+
+            check_draws(graph.__dict__["_draws"], "GraphExec.update", "through a pygraphrt executable graph",
+                        False)
         ops = self._backend.ops
         devices = self._kernel_devices
         if devices is not None or "_node_devices" in graph.__dict__:  # (several devices: before the runtime)

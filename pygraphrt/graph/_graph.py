@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial as _partial
 from struct import error as _StructError
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from weakref import ReferenceType as _WeakRef
@@ -31,13 +32,15 @@ _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it
 
 
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
+_Kernel: Any = None  # kernels.Kernel, set with _kernel_nodes (add_kernel's hot dispatch tests it)
 
 
 def _load_kernel_nodes() -> Any:
-    global _kernel_nodes
+    global _kernel_nodes, _Kernel
     from . import _kernel
 
     _kernel_nodes = _kernel
+    _Kernel = _kernel.Kernel
     return _kernel
 
 
@@ -150,6 +153,11 @@ class Graph(Owned):
         # by _wrap; nodes with state of their own (ConditionalNode) are only made by Python
         # code, which keeps them strongly.  Read entries with _live.
         self._nodes: dict[Any, Node | _WeakRef[Node]] = {}
+        # Nodes the Python add methods made and not yet entered in the table (a list append
+        # costs a fraction of a dict entry keyed by a cffi pointer, and a graph built to be
+        # instantiated may never read its table): _table() enters them.  Everything that reads
+        # the table reads it through _table(); only the compiled add methods write it directly.
+        self._fresh: list[Node] = []
         # Scratch cells reused by node creation (graphs are not thread-safe in the
         # runtime either: one graph must not be modified from two threads at once).
         ffi, prefix = backend.ffi, backend.ops.prefix
@@ -166,6 +174,11 @@ class Graph(Owned):
         except errors.GraphRTError:
             self._empty_fn = None
         self._memset: Any = None  # the memset-params cell (_make_memset_cell), made on first use
+        self._memset_fn: Any = None  # (and its function, with it)
+        # The plain (dst, value, count, element_size, height, pitch) objects add_memset last packed
+        # into the cell's struct, and the struct; None when it holds anything else (whoever else
+        # writes it -- the generic validation, add_nodes' loop -- sets None).
+        self._memset_last: tuple[Any, ...] | None = None
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
         # add_nodes' results whose entries are still handles (see _nodelist), told when
@@ -176,6 +189,49 @@ class Graph(Owned):
     def _borrow(cls, handle: Any, owner: Any) -> "Graph":
         return cls._adopt(handle, False, owner)
 
+    @classmethod
+    def wrap(cls, obj: Any, owner: Any = None) -> "Graph":
+        """Borrow a graph another library made; pygraphrt never destroys it.
+
+        Parameters
+        ----------
+        obj : torch.cuda.CUDAGraph, cuda.core graph definition, CUgraph / cudaGraph_t, or int
+            A torch graph must be made with ``keep_graph=True`` and captured (its
+            ``raw_cuda_graph()``); an int is taken as a ``cudaGraph_t`` handle and trusted (the
+            runtime cannot tell a live handle from a stale one).
+        owner : object, optional
+            What keeps the foreign graph alive (default: ``obj``, unless it is an int).  The
+            returned Graph, every executable graph instantiated from it and every graph holding
+            it as a child node keep ``owner`` alive.
+
+        Returns
+        -------
+        Graph
+            Nodes and edges read back as for any graph; clone, instantiate, launch and
+            ``GraphExec.update`` work on it.  A torch graph that draws (or may draw) random
+            numbers is refused as a child node and by ``instantiate`` unless
+            ``allow_fixed_rng=True`` (see ``pygraphrt.errors.FixedRandomness``).
+
+        Raises
+        ------
+        InvalidValue
+            ``obj`` holds no graph pygraphrt can find (a torch graph made without
+            ``keep_graph=True``, not captured or reset; a CuPy graph, whose handles Python cannot
+            read; anything else), naming what was given.
+        """
+        from ._foreign import graph_handle
+
+        value, draws = graph_handle(obj, "Graph.wrap")
+        if owner is None and not isinstance(obj, int):
+            owner = obj
+        b = _runtime.active()
+        g = cls._borrow(b.ffi.cast(f"{b.ops.prefix}Graph_t", value), owner)
+        g._keep.append(owner)  # (what holds it as a child, or instantiates it, keeps the owner too)
+        g.__dict__["_foreign"] = True
+        if draws is not None:
+            g.__dict__["_draws"] = draws
+        return g
+
     def _conditional_owner(self) -> Any:
         """The conditional node this graph is a body of -- directly, or through child graphs and
         nested bodies (the outermost one) -- else None."""
@@ -184,15 +240,30 @@ class Graph(Owned):
         while owner is not None:
             if getattr(owner, "_cond", None) is not None:
                 found = owner
-            owner = getattr(owner._graph, "_owner", None)
+            # (a wrapped graph's owner is another library's object, with no _graph)
+            owner = getattr(getattr(owner, "_graph", None), "_owner", None)
         return found
 
     def close(self) -> None:
         """Destroy the graph now.  Executable graphs made from it stay usable."""
         super().close()
         self._nodes.clear()
+        self._fresh.clear()
 
     # -- node table ---------------------------------------------------------
+    def _table(self) -> dict[Any, Node | _WeakRef[Node]]:
+        """The node table (handle -> node or weak reference), the nodes made since it was last
+        read (``_fresh``) entered first."""
+        fresh = self._fresh
+        nodes = self._nodes
+        if fresh:
+            for node in fresh:
+                h = node._handle
+                if h is not None:
+                    nodes[h] = node
+            fresh.clear()
+        return nodes
+
     def _node_type(self, handle: Any) -> NodeType:
         ops = self._backend.ops
         out = self._backend.ffi.new(f"enum {ops.prefix}GraphNodeType *")
@@ -214,7 +285,7 @@ class Graph(Owned):
 
     def _wrap(self, handle: Any, cls: type[Node] | None = None) -> Node:
         """The one Python object of a node handle (``cls`` when the caller knows the type)."""
-        node = _live(self._nodes.get(handle))
+        node = _live(self._table().get(handle))
         if node is None:
             if cls is None:
                 cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)
@@ -225,7 +296,7 @@ class Graph(Owned):
     def _forget(self, handle: Any) -> None:
         """Node ``handle`` was destroyed: out of the node table and the bulk lists (whose entry
         for it becomes the table's object, if there was one, else a destroyed node)."""
-        node = _live(self._nodes.pop(handle, None))
+        node = _live(self._table().pop(handle, None))
         if self._node_lists:
             from ._readback import _addr
 
@@ -237,7 +308,7 @@ class Graph(Owned):
         """The runtime's nodes are now ``alive`` (handles; recapture): every other node of the
         table and the bulk lists is gone, its object (if any) destroyed."""
         gone = {}
-        for h in [h for h in self._nodes if h not in alive]:
+        for h in [h for h in self._table() if h not in alive]:
             node = gone[h] = _live(self._nodes.pop(h))
             if node is not None:
                 node._handle = None
@@ -264,7 +335,7 @@ class Graph(Owned):
         compiled adds enter theirs (the list keeps it)."""
         b = self._backend
         handle = b.ffi.cast(f"{b.ops.prefix}GraphNode_t", address)
-        node = _live(self._nodes.get(handle))
+        node = _live(self._table().get(handle))
         if node is None:
             node = _new(cls)
             node._graph = self
@@ -277,6 +348,12 @@ class Graph(Owned):
         """The graph's memset-params cell (``_params.memset_packer``: struct, pack, pack_at),
         made on first use: add_memset's, and the bulk loops'."""
         b = self._backend
+        # add_memset's function, read without _Calls' lookup hook (None: the runtime lacks it,
+        # and _Calls raises saying so, at the call)
+        try:
+            self._memset_fn = self._calls.GraphAddMemsetNode
+        except errors.GraphRTError:
+            self._memset_fn = None
         self._memset = _params.memset_packer(b.ffi, b.ops.memset_params_type)
         return self._memset
 
@@ -317,7 +394,7 @@ class Graph(Owned):
         node._handle = node_handle
         if cls is ConditionalNode:
             node._cond = None  # type: ignore[attr-defined]
-        self._nodes[node_handle] = node
+        self._fresh.append(node)
         if self._backend.several:  # several devices in use: where it runs (multidevice.node_device)
             _record_node(self, node)
         return node
@@ -385,7 +462,7 @@ class Graph(Owned):
         # The hot path of explicit building, inlined: a list/tuple of at most one live
         # node of this graph, no edge data.  Anything else takes _add.
         h = self._handle
-        t = type(dependencies)
+        t = dependencies.__class__
         if edges is None and h is not None and (t is list or t is tuple):
             n = len(dependencies)  # type: ignore[arg-type]
             if n == 1:
@@ -406,8 +483,8 @@ class Graph(Owned):
                         # _new_node, inlined: a Python call costs a fifth of this path
                         node = _new(EmptyNode)
                         node._graph = self
-                        node._handle = nh = out[0]
-                        self._nodes[nh] = node
+                        node._handle = out[0]
+                        self._fresh.append(node)
                         if self._backend.several:
                             _record_node(self, node)
                         return node
@@ -420,63 +497,87 @@ class Graph(Owned):
 
         ``device``: the device the node runs on (made with it current; default: the current
         device) -- the same keyword on every ``add_*`` that makes device work."""
-        if device is not None:
-            return _placed(self, device, "add_memset", lambda: self.add_memset(
-                dst, value, count, element_size=element_size, height=height, pitch=pitch,
+        # The struct holds the last plain values this method packed (their checks passed then):
+        # the same objects again -- a loop's constants -- are neither checked nor packed again;
+        # only a buffer's being open is.  (Identity, not equality: True == 1 and 0.0 == 0 must
+        # still take the checks that refuse them.)  last: those six objects and the struct.
+        last = self._memset_last
+        if (last is not None and dst is last[0] and value is last[1] and count is last[2]
+                and element_size is last[3] and height is last[4] and pitch is last[5] and device is None
+                and (dst.__class__ is int or dst._handle is not None)):
+            p = last[6]
+        elif device is not None:
+            # (a partial, not a lambda: a closure would make every argument a cell variable,
+            # created on every call of this method, the hot ones included)
+            return _placed(self, device, "add_memset", _partial(
+                self.add_memset, dst, value, count, element_size=element_size, height=height, pitch=pitch,
                 dependencies=dependencies, edges=edges))
-        # The runtime copies the parameters when it makes the node: one struct per graph,
-        # refilled each time.  Plain ints and pygraphrt buffers are written directly;
-        # anything else (and every error) takes the generic validation.
-        p, pack, _ = self._memset or self._make_memset_cell()
-        limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
-        if (limit is not None and type(value) is int and value < limit and type(count) is int
-                and type(height) is int and type(pitch) is int):
-            # The lower bounds and the fields' own upper bounds are pack's: it refuses a value
-            # that does not fit its field (struct.error; OverflowError where HIP's layout is
-            # written by cffi), and the generic validation then says what is wrong.
-            td = type(dst)
-            try:
-                if td is int:
-                    pack(dst, value, element_size, count, height, pitch)
-                elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
-                    pack(dst._address, value, element_size, count, height, pitch)
-                    keep = self._keep  # buffers given as objects live as long as the graph
-                    if not keep or keep[-1] is not dst:
-                        _keep_alive(keep, dst)
-                else:
+        else:
+            # The runtime copies the parameters when it makes the node: one struct per graph,
+            # refilled each time.  Plain ints and pygraphrt buffers are written directly;
+            # anything else (and every error) takes the generic validation.
+            p, pack, _ = self._memset or self._make_memset_cell()
+            self._memset_last = None  # (until pack has written every field)
+            limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
+            if (limit is not None and type(value) is int and value < limit and type(count) is int
+                    and type(height) is int and type(pitch) is int):
+                # The lower bounds and the fields' own upper bounds are pack's: it refuses a value
+                # that does not fit its field (struct.error; OverflowError where HIP's layout is
+                # written by cffi), and the generic validation then says what is wrong.
+                td = type(dst)
+                try:
+                    if td is int:
+                        pack(dst, value, element_size, count, height, pitch)
+                    elif td is DeviceBuffer and dst._handle is not None and dst._backend is self._backend:
+                        pack(dst._address, value, element_size, count, height, pitch)
+                        keep = self._keep  # buffers given as objects live as long as the graph
+                        if not keep or keep[-1] is not dst:
+                            _keep_alive(keep, dst)
+                    else:
+                        td = None
+                except (_StructError, OverflowError):
                     td = None
-            except (_StructError, OverflowError):
-                td = None
-            if td is None:
+                if td is None:
+                    _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
+                                          what="add_memset")
+                    self._keep_operand(dst)
+                else:
+                    self._memset_last = (dst, value, count, element_size, height, pitch, p)
+            else:
                 _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                       what="add_memset")
                 self._keep_operand(dst)
-            # Inlined as in add_empty: at most one live dependency of this graph, no edge data.
-            h = self._handle
-            t = type(dependencies)
-            if edges is None and h is not None and (t is list or t is tuple):
-                n = len(dependencies)  # type: ignore[arg-type]
-                arr = None
-                if n == 1:
-                    d = dependencies[0]  # type: ignore[index]
-                    if isinstance(d, Node) and d._graph is self and d._handle is not None:
-                        arr = self._dep1
-                        arr[0] = d._handle
-                elif n == 0:
-                    arr = self._backend.ffi.NULL
-                if arr is not None:
-                    out = self._out1
-                    rc = self._calls.GraphAddMemsetNode(out, h, arr, n, p)
+                return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
+        # Inlined as in add_empty: at most one live dependency of this graph, no edge data.
+        h = self._handle
+        t = dependencies.__class__
+        fn = self._memset_fn
+        if edges is None and h is not None and (t is list or t is tuple) and fn is not None:
+            n = len(dependencies)  # type: ignore[arg-type]
+            arr = None
+            if n == 1:
+                d = dependencies[0]  # type: ignore[index]
+                if isinstance(d, Node) and d._graph is self and d._handle is not None:
+                    arr = self._dep1
+                    arr[0] = d._handle
+            elif n == 0:
+                arr = self._backend.ffi.NULL
+            if arr is not None:
+                out = self._out1
+                rc = fn(out, h, arr, n, p)
+                if rc:
+                    rc = self._calls.refused("GraphAddMemsetNode", rc, out, h, arr, n, p)
                     if rc:
-                        rc = self._calls.refused("GraphAddMemsetNode", rc, out, h, arr, n, p)
-                        if rc:
-                            ops = self._backend.ops
-                            raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
-                    return self._new_node(MemsetNode, out[0])
-        else:
-            _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
-                                  what="add_memset")
-            self._keep_operand(dst)
+                        ops = self._backend.ops
+                        raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
+                # _new_node, inlined (as in add_empty)
+                node = _new(MemsetNode)
+                node._graph = self
+                node._handle = out[0]
+                self._fresh.append(node)
+                if self._backend.several:
+                    _record_node(self, node)
+                return node
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,
@@ -534,11 +635,26 @@ class Graph(Owned):
         return self._add("GraphAddHostNode", dependencies, edges, p, cls=HostNode)
 
     def add_child_graph(self, child: "Graph", *, dependencies: Iterable[Node] | None = None,
-                        edges: Sequence[EdgeData] | None = None) -> Node:
-        """Embed a copy of ``child`` (its operands are retained here too)."""
+                        edges: Sequence[EdgeData] | None = None, allow_fixed_rng: bool = False) -> Node:
+        """Embed a copy of ``child`` (its operands are retained here too).
+
+        In a conditional node's body (directly or through child graphs) the child may hold
+        only kernel, empty, child-graph, memset, memcpy and conditional nodes; a wrapped
+        (foreign) child holds no memory allocation or free nodes: either is refused naming
+        the node type.  A child that draws (or may draw) torch random numbers would repeat its
+        draws on every launch: refused (``pygraphrt.errors.FixedRandomness``) unless
+        ``allow_fixed_rng=True``, which warns instead.
+        """
         self._same_backend(child, "add_child_graph", Graph)
         if child is self:
             raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
+        in_body = self._owner is not None and self._conditional_owner() is not None
+        if in_body or "_foreign" in child.__dict__:
+            from ._foreign import check_child_nodes, check_draws, draws_of
+
+            check_child_nodes(child, "Graph.add_child_graph", in_body)
+            check_draws(draws_of(child), "Graph.add_child_graph",
+                        "in a conditional body" if in_body else "as a child graph node", allow_fixed_rng)
         self._keep.append(child._keep)
         return self._add("GraphAddChildGraphNode", dependencies, edges, child.handle, cls=ChildGraphNode)
 
@@ -713,12 +829,19 @@ class Graph(Owned):
             device's, without peer access enabled through pygraphrt, is refused (the kernel
             would fault on the GPU).
         """
+        # A kernel with a hot adder (its later nodes: graph/_kernel.build_adder) goes straight
+        # to it, as _kernel.add would send it (a Python call less on the hot path).
+        if (device is None and edges is None and attributes is None and kernel.__class__ is _Kernel
+                and not self._backend.several):
+            hot = kernel._node_hot
+            if hot:
+                return hot(self, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
         if device is not None:
             from ..multidevice import check_kernel_buffers
 
             check_kernel_buffers(self._backend, device, args, "Graph.add_kernel")
-            return _placed(self, device, "add_kernel", lambda: self.add_kernel(
-                kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes,
+            return _placed(self, device, "add_kernel", _partial(  # (a partial: see add_memset)
+                self.add_kernel, kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes,
                 dependencies=dependencies, edges=edges))
         if self._backend.several:  # several devices in use: checked for the current device
             from ..multidevice import check_launch, launch_device
@@ -931,6 +1054,9 @@ class Graph(Owned):
         self._backend.ops.call("GraphClone", out, self.handle)
         g = Graph._adopt(out[0])
         g._keep.append(self._keep)
+        if "_draws" in self.__dict__:  # (a copy draws as the original does)
+            g.__dict__["_draws"] = self.__dict__["_draws"]
+            g.__dict__["_foreign"] = True
         return g
 
     def find_clone(self, node: Node, clone: "Graph") -> Node:
@@ -1039,9 +1165,21 @@ class Graph(Owned):
     # -- instantiate ---------------------------------------------------------
     def instantiate(self, flags: InstantiateFlags = InstantiateFlags.NONE, *,
                     upload_stream: Stream | None = None, auto_free_on_launch: bool = False,
-                    use_node_priority: bool = False, device_launch: bool = False) -> "GraphExec":
-        """Make an executable graph.  ``upload_stream`` uploads it right away."""
+                    use_node_priority: bool = False, device_launch: bool = False,
+                    allow_fixed_rng: bool = False) -> "GraphExec":
+        """Make an executable graph.  ``upload_stream`` uploads it right away.
+
+        A wrapped torch graph that draws (or may draw) random numbers is refused
+        (``pygraphrt.errors.FixedRandomness``: its launches would repeat the same draws) unless
+        ``allow_fixed_rng=True``, which warns instead.
+        """
         from ._exec import GraphExec
+
+        if "_draws" in self.__dict__:
+            from ._foreign import check_draws
+
+            check_draws(self.__dict__["_draws"], "Graph.instantiate", "through its pygraphrt executable graph",
+                        allow_fixed_rng)
 
         f = flag_set(InstantiateFlags, flags, "Graph.instantiate")
         if auto_free_on_launch:

@@ -22,7 +22,7 @@ from .. import errors
 from .._operands import device_address
 from .._operands import keep as keep_alive
 from ..enums import EdgeData
-from ..kernels._hot import argument_lines, c_layout, memory_types
+from ..kernels._hot import _KIND_FLOAT, argument_lines, c_layout, memory_types
 from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
@@ -172,13 +172,14 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "    if (h is None or graph._backend is not backend or kernel._func is None"
         + (" or library._handle is None" if library is not None else "")
         + " or grid.__class__ is not int or block.__class__ is not int or smem.__class__ is not int"
-        " or not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296)"
         f" or (ta is not tuple and ta is not list) or len(args) != {len(kinds)}):",
         f"        {slow}",
     ]
     lines, values = argument_lines(kinds, slow)
     body += lines
     vals = ", ".join(values)
+    same_values = " and ".join(f"{v} {'is' if k == _KIND_FLOAT else '=='} last[{i}]" for i, (v, k) in enumerate(zip(values, kinds))) \
+        or "True"
     pointers = [v for v, k in zip(values, kinds) if k == 0]
     body += [
         # the dependencies: none, or a live node of this graph (checked here), or more (checked
@@ -195,15 +196,28 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "            if not isinstance(d, Node) or d._graph is not graph or d._handle is None:",
         f"                {slow}",
         "    scratch = pool.pop() if pool else new_scratch(graph, kernel)",
+        "    node = None",
         "    try:",
+        # the launch dimensions are in range where they equal what the struct holds (ints, as
+        # checked above): checked only when they change, and written then
+        "        key = (grid, block, smem)",
+        "        same = scratch[3] == key",
         "        try:",
-        f"            pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        "            if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
+        "                raise StructError  # (out of range: the general path says which)",
+        # the buffer holds the values packed last (scratch[4]; None: unknown): the same again
+        # are not packed again (pointers and ints by value, exact ints; floats by identity:
+        # 0.0 == -0.0)
+        "            last = scratch[4]",
+        f"            if last is None or not ({same_values}):",
+        "                scratch[4] = None",
+        f"                pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        f"                scratch[4] = ({vals}{',' if len(values) == 1 else ''})",
         "        except (StructError, OverflowError):",
-        "            node = None",
+        "            pass",
         "        else:",
         "            p = scratch[1]",
-        "            key = (grid, block, smem)",
-        "            if scratch[3] != key:  # written only when they change",
+        "            if not same:  # written only when they change",
         "                scratch[3] = None  # (until every field is written)",
         "                p.func = kernel._func",
         "                dims = p.gridDim",
@@ -227,8 +241,8 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "                    raise error(rc, NAME)",
         "            node = new(KernelNode)",
         "            node._graph = graph",
-        "            node._handle = nh = out[0]",
-        "            graph._nodes[nh] = node",
+        "            node._handle = out[0]",
+        "            graph._fresh.append(node)",
         "    finally:",
         "        pool.append(scratch)",
         "    if node is None:",
@@ -237,7 +251,20 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         # (which keeps its library), as _add_reusing_scratch does
         "    kept = graph._keep",
     ]
-    for v, a in ((v, "a" + v[1:]) for v in pointers):
+    names = ["a" + v[1:] for v in pointers]
+    # The common case of a loop: every pointer given as an object, distinct, and the keep list
+    # ending with them, in order, and the kernel -- what this function leaves it as -- so
+    # nothing is to be kept; tested first, in one condition.
+    tail = [f"kept[{-2 - i}] is {a}" for i, a in enumerate(reversed(names))]
+    body += [
+        "    try:",
+        "        done = (" + " and ".join([f"p{a[1:]} is not {a}" for a in names] + ["kept[-1] is kernel"] + tail) + ")",
+        "    except IndexError:",
+        "        done = False",
+        "    if done:",
+        "        return node",
+    ]
+    for v, a in zip(pointers, names):
         body += [f"    if {v} is not {a} and {a} is not None and (not kept or kept[-1] is not {a}):",
                  f"        keep_alive(kept, {a})"]
     body += [
@@ -282,6 +309,7 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     scratch = pool.pop() if pool else _new_node_scratch(graph, k)
     try:
         try:
+            scratch[4] = None  # (the values build_adder's function packed last are gone)
             sig._struct.pack_into(scratch[0], 0, *values)
         except (struct.error, OverflowError):
             return None
@@ -337,6 +365,7 @@ def set_in_exec_reusing_scratch(exe: Any, node_handle: Any, kernel: Any, grid: A
     scratch = pool.pop() if pool else _new_node_scratch(graph, kernel)
     try:
         try:
+            scratch[4] = None  # (the values build_adder's function packed last are gone)
             sig._struct.pack_into(scratch[0], 0, *fast[0])
         except (struct.error, OverflowError):
             return False
@@ -359,13 +388,14 @@ def set_in_exec_reusing_scratch(exe: Any, node_handle: Any, kernel: Any, grid: A
 
 def _new_node_scratch(graph: "Graph", k: Kernel) -> list[Any]:
     """[writable view of an argument buffer, kernel-node parameter struct whose argument array
-    points into it, the array, (handle, grid, block, shared memory) the struct holds or None]
+    points into it, the array, (grid, block, shared memory) the struct holds or None, the values
+    build_adder's function packed into the buffer last or None]
     for :func:`_add_reusing_scratch`: the launch's buffer and array (``Kernel._new_scratch``,
     which keeps the buffer) with a parameter struct."""
     view, argv = k._new_scratch(k.signature)  # type: ignore[arg-type]
     p = graph._backend.ffi.new(f"{graph._backend.ops.kernel_params_type} *")
     p.kernelParams = argv
-    return [view, p, argv, None]
+    return [view, p, argv, None, None]
 
 
 def read(node: "KernelNode") -> dict[str, Any]:

@@ -23,7 +23,8 @@ from ..enums import NodeType
 def memset_fields(backend: Any, target: Any, dst: Any, value: int, count: int,
                   element_size: int = 1, height: int = 1, pitch: int = 0, what: str = "memset") -> None:
     """Validate and write memset parameters (dst, value, elementSize, width, height, pitch)."""
-    if element_size not in (1, 2, 4):
+    # (an int: 1.0 equals 1, and then 1 << 8.0 raised TypeError)
+    if not isinstance(element_size, int) or isinstance(element_size, bool) or element_size not in (1, 2, 4):
         raise errors.InvalidValue(what, detail="element_size must be 1, 2 or 4")
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 1 << (8 * element_size):
         raise errors.InvalidValue(what, detail=f"value {value!r} does not fit {element_size} byte(s)")

@@ -556,7 +556,7 @@ def test_bulk_nodes_run_and_are_made_when_read(stream, bufs):
     looped = not backend.ffi_mode.startswith("sim")  # the C loop (compiled) or the Python loop (ABI)
     assert looped == (_hot.bulk_adder(backend) is not None or backend.ffi_mode.startswith("abi"))
     assert isinstance(made, NodeList) and len(made) == n + 3
-    assert len(g._nodes) == (0 if looped else n + 3)  # no node object until read
+    assert len(g._table()) == (0 if looped else n + 3)  # no node object until read
     listed = g.nodes()
     assert sorted(map(id, listed)) == sorted(map(id, made)) and made[7] is made[7]
     assert [x.type for x in made] == [NodeType.EMPTY] + [NodeType.MEMSET] * (n + 1) + [NodeType.EMPTY]

@@ -136,3 +136,32 @@ def test_record_regression_outcomes(tmp_path):
     os.makedirs(directory, exist_ok=True)
     path = write_record(directory, record)
     print(f"recorded {len(traces)} regression programs to {path}")
+
+
+def test_record_two_device_regression_outcomes(tmp_path):
+    """As test_record_regression_outcomes, for the programs over two devices (REGRESSIONS_2DEV),
+    on a 2-GPU machine: ``regressions2dev-<vendor>-<runtime>.json``, which
+    tests/test_differential_cpu.py holds the 2-device simulator to."""
+    import pygraphrt
+    from ..conftest import require_devices
+
+    require_devices(2)
+    info = pygraphrt.backend()
+    assert info.vendor != "sim", "the record is the real runtime's"
+    traces = {}
+    for name, program in D.REGRESSIONS_2DEV:
+        _announce(program)
+        trace = D.run_program(program, info.vendor)
+        py = internal_errors(trace)
+        assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) in {name}:\n{trace!r}"
+        traces[name] = (program, trace)
+    device = pygraphrt.current_device().info().name
+    record = make_record(info.vendor, info.runtime_version_str, info.runtime_version, info.driver_version,
+                         f"2 x {device}", traces)
+    directory = os.environ.get("PYGRAPHRT_REGRESSION_RECORD_DIR") or os.environ.get("PYGRAPHRT_GPU_REPORT_DIR") \
+        or str(tmp_path)
+    os.makedirs(directory, exist_ok=True)
+    from ..regression_record import PREFIX_2DEV
+
+    path = write_record(directory, record, PREFIX_2DEV)
+    print(f"recorded {len(traces)} two-device regression programs to {path}")

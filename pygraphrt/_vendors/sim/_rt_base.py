@@ -248,9 +248,15 @@ class RuntimeBase:
             out += [c for c in self.captures if not c.ended and c.thread != me and c.mode == GLOBAL]
         return out
 
-    def _unsafe(self, what: str) -> None:
-        """A potentially unsafe call (synchronous allocation, copy, synchronization or query)."""
+    def _unsafe(self, what: str, device: int | None = None) -> None:
+        """A potentially unsafe call (synchronous allocation, copy, synchronization or query).
+        ``device``: a call that concerns one device only (cudaDeviceSynchronize), which only
+        captures on that device's streams prohibit -- CUDA 13.0 on two H200s synchronizes device
+        0 while a stream of device 1 captures, in either mode (the 2-device differential test,
+        regression gpu-2dev-device-sync-beside-a-capture)."""
         caps = self._prohibiting()
+        if device is not None:
+            caps = [c for c in caps if any(s.device == device for s in c.streams)]
         if caps:
             for c in caps:
                 c.invalidate(f"{what} during {c.describe()}")

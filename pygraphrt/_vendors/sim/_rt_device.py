@@ -81,5 +81,5 @@ class DeviceSection(RuntimeBase):
                 c.invalidate("cudaDeviceSynchronize during the capture")
             raise SimError("StreamCaptureUnsupported", "synchronizing the device is not permitted while "
                            f"{', '.join(c.describe() for c in caps)} is in progress on it; invalidated")
-        self._unsafe("cudaDeviceSynchronize")
+        self._unsafe("cudaDeviceSynchronize", device=d)
         self._after_sync(d)

@@ -364,8 +364,11 @@ def _register(id: str, doc: str, fn: Callable[[CaseContext], Any], **kw: Any) ->
 
 # ============================================================================ begin / end
 @case("capture.begin_end.empty_capture",
-      cite=BEGIN + "all operations pushed into a capturing stream are captured into the graph "
-                   "cudaStreamEndCapture returns; with none, that graph has no nodes",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+           "capture mode, all operations pushed into the stream will not be executed, but will instead "
+           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- all operations "
+           "pushed into a capturing stream are captured into the graph cudaStreamEndCapture returns; "
+           "with none, that graph has no nodes",
       apis=BEGIN_END + ("GraphGetNodes",), expect=0)
 def _(t: CaseContext) -> Any:
     """A capture with no work ends with an empty graph (the count GraphGetNodes writes)."""
@@ -391,7 +394,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.explicit_form",
-      cite=END + "ends capture on the stream, returning the captured graph",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
+           "returning the captured graph\" -- ends capture on the stream, returning the captured graph",
       apis=BEGIN_END, expect=(True, (NodeType.MEMSET,)))
 def _(t: CaseContext) -> Any:
     """``begin_capture()`` / ``end()``: end returns the graph, also kept as ``cap.graph``."""
@@ -422,7 +426,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.host_function_not_run",
-      cite=BEGIN + "operations pushed into a capturing stream are not executed",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+           "capture mode, all operations pushed into the stream will not be executed, but will instead "
+           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- operations "
+           "pushed into a capturing stream are not executed",
       apis=BEGIN_END + ("LaunchHostFunc",), expect=((NodeType.HOST,), 0))
 def _(t: CaseContext) -> Any:
     """A captured host function is not called at capture time; it becomes a host node."""
@@ -434,7 +441,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.graph_executes_captured_work",
-      cite=END + "the graph returned holds the captured work; launching it executes that work",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
+           "mode, all operations pushed into the stream will not be executed, but will instead be "
+           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- the graph "
+           "returned holds the captured work; launching it executes that work",
       apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync", "GraphInstantiateWithFlags", "GraphLaunch"),
       expect=(b"\x22" * 8, b"\x22" * 8))
 def _(t: CaseContext) -> Any:
@@ -452,8 +462,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.stream_reusable",
-      cite=BEGIN + "capture may be initiated if the stream is not already in capture mode, "
-                   "e.g. again after cudaStreamEndCapture",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
+           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
+           "already in capture mode\" -- capture may be initiated if the stream is not already in capture "
+           "mode, e.g. again after cudaStreamEndCapture",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), (NodeType.MEMCPY,)))
 def _(t: CaseContext) -> Any:
     """Two captures one after the other on the same stream give two separate graphs."""
@@ -466,7 +478,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.stream_executes_after_end",
-      cite=END + "cudaStreamEndCapture takes the stream out of capture mode: later work executes",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
+           "mode, all operations pushed into the stream will not be executed, but will instead be "
+           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- "
+           "cudaStreamEndCapture takes the stream out of capture mode: later work executes",
       apis=BEGIN_END + ("MemsetAsync",), expect=b"\x33" * 8)
 def _(t: CaseContext) -> Any:
     """After the capture ended, work on the stream executes again."""
@@ -507,7 +522,9 @@ def _(t: CaseContext) -> Any:
 # unsure: CUDA's return value for ending a capture that was never begun is not listed in the
 # reference (HIP returns hipErrorIllegalState); cudaErrorIllegalState expected.
 @case("capture.begin_end.raw_end_without_begin",
-      cite=END + "capture must have been initiated on the stream via a call to cudaStreamBeginCapture",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Capture must have been "
+           "initiated on stream via a call to cudaStreamBeginCapture\" -- capture must have been "
+           "initiated on the stream via a call to cudaStreamBeginCapture",
       apis=("StreamEndCapture",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
     """The runtime refuses ``StreamEndCapture`` on a stream that is not capturing."""
@@ -529,8 +546,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.abort_discards",
-      cite=END + "ending a capture takes the stream out of capture mode; pygraphrt's abort() ends "
-                 "it and discards the graph",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
+           "returning the captured graph\" -- ending a capture takes the stream out of capture mode; "
+           "pygraphrt's abort() ends it and discards the graph",
       apis=BEGIN_END, expect=(CaptureStatus.NONE, None))
 def _(t: CaseContext) -> Any:
     """``abort()`` leaves the stream not capturing and produces no graph."""
@@ -543,9 +561,9 @@ def _(t: CaseContext) -> Any:
     return s.capture_status, cap.graph
 
 
-@case("capture.begin_end.abort_idempotent",
+@case("capture.begin_end.abort_idempotent", kind="binding",
       cite=PYGRAPHRT + "abort() ends the capture and discards what was captured; a second abort "
-                       "has nothing to do",
+                       "has nothing to do (pygraphrt's policy: a binding case)",
       apis=BEGIN_END, expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
     """Aborting twice is harmless."""
@@ -620,8 +638,8 @@ def _mode_case(mode: str) -> None:
 
     _register(f"capture.begin_end.mode_{mode}",
               f"A capture begun in {mode} mode captures a memset and a memcpy as a two-node chain.", fn,
-              cite=BEGIN + "mode controls the interaction of this capture sequence with potentially "
-                           "unsafe API calls, not what is captured",
+              cite=BEGIN + '"mode - Controls the interaction of this capture sequence with other API calls that '
+                           'are potentially unsafe" -- the mode is about those calls, not what is captured',
               apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync"),
               expect=((NodeType.MEMSET, NodeType.MEMCPY), 1))
 
@@ -653,7 +671,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.status.none_after_end",
-      cite=END + "cudaStreamEndCapture takes the stream out of capture mode",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
+           "mode, all operations pushed into the stream will not be executed, but will instead be "
+           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- "
+           "cudaStreamEndCapture takes the stream out of capture mode",
       apis=("StreamIsCapturing",) + BEGIN_END, expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """After the capture ended the stream's status is NONE again (it was ACTIVE before the end)."""
@@ -665,7 +686,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.status.is_capturing_values",
-      cite=IS_CAPTURING + "returns whether the stream is capturing (status Active)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Returns a stream's capture "
+           "status\" -- returns whether the stream is capturing (status Active)",
       apis=("StreamIsCapturing",) + BEGIN_END, expect=(False, True, False))
 def _(t: CaseContext) -> Any:
     """``is_capturing`` is False before, True during and False after a capture."""
@@ -678,8 +700,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.status.other_stream_unaffected",
-      cite=BEGIN + "capture is a state of the stream it was begun on; other streams are not capturing "
-                   "unless they join through an event",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+           "capture mode, all operations pushed into the stream will not be executed\" -- capture is a "
+           "state of the stream it was begun on; other streams are not capturing unless they join "
+           "through an event",
       apis=("StreamIsCapturing",) + BEGIN_END,
       expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
@@ -728,8 +752,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.nested.first_capture_intact",
-      cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode; the "
-                   "refused begin does not disturb the capture in progress",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
+           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
+           "already in capture mode\" -- capture may only be initiated if the stream is not already in "
+           "capture mode; the refused begin does not disturb the capture in progress",
       apis=BEGIN_END + ("MemsetAsync",), expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """Work before and after a refused nested begin all lands in the first capture's graph."""
@@ -769,7 +795,10 @@ def _(t: CaseContext) -> Any:
 # unsure: the runtime's code for a begin on a capturing stream (IllegalState on HIP; CUDA's
 # reference lists none) and whether the refused begin invalidates the capture running there.
 @case("capture.nested.raw_begin_on_capturing_stream",
-      cite=BEGIN + "capture may only be initiated if the stream is not already in capture mode",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
+           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
+           "already in capture mode\" -- capture may only be initiated if the stream is not already in "
+           "capture mode",
       apis=("StreamBeginCapture",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
     """The runtime itself refuses ``StreamBeginCapture`` on a capturing stream."""
@@ -786,8 +815,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.nested.concurrent_captures",
-      cite=INFO + "id_out: an id for the capture sequence, unique over the lifetime of the process; "
-                  "two streams capture independently",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
+           "location to return an id for the capture sequence, which is unique over the lifetime of the "
+           "process\" -- id_out: an id for the capture sequence, unique over the lifetime of the process; "
+           "two streams capture independently",
       apis=BEGIN_END + ("StreamGetCaptureInfo",), expect=((NodeType.MEMSET,), (NodeType.MEMCPY,), True))
 def _(t: CaseContext) -> Any:
     """Two streams capturing at once build two independent graphs with distinct capture ids."""
@@ -840,7 +871,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.status_none_when_idle",
-      cite=IS_CAPTURING + "cudaStreamCaptureStatusNone when no capture involves the stream",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"After a successful call, "
+           "*pCaptureStatus will contain one of the following: - cudaStreamCaptureStatusNone: The stream "
+           "is not capturing. - cudaStreamCaptureStatusActive: The stream is capturing. - "
+           "cudaStreamCaptureStatusInvalidated: The stream was capturing but an error has invalidated "
+           "the capture sequence\" -- cudaStreamCaptureStatusNone when no capture involves the stream",
       apis=("StreamIsCapturing",), expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
     """With nothing capturing, the legacy stream's status is NONE (as StreamIsCapturing writes it)."""
@@ -848,8 +883,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.status_implicit_during_blocking_capture",
-      cite=IS_CAPTURING + "if called on cudaStreamLegacy while a blocking stream on the same device is "
-                          "capturing, returns cudaErrorStreamCaptureImplicit",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Note that, if this is "
+           "called on cudaStreamLegacy (the \"null stream\") while a blocking stream on the same device is "
+           "capturing, it will return cudaErrorStreamCaptureImplicit and *pCaptureStatus is unspecified "
+           "after the call\" -- if called on cudaStreamLegacy while a blocking stream on the same device "
+           "is capturing, returns cudaErrorStreamCaptureImplicit",
       apis=("StreamIsCapturing", "StreamBeginCapture"), raises=errors.StreamCaptureImplicit)
 def _(t: CaseContext) -> Any:
     """Querying the legacy stream while a blocking stream captures raises StreamCaptureImplicit."""
@@ -862,8 +900,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.status_query_does_not_invalidate",
-      cite=IS_CAPTURING + "(on cudaStreamLegacy during a blocking stream's capture) the blocking stream "
-                          "capture is not invalidated",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"The blocking stream "
+           "capture is not invalidated\" -- (on cudaStreamLegacy during a blocking stream's capture) the "
+           "blocking stream capture is not invalidated",
       apis=("StreamIsCapturing",) + BEGIN_END, expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """After the refused legacy-stream query the blocking stream's capture still ends with its graph."""
@@ -876,8 +915,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.is_capturing_implicit",
-      cite=IS_CAPTURING + "on cudaStreamLegacy while a blocking stream is capturing: "
-                          "cudaErrorStreamCaptureImplicit",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Note that, if this is "
+           "called on cudaStreamLegacy (the \"null stream\") while a blocking stream on the same device is "
+           "capturing, it will return cudaErrorStreamCaptureImplicit and *pCaptureStatus is unspecified "
+           "after the call\" -- on cudaStreamLegacy while a blocking stream is capturing: "
+           "cudaErrorStreamCaptureImplicit",
       apis=("StreamIsCapturing",), raises=errors.StreamCaptureImplicit)
 def _(t: CaseContext) -> Any:
     """The cheap ``is_capturing`` query of the legacy stream raises the same error."""
@@ -975,8 +1017,10 @@ def _(t: CaseContext) -> Any:
 
 # ============================================================================ capture info
 @case("capture.info.active_with_id",
-      cite=INFO + "captureStatus_out is Active during a capture; id_out is an id for the capture "
-                  "sequence, unique over the lifetime of the process",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
+           "location to return an id for the capture sequence, which is unique over the lifetime of the "
+           "process\" -- captureStatus_out is Active during a capture; id_out is an id for the capture "
+           "sequence, unique over the lifetime of the process",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, True))
 def _(t: CaseContext) -> Any:
     """``cap.info()`` during a capture: status ACTIVE and a non-zero id."""
@@ -988,8 +1032,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.no_dependencies_at_begin",
-      cite=INFO + "dependencies_out: the set of nodes the next captured node will depend on; empty "
-                  "before anything was captured",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The next node to be "
+           "captured in the stream will depend on this set of nodes, absent operations such as event "
+           "wait which modify this set\" -- dependencies_out: the set of nodes the next captured node "
+           "will depend on; empty before anything was captured",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, []))
 def _(t: CaseContext) -> Any:
     """Right after begin the capture is ACTIVE with no dependencies (as StreamGetCaptureInfo writes them)."""
@@ -1001,8 +1047,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.dependency_is_last_node",
-      cite=INFO + "the next node to be captured in the stream will depend on the dependencies_out set, "
-                  "each with its edge data (default: full dependency)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The next node to be "
+           "captured in the stream will depend on this set of nodes, absent operations such as event "
+           "wait which modify this set\" -- the next node to be captured in the stream will depend on the "
+           "dependencies_out set, each with its edge data (default: full dependency)",
       apis=("StreamGetCaptureInfo", "MemsetAsync"), expect=[(NodeType.MEMSET, EdgeData())])
 def _(t: CaseContext) -> Any:
     """After one memset the dependency set is that memset node, with default edge data."""
@@ -1076,7 +1124,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.ids_distinct_sequential",
-      cite=INFO + "id_out: unique over the lifetime of the process",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
+           "location to return an id for the capture sequence, which is unique over the lifetime of the "
+           "process\" -- id_out: unique over the lifetime of the process",
       apis=("StreamGetCaptureInfo",) + BEGIN_END,
       expect={"first id non-zero": True, "second id non-zero": True, "ids differ": True})
 def _(t: CaseContext) -> Any:
@@ -1092,8 +1142,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.after_end",
-      cite=INFO + "valid data (other than capture status) is returned only if the status is Active; "
-                  "after cudaStreamEndCapture the status is None",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"Valid data (other than "
+           "capture status) is returned only if both of the following are true: - the call returns "
+           "cudaSuccess - the returned capture status is cudaStreamCaptureStatusActive\" -- valid data "
+           "(other than capture status) is returned only if the status is Active; after "
+           "cudaStreamEndCapture the status is None",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, (None, [])))
 def _(t: CaseContext) -> Any:
     """After the end StreamGetCaptureInfo reports status NONE (ACTIVE before it), and ``cap.info()`` then
@@ -1215,8 +1268,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.joined_stream_released_by_end",
-      cite=END + "ending the capture on the origin stream ends the capture sequence on every stream "
-                 "that joined it",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
+           "returning the captured graph\" -- ending the capture on the origin stream ends the capture "
+           "sequence on every stream that joined it",
       apis=BEGIN_END + ("StreamIsCapturing",),
       expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, False))
 def _(t: CaseContext) -> Any:
@@ -1325,8 +1379,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.record_adds_no_node",
-      cite=EVENT_RECORD + "during capture, an event record marks a point for cross-stream dependencies "
-                          "and is not captured as a node (unless recorded as external)",
+      cite="CUDA Programming Guide, CUDA Graphs, Stream Capture, Cross-stream Dependencies and Events: "
+           "during capture, an event record marks a point for cross-stream dependencies and is not "
+           "captured as a node (unless recorded as external)",
       apis=("EventRecord", "MemsetAsync", "StreamWaitEvent"),
       expect=(CaptureStatus.ACTIVE, (NodeType.MEMSET, NodeType.MEMSET), 1))
 def _(t: CaseContext) -> Any:
@@ -1347,7 +1402,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.wait_own_event_adds_nothing",
-      cite=WAIT_EVENT + "waiting on work already in the stream's dependencies adds no node and no edge",
+      cite="CUDA Programming Guide, CUDA Graphs, Stream Capture, Cross-stream Dependencies and Events: "
+           "waiting on work already in the stream's dependencies adds no node and no edge",
       apis=("EventRecord", "StreamWaitEvent"),
       expect=((CaptureStatus.ACTIVE, 1), (NodeType.MEMSET, NodeType.MEMSET), 1))
 def _(t: CaseContext) -> Any:
@@ -1372,8 +1428,10 @@ def _(t: CaseContext) -> Any:
 # unsure: whether the runtime leaves the forked stream (and the origin) capturing after an
 # unjoined end; pygraphrt promises that no stream is left capturing.
 @case("capture.fork.unjoined",
-      cite=ERROR_TYPES + "cudaErrorStreamCaptureUnjoined: the capture sequence contains a fork that was "
-                         "not joined to the primary stream",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnjoined: The "
+           "capture sequence contains a fork that was not joined to the primary stream\" -- "
+           "cudaErrorStreamCaptureUnjoined: the capture sequence contains a fork that was not joined to "
+           "the primary stream",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"), raises=errors.StreamCaptureUnjoined)
 def _(t: CaseContext) -> Any:
     """Ending with work on a forked stream not joined back raises StreamCaptureUnjoined; no stream stays capturing."""
@@ -1396,8 +1454,9 @@ def _(t: CaseContext) -> Any:
 # unsure: a forked stream that did no work and was never joined back -- CUDA may still count
 # it as an unjoined fork (HIP checks leaf nodes only and accepts it).
 @case("capture.fork.unjoined_fork_without_work",
-      cite=ERROR_TYPES + "cudaErrorStreamCaptureUnjoined concerns forks whose work was not joined; a fork "
-                         "without work leaves nothing unjoined",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"The capture sequence contains a fork "
+           "that was not joined to the primary stream\" -- cudaErrorStreamCaptureUnjoined concerns forks "
+           "whose work was not joined; a fork without work leaves nothing unjoined",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"),
       expect=(CaptureStatus.ACTIVE, (NodeType.MEMSET, NodeType.MEMSET), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
@@ -1418,8 +1477,12 @@ def _(t: CaseContext) -> Any:
 
 # unsure: whether the refused end on the joined stream invalidates the capture.
 @case("capture.fork.end_on_joined_stream",
-      cite=BEGIN + "capture must be ended on the same stream in which it was initiated "
-                   "(cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
+           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
+           "already in capture mode\" -- capture must be ended on the same stream in which it was "
+           "initiated (cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream); "
+           "CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnmatched: The "
+           "capture was not initiated in this stream\"",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"), raises=errors.StreamCaptureUnmatched)
 def _(t: CaseContext) -> Any:
     """``StreamEndCapture`` on a stream that only joined the capture raises StreamCaptureUnmatched."""
@@ -1474,8 +1537,10 @@ def _(t: CaseContext) -> Any:
 
 # unsure: same Merge/Isolation question as capture.fork.wait_event_of_other_capture.
 @case("capture.fork.merge_through_third_stream",
-      cite=ERROR_TYPES + "cudaErrorStreamCaptureMerge: the operation would have resulted in a merge of two "
-                         "independent capture sequences",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureMerge: The "
+           "operation would have resulted in a merge of two independent capture sequences\" -- "
+           "cudaErrorStreamCaptureMerge: the operation would have resulted in a merge of two independent "
+           "capture sequences",
       apis=("StreamWaitEvent", "EventRecord", "StreamBeginCapture"), raises=errors.StreamCaptureMerge)
 def _(t: CaseContext) -> Any:
     """A stream that joined capture A by one wait, then waits on an event of capture B: StreamCaptureMerge."""
@@ -1502,8 +1567,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.wait_uncaptured_event",
-      cite=ERROR_TYPES + "cudaErrorStreamCaptureIsolation: a dependency would have been created which "
-                         "crosses the capture sequence boundary (on uncaptured work in another stream)",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureIsolation: A "
+           "dependency would have been created which crosses the capture sequence boundary\" -- "
+           "cudaErrorStreamCaptureIsolation: a dependency would have been created which crosses the "
+           "capture sequence boundary (on uncaptured work in another stream)",
       apis=("StreamWaitEvent", "EventRecord"), raises=errors.StreamCaptureIsolation)
 def _(t: CaseContext) -> Any:
     """A capturing stream waiting on an event recorded outside any capture: StreamCaptureIsolation."""
@@ -1551,8 +1618,9 @@ _TG = ("StreamBeginCaptureToGraph", "StreamEndCapture")
 
 
 @case("capture.to_graph.after_dependency",
-      cite=TO_GRAPH + "begins capture into an existing graph; the first captured node depends on "
-                      "the given dependencies",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Begins graph "
+           "capture on a stream to an existing graph\" -- begins capture into an existing graph; the "
+           "first captured node depends on the given dependencies",
       apis=_TG + ("GraphGetEdges",), requires=("capture_to_graph",),
       expect=((NodeType.MEMSET, NodeType.MEMCPY), [(NodeType.MEMSET, NodeType.MEMCPY)], CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
@@ -1567,7 +1635,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.into_empty_graph",
-      cite=TO_GRAPH + "dependencies can be NULL if numDependencies is 0: the first node is a root",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"dependencies - "
+           "Dependencies of the first node captured in the stream\" -- dependencies can be NULL if "
+           "numDependencies is 0: the first node is a root",
       apis=_TG, requires=("capture_to_graph",), expect=((NodeType.MEMSET, NodeType.MEMCPY), 1))
 def _(t: CaseContext) -> Any:
     """Capturing into an empty graph without dependencies fills it like an ordinary capture."""
@@ -1607,7 +1677,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.twice_accumulates",
-      cite=TO_GRAPH + "each capture places new nodes into the existing graph",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Begins graph "
+           "capture on a stream to an existing graph\" -- each capture places new nodes into the existing "
+           "graph",
       apis=_TG, requires=("capture_to_graph",), expect=(3, 2))
 def _(t: CaseContext) -> Any:
     """Two captures into one graph, each after the previous leaf: a chain of three nodes."""
@@ -1639,8 +1711,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.abort_keeps_target",
-      cite=TO_GRAPH + "the graph belongs to the caller; pygraphrt's abort() ends the capture without "
-                      "destroying it",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Ends capture on a "
+           "stream, returning the captured graph\" -- the graph belongs to the caller; pygraphrt's "
+           "abort() ends the capture without destroying it",
       apis=_TG, requires=("capture_to_graph",), expect=(CaptureStatus.NONE, True, True))
 def _(t: CaseContext) -> Any:
     """An aborted capture into a graph leaves that graph valid, with its earlier nodes."""
@@ -1657,8 +1730,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.relaxed_mode",
-      cite=TO_GRAPH + "mode controls the interaction of this capture sequence with potentially unsafe "
-                      "API calls (as cudaStreamBeginCapture)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"mode - Controls "
+           "the interaction of this capture sequence with other API calls that are potentially unsafe\" "
+           "-- mode controls the interaction of this capture sequence with potentially unsafe API calls "
+           "(as cudaStreamBeginCapture)",
       apis=_TG, requires=("capture_to_graph",), expect=((NodeType.MEMSET,), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """A relaxed-mode capture into a graph works like a global one."""
@@ -1670,8 +1745,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.default_edge_data",
-      cite=TO_GRAPH + "dependencyData: optional array of data associated with each dependency; all-zero "
-                      "data is a full dependency",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"dependencyData - "
+           "Optional array of data associated with each dependency\" -- dependencyData: optional array of "
+           "data associated with each dependency; all-zero data is a full dependency",
       apis=_TG + ("GraphGetEdges",), requires=("capture_to_graph",),
       expect=[(NodeType.MEMSET, NodeType.MEMSET, EdgeData())])
 def _(t: CaseContext) -> Any:
@@ -1687,8 +1763,10 @@ def _(t: CaseContext) -> Any:
 
 # unsure: that a captured kernel launch takes the programmatic edge data given at begin.
 @case("capture.to_graph.programmatic_edge",
-      cite=TO_GRAPH + "dependencyData: the edge data of each dependency of the first captured node "
-                      "(programmatic edges are valid between kernel nodes)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"dependencyData - "
+           "Optional array of data associated with each dependency\" -- dependencyData: the edge data of "
+           "each dependency of the first captured node (programmatic edges are valid between kernel "
+           "nodes)",
       apis=_TG + ("GraphGetEdges", "LaunchKernel"),
       requires=("capture_to_graph_edge_data", "edge_data", "kernels"),
       expect=[(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))])
@@ -1779,8 +1857,10 @@ def _with_manual_node(t: CaseContext, replace: bool | None, nodes: str = "e") ->
 
 
 @case("capture.update_dependencies.add",
-      cite=UPDATE + "cudaStreamAddCaptureDependencies: the nodes passed are added to the set the next "
-                    "captured node depends on",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
+           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
+           "-- cudaStreamAddCaptureDependencies: the nodes passed are added to the set the next captured "
+           "node depends on",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty", "memset"]))
 def _(t: CaseContext) -> Any:
     """Adding a node made in the capture graph: the next captured node depends on it and on A."""
@@ -1789,7 +1869,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.update_dependencies.replace",
-      cite=UPDATE + "cudaStreamSetCaptureDependencies: the nodes passed replace the dependency set",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
+           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
+           "-- cudaStreamSetCaptureDependencies: the nodes passed replace the dependency set",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty"]))
 def _(t: CaseContext) -> Any:
     """Replacing the set by one node: the next captured node depends on it alone, and the end succeeds."""
@@ -1799,8 +1881,11 @@ def _(t: CaseContext) -> Any:
 
 # unsure: that an empty set is accepted with cudaStreamSetCaptureDependencies.
 @case("capture.update_dependencies.replace_with_nothing",
-      cite=UPDATE + "cudaStreamSetCaptureDependencies replaces the set; nodes removed from it do not "
-                    "result in cudaErrorStreamCaptureUnjoined",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"Nodes that "
+           "are removed from the dependency set via this API do not result in "
+           "cudaErrorStreamCaptureUnjoined if they are unreachable from the stream at "
+           "cudaStreamEndCapture\" -- cudaStreamSetCaptureDependencies replaces the set; nodes removed "
+           "from it do not result in cudaErrorStreamCaptureUnjoined",
       apis=_UPD, expect=0)
 def _(t: CaseContext) -> Any:
     """Setting an empty dependency set makes the next captured node a root."""
@@ -1809,8 +1894,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.update_dependencies.info_reflects_update",
-      cite=INFO + "dependencies_out: the set the next captured node will depend on, as modified by "
-                  "cudaStreamUpdateCaptureDependencies",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The dependency set is "
+           "the set of nodes that the next captured node in the stream will depend on\" -- "
+           "dependencies_out: the set the next captured node will depend on, as modified by "
+           "cudaStreamUpdateCaptureDependencies",
       apis=_UPD, expect=(["empty", "memset"], ["empty"]))
 def _(t: CaseContext) -> Any:
     """``info().dependencies`` shows the added node, then only the node that replaced the set."""
@@ -1924,8 +2011,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.update_dependencies.default_edge_data",
-      cite=UPDATE + "dependencyData: edge data of each dependency; shown again by cudaStreamGetCaptureInfo "
-                    "edgeData_out",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: "
+           "\"dependencyData - Optional array of data associated with each dependency\" -- dependencyData: "
+           "edge data of each dependency; shown again by cudaStreamGetCaptureInfo edgeData_out",
       apis=_UPD, requires=("edge_data",), expect=[(NodeType.EMPTY, EdgeData())])
 def _(t: CaseContext) -> Any:
     """Setting the set with default edge data: info shows the node with default edge data."""
@@ -1941,8 +2029,10 @@ def _(t: CaseContext) -> Any:
 # unsure: that programmatic edge data set on the capture dependencies reaches the next
 # captured kernel's edge (and is reported back by capture info).
 @case("capture.update_dependencies.programmatic_edge",
-      cite=UPDATE + "dependencyData: the data of the edges to the next captured node (programmatic edges "
-                    "are valid between kernel nodes)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
+           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
+           "-- dependencyData: the data of the edges to the next captured node (programmatic edges are "
+           "valid between kernel nodes)",
       apis=_UPD + ("LaunchKernel", "GraphGetEdges"), requires=("edge_data", "kernels"),
       expect=([(NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))],
               [(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))]))
@@ -1964,7 +2054,9 @@ def _(t: CaseContext) -> Any:
 # unsure: whether the runtime refuses the programmatic data at the update or when the memset
 # that would take the edge is captured; either way InvalidValue is expected.
 @case("capture.update_dependencies.programmatic_edge_to_memset",
-      cite=ATTRIBUTES + "non-zero ports and programmatic edges are defined for kernel nodes only",
+      cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeProgrammaticStreamSerialization / "
+           "cudaGraphEdgeData: \"Only kernel nodes define non-zero ports\" -- non-zero ports and "
+           "programmatic edges are defined for kernel nodes only",
       apis=_UPD + ("MemsetAsync",), requires=("edge_data",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Programmatic edge data from a memset node into the next captured node raises InvalidValue."""
@@ -2108,8 +2200,11 @@ def _(t: CaseContext) -> Any:
 # unsure: the port/type the runtime records for a captured programmatic launch (expected
 # from_port = cudaGraphKernelNodePortProgrammatic, type Programmatic); needs sm_90+.
 @case("capture.ops.programmatic_serialization_edge",
-      cite=ATTRIBUTES + "a launch with programmatic stream serialization captured after a kernel depends on "
-                        "it through a programmatic edge (from port cudaGraphKernelNodePortProgrammatic)",
+      cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeProgrammaticStreamSerialization / "
+           "cudaGraphEdgeData: \"to non-0 signals that the kernel will use programmatic means to resolve "
+           "its stream dependency\" -- a launch with programmatic stream serialization captured after a "
+           "kernel depends on it through a programmatic edge (from port "
+           "cudaGraphKernelNodePortProgrammatic)",
       apis=("LaunchKernelExC", "GraphGetEdges", "GraphNodeGetType"), requires=("edge_data", "kernels", "cuda>=12.3"),
       expect=[(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))])
 def _(t: CaseContext) -> Any:
@@ -2190,8 +2285,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.ops.other_stream_executes",
-      cite=BEGIN + "only the stream in capture mode (and streams joining it) capture; work on other "
-                   "streams executes",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
+           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
+           "already in capture mode\" -- only the stream in capture mode (and streams joining it) "
+           "capture; work on other streams executes",
       apis=("MemsetAsync",) + BEGIN_END, expect=((NodeType.MEMSET,), b"\x44" * 8))
 def _(t: CaseContext) -> Any:
     """Work on an unrelated stream during a capture runs normally and is not captured."""

@@ -15,33 +15,38 @@ from pygraphrt import errors
 from pygraphrt.enums import CaptureMode, CaptureStatus, NodeType
 
 from .._case import CaseContext, case
-from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, INFO, IS_CAPTURING, N,
+from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, N,
                       PG_INVALIDATION, PG_PROHIBITED, PYGRAPHRT, PYGRAPHRT_BEGIN, _event_query,
                       _fails_then_clean, _force_end, _graph, _in_thread, _malloc, _not_capturing, _raw_end,
                       _raises_here, _raw_end_keep, _register, _rt_status, _thread_mode, _types)
 
 Op = Callable[[Any], Any]  # an operation attempted during the capture, given the capturing stream
 
-_UNSAFE = EXCHANGE + ("during stream capture some actions, such as a call to cudaMalloc, may be unsafe; "
-                      "the thread's mode decides whether it may make them: ")
-GLOBAL_RULE = _UNSAFE + ("cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not "
-                         "initiated with Relaxed, or any other thread has a concurrent capture initiated "
-                         "with Global, this thread is prohibited from potentially unsafe API calls")
-THREAD_LOCAL_RULE = _UNSAFE + ("cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing "
-                               "capture not initiated with Relaxed, it is prohibited from potentially "
-                               "unsafe API calls; concurrent captures in other threads are ignored")
-RELAXED_RULE = _UNSAFE + ("cudaStreamCaptureModeRelaxed: the local thread is not prohibited from "
-                          "potentially unsafe API calls")
-RELAXED_CONFLICT = _UNSAFE + ("(Relaxed) the thread is still prohibited from API calls which necessarily "
-                              "conflict with stream capture, e.g. cudaEventQuery on an event last recorded "
-                              "inside a capture sequence")
+# the header's words (cudaThreadExchangeStreamCaptureMode), quoted; the gloss after "--" says how the
+# case reads them
+_UNSAFE = EXCHANGE + ('"During stream capture (see cudaStreamBeginCapture), some actions, such as a call to '
+                      'cudaMalloc, may be unsafe" ... "A thread\'s mode is one of the following" ... ')
+GLOBAL_RULE = _UNSAFE + ('"cudaStreamCaptureModeGlobal: This is the default mode. If the local thread has an '
+                         'ongoing capture sequence that was not initiated with cudaStreamCaptureModeRelaxed at '
+                         'cuStreamBeginCapture, or if any other thread has a concurrent capture sequence '
+                         'initiated with cudaStreamCaptureModeGlobal, this thread is prohibited from '
+                         'potentially unsafe API calls"')
+THREAD_LOCAL_RULE = _UNSAFE + ('"cudaStreamCaptureModeThreadLocal: If the local thread has an ongoing capture '
+                               'sequence not initiated with cudaStreamCaptureModeRelaxed, it is prohibited from '
+                               'potentially unsafe API calls. Concurrent capture sequences in other threads are '
+                               'ignored"')
+RELAXED_RULE = _UNSAFE + ('"cudaStreamCaptureModeRelaxed: The local thread is not prohibited from potentially '
+                          'unsafe API calls"')
+RELAXED_CONFLICT = _UNSAFE + ('"Note that the thread is still prohibited from API calls which necessarily '
+                              'conflict with stream capture, for example, attempting cudaEventQuery on an event '
+                              'that was last recorded inside a capture sequence"')
 SYNC_RULE = PG_PROHIBITED + ("it is invalid to synchronize or query the execution status of a stream which "
                              "is being captured or a captured event (cudaErrorStreamCaptureUnsupported)")
 DEVICE_RULE = PG_PROHIBITED + ("it is also invalid to query the execution status of or synchronize a "
                                "broader handle which encompasses an active stream capture, such as a "
                                "device or context handle")
-CAPTURED_EVENT = ERROR_TYPES + ("cudaErrorCapturedEvent: the operation is not permitted on an event which "
-                                "was last recorded in a capturing stream")
+CAPTURED_EVENT = ERROR_TYPES + ('"cudaErrorCapturedEvent: The operation is not permitted on an event which '
+                                'was last recorded in a capturing stream"')
 WRONG_THREAD = END + ("if the mode argument to cudaStreamBeginCapture was not Relaxed, this call must be "
                       "from the same thread as cudaStreamBeginCapture (cudaErrorStreamCaptureWrongThread)")
 INVALIDATION = PG_INVALIDATION + ("when an invalid operation is attempted during stream capture, any "
@@ -142,7 +147,16 @@ def _done_event(t: CaseContext) -> Any:
 
 # ============================================================================ modes: synchronous allocation
 @case("capture.mode.global_sync_malloc",
-      cite=GLOBAL_RULE, apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
+           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
+           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
+           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
+           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
+           "prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A synchronous allocation on the thread of a global-mode capture raises StreamCaptureUnsupported."""
     _refused(t, errors.StreamCaptureUnsupported, lambda s: _malloc(t), "global")
@@ -156,7 +170,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_local_sync_malloc",
-      cite=THREAD_LOCAL_RULE, apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A synchronous allocation on the thread of a thread-local capture raises StreamCaptureUnsupported."""
     _refused(t, errors.StreamCaptureUnsupported, lambda s: _malloc(t), "thread_local")
@@ -170,7 +192,13 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.relaxed_sync_malloc_allowed",
-      cite=RELAXED_RULE + "; a capture initiated with Relaxed does not prohibit its own thread",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls; a capture initiated with Relaxed "
+           "does not prohibit its own thread",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """A synchronous allocation during a relaxed capture succeeds and the capture goes on."""
@@ -178,7 +206,13 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_relaxed_in_global_capture",
-      cite=RELAXED_RULE + "; a thread may switch to Relaxed around an unsafe call (push-pop use of the API)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls; a thread may switch to Relaxed "
+           "around an unsafe call (push-pop use of the API)",
       apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",), expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, the capturing thread switched to relaxed mode may allocate."""
@@ -190,7 +224,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_thread_local_in_global_capture",
-      cite=THREAD_LOCAL_RULE, apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """Switching the capturing thread to thread-local mode (the exchange checked: the runtime reports
@@ -204,7 +246,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_thread_local_in_relaxed_capture",
-      cite=THREAD_LOCAL_RULE + " (a Relaxed capture of the thread's own does not count)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored (a Relaxed capture of the thread's own does not count)",
       apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=((CaptureMode.THREAD_LOCAL, True), _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
@@ -217,8 +267,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.exchange_returns_previous",
-      cite=EXCHANGE + "sets the calling thread's mode to *mode and overwrites *mode with the previous mode; "
-                      "the default mode is cudaStreamCaptureModeGlobal",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"Sets the "
+           "calling thread's stream capture interaction mode to the value contained in *mode, and "
+           "overwrites *mode with the previous mode for the thread\" -- sets the calling thread's mode to "
+           "*mode and overwrites *mode with the previous mode; the default mode is "
+           "cudaStreamCaptureModeGlobal",
       apis=("ThreadExchangeStreamCaptureMode",),
       expect=[CaptureMode.GLOBAL, CaptureMode.THREAD_LOCAL, CaptureMode.RELAXED])
 def _(t: CaseContext) -> Any:
@@ -233,7 +286,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.exchange_is_per_thread",
-      cite=EXCHANGE + "sets the calling thread's stream capture interaction mode (other threads keep theirs)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"Sets the "
+           "calling thread's stream capture interaction mode to the value contained in *mode, and "
+           "overwrites *mode with the previous mode for the thread\" -- sets the calling thread's stream "
+           "capture interaction mode (other threads keep theirs)",
       apis=("ThreadExchangeStreamCaptureMode",), expect=(CaptureMode.GLOBAL, CaptureMode.RELAXED))
 def _(t: CaseContext) -> Any:
     """A mode set on this thread is not seen by another thread; this thread keeps it."""
@@ -264,7 +320,16 @@ def _other_thread(t: CaseContext, fn: Callable[[], Any]) -> Op:
 
 
 @case("capture.thread.global_capture_other_thread_malloc",
-      cite=GLOBAL_RULE, apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
+           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
+           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
+           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
+           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
+           "prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """While this thread captures in global mode, another (global-mode) thread may not allocate synchronously."""
     _refused(t, errors.StreamCaptureUnsupported, _other_thread(t, lambda: _malloc(t)), "global")
@@ -280,7 +345,17 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.thread_local_capture_other_thread_malloc",
-      cite=GLOBAL_RULE + " (only captures initiated with Global restrict other threads)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
+           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
+           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
+           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
+           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
+           "prohibited from potentially unsafe API calls (only captures initiated with Global restrict "
+           "other threads)",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may allocate synchronously."""
@@ -288,7 +363,16 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.relaxed_capture_other_thread_malloc",
-      cite=GLOBAL_RULE + " (a Relaxed capture restricts no other thread)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
+           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
+           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
+           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
+           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
+           "prohibited from potentially unsafe API calls (a Relaxed capture restricts no other thread)",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture another thread may allocate synchronously."""
@@ -296,7 +380,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.other_thread_relaxed_mode_malloc",
-      cite=RELAXED_RULE, apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in relaxed mode may allocate synchronously."""
@@ -308,7 +397,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.other_thread_thread_local_mode_malloc",
-      cite=THREAD_LOCAL_RULE, apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in thread-local mode (no capture of its own) may allocate."""
@@ -320,7 +417,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.work_from_other_thread_is_captured",
-      cite=BEGIN + "all operations pushed into a capturing stream are captured, whichever thread pushes them",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+           "capture mode, all operations pushed into the stream will not be executed, but will instead "
+           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- all operations "
+           "pushed into a capturing stream are captured, whichever thread pushes them",
       apis=BEGIN_END + ("MemsetAsync",), expect=(NodeType.MEMSET, NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """Work another thread issues on the capturing stream lands in the capture, in order."""
@@ -333,7 +433,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.captures_on_two_threads",
-      cite=THREAD_LOCAL_RULE + "; each thread captures its own stream independently",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored; each thread captures its own stream independently",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), (NodeType.MEMCPY,)))
 def _(t: CaseContext) -> Any:
     """Two threads capture two streams at the same time in thread-local mode; both graphs are complete."""
@@ -363,14 +471,22 @@ def _end_elsewhere(t: CaseContext, mode: str) -> None:
 
 
 @case("capture.thread.end_wrong_thread_global",
-      cite=WRONG_THREAD, apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If the mode argument to "
+           "cudaStreamBeginCapture was not cudaStreamCaptureModeRelaxed, this call must be from the same "
+           "thread as cudaStreamBeginCapture\" -- if the mode argument to cudaStreamBeginCapture was not "
+           "Relaxed, this call must be from the same thread as cudaStreamBeginCapture "
+           "(cudaErrorStreamCaptureWrongThread)", apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
 def _(t: CaseContext) -> Any:
     """Ending a global-mode capture from another thread raises StreamCaptureWrongThread."""
     _end_elsewhere(t, "global")
 
 
 @case("capture.thread.end_wrong_thread_thread_local",
-      cite=WRONG_THREAD, apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If the mode argument to "
+           "cudaStreamBeginCapture was not cudaStreamCaptureModeRelaxed, this call must be from the same "
+           "thread as cudaStreamBeginCapture\" -- if the mode argument to cudaStreamBeginCapture was not "
+           "Relaxed, this call must be from the same thread as cudaStreamBeginCapture "
+           "(cudaErrorStreamCaptureWrongThread)", apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
 def _(t: CaseContext) -> Any:
     """Ending a thread-local capture from another thread raises StreamCaptureWrongThread."""
     _end_elsewhere(t, "thread_local")
@@ -423,7 +539,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.end_other_thread_relaxed",
-      cite=END + "only captures not initiated with Relaxed must be ended on the beginning thread",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If mode is not "
+           "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
+           "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
+           "thread",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """A relaxed capture may be ended from another thread."""
@@ -439,7 +558,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.begin_elsewhere_end_here_relaxed",
-      cite=END + "only captures not initiated with Relaxed must be ended on the beginning thread",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If mode is not "
+           "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
+           "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
+           "thread",
       apis=BEGIN_END, expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """A relaxed capture begun on another thread is continued and ended on this one."""
@@ -565,7 +687,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_stream_sync_relaxed",
-      cite=RELAXED_RULE, apis=BEGIN_END + _SYNC + _QUERY, expect=(True, _TWO_MEMSETS))
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _SYNC + _QUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, an unrelated stream can be synchronized (then queries complete)."""
     other = _idle_stream(t)
@@ -578,7 +705,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_stream_query_other_thread",
-      cite=THREAD_LOCAL_RULE, apis=BEGIN_END + _QUERY, expect=(True, _TWO_MEMSETS))
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored", apis=BEGIN_END + _QUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may query an unrelated idle stream."""
     other = _idle_stream(t)
@@ -586,7 +721,15 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_other_thread_thread_local",
-      cite=THREAD_LOCAL_RULE, apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
+           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
+           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
+           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
+           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
+           "other threads are ignored", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may query an unrelated complete event."""
     ev = _done_event(t)
@@ -594,7 +737,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_other_thread_relaxed_mode",
-      cite=RELAXED_RULE, apis=BEGIN_END + _EQUERY + ("ThreadExchangeStreamCaptureMode",),
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in relaxed mode may query an unrelated complete event."""
@@ -608,7 +756,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_relaxed",
-      cite=RELAXED_RULE, apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, the capturing thread may query an unrelated complete event."""
     ev = _done_event(t)
@@ -616,7 +769,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_sync_relaxed",
-      cite=RELAXED_RULE, apis=BEGIN_END + _ESYNC, expect=(None, _TWO_MEMSETS))
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
+           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
+           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
+           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _ESYNC, expect=(None, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, the capturing thread may synchronize an unrelated complete event."""
     ev = _done_event(t)
@@ -669,7 +827,18 @@ _captured_event_case("capture.event.sync_captured_global",
 
 
 @case("capture.event.query_captured_other_thread",
-      cite=RELAXED_CONFLICT + "; " + CAPTURED_EVENT, apis=BEGIN_END + ("EventRecord",) + _EQUERY,
+      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
+           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+           "be unsafe\" ... \"Note that the thread is still prohibited from API calls which necessarily "
+           "conflict with stream capture, for example, attempting cudaEventQuery on an event that was "
+           "last recorded inside a capture sequence\" -- during stream capture some actions, such as a "
+           "call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "(Relaxed) the thread is still prohibited from API calls which necessarily conflict with "
+           "stream capture, e.g. cudaEventQuery on an event last recorded inside a capture sequence; "
+           "CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorCapturedEvent: The operation is "
+           "not permitted on an event which was last recorded in a capturing stream\" -- "
+           "cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded "
+           "in a capturing stream", apis=BEGIN_END + ("EventRecord",) + _EQUERY,
       raises=errors.CapturedEvent)
 def _(t: CaseContext) -> Any:
     """Another thread querying an event recorded in a relaxed capture gets CapturedEvent."""
@@ -683,7 +852,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.event.query_event_of_joined_stream",
-      cite=CAPTURED_EVENT + " (any stream of the capture, including one that joined it)",
+      cite="CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorCapturedEvent: The operation is "
+           "not permitted on an event which was last recorded in a capturing stream\" -- "
+           "cudaErrorCapturedEvent: the operation is not permitted on an event which was last recorded "
+           "in a capturing stream (any stream of the capture, including one that joined it)",
       apis=("EventRecord", "StreamWaitEvent") + _EQUERY, raises=errors.CapturedEvent)
 def _(t: CaseContext) -> Any:
     """Querying an event recorded on a stream that joined the capture raises CapturedEvent."""
@@ -732,8 +904,12 @@ def _invalidated_capture(t: CaseContext, s: Any, a: Any) -> Any:
 
 
 @case("capture.invalidation.status_invalidated",
-      cite=IS_CAPTURING + "cudaStreamCaptureStatusInvalidated: the stream was capturing but an error has "
-                          "invalidated the capture sequence; it must be terminated with cudaStreamEndCapture",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"After a successful call, "
+           "*pCaptureStatus will contain one of the following: - cudaStreamCaptureStatusNone: The stream "
+           "is not capturing. - cudaStreamCaptureStatusActive: The stream is capturing. - "
+           "cudaStreamCaptureStatusInvalidated: The stream was capturing but an error has invalidated "
+           "the capture sequence\" -- cudaStreamCaptureStatusInvalidated: the stream was capturing but an "
+           "error has invalidated the capture sequence; it must be terminated with cudaStreamEndCapture",
       apis=("StreamIsCapturing", "StreamSynchronize"), expect=(CaptureStatus.INVALIDATED, False))
 def _(t: CaseContext) -> Any:
     """After an invalidating error the stream reports INVALIDATED (``is_capturing`` is False)."""
@@ -747,7 +923,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.info_invalidated",
-      cite=INFO + "valid data other than the capture status is returned only if the status is Active",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"Valid data (other than "
+           "capture status) is returned only if both of the following are true: - the call returns "
+           "cudaSuccess - the returned capture status is cudaStreamCaptureStatusActive\" -- valid data "
+           "other than the capture status is returned only if the status is Active",
       apis=("StreamGetCaptureInfo", "StreamSynchronize"), expect=(CaptureStatus.INVALIDATED, None, []))
 def _(t: CaseContext) -> Any:
     """``cap.info()`` of an invalidated capture: status INVALIDATED, no graph, no dependencies."""
@@ -874,7 +1053,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.abort_releases_stream",
-      cite=PYGRAPHRT + "abort() ends the capture (cudaStreamEndCapture) and discards it, also when invalidated",
+      cite=END + '"If capture was invalidated, due to a violation of the rules of stream capture, then a '
+                 'NULL graph will be returned" -- pygraphrt\'s abort() ends an invalidated capture through '
+                 'cudaStreamEndCapture: the stream is left not capturing, with no graph',
       apis=("StreamEndCapture", "StreamIsCapturing"), expect=(CaptureStatus.NONE, None))
 def _(t: CaseContext) -> Any:
     """``abort()`` of an invalidated capture leaves the stream not capturing."""
@@ -888,8 +1069,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.with_block_raises_original_error",
-      cite=PYGRAPHRT + "if anything raises inside the with block, the capture is ended and discarded and "
-                       "the original exception propagates",
+      cite=SYNC_RULE + " -- the runtime's refusal propagates out of pygraphrt's with block as itself, the "
+                       "capture ended",
       apis=("StreamSynchronize",) + BEGIN_END, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A runtime error inside ``with s.capture()`` propagates as itself, the stream left not capturing."""

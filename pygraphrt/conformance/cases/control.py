@@ -217,8 +217,11 @@ def _(t: CaseContext) -> Any:
     return out
 
 
-@case("control.node.runtime_type", cite=f"{_GM}, cudaGraphNodeGetType: conditional nodes report "
-      "cudaGraphNodeTypeConditional", apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND,
+@case("control.node.runtime_type",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType / cudaGraphNodeType: \"Returns the node "
+           "type of node in pType\" ... cudaGraphNodeTypeConditional: \"May be used to implement a conditional "
+           "execution path or loop inside of a graph\" -- conditional nodes report cudaGraphNodeTypeConditional",
+      apis=ADD_APIS + ("GraphNodeGetType", "GraphGetNodes"), requires=COND,
       expect=(NodeType.CONDITIONAL, [NodeType.CONDITIONAL], True))
 def _(t: CaseContext) -> Any:
     """The runtime reports the type of the node cudaGraphAddNode returned, and lists that node (by handle)."""
@@ -290,8 +293,10 @@ def _(t: CaseContext) -> Any:
     return runs
 
 
-@case("control.handle.default_each_launch", cite=HANDLE + "with cudaGraphCondAssignDefault the value is reset "
-      "to defaultLaunchValue at the start of each launch", apis=ADD_APIS + ("GraphLaunch",), requires=COND,
+@case("control.handle.default_each_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphConditionalHandleCreate: \"Applied at the "
+                                                 "beginning of each graph execution if cudaGraphCondAssignDefault is set in flags\" -- with "
+                                                 "cudaGraphCondAssignDefault the value is reset to defaultLaunchValue at the start of each "
+                                                 "launch", apis=ADD_APIS + ("GraphLaunch",), requires=COND,
       expect=[7, 7, 7])
 def _(t: CaseContext) -> Any:
     """An IF whose handle defaults to 1 at every launch runs its body at every launch."""
@@ -311,8 +316,9 @@ def _(t: CaseContext) -> Any:
     return seen
 
 
-@case("control.handle.default_zero_skips", cite=HANDLE + "a handle reset to 0 at each launch leaves an IF "
-      "body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=(9, 0))
+@case("control.handle.default_zero_skips", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphConditionalHandleCreate: \"Applied at the "
+                                                "beginning of each graph execution if cudaGraphCondAssignDefault is set in flags\" -- a handle "
+                                                "reset to 0 at each launch leaves an IF body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=(9, 0))
 def _(t: CaseContext) -> Any:
     """An IF whose handle resets to 0 and that no kernel sets does not run its body, while a memset beside
     it in the same graph runs (the launch happened)."""
@@ -386,8 +392,12 @@ def _(t: CaseContext) -> Any:
     return types, edges, _u32s(state, 2)[1]
 
 
-@case("control.update.body_memset_value", cite=UPDATE + "parameters of nodes inside conditional bodies are "
-      "updatable when the topology is unchanged", apis=ADD_APIS + ("GraphExecUpdate",), requires=COND,
+@case("control.update.body_memset_value", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"CU_MEMORYTYPE_DEVICE, "
+                                               "CU_MEMORYTYPE_ARRAY, etc.) is not supported. - Conditional nodes: - Changing node parameters "
+                                               "is not supported. - Changing parameters of nodes within the conditional body graph is "
+                                               "subject to the rules above. - Conditional handle flags and default values are updated as "
+                                               "part of the graph update\" -- parameters of nodes inside conditional bodies are updatable "
+                                               "when the topology is unchanged", apis=ADD_APIS + ("GraphExecUpdate",), requires=COND,
       expect=(UpdateResult.SUCCESS, 5))
 def _(t: CaseContext) -> Any:
     """Exec update changes a memset value inside an IF body."""

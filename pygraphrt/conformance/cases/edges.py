@@ -98,8 +98,11 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"a": a, "b": b, "c": c, "d": d}, edges), [e for _, _, e in edges]
 
 
-@case("edges.add.fan_in", cite=ADD + "a node may depend on any number of nodes; " + NODE_DEPS
-      + "returns the dependencies of node", apis=("GraphAddDependencies", "GraphNodeGetDependencies"),
+@case("edges.add.fan_in", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Returns a list of node's "
+                               "dependencies. pDependencies may be NULL, in which case this function will return the number "
+                               "of dependencies in pNumDependencies\" -- a node may depend on any number of nodes; CUDA "
+                               "Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies: \"Returns a node's "
+                               "dependencies\" -- returns the dependencies of node", apis=("GraphAddDependencies", "GraphNodeGetDependencies"),
       expect=sorted(f"r{i}" for i in range(16)))
 def _(t: CaseContext) -> Any:
     """A node depending on sixteen nodes lists all sixteen."""
@@ -112,8 +115,9 @@ def _(t: CaseContext) -> Any:
     return labels(named, [n for n, _ in join.dependencies])
 
 
-@case("edges.add.transitive_redundant", cite=ADD + "specifying an existing dependency returns an error (an "
-      "edge implied through other nodes is not an existing dependency)", apis=("GraphAddDependencies",),
+@case("edges.add.transitive_redundant", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+                                             "dependency will return an error\" -- specifying an existing dependency returns an error (an "
+                                             "edge implied through other nodes is not an existing dependency)", apis=("GraphAddDependencies",),
       expect=[("a", "b"), ("a", "c"), ("b", "c")])
 def _(t: CaseContext) -> Any:
     """a->b, b->c and the redundant a->c are three edges."""
@@ -158,8 +162,9 @@ def _(t: CaseContext) -> Any:
     return [(n is b, e) for n, e in a.dependents], [(n is a, e) for n, e in b.dependencies]
 
 
-@case("edges.add.duplicate", cite=ADD + "specifying an existing dependency will return an error "
-      "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+@case("edges.add.duplicate", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+                                  "dependency will return an error\" -- specifying an existing dependency will return an error "
+                                  "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding an edge that exists is refused."""
     g = t.graph()
@@ -172,8 +177,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused duplicate")
 
 
-@case("edges.add.duplicate_in_one_call", cite=ADD + "specifying an existing dependency will return an error "
-      "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+@case("edges.add.duplicate_in_one_call", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+                                              "dependency will return an error\" -- specifying an existing dependency will return an error "
+                                              "(cudaErrorInvalidValue)", apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The same edge twice in one call is refused."""
     # unsure: the runtime may add the first and refuse the second, or refuse the call up front.
@@ -193,10 +199,15 @@ def _(t: CaseContext) -> Any:
     return type(err).__name__, raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("edges.add.self_edge", cite=INSTANTIATE + "the graph is validated for any structural constraints or "
-      "intra-node constraints which were not previously validated; returns cudaSuccess, cudaErrorInvalidValue; "
-      + INSTANTIATE_RESULT + "cudaGraphInstantiateInvalidStructure: instantiation failed due to invalid "
-      "structure, such as cycles; " + ADD + "returns cudaSuccess, cudaErrorInvalidValue",
+@case("edges.add.self_edge", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
+                                  "validated for any structural constraints or intra-node constraints which were not previously "
+                                  "validated\" -- the graph is validated for any structural constraints or intra-node "
+                                  "constraints which were not previously validated; returns cudaSuccess, cudaErrorInvalidValue; "
+                                  "CUDA Runtime API 13.5, Data types, cudaGraphInstantiateResult: \"Instantiation failed due to "
+                                  "invalid structure, such as cycles\" -- cudaGraphInstantiateInvalidStructure: instantiation "
+                                  "failed due to invalid structure, such as cycles; CUDA Runtime API 13.5, Graph Management, "
+                                  "cudaGraphAddDependencies: \"cudaSuccess, cudaErrorInvalidValue\" -- returns cudaSuccess, "
+                                  "cudaErrorInvalidValue",
       apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph with an edge from a node to itself (a one-node cycle) never becomes executable: InvalidValue,
@@ -271,8 +282,9 @@ def _(t: CaseContext) -> Any:
     g.add_dependencies([a], [b])
 
 
-@case("edges.add.null_graph_raw", cite=ADD + "graph - graph to which dependencies are added; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddDependencies",), raises=errors.InvalidValue)
+@case("edges.add.null_graph_raw", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"graph - Graph to which "
+                                       "dependencies are added\" -- graph - graph to which dependencies are added; returns "
+                                       "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to add edges to a NULL graph."""
     g = t.graph()
@@ -285,10 +297,13 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ cycles and order
-@case("edges.cycle.instantiate_refused", cite=INSTANTIATE + "the graph is validated for any structural "
-      "constraints or intra-node constraints which were not previously validated; returns cudaSuccess, "
-      "cudaErrorInvalidValue; " + INSTANTIATE_RESULT + "cudaGraphInstantiateInvalidStructure: instantiation "
-      "failed due to invalid structure, such as cycles",
+@case("edges.cycle.instantiate_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
+                                              "validated for any structural constraints or intra-node constraints which were not previously "
+                                              "validated\" -- the graph is validated for any structural constraints or intra-node "
+                                              "constraints which were not previously validated; returns cudaSuccess, cudaErrorInvalidValue; "
+                                              "CUDA Runtime API 13.5, Data types, cudaGraphInstantiateResult: \"Instantiation failed due to "
+                                              "invalid structure, such as cycles\" -- cudaGraphInstantiateInvalidStructure: instantiation "
+                                              "failed due to invalid structure, such as cycles",
       apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A two-node cycle does not instantiate: InvalidValue from instantiation, the graph left as it was."""
@@ -307,8 +322,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused instantiation")
 
 
-@case("edges.cycle.no_roots", cite=ROOTS + "returns the root nodes (nodes without dependencies); a graph "
-      "whose every node lies on a cycle has none", apis=("GraphAddDependencies", "GraphGetRootNodes"),
+@case("edges.cycle.no_roots", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetRootNodes: \"Returns a list of graph's "
+                                   "root nodes. pRootNodes may be NULL, in which case this function will return the number of "
+                                   "root nodes in pNumRootNodes\" -- returns the root nodes (nodes without dependencies); a graph "
+                                   "whose every node lies on a cycle has none", apis=("GraphAddDependencies", "GraphGetRootNodes"),
       expect=(1, 0))
 def _(t: CaseContext) -> Any:
     """A graph that is one three-node cycle has no root node (the runtime's count before and after closing it)."""
@@ -363,8 +380,9 @@ def _(t: CaseContext) -> Any:
     return before, after, labels({"a": a, "b": b}, g.root_nodes())
 
 
-@case("edges.remove.one_of_several", cite=REMOVE + "the number of dependencies to be removed is defined by "
-      "numDependencies", apis=("GraphRemoveDependencies", "GraphNodeGetDependencies"),
+@case("edges.remove.one_of_several", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"numDependencies - "
+                                          "Number of dependencies to be removed\" -- the number of dependencies to be removed is defined "
+                                          "by numDependencies", apis=("GraphRemoveDependencies", "GraphNodeGetDependencies"),
       expect=(["b"], [EdgeData()]))
 def _(t: CaseContext) -> Any:
     """Removing one of two incoming edges leaves the other."""
@@ -387,8 +405,9 @@ def _(t: CaseContext) -> Any:
     return a.dependents, b.dependencies
 
 
-@case("edges.remove.then_add_again", cite=REMOVE + "removes dependency edges; " + ADD + "adds them (a removed "
-      "edge is not an existing dependency)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
+@case("edges.remove.then_add_again", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphRemoveDependencies: removes dependency "
+                                          "edges; CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Adds dependency "
+                                          "edges to a graph\" -- adds them (a removed edge is not an existing dependency)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
 def _(t: CaseContext) -> Any:
     """A removed edge can be added again."""
     g = t.graph()
@@ -399,8 +418,9 @@ def _(t: CaseContext) -> Any:
     return len(g.edges())
 
 
-@case("edges.remove.missing", cite=REMOVE + "specifying a non-existing dependency will return an error "
-      "(cudaErrorInvalidValue)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+@case("edges.remove.missing", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
+                                   "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
+                                   "specifying a non-existing dependency will return an error (cudaErrorInvalidValue)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing an edge that does not exist is refused."""
     g = t.graph()
@@ -412,8 +432,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused remove")
 
 
-@case("edges.remove.reverse_direction", cite=REMOVE + "specifying a non-existing dependency will return an "
-      "error (edges are directed)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+@case("edges.remove.reverse_direction", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
+                                             "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
+                                             "specifying a non-existing dependency will return an error (edges are directed)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing b -> a when only a -> b exists is refused."""
     g = t.graph()
@@ -426,7 +447,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused remove (a -> b stays)")
 
 
-@case("edges.remove.twice", cite=REMOVE + "specifying a non-existing dependency will return an error",
+@case("edges.remove.twice", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
+                                 "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
+                                 "specifying a non-existing dependency will return an error",
       apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing the same edge a second time is refused."""
@@ -463,8 +486,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ listing
-@case("edges.list.diamond_dependencies_dependents", cite=NODE_DEPS + "returns the dependencies of node; "
-      + NODE_DEPENDENTS + "returns the dependent nodes of node", apis=("GraphNodeGetDependencies",
+@case("edges.list.diamond_dependencies_dependents", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies: \"Returns a node's "
+                                                         "dependencies\" -- returns the dependencies of node; CUDA Runtime API 13.5, Graph Management, "
+                                                         "cudaGraphNodeGetDependentNodes: \"Returns a node's dependent nodes\" -- returns the dependent "
+                                                         "nodes of node", apis=("GraphNodeGetDependencies",
                                                                         "GraphNodeGetDependentNodes"),
       expect=(["b", "c"], ["b", "c"], [], []))
 def _(t: CaseContext) -> Any:
@@ -478,8 +503,10 @@ def _(t: CaseContext) -> Any:
             labels(named, [n for n, _ in a.dependencies]), labels(named, [n for n, _ in d.dependents]))
 
 
-@case("edges.list.default_edge_data", cite=GET_EDGES + "edgeData: optional location to store edge data; "
-      + EDGE_DATA + "all zero is a default, full dependency", apis=("GraphGetEdges",),
+@case("edges.list.default_edge_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"edgeData - Optional location to "
+                                           "return edge data\" -- edgeData: optional location to store edge data; CUDA Runtime API 13.5, "
+                                           "Data types, cudaGraphEdgeData: \"Zero is valid for default behavior\" -- all zero is a "
+                                           "default, full dependency", apis=("GraphGetEdges",),
       expect=([EdgeData()] * 4, [True] * 4))
 def _(t: CaseContext) -> Any:
     """Edges made without edge data read back with default edge data."""
@@ -491,8 +518,8 @@ def _(t: CaseContext) -> Any:
     return [e for _, _, e in edges], [e.is_default for _, _, e in edges]
 
 
-@case("edges.list.after_remove", cite=GET_EDGES + "returns a list of the graph's dependency edges (removed "
-      "ones no longer)", apis=("GraphGetEdges", "GraphRemoveDependencies"),
+@case("edges.list.after_remove", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a list of graph's "
+                                      "dependency edges\" -- returns a list of the graph's dependency edges (removed ones no longer)", apis=("GraphGetEdges", "GraphRemoveDependencies"),
       expect=[("a", "b"), ("a", "c"), ("b", "d")])
 def _(t: CaseContext) -> Any:
     """After removing one edge of a diamond the other three are listed."""
@@ -504,8 +531,12 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"a": a, "b": b, "c": c, "d": d}, g.edges())
 
 
-@case("edges.list.consistent_views", cite=GET_EDGES + "from[i] -> to[i] are the graph's edges; " + NODE_DEPS
-      + "and " + NODE_DEPENDENTS + "give the same edges per node", apis=("GraphGetEdges", "GraphNodeGetDependencies",
+@case("edges.list.consistent_views",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a graph's dependency edges\" -- "
+           "from[i] -> to[i] are the graph's edges; CUDA Runtime API 13.5, Graph Management, "
+           "cudaGraphNodeGetDependencies: \"Returns a node's dependencies\"; CUDA Runtime API 13.5, Graph Management, "
+           "cudaGraphNodeGetDependentNodes: \"Returns a node's dependent nodes\" -- the three give the same edges",
+      apis=("GraphGetEdges", "GraphNodeGetDependencies",
                                                                           "GraphNodeGetDependentNodes"),
       expect=([("a", "b"), ("a", "c"), ("b", "d"), ("c", "d"), ("d", "e")],) * 3)
 def _(t: CaseContext) -> Any:
@@ -521,8 +552,11 @@ def _(t: CaseContext) -> Any:
     return edge_labels(named, g.edges()), edge_labels(named, by_deps), edge_labels(named, by_dependents)
 
 
-@case("edges.list.raw_count_query", cite=GET_EDGES + "if from and to are both NULL, numEdges returns the "
-      "number of edges", apis=("GraphGetEdges",), expect=2)
+@case("edges.list.raw_count_query", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Edges are returned via "
+                                         "corresponding indices in from, to and edgeData; that is, the node in to[i] has a dependency "
+                                         "on the node in from[i] with data edgeData[i]. from and to may both be NULL, in which case "
+                                         "this function only returns the number of edges in numEdges\" -- if from and to are both NULL, "
+                                         "numEdges returns the number of edges", apis=("GraphGetEdges",), expect=2)
 def _(t: CaseContext) -> Any:
     """The runtime counts the edges when given no arrays."""
     g = t.graph()
@@ -540,8 +574,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ edges at node creation
-@case("edges.creation.default_edge_data", cite=ADD_NODE + "dependencyData: optional edge data for each "
-      "dependency (default data for all-zero entries)", apis=("GraphAddMemsetNode", "GraphNodeGetDependencies"),
+@case("edges.creation.default_edge_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"edgeData - Optional array to "
+                                               "return edge data for each dependency\" -- dependencyData: optional edge data for each "
+                                               "dependency (default data for all-zero entries)", apis=("GraphAddMemsetNode", "GraphNodeGetDependencies"),
       expect=[EdgeData()])
 def _(t: CaseContext) -> Any:
     """A node made with explicit default edge data has an ordinary edge."""
@@ -552,8 +587,9 @@ def _(t: CaseContext) -> Any:
     return [e for _, e in m.dependencies]
 
 
-@case("edges.creation.generic_default_edge_data", cite=ADD_NODE + "creates a node with dependencies and, "
-      "where given, their edge data", apis=("GraphAddNode", "GraphNodeGetDependencies", "GraphNodeGetType"),
+@case("edges.creation.generic_default_edge_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"dependencyData - Optional edge "
+                                                       "data for the dependencies\" -- creates a node with dependencies and, where given, their edge "
+                                                       "data", apis=("GraphAddNode", "GraphNodeGetDependencies", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.EMPTY, [("a", EdgeData())]))
 def _(t: CaseContext) -> Any:
     """The generic add-node form takes default edge data for its dependencies (type and edge from the runtime)."""
@@ -592,8 +628,11 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ edge data
-@case("edges.data.programmatic_between_kernels", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only "
-      "be used between kernel nodes, with the cudaGraphKernelNodePortProgrammatic or LaunchCompletion port",
+@case("edges.data.programmatic_between_kernels", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
+                                                      "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+                                                      "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
+                                                      "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes, with the "
+                                                      "cudaGraphKernelNodePortProgrammatic or LaunchCompletion port",
       apis=("GraphAddDependencies", "GraphGetEdges", "GraphNodeGetDependencies", "GraphNodeGetDependentNodes"),
       requires=EDGE_KERNELS,
       expect=([("k1", "k2", PROGRAMMATIC)], [("k1", PROGRAMMATIC)], [("k2", PROGRAMMATIC)]))
@@ -607,8 +646,9 @@ def _(t: CaseContext) -> Any:
             [(name.get(int(n), "?"), e) for n, e in k1.dependents])
 
 
-@case("edges.data.programmatic_launches", cite=DEP_TYPE + "a programmatic dependency lets the downstream kernel "
-      "launch early (cudaGridDependencySynchronize waits); both kernels run", apis=("GraphAddDependencies",
+@case("edges.data.programmatic_launches", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"This dependency type allows the "
+                                               "downstream node to use cudaGridDependencySynchronize()\" -- a programmatic dependency lets "
+                                               "the downstream kernel launch early (cudaGridDependencySynchronize waits); both kernels run", apis=("GraphAddDependencies",
                                                                                    "GraphGetEdges", "GraphLaunch"),
       requires=EDGE_KERNELS, expect=([("k1", "k2")], [PROGRAMMATIC], [1] * 64, [2] * 64))
 def _(t: CaseContext) -> Any:
@@ -620,8 +660,9 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"k1": k1, "k2": k2}, edges), [e for _, _, e in edges], _u32(x, 64), _u32(y, 64)
 
 
-@case("edges.data.launch_completion_programmatic", cite=PORTS + "cudaGraphKernelNodePortLaunchCompletion: "
-      "activates when all blocks of the kernel have begun execution; usable with programmatic edges",
+@case("edges.data.launch_completion_programmatic", cite="CUDA Runtime API 13.5, Data types, cudaGraphKernelNodePort: \"This port activates when all "
+                                                        "blocks of the kernel have begun execution\" -- cudaGraphKernelNodePortLaunchCompletion: "
+                                                        "activates when all blocks of the kernel have begun execution; usable with programmatic edges",
       apis=("GraphAddDependencies", "GraphGetEdges", "GraphLaunch"), requires=EDGE_KERNELS,
       expect=([("k1", "k2")], [EdgeData(PORT_LAUNCH_ORDER, 0, DependencyType.PROGRAMMATIC)], [1] * 64, [2] * 64))
 def _(t: CaseContext) -> Any:
@@ -634,9 +675,10 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"k1": k1, "k2": k2}, edges), [e for _, _, e in edges], _u32(x, 64), _u32(y, 64)
 
 
-@case("edges.data.launch_completion_default_type", cite=PORTS + "cudaGraphKernelNodePortLaunchCompletion: "
-      "activates when all blocks of the kernel have begun execution (an ordinary dependency on launch "
-      "completion)", apis=("GraphAddDependencies", "GraphGetEdges"), requires=EDGE_KERNELS,
+@case("edges.data.launch_completion_default_type", cite="CUDA Runtime API 13.5, Data types, cudaGraphKernelNodePort: \"This port activates when all "
+                                                        "blocks of the kernel have begun execution\" -- cudaGraphKernelNodePortLaunchCompletion: "
+                                                        "activates when all blocks of the kernel have begun execution (an ordinary dependency on "
+                                                        "launch completion)", apis=("GraphAddDependencies", "GraphGetEdges"), requires=EDGE_KERNELS,
       expect=([("k1", "k2")], [EdgeData(PORT_LAUNCH_ORDER, 0, DependencyType.DEFAULT)]))
 def _(t: CaseContext) -> Any:
     """A default-type edge from the launch-completion port is accepted and read back."""
@@ -648,7 +690,9 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"k1": k1, "k2": k2}, edges), [e for _, _, e in edges]
 
 
-@case("edges.data.at_creation", cite=ADD_NODE + "dependencyData: edge data for each dependency, at creation",
+@case("edges.data.at_creation", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"edgeData - Optional array to "
+                                     "return edge data for each dependency\" -- dependencyData: edge data for each dependency, at "
+                                     "creation",
       apis=("GraphAddKernelNode", "GraphAddDependencies", "GraphNodeGetDependencies"), requires=EDGE_KERNELS,
       expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
@@ -661,8 +705,10 @@ def _(t: CaseContext) -> Any:
     return [e for _, e in k2.dependencies]
 
 
-@case("edges.data.builder_edge", cite=ADD_NODE + "dependencyData at creation; " + PYGRAPHRT + "node.kernel(..., "
-      "edge=) adds a node depending on this one over that edge", apis=("GraphAddKernelNode", "GraphAddDependencies"),
+@case("edges.data.builder_edge", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new kernel execution "
+                                      "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
+                                      "arguments specified in pNodeParams\" -- dependencyData at creation; pygraphrt edges API: "
+                                      "node.kernel(..., edge=) adds a node depending on this one over that edge", apis=("GraphAddKernelNode", "GraphAddDependencies"),
       requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
     """The builder form takes the edge data of its one dependency."""
@@ -674,8 +720,11 @@ def _(t: CaseContext) -> Any:
     return [e for n, e in k1.dependents if n is k2]
 
 
-@case("edges.data.remove_matching", cite=REMOVE + "specifying an edge that does not exist in the graph, with "
-      "data matching edgeData, results in an error (matching data removes it)", apis=("GraphRemoveDependencies",),
+@case("edges.data.remove_matching", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
+                                         "that does not exist in the graph, with data matching edgeData, results in an error. edgeData "
+                                         "is nullable, which is equivalent to passing default (zeroed) data for each edge\" -- "
+                                         "specifying an edge that does not exist in the graph, with data matching edgeData, results in "
+                                         "an error (matching data removes it)", apis=("GraphRemoveDependencies",),
       requires=EDGE_KERNELS, expect=[])
 def _(t: CaseContext) -> Any:
     """A programmatic edge is removed by naming it with its edge data."""
@@ -685,8 +734,11 @@ def _(t: CaseContext) -> Any:
     return g.edges()
 
 
-@case("edges.data.remove_with_other_data", cite=REMOVE + "specifying an edge that does not exist in the graph, "
-      "with data matching edgeData, results in an error; a NULL edgeData means default data",
+@case("edges.data.remove_with_other_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
+                                                "that does not exist in the graph, with data matching edgeData, results in an error. edgeData "
+                                                "is nullable, which is equivalent to passing default (zeroed) data for each edge\" -- "
+                                                "specifying an edge that does not exist in the graph, with data matching edgeData, results in "
+                                                "an error; a NULL edgeData means default data",
       apis=("GraphRemoveDependencies",), requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge cannot be removed as a default edge."""
@@ -697,8 +749,11 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("edges.data.programmatic_to_memset", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only be "
-      "used between kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_to_memset", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
+                                                "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+                                                "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
+                                                "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes; returns "
+                                                "cudaErrorInvalidValue", apis=("GraphAddDependencies",),
       requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from a kernel node to a memset node is refused."""
@@ -711,8 +766,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_from_memset", cite=EDGE_DATA + "from_port: non-zero outgoing ports are defined "
-      "for kernel nodes only; " + DEP_TYPE + "programmatic edges join kernel nodes", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_from_memset", cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"Only kernel nodes define non-zero "
+                                                  "ports\" -- from_port: non-zero outgoing ports are defined for kernel nodes only; CUDA Runtime "
+                                                  "API 13.5, Data types, cudaGraphDependencyType: \"Only kernel nodes define non-zero ports\" -- "
+                                                  "programmatic edges join kernel nodes", apis=("GraphAddDependencies",),
       requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from a memset node to a kernel node is refused."""
@@ -725,8 +782,11 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_between_empty", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic may only be "
-      "used between kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_between_empty", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
+                                                    "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+                                                    "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
+                                                    "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes; returns "
+                                                    "cudaErrorInvalidValue", apis=("GraphAddDependencies",),
       requires=("edge_data",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge between empty nodes is refused."""
@@ -739,8 +799,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.generic_creation_on_empty", cite=ADD_NODE + "dependencyData is checked like "
-      "cudaGraphAddDependencies' (programmatic edges join kernel nodes); returns cudaErrorInvalidValue",
+@case("edges.data.generic_creation_on_empty", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"dependencyData - Optional edge "
+                                                   "data for the dependencies\" -- dependencyData is checked like cudaGraphAddDependencies' "
+                                                   "(programmatic edges join kernel nodes); returns cudaErrorInvalidValue",
       apis=("GraphAddNode",), requires=("edge_data", "generic_add_node"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic add-node form refuses a programmatic edge to a new empty node."""
@@ -753,8 +814,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
-@case("edges.data.programmatic_port_default_type", cite=PORTS + "cudaGraphKernelNodePortProgrammatic must be used "
-      "with edge type cudaGraphDependencyTypeProgrammatic; returns cudaErrorInvalidValue",
+@case("edges.data.programmatic_port_default_type", cite="CUDA Runtime API 13.5, Data types, cudaGraphKernelNodePort: \"It must be used with edge type "
+                                                        "cudaGraphDependencyTypeProgrammatic\" -- cudaGraphKernelNodePortProgrammatic must be used "
+                                                        "with edge type cudaGraphDependencyTypeProgrammatic; returns cudaErrorInvalidValue",
       apis=("GraphAddDependencies",), requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The programmatic port with a default-type edge is refused."""
@@ -766,9 +828,12 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_default_port", cite=DEP_TYPE + "cudaGraphDependencyTypeProgrammatic must be used "
-      "with the cudaGraphKernelNodePortProgrammatic or cudaGraphKernelNodePortLaunchCompletion outgoing port; "
-      "returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+@case("edges.data.programmatic_default_port", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
+                                                   "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+                                                   "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
+                                                   "cudaGraphDependencyTypeProgrammatic must be used with the "
+                                                   "cudaGraphKernelNodePortProgrammatic or cudaGraphKernelNodePortLaunchCompletion outgoing "
+                                                   "port; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from the default port is refused."""
@@ -780,8 +845,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.to_port_nonzero", cite=EDGE_DATA + "to_port: currently no node types define non-zero ports; "
-      "accordingly, this field must be set to zero", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+@case("edges.data.to_port_nonzero", cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"Currently no node types define "
+                                         "non-zero ports\" -- to_port: currently no node types define non-zero ports; accordingly, this "
+                                         "field must be set to zero", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An edge into a non-zero port is refused."""
@@ -793,8 +859,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.unknown_type", cite=EDGE_DATA + "type is a cudaGraphDependencyType (Default = 0, "
-      "Programmatic = 1); returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+@case("edges.data.unknown_type", cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"This should be populated with a value "
+                                      "from cudaGraphDependencyType\" -- type is a cudaGraphDependencyType (Default = 0, "
+                                      "Programmatic = 1); returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An edge of an unknown dependency type is refused."""
@@ -806,8 +873,11 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.unknown_from_port", cite=PORTS + "the kernel node ports are Default (0), Programmatic (1) and "
-      "LaunchCompletion (2); returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+@case("edges.data.unknown_from_port", cite="CUDA Runtime API 13.5, Data types, cudaGraphKernelNodePort: \"A kernel node can use the "
+                                           "following output port types: cudaGraphKernelNodePortDefault, "
+                                           "cudaGraphKernelNodePortProgrammatic, or cudaGraphKernelNodePortLaunchCompletion\" -- the "
+                                           "kernel node ports are Default (0), Programmatic (1) and LaunchCompletion (2); returns "
+                                           "cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An edge from an undefined kernel port is refused."""
@@ -819,7 +889,8 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.refusal_adds_nothing", cite=ADD + "on error no dependency is added", apis=("GraphAddDependencies",
+@case("edges.data.refusal_adds_nothing", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+                                              "dependency will return an error\" -- on error no dependency is added", apis=("GraphAddDependencies",
                                                                                              "GraphGetEdges"),
       requires=("edge_data",), expect=("InvalidValue", 0))
 def _(t: CaseContext) -> Any:
@@ -830,8 +901,9 @@ def _(t: CaseContext) -> Any:
     return type(err).__name__, raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("edges.data.lossy_edge_query", cite=GET_EDGES + "if edgeData is NULL and the graph has edges with "
-      "non-default data, returns cudaErrorLossyQuery (the arrays are still filled)", apis=("GraphGetEdges",),
+@case("edges.data.lossy_edge_query", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Attempting a losst query via "
+                                          "NULL edgeData will result in cudaErrorLossyQuery\" -- if edgeData is NULL and the graph has "
+                                          "edges with non-default data, returns cudaErrorLossyQuery (the arrays are still filled)", apis=("GraphGetEdges",),
       requires=EDGE_KERNELS, raises=errors.LossyQuery)
 def _(t: CaseContext) -> Any:
     """Listing the edges without room for edge data of a graph with a programmatic edge is lossy."""
@@ -850,8 +922,10 @@ def _(t: CaseContext) -> Any:
             raise t.backend.ops.error(rc, f"{prefix}GraphGetEdges")
 
 
-@case("edges.data.lossy_dependencies_query", cite=NODE_DEPS + "if edgeData is NULL and the node has dependencies "
-      "with non-default data, returns cudaErrorLossyQuery", apis=("GraphNodeGetDependencies",),
+@case("edges.data.lossy_dependencies_query", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies: \"Note that if an edge "
+                                                  "has non-zero (non-default) edge data and edgeData is NULL, this API will return "
+                                                  "cudaErrorLossyQuery\" -- if edgeData is NULL and the node has dependencies with non-default "
+                                                  "data, returns cudaErrorLossyQuery", apis=("GraphNodeGetDependencies",),
       requires=EDGE_KERNELS, raises=errors.LossyQuery)
 def _(t: CaseContext) -> Any:
     """Listing a node's dependencies without room for edge data, over a programmatic edge, is lossy."""
@@ -870,8 +944,11 @@ def _(t: CaseContext) -> Any:
             raise t.backend.ops.error(rc, f"{prefix}GraphNodeGetDependencies")
 
 
-@case("edges.data.count_query_not_lossy", cite=GET_EDGES + "with from, to and edgeData NULL only the number of "
-      "edges is returned (nothing is lost)", apis=("GraphGetEdges",), requires=EDGE_KERNELS, expect=1)
+@case("edges.data.count_query_not_lossy", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Edges are returned via "
+                                               "corresponding indices in from, to and edgeData; that is, the node in to[i] has a dependency "
+                                               "on the node in from[i] with data edgeData[i]. from and to may both be NULL, in which case "
+                                               "this function only returns the number of edges in numEdges\" -- with from, to and edgeData "
+                                               "NULL only the number of edges is returned (nothing is lost)", apis=("GraphGetEdges",), requires=EDGE_KERNELS, expect=1)
 def _(t: CaseContext) -> Any:
     """Counting the edges of a graph with a programmatic edge is not lossy."""
     g, k1, k2, _x, _y = _two_kernels(t)
@@ -885,8 +962,8 @@ def _(t: CaseContext) -> Any:
     return int(n[0])
 
 
-@case("edges.data.clone_keeps", cite=f"{_RT}, cudaGraphClone: the clone has the same nodes and edges (with "
-      "their edge data)", apis=("GraphClone", "GraphGetEdges"), requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
+@case("edges.data.clone_keeps", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"All parameters are copied into the "
+                                     "cloned graph\" -- the clone has the same nodes and edges (with their edge data)", apis=("GraphClone", "GraphGetEdges"), requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
     """A clone keeps a programmatic edge's data."""
     g, k1, k2, _x, _y = _two_kernels(t)
@@ -895,8 +972,10 @@ def _(t: CaseContext) -> Any:
     return [e for _, _, e in c.edges()]
 
 
-@case("edges.data.update_edge_data_changed", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node "
-      "has a dependency that does not match the paired node's (edge data is part of the dependency)",
+@case("edges.data.update_edge_data_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"The dependencies are paired "
+                                                  "based on edge order and a dependency does not match when the nodes are already paired based "
+                                                  "on other edges examined in the graph\" -- cudaGraphExecUpdateErrorTopologyChanged when a node "
+                                                  "has a dependency that does not match the paired node's (edge data is part of the dependency)",
       apis=("GraphExecUpdate",), requires=EDGE_KERNELS, raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """Updating a default edge into a programmatic edge is refused as a topology change."""
@@ -948,8 +1027,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ capture
-@case("edges.capture.info_default_edge_data", cite=CAPTURE_INFO + "edgeData_out: the edge data of the capture's "
-      "current dependencies (default for ordinary stream work)", apis=("StreamGetCaptureInfo",),
+@case("edges.capture.info_default_edge_data", cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"If dependencies_out is "
+                                                   "non-NULL and edgeData_out is NULL, but there is non-zero edge data for one or more of the "
+                                                   "current stream dependencies, the call will return cudaErrorLossyQuery\" -- edgeData_out: the "
+                                                   "edge data of the capture's current dependencies (default for ordinary stream work)", apis=("StreamGetCaptureInfo",),
       expect=(1, EdgeData()))
 def _(t: CaseContext) -> Any:
     """During a capture, the dependency left by a memset carries default edge data."""
@@ -962,8 +1043,9 @@ def _(t: CaseContext) -> Any:
     return len(deps), deps[0][1] if deps else None
 
 
-@case("edges.capture.chain_edges", cite=CAPTURE_INFO + "work captured in stream order becomes a chain of "
-      "dependencies with default edge data", apis=("StreamBeginCapture", "StreamEndCapture", "GraphGetEdges"),
+@case("edges.capture.chain_edges", cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The next node to be "
+                                        "captured in the stream will depend on this set of nodes\" -- work captured in stream order "
+                                        "becomes a chain of dependencies with default edge data", apis=("StreamBeginCapture", "StreamEndCapture", "GraphGetEdges"),
       expect=(3, 2, True))
 def _(t: CaseContext) -> Any:
     """Three operations captured on one stream form a chain of two default edges."""

@@ -185,8 +185,10 @@ def _instantiate_with_params(t: CaseContext, g: Any, flags: int, upload_stream: 
 
 
 # ============================================================================ instantiate: flags
-@case("exec.instantiate.flags_none", cite=GET_FLAGS + "returns the flags that were passed to instantiate "
-      "for the given executable graph", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
+@case("exec.instantiate.flags_none", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
+                                          "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
+                                          "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
+                                          "the flags that were passed to instantiate for the given executable graph", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
       expect=InstantiateFlags.NONE)
 def _(t: CaseContext) -> Any:
     """An executable graph instantiated without flags reports none."""
@@ -196,8 +198,10 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g))
 
 
-@case("exec.instantiate.auto_free_flag", cite=GET_FLAGS + "returns the flags that were passed to "
-      "instantiate (cudaGraphInstantiateFlagAutoFreeOnLaunch)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.auto_free_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
+                                              "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
+                                              "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
+                                              "the flags that were passed to instantiate (cudaGraphInstantiateFlagAutoFreeOnLaunch)", apis=("GraphInstantiateWithFlags",
                                                                        "GraphExecGetFlags"),
       expect=InstantiateFlags.AUTO_FREE_ON_LAUNCH)
 def _(t: CaseContext) -> Any:
@@ -207,8 +211,10 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g, auto_free_on_launch=True))
 
 
-@case("exec.instantiate.use_node_priority_flag", cite=GET_FLAGS + "returns the flags that were passed to "
-      "instantiate (cudaGraphInstantiateFlagUseNodePriority)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.use_node_priority_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
+                                                      "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
+                                                      "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
+                                                      "the flags that were passed to instantiate (cudaGraphInstantiateFlagUseNodePriority)", apis=("GraphInstantiateWithFlags",
                                                                       "GraphExecGetFlags"),
       expect=InstantiateFlags.USE_NODE_PRIORITY)
 def _(t: CaseContext) -> Any:
@@ -220,8 +226,10 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g, use_node_priority=True))
 
 
-@case("exec.instantiate.device_launch_flag", cite=GET_FLAGS + "returns the flags that were passed to "
-      "instantiate (cudaGraphInstantiateFlagDeviceLaunch)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.device_launch_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
+                                                  "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
+                                                  "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
+                                                  "the flags that were passed to instantiate (cudaGraphInstantiateFlagDeviceLaunch)", apis=("GraphInstantiateWithFlags",
                                                                    "GraphExecGetFlags", "GraphUpload"),
       requires=("device_launch",), expect=InstantiateFlags.DEVICE_LAUNCH)
 def _(t: CaseContext) -> Any:
@@ -253,8 +261,9 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g, InstantiateFlags.UPLOAD)
 
 
-@case("exec.instantiate.auto_free_with_priority", cite=INSTANTIATE + "valid flags are "
-      "cudaGraphInstantiateFlagAutoFreeOnLaunch, ...DeviceLaunch, ...UseNodePriority (combinable bits)",
+@case("exec.instantiate.auto_free_with_priority", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Valid flags are\" -- "
+                                                       "valid flags are cudaGraphInstantiateFlagAutoFreeOnLaunch, ...DeviceLaunch, "
+                                                       "...UseNodePriority (combinable bits)",
       apis=("GraphInstantiateWithFlags", "GraphExecGetFlags", "GraphLaunch"),
       requires=("instantiate_flag_combinations",), expect=(True, b"\x05" * 8))
 def _(t: CaseContext) -> Any:
@@ -267,8 +276,10 @@ def _(t: CaseContext) -> Any:
     return isinstance(flags, InstantiateFlags) and InstantiateFlags.AUTO_FREE_ON_LAUNCH in flags, buf.to_bytes(8)
 
 
-@case("exec.instantiate.auto_free_upload_combined", cite=INSTANTIATE + "flags combine; " + GET_FLAGS
-      + "the upload flag is not returned", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
+@case("exec.instantiate.auto_free_upload_combined", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Valid flags are\" -- "
+                                                         "flags combine; CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: "
+                                                         "\"cudaGraphInstantiateFlagUpload will not be returned by this API as it does not affect the "
+                                                         "resulting executable graph\" -- the upload flag is not returned", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
       requires=("instantiate_flag_combinations",), expect=InstantiateFlags.AUTO_FREE_ON_LAUNCH)
 def _(t: CaseContext) -> Any:
     """AUTO_FREE_ON_LAUNCH with an upload reports AUTO_FREE_ON_LAUNCH only."""
@@ -278,8 +289,10 @@ def _(t: CaseContext) -> Any:
                                    upload_stream=t.stream()))
 
 
-@case("exec.instantiate.device_launch_with_auto_free", cite=INSTANTIATE + "cudaGraphInstantiateFlagDeviceLaunch "
-      "cannot be used in conjunction with cudaGraphInstantiateFlagAutoFreeOnLaunch",
+@case("exec.instantiate.device_launch_with_auto_free", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"This flag cannot be "
+                                                            "used in conjunction with cudaGraphInstantiateFlagAutoFreeOnLaunch\" -- "
+                                                            "cudaGraphInstantiateFlagDeviceLaunch cannot be used in conjunction with "
+                                                            "cudaGraphInstantiateFlagAutoFreeOnLaunch",
       apis=("GraphInstantiateWithFlags",), requires=("device_launch", "instantiate_flag_combinations"),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -290,9 +303,10 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g, device_launch=True, auto_free_on_launch=True)
 
 
-@case("exec.instantiate.device_launch_runs_from_host", cite=INSTANTIATE + "with "
-      "cudaGraphInstantiateFlagDeviceLaunch the executable graph can be launched from both the host and "
-      "device", apis=("GraphInstantiateWithFlags", "GraphUpload", "GraphLaunch"), requires=("device_launch",),
+@case("exec.instantiate.device_launch_runs_from_host", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"If this flag is "
+                                                            "passed, the executable graph handle returned can be used to launch the graph from both the "
+                                                            "host and device\" -- with cudaGraphInstantiateFlagDeviceLaunch the executable graph can be "
+                                                            "launched from both the host and device", apis=("GraphInstantiateWithFlags", "GraphUpload", "GraphLaunch"), requires=("device_launch",),
       expect=b"\x2c" * 8)
 def _(t: CaseContext) -> Any:
     """A device-launchable graph launched from the host does its work."""
@@ -304,8 +318,9 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.instantiate.unknown_flag_bits", cite=INSTANTIATE + "flags - flags to control instantiation "
-      "(only the cudaGraphInstantiateFlags are valid); returns cudaErrorInvalidValue",
+@case("exec.instantiate.unknown_flag_bits", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"flags - Flags to "
+                                                 "control instantiation\" -- flags - flags to control instantiation (only the "
+                                                 "cudaGraphInstantiateFlags are valid); returns cudaErrorInvalidValue",
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A flag bit that is no instantiate flag is refused by the runtime."""
@@ -321,7 +336,8 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_graph", cite=INSTANTIATE + "returns cudaErrorInvalidValue for an invalid graph",
+@case("exec.instantiate.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
+                                          "cudaErrorInvalidValue\" -- returns cudaErrorInvalidValue for an invalid graph",
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating a NULL graph is refused."""
@@ -335,8 +351,9 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_out", cite=INSTANTIATE + "pGraphExec - returns instantiated graph; "
-      "returns cudaErrorInvalidValue", apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
+@case("exec.instantiate.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"pGraphExec - "
+                                        "Returns instantiated graph\" -- pGraphExec - returns instantiated graph; returns "
+                                        "cudaErrorInvalidValue", apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating without a place for the executable graph is refused."""
     g = t.graph()
@@ -357,9 +374,11 @@ def _(t: CaseContext) -> Any:
     return t.snapshot(graph=g), _flags(t, exe)
 
 
-@case("exec.instantiate.cycle", cite=INSTANTIATE + "instantiates graph as an executable graph. The graph is "
-      "validated for any structural constraints or intra-node constraints which were not previously validated; "
-      "returns cudaSuccess, cudaErrorInvalidValue",
+@case("exec.instantiate.cycle", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
+                                     "validated for any structural constraints or intra-node constraints which were not previously "
+                                     "validated\" -- instantiates graph as an executable graph. The graph is validated for any "
+                                     "structural constraints or intra-node constraints which were not previously validated; "
+                                     "returns cudaSuccess, cudaErrorInvalidValue",
       apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph whose edges form a cycle is accepted edge by edge and refused at instantiation."""
@@ -373,8 +392,12 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g)
 
 
-@case("exec.instantiate.twice_independent", cite=INSTANTIATE + "each instantiation is an executable graph "
-      "of its own; " + SET_MEMSET + ONLY_THIS, apis=("GraphInstantiateWithFlags", "GraphExecMemsetNodeSetParams",
+@case("exec.instantiate.twice_independent", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"To execute a graph "
+                                                 "concurrently, it must be instantiated multiple times into multiple executable graphs\" -- "
+                                                 "each instantiation is an executable graph of its own; CUDA Runtime API 13.5, Graph "
+                                                 "Management, cudaGraphExecMemsetNodeSetParams: \"The modifications only affect future launches "
+                                                 "of hGraphExec\" -- the modifications only affect future launches of hGraphExec; node is not "
+                                                 "modified by this call", apis=("GraphInstantiateWithFlags", "GraphExecMemsetNodeSetParams",
                                                       "GraphLaunch"), expect=(b"\x09" * 8, b"\x01" * 8))
 def _(t: CaseContext) -> Any:
     """Two executable graphs of one graph are independent: a setter on one leaves the other."""
@@ -390,8 +413,9 @@ def _(t: CaseContext) -> Any:
     return first, buf2.to_bytes(8)
 
 
-@case("exec.instantiate.snapshot", cite=INSTANTIATE + "instantiates graph as an executable graph (a "
-      "snapshot: later changes to graph do not affect it)", apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
+@case("exec.instantiate.snapshot", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph "
+                                        "as an executable graph\" -- instantiates graph as an executable graph (a snapshot: later "
+                                        "changes to graph do not affect it)", apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
                                                                    "GraphLaunch"), expect=(b"\x00" * 8, 1))
 def _(t: CaseContext) -> Any:
     """A node added to the graph after instantiation is not run by the executable graph."""
@@ -404,8 +428,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ instantiate with params
-@case("exec.instantiate_with_params.success", cite=WITH_PARAMS + "instantiateParams->result_out is set to "
-      "cudaGraphInstantiateSuccess when instantiation succeeded", apis=("GraphInstantiateWithParams", "GraphLaunch"),
+@case("exec.instantiate_with_params.success", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithParams: \"If instantiation "
+                                                   "is successful, result_out will be set to cudaGraphInstantiateSuccess, and hErrNode_out will "
+                                                   "be set to NULL\" -- instantiateParams->result_out is set to cudaGraphInstantiateSuccess when "
+                                                   "instantiation succeeded", apis=("GraphInstantiateWithParams", "GraphLaunch"),
       requires=("instantiate_with_params",), expect=("Success", b"\x3a" * 8))
 def _(t: CaseContext) -> Any:
     """Instantiation with a params struct reports success and the executable graph runs."""
@@ -416,8 +442,10 @@ def _(t: CaseContext) -> Any:
     return result, buf.to_bytes(8)
 
 
-@case("exec.instantiate_with_params.upload", cite=WITH_PARAMS + "cudaGraphInstantiateFlagUpload performs an "
-      "upload of the graph into uploadStream once the graph has been instantiated",
+@case("exec.instantiate_with_params.upload", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithParams: \"- "
+                                                  "cudaGraphInstantiateFlagUpload, which will perform an upload of the graph into uploadStream "
+                                                  "once the graph has been instantiated\" -- cudaGraphInstantiateFlagUpload performs an upload "
+                                                  "of the graph into uploadStream once the graph has been instantiated",
       apis=("GraphInstantiateWithParams", "GraphLaunch"), requires=("instantiate_with_params",),
       expect=("Success", b"\x3b" * 8))
 def _(t: CaseContext) -> Any:
@@ -431,8 +459,12 @@ def _(t: CaseContext) -> Any:
     return result, buf.to_bytes(8)
 
 
-@case("exec.instantiate_with_params.auto_free_flag", cite=WITH_PARAMS + "the flags field controls the "
-      "behavior of instantiation; " + GET_FLAGS + "returns the flags that were passed to instantiate",
+@case("exec.instantiate_with_params.auto_free_flag", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphInstantiateWithParams: the flags field "
+                                                          "controls the behavior of instantiation; CUDA Runtime API 13.5, Graph Management, "
+                                                          "cudaGraphExecGetFlags: \"Returns the flags that were passed to instantiation for the given "
+                                                          "executable graph. cudaGraphInstantiateFlagUpload will not be returned by this API as it does "
+                                                          "not affect the resulting executable graph\" -- returns the flags that were passed to "
+                                                          "instantiate",
       apis=("GraphInstantiateWithParams", "GraphExecGetFlags"), requires=("instantiate_with_params",),
       expect=("Success", InstantiateFlags.AUTO_FREE_ON_LAUNCH))
 def _(t: CaseContext) -> Any:
@@ -444,8 +476,10 @@ def _(t: CaseContext) -> Any:
     return result, _flags(t, exe)
 
 
-@case("exec.instantiate_with_params.cycle_invalid_structure", cite=WITH_PARAMS + "result_out "
-      "cudaGraphInstantiateInvalidStructure: instantiation failed due to invalid structure, such as cycles",
+@case("exec.instantiate_with_params.cycle_invalid_structure", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithParams: "
+                                                                   "\"cudaGraphInstantiateInvalidStructure, if the graph structure is invalid\" -- result_out "
+                                                                   "cudaGraphInstantiateInvalidStructure: instantiation failed due to invalid structure, such as "
+                                                                   "cycles",
       apis=("GraphInstantiateWithParams",), requires=("instantiate_with_params",), expect="InvalidStructure")
 def _(t: CaseContext) -> Any:
     """A cyclic graph fails instantiation with the result InvalidStructure."""
@@ -476,8 +510,10 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.launch.relaunch", cite=LAUNCH + "each launch is ordered behind any previous launches of graphExec; "
-      "an executable graph can be launched any number of times", apis=("GraphLaunch", "GraphAddHostNode"),
+@case("exec.launch.relaunch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Each launch is ordered behind "
+                                   "both any previous work in stream and any previous launches of graphExec\" -- each launch is "
+                                   "ordered behind any previous launches of graphExec; an executable graph can be launched any "
+                                   "number of times", apis=("GraphLaunch", "GraphAddHostNode"),
       expect=5)
 def _(t: CaseContext) -> Any:
     """Five launches run the graph five times."""
@@ -492,8 +528,9 @@ def _(t: CaseContext) -> Any:
     return len(calls)
 
 
-@case("exec.launch.ordered_after_stream_work", cite=LAUNCH + "each launch is ordered behind any previous work "
-      "in stream", apis=("GraphLaunch", "MemsetAsync"), expect=b"\x4d" * 8)
+@case("exec.launch.ordered_after_stream_work", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Each launch is ordered behind "
+                                                    "both any previous work in stream and any previous launches of graphExec\" -- each launch is "
+                                                    "ordered behind any previous work in stream", apis=("GraphLaunch", "MemsetAsync"), expect=b"\x4d" * 8)
 def _(t: CaseContext) -> Any:
     """A launch sees the results of work issued before it on the same stream."""
     src, out = _zeroed(t), _zeroed(t)
@@ -542,8 +579,8 @@ def _(t: CaseContext) -> Any:
     return log
 
 
-@case("exec.launch.legacy_default_stream", cite=LAUNCH + "executes graphExec in stream (the legacy default "
-      "stream 0 included)", apis=("GraphLaunch",), expect=b"\x5e" * 8)
+@case("exec.launch.legacy_default_stream", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Executes graphExec in stream\" -- "
+                                                "executes graphExec in stream (the legacy default stream 0 included)", apis=("GraphLaunch",), expect=b"\x5e" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches on the legacy default stream."""
     buf = _zeroed(t)
@@ -591,7 +628,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).launch("stream 0")
 
 
-@case("exec.launch.null_exec", cite=LAUNCH + "returns cudaErrorInvalidValue for an invalid graphExec",
+@case("exec.launch.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"cudaSuccess, "
+                                    "cudaErrorInvalidValue\" -- returns cudaErrorInvalidValue for an invalid graphExec",
       apis=("GraphLaunch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""
@@ -600,8 +638,10 @@ def _(t: CaseContext) -> Any:
         t.call("GraphLaunch", t.NULL, t.stream().handle)
 
 
-@case("exec.launch.after_graph_closed", cite=INSTANTIATE + "the executable graph is independent of graph; "
-      + EXEC_DESTROY + "only the executable graph is destroyed by it", apis=("GraphLaunch",),
+@case("exec.launch.after_graph_closed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"graphExec - "
+                                             "Executable graph to launch\" -- the executable graph is independent of graph; CUDA Runtime "
+                                             "API 13.5, Graph Management, cudaGraphExecDestroy: \"Destroys an executable graph\" -- only the "
+                                             "executable graph is destroyed by it", apis=("GraphLaunch",),
       expect=(b"\x6f" * 8, b"\x6f" * 8))
 def _(t: CaseContext) -> Any:
     """Closing the graph leaves its executable graph relaunchable."""
@@ -618,8 +658,9 @@ def _(t: CaseContext) -> Any:
     return first, buf.to_bytes(8)
 
 
-@case("exec.upload.then_launch", cite=UPLOAD + "uploads graphExec to the device in stream without executing "
-      "it", apis=("GraphUpload", "GraphLaunch"), expect=(b"\x00" * 8, b"\x21" * 8))
+@case("exec.upload.then_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Uploads graphExec to the device "
+                                      "in stream without executing it\" -- uploads graphExec to the device in stream without "
+                                      "executing it", apis=("GraphUpload", "GraphLaunch"), expect=(b"\x00" * 8, b"\x21" * 8))
 def _(t: CaseContext) -> Any:
     """Uploading does not run the work; the following launch does."""
     buf = _zeroed(t)
@@ -633,8 +674,10 @@ def _(t: CaseContext) -> Any:
     return before, buf.to_bytes(8)
 
 
-@case("exec.upload.other_stream_then_launch", cite=UPLOAD + "each upload is ordered behind any previous work "
-      "in stream and any previous launches of graphExec; a later launch may use any stream",
+@case("exec.upload.other_stream_then_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Each upload is ordered behind "
+                                                   "both any previous work in stream and any previous launches of graphExec\" -- each upload is "
+                                                   "ordered behind any previous work in stream and any previous launches of graphExec; a later "
+                                                   "launch may use any stream",
       apis=("GraphUpload", "GraphLaunch"), expect=b"\x22" * 8)
 def _(t: CaseContext) -> Any:
     """A graph uploaded on one stream launches on another."""
@@ -648,7 +691,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.upload.twice", cite=UPLOAD + "uploads of the same graphExec will be serialized",
+@case("exec.upload.twice", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Uploads of the same graphExec "
+                                "will be serialized\" -- uploads of the same graphExec will be serialized",
       apis=("GraphUpload",), expect=b"\x23" * 8)
 def _(t: CaseContext) -> Any:
     """Two uploads of one executable graph are accepted; it then runs."""
@@ -674,7 +718,8 @@ def _(t: CaseContext) -> Any:
     exe.upload(t.stream())
 
 
-@case("exec.upload.null_exec", cite=UPLOAD + "returns cudaErrorInvalidValue for an invalid graphExec",
+@case("exec.upload.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"cudaSuccess, "
+                                    "cudaErrorInvalidValue,\" -- returns cudaErrorInvalidValue for an invalid graphExec",
       apis=("GraphUpload",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to upload a NULL executable graph."""
@@ -707,8 +752,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ exec update: success
-@case("exec.update.memset_value", cite=UPDATE + "updates the node parameters in the instantiated graph with "
-      "the node parameters in a topologically identical graph", apis=("GraphExecUpdate", "GraphLaunch"),
+@case("exec.update.memset_value", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                       "topologically identical graph specified by hGraph\" -- updates the node parameters in the "
+                                       "instantiated graph with the node parameters in a topologically identical graph", apis=("GraphExecUpdate", "GraphLaunch"),
       expect=(UpdateResult.SUCCESS, b"\x02" * 8))
 def _(t: CaseContext) -> Any:
     """A memset whose value changed updates: SUCCESS, and the new value is written."""
@@ -721,8 +768,17 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.memset_destination", cite=UPDATE + "memset nodes: the CUDA device(s) to which the "
-      "operand(s) was allocated/mapped cannot change (another address on the same device may)",
+@case("exec.update.memset_destination", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
+                                             "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
+                                             "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
+                                             "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
+                                             "must be allocated from the same contexts as the original source/destination memory. - For 2d "
+                                             "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
+                                             "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
+                                             "work resources already allocated for the node. - Additional memcpy node restrictions: - "
+                                             "Changing either the source or destination memory type(i.e\" -- memset nodes: the CUDA "
+                                             "device(s) to which the operand(s) was allocated/mapped cannot change (another address on the "
+                                             "same device may)",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x00" * 8, b"\x03" * 8))
 def _(t: CaseContext) -> Any:
     """A memset moved to another buffer of the same device updates."""
@@ -735,8 +791,17 @@ def _(t: CaseContext) -> Any:
     return r, a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.update.memcpy_addresses", cite=UPDATE + "memcpy nodes: the source/destination memory must be "
-      "allocated from the same contexts as the original (addresses may change)",
+@case("exec.update.memcpy_addresses", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
+                                           "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
+                                           "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
+                                           "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
+                                           "must be allocated from the same contexts as the original source/destination memory. - For 2d "
+                                           "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
+                                           "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
+                                           "work resources already allocated for the node. - Additional memcpy node restrictions: - "
+                                           "Changing either the source or destination memory type(i.e\" -- memcpy nodes: the "
+                                           "source/destination memory must be allocated from the same contexts as the original "
+                                           "(addresses may change)",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x00" * 8, b"\x77" * 8))
 def _(t: CaseContext) -> Any:
     """A device-to-device copy with new source and destination updates."""
@@ -752,8 +817,9 @@ def _(t: CaseContext) -> Any:
     return r, out1.to_bytes(8), out2.to_bytes(8)
 
 
-@case("exec.update.host_function", cite=UPDATE + "host nodes: parameters may change (" + SET_NODE
-      + "host: unrestricted)", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, ["second"]))
+@case("exec.update.host_function", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"host Unrestricted\" -- "
+                                        "host nodes: parameters may change (CUDA Runtime API 13.0, Graph Management, "
+                                        "cudaGraphExecNodeSetParams: host: unrestricted)", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, ["second"]))
 def _(t: CaseContext) -> Any:
     """A host node with another function updates; the new function runs."""
     calls: list[str] = []
@@ -768,8 +834,9 @@ def _(t: CaseContext) -> Any:
     return r, calls
 
 
-@case("exec.update.event_record_event", cite=UPDATE + "event nodes may change their event (" + SET_NODE
-      + "event record: unrestricted)", apis=("GraphExecUpdate", "GraphAddEventRecordNode", "EventElapsedTime"),
+@case("exec.update.event_record_event", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"event record "
+                                             "Unrestricted\" -- event nodes may change their event (CUDA Runtime API 13.0, Graph "
+                                             "Management, cudaGraphExecNodeSetParams: event record: unrestricted)", apis=("GraphExecUpdate", "GraphAddEventRecordNode", "EventElapsedTime"),
       expect=(UpdateResult.SUCCESS, True, "never recorded"))
 def _(t: CaseContext) -> Any:
     """An event record node recording another event updates: the launch records the new event only."""
@@ -791,8 +858,9 @@ def _(t: CaseContext) -> Any:
     return r, e2.elapsed_ms(start) >= 0.0, old
 
 
-@case("exec.update.event_wait_event", cite=UPDATE + "event nodes may change their event (" + SET_NODE
-      + "event wait: unrestricted)", apis=("GraphExecUpdate", "GraphAddEventWaitNode", "GraphEventWaitNodeGetEvent"),
+@case("exec.update.event_wait_event", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"event wait "
+                                           "Unrestricted\" -- event nodes may change their event (CUDA Runtime API 13.0, Graph "
+                                           "Management, cudaGraphExecNodeSetParams: event wait: unrestricted)", apis=("GraphExecUpdate", "GraphAddEventWaitNode", "GraphEventWaitNodeGetEvent"),
       expect=(UpdateResult.SUCCESS, True))
 def _(t: CaseContext) -> Any:
     """An event wait node waiting for another event updates."""
@@ -809,8 +877,9 @@ def _(t: CaseContext) -> Any:
     return r, _typed(w2)["event"] == int(e2)
 
 
-@case("exec.update.child_graph_params", cite=UPDATE + "child graph nodes: topology must match and the "
-      "restrictions apply recursively (parameters inside may change)", apis=("GraphExecUpdate",
+@case("exec.update.child_graph_params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"child graph Topology "
+                                             "must match and restrictions apply recursively\" -- child graph nodes: topology must match and "
+                                             "the restrictions apply recursively (parameters inside may change)", apis=("GraphExecUpdate",
                                                                            "GraphAddChildGraphNode"),
       expect=(UpdateResult.SUCCESS, b"\x0c" * 8))
 def _(t: CaseContext) -> Any:
@@ -828,8 +897,10 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.same_graph", cite=UPDATE + "updates from a topologically identical graph (the graph the "
-      "executable was instantiated from, after its parameters changed)",
+@case("exec.update.same_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                     "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                     "topologically identical graph specified by hGraph\" -- updates from a topologically identical "
+                                     "graph (the graph the executable was instantiated from, after its parameters changed)",
       apis=("GraphExecUpdate", "GraphMemcpyNodeSetParams1D"), expect=(UpdateResult.SUCCESS, b"\x13" * 8))
 def _(t: CaseContext) -> Any:
     """Changing the original graph's node, then updating from it, takes the change."""
@@ -844,8 +915,10 @@ def _(t: CaseContext) -> Any:
     return r, out.to_bytes(8)
 
 
-@case("exec.update.diamond_all_parameters", cite=UPDATE + "updates the node parameters of every node paired "
-      "by topology", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x09" * 4 + b"\x0a" * 4))
+@case("exec.update.diamond_all_parameters", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                                 "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                                 "topologically identical graph specified by hGraph\" -- updates the node parameters of every "
+                                                 "node paired by topology", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x09" * 4 + b"\x0a" * 4))
 def _(t: CaseContext) -> Any:
     """A diamond whose every node changed value updates as a whole."""
     buf = _zeroed(t)
@@ -864,16 +937,27 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.empty_graphs", cite=UPDATE + "updates from a topologically identical graph (two graphs "
-      "without nodes are identical)", apis=("GraphExecUpdate",), expect=UpdateResult.SUCCESS)
+@case("exec.update.empty_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                       "topologically identical graph specified by hGraph\" -- updates from a topologically identical "
+                                       "graph (two graphs without nodes are identical)", apis=("GraphExecUpdate",), expect=UpdateResult.SUCCESS)
 def _(t: CaseContext) -> Any:
     """An executable graph of an empty graph updates from another empty graph."""
     exe = t.instantiate(t.graph())
     return _update(t, exe, t.graph())
 
 
-@case("exec.update.setters_take_original_nodes", cite=UPDATE + "the executable graph keeps its nodes; "
-      + SET_MEMSET + SAME_GRAPH, apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"),
+@case("exec.update.setters_take_original_nodes", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"hGraphExec - The executable "
+                                                      "graph in which to set the specified node\" -- the executable graph keeps its nodes; CUDA "
+                                                      "Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"- Kernel nodes: - The "
+                                                      "owning context of the function cannot change. - A node whose function originally did not use "
+                                                      "CUDA dynamic parallelism cannot be updated to a function which uses CDP. - A node whose "
+                                                      "function originally did not make device-side update calls cannot be updated to a function "
+                                                      "which makes device-side update calls. - A cooperative node cannot be updated to a "
+                                                      "non-cooperative node, and vice-versa. - If the graph was instantiated with "
+                                                      "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- the node "
+                                                      "is identified by the corresponding node in the non-executable graph from which the "
+                                                      "executable graph was instantiated", apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"),
       expect=(UpdateResult.SUCCESS, b"\x05" * 8))
 def _(t: CaseContext) -> Any:
     """After an update, the per-node setters still take nodes of the graph it was instantiated from."""
@@ -888,8 +972,18 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ exec update: refused
-@case("exec.update.node_count_changed", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when the count "
-      "of nodes directly in hGraphExec and hGraph differ, in which case errorNode is set to NULL",
+@case("exec.update.node_count_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                             "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                             "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                             "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                             "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                             "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                             "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                             "dependency that does not match with the corresponding dependency of the paired node from "
+                                             "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                             "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                             "cudaGraphExecUpdateErrorTopologyChanged when the count of nodes directly in hGraphExec and "
+                                             "hGraph differ, in which case errorNode is set to NULL",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """An update from a graph with one node more is refused: TOPOLOGY_CHANGED, no error node."""
@@ -902,9 +996,19 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is None)
 
 
-@case("exec.update.edge_added", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
-      "has a different number of dependencies than the node from hGraphExec it is paired with; errorNode is "
-      "the node from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.edge_added", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                     "dependency that does not match with the corresponding dependency of the paired node from "
+                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a different number of "
+                                     "dependencies than the node from hGraphExec it is paired with; errorNode is the node from "
+                                     "hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """The same nodes with one edge more: TOPOLOGY_CHANGED naming a node of the new graph."""
     g1 = t.graph()
@@ -920,8 +1024,18 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is not None and n.graph is g2)
 
 
-@case("exec.update.edge_removed", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
-      "has a different number of dependencies than the node it is paired with",
+@case("exec.update.edge_removed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                       "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                       "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                       "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                       "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                       "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                       "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                       "dependency that does not match with the corresponding dependency of the paired node from "
+                                       "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                       "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                       "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a different number of "
+                                       "dependencies than the node it is paired with",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """The same nodes with one edge less: TOPOLOGY_CHANGED."""
@@ -936,8 +1050,18 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.edge_moved", cite=UPDATE + "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph "
-      "has a dependency that does not match with the corresponding dependency of the paired node",
+@case("exec.update.edge_moved", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                     "dependency that does not match with the corresponding dependency of the paired node from "
+                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a dependency that does not "
+                                     "match with the corresponding dependency of the paired node",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """Same nodes and edge count, but the host node depends on the empty node instead of the memset."""
@@ -953,9 +1077,18 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.node_type_changed", cite=UPDATE + "cudaGraphExecUpdateErrorNodeTypeChanged when a node in "
-      "hGraph has a different type than the node from hGraphExec it is paired with; errorNode is the node "
-      "from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.node_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                            "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                            "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                            "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                            "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                            "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                            "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                            "dependency that does not match with the corresponding dependency of the paired node from "
+                                            "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                            "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                            "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a different type than the "
+                                            "node from hGraphExec it is paired with; errorNode is the node from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A memset paired with a memcpy: NODE_TYPE_CHANGED naming the memcpy node."""
     a, b = _zeroed(t), _zeroed(t)
@@ -967,8 +1100,18 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED, lambda n: n is c)
 
 
-@case("exec.update.empty_to_host_type_changed", cite=UPDATE + "cudaGraphExecUpdateErrorNodeTypeChanged when "
-      "a node in hGraph has a different type than the node it is paired with", apis=("GraphExecUpdate",),
+@case("exec.update.empty_to_host_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
+                                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
+                                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
+                                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
+                                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
+                                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
+                                                     "dependency that does not match with the corresponding dependency of the paired node from "
+                                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
+                                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
+                                                     "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a different type than the "
+                                                     "node it is paired with", apis=("GraphExecUpdate",),
       raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """An empty node paired with a host node: NODE_TYPE_CHANGED."""
@@ -981,9 +1124,22 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
 
 
-@case("exec.update.memset_1d_to_2d", cite=UPDATE + "memset nodes: only 1D memsets can be changed; "
-      "cudaGraphExecUpdateErrorParametersChanged if any parameters to a node changed in a way that is not "
-      "supported", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.memset_1d_to_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
+                                          "result member of resultInfo to: - cudaGraphExecUpdateError if passed an invalid value. - "
+                                          "cudaGraphExecUpdateErrorTopologyChanged if the graph topology changed - "
+                                          "cudaGraphExecUpdateErrorNodeTypeChanged if the type of a node changed, in which case "
+                                          "hErrorNode_out is set to the node from hGraph. - cudaGraphExecUpdateErrorFunctionChanged if "
+                                          "the function of a kernel node changed (CUDA driver < 11.2) - "
+                                          "cudaGraphExecUpdateErrorUnsupportedFunctionChange if the func field of a kernel changed in "
+                                          "an unsupported way(see note above), in which case hErrorNode_out is set to the node from "
+                                          "hGraph - cudaGraphExecUpdateErrorParametersChanged if any parameters to a node changed in a "
+                                          "way that is not supported, in which case hErrorNode_out is set to the node from hGraph - "
+                                          "cudaGraphExecUpdateErrorAttributesChanged if any attributes of a node changed in a way that "
+                                          "is not supported, in which case hErrorNode_out is set to the node from hGraph - "
+                                          "cudaGraphExecUpdateErrorNotSupported if something about a node is unsupported, like the "
+                                          "node's type or configuration, in which case hErrorNode_out is set to the node from hGraph\" "
+                                          "-- memset nodes: only 1D memsets can be changed; cudaGraphExecUpdateErrorParametersChanged "
+                                          "if any parameters to a node changed in a way that is not supported", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A 1-D memset paired with a 2-D one: PARAMETERS_CHANGED."""
     buf = _zeroed(t)
@@ -995,9 +1151,17 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
 
 
-@case("exec.update.memcpy_memory_type_changed", cite=UPDATE + "additional memcpy node restrictions: changing "
-      "either the source or destination memory type (device, host, array) is not supported "
-      "(cudaGraphExecUpdateErrorParametersChanged)", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.memcpy_memory_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
+                                                     "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
+                                                     "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
+                                                     "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
+                                                     "must be allocated from the same contexts as the original source/destination memory. - For 2d "
+                                                     "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
+                                                     "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
+                                                     "work resources already allocated for the node. - Additional memcpy node restrictions: - "
+                                                     "Changing either the source or destination memory type(i.e\" -- additional memcpy node "
+                                                     "restrictions: changing either the source or destination memory type (device, host, array) is "
+                                                     "not supported (cudaGraphExecUpdateErrorParametersChanged)", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A device-to-device copy paired with a device-to-host copy: PARAMETERS_CHANGED."""
     # unsure: pageable host memory may count as another context rather than another memory type;
@@ -1013,8 +1177,9 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
 
 
-@case("exec.update.child_topology_changed", cite=UPDATE + "child graph nodes: the topology must match and "
-      "the restrictions apply recursively", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.child_topology_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"child graph Topology "
+                                                 "must match and restrictions apply recursively\" -- child graph nodes: the topology must match "
+                                                 "and the restrictions apply recursively", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A child graph with one node more: refused with TOPOLOGY_CHANGED."""
     # CUDA 12.9-13.5: TOPOLOGY_CHANGED for the nested mismatch.
@@ -1031,8 +1196,11 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.refused_leaves_exec", cite=UPDATE + "cudaErrorGraphExecUpdateFailure: the graph update "
-      "was not performed because it included changes which violated constraints",
+@case("exec.update.refused_leaves_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"It returns "
+                                              "cudaErrorGraphExecUpdateFailure if the graph update was not performed because it included "
+                                              "changes which violated constraints specific to instantiated graph update\" -- "
+                                              "cudaErrorGraphExecUpdateFailure: the graph update was not performed because it included "
+                                              "changes which violated constraints",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.TOPOLOGY_CHANGED, b"\x01" * 8, b"\x00" * 8))
 def _(t: CaseContext) -> Any:
     """After a refused update the executable graph still does its original work."""
@@ -1046,8 +1214,11 @@ def _(t: CaseContext) -> Any:
     return getattr(e, "result", None), a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.update.result_error_is_update_failure", cite=UPDATE + "returns cudaErrorGraphExecUpdateFailure "
-      "when the update was not performed; " + PYGRAPHRT + "GraphExecUpdateError is a GraphExecUpdateFailure",
+@case("exec.update.result_error_is_update_failure", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"It returns "
+                                                         "cudaErrorGraphExecUpdateFailure if the graph update was not performed because it included "
+                                                         "changes which violated constraints specific to instantiated graph update\" -- returns "
+                                                         "cudaErrorGraphExecUpdateFailure when the update was not performed; pygraphrt exec API: "
+                                                         "GraphExecUpdateError is a GraphExecUpdateFailure",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateFailure)
 def _(t: CaseContext) -> Any:
     """A refused update raises the vendor-neutral update-failure class."""
@@ -1098,7 +1269,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ per-node setters: memset
-@case("exec.set_memset.value_this_exec_only", cite=SET_MEMSET + ONLY_THIS, apis=("GraphExecMemsetNodeSetParams",
+@case("exec.set_memset.value_this_exec_only", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"The "
+                                                   "modifications only affect future launches of hGraphExec\" -- the modifications only affect "
+                                                   "future launches of hGraphExec; node is not modified by this call", apis=("GraphExecMemsetNodeSetParams",
                                                                                 "GraphMemsetNodeGetParams"),
       expect=(b"\x07" * 8, 1))
 def _(t: CaseContext) -> Any:
@@ -1111,8 +1284,11 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), _typed(m)["value"]
 
 
-@case("exec.set_memset.destination", cite=SET_MEMSET + "the destination memory must be allocated from the "
-      "same context as the original destination memory", apis=("GraphExecMemsetNodeSetParams",),
+@case("exec.set_memset.destination", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"The new "
+                                          "destination pointer in pNodeParams must be to the same kind of allocation as the original "
+                                          "destination pointer and have the same context association and device mapping as the original "
+                                          "destination pointer\" -- the destination memory must be allocated from the same context as "
+                                          "the original destination memory", apis=("GraphExecMemsetNodeSetParams",),
       expect=(b"\x00" * 8, b"\x08" * 8))
 def _(t: CaseContext) -> Any:
     """A memset pointed at another buffer writes there instead."""
@@ -1124,8 +1300,11 @@ def _(t: CaseContext) -> Any:
     return a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.set_memset.count", cite=SET_MEMSET + "updates the work represented by node as though node had "
-      "contained pNodeParams at instantiation (a 1-D memset may change its width)",
+@case("exec.set_memset.count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Updates the work "
+                                    "represented by node in hGraphExec as though node had contained pNodeParams at instantiation. "
+                                    "node must remain in the graph which was used to instantiate hGraphExec\" -- updates the work "
+                                    "represented by node as though node had contained pNodeParams at instantiation (a 1-D memset "
+                                    "may change its width)",
       apis=("GraphExecMemsetNodeSetParams",), expect=b"\x09" * 4 + b"\x00" * 4)
 def _(t: CaseContext) -> Any:
     """A memset shortened to 4 bytes writes 4 bytes."""
@@ -1137,8 +1316,9 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.set_memset.zero_count", cite=SET_MEMSET + "zero-length operations are not supported; returns "
-      "cudaErrorInvalidValue", apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
+@case("exec.set_memset.zero_count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Zero sized "
+                                         "operations are not supported\" -- zero-length operations are not supported; returns "
+                                         "cudaErrorInvalidValue", apis=("GraphExecMemsetNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A zero-byte memset is refused in an executable graph."""
     buf = _zeroed(t)
@@ -1147,10 +1327,12 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_memset, m, count=0)
 
 
-@case("exec.set_memset.two_dimensional", cite=SET_MEMSET + "Both the value and pointer address may be updated. "
-      "Changing other aspects of the memset (width, height, element size or pitch) may cause the update to be "
-      "rejected. Specifically, for 2d memsets, all dimension changes are rejected. [...] node is also not modified "
-      "by this call", apis=("GraphExecMemsetNodeSetParams", "GraphMemsetNodeGetParams", "GraphLaunch"),
+@case("exec.set_memset.two_dimensional", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Changing other "
+                                              "aspects of the memset (width, height, element size or pitch) may cause the update to be "
+                                              "rejected\" -- Both the value and pointer address may be updated. Changing other aspects of "
+                                              "the memset (width, height, element size or pitch) may cause the update to be rejected. "
+                                              "Specifically, for 2d memsets, all dimension changes are rejected. [...] node is also not "
+                                              "modified by this call", apis=("GraphExecMemsetNodeSetParams", "GraphMemsetNodeGetParams", "GraphLaunch"),
       expect=(b"\x02" * 64, b"\x00" * 64, b"\x02" * 64, b"\x00" * 64, 1))
 def _(t: CaseContext) -> Any:
     """A 2-D memset given a new value (its shape kept) writes the new value in its rows only; the graph's
@@ -1228,7 +1410,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ per-node setters: memcpy
-@case("exec.set_memcpy.addresses", cite=SET_MEMCPY + ONLY_THIS, apis=("GraphExecMemcpyNodeSetParams1D",
+@case("exec.set_memcpy.addresses", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"The "
+                                        "modifications only affect future launches of hGraphExec\" -- the modifications only affect "
+                                        "future launches of hGraphExec; node is not modified by this call", apis=("GraphExecMemcpyNodeSetParams1D",
                                                                       "GraphMemcpyNodeGetParams"),
       expect=(b"\x00" * 8, b"\x44" * 8, True))
 def _(t: CaseContext) -> Any:
@@ -1244,8 +1428,11 @@ def _(t: CaseContext) -> Any:
     return out1.to_bytes(8), out2.to_bytes(8), (params["dst"], params["src"]) == (out1.ptr, src1.ptr)
 
 
-@case("exec.set_memcpy.count", cite=SET_MEMCPY + "updates the work represented by node as though it had "
-      "contained the given copy at instantiation", apis=("GraphExecMemcpyNodeSetParams1D",),
+@case("exec.set_memcpy.count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"Updates the "
+                                    "work represented by node in hGraphExec as though node had contained the given params at "
+                                    "instantiation. node must remain in the graph which was used to instantiate hGraphExec\" -- "
+                                    "updates the work represented by node as though it had contained the given copy at "
+                                    "instantiation", apis=("GraphExecMemcpyNodeSetParams1D",),
       expect=b"\x45" * 4 + b"\x00" * 4)
 def _(t: CaseContext) -> Any:
     """A copy shortened to 4 bytes copies 4 bytes."""
@@ -1259,8 +1446,9 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("exec.set_memcpy.zero_count", cite=SET_MEMCPY + "zero-length operations are not supported; returns "
-      "cudaErrorInvalidValue", apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("exec.set_memcpy.zero_count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"Zero-length "
+                                         "operations are not supported\" -- zero-length operations are not supported; returns "
+                                         "cudaErrorInvalidValue", apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A zero-byte copy is refused in an executable graph."""
     src, out = _zeroed(t), _zeroed(t)
@@ -1271,9 +1459,10 @@ def _(t: CaseContext) -> Any:
         exe.set_memcpy(c, out, src, 0)
 
 
-@case("exec.set_memcpy.memory_type_changed", cite=SET_MEMCPY + "the source and destination memory must be "
-      "allocated from the same contexts as the original; returns cudaErrorInvalidValue if the memory "
-      "operands' mappings changed", apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("exec.set_memcpy.memory_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"src and dst "
+                                                  "must be allocated from the same contexts as the original source and destination memory\" -- "
+                                                  "the source and destination memory must be allocated from the same contexts as the original; "
+                                                  "returns cudaErrorInvalidValue if the memory operands' mappings changed", apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A device-to-device copy cannot become a device-to-host copy in an executable graph."""
     # unsure: whether pageable host memory counts as a changed mapping on every runtime.
@@ -1310,7 +1499,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ per-node setters: host, child, events
-@case("exec.set_host.new_function", cite=SET_HOST + ONLY_THIS, apis=("GraphExecHostNodeSetParams",
+@case("exec.set_host.new_function", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecHostNodeSetParams: \"The modifications "
+                                         "only affect future launches of hGraphExec\" -- the modifications only affect future launches "
+                                         "of hGraphExec; node is not modified by this call", apis=("GraphExecHostNodeSetParams",
                                                                       "GraphHostNodeGetParams"),
       expect=(["second"], True))
 def _(t: CaseContext) -> Any:
@@ -1347,9 +1538,12 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_host(e, lambda: None)
 
 
-@case("exec.set_child_graph.same_topology", cite=SET_CHILD + "updates the work represented by node as though "
-      "the nodes contained in node's graph had the parameters contained in childGraph's nodes at "
-      "instantiation", apis=("GraphExecChildGraphNodeSetParams",), expect=(b"\x33" * 8, 1))
+@case("exec.set_child_graph.same_topology", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecChildGraphNodeSetParams: \"Updates the "
+                                                 "work represented by node in hGraphExec as though the nodes contained in node's graph had the "
+                                                 "parameters contained in childGraph's nodes at instantiation. node must remain in the graph "
+                                                 "which was used to instantiate hGraphExec\" -- updates the work represented by node as though "
+                                                 "the nodes contained in node's graph had the parameters contained in childGraph's nodes at "
+                                                 "instantiation", apis=("GraphExecChildGraphNodeSetParams",), expect=(b"\x33" * 8, 1))
 def _(t: CaseContext) -> Any:
     """A child graph of the same shape with a new value changes the executable graph only."""
     buf = _zeroed(t)
@@ -1363,8 +1557,10 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), node.child.nodes()[0].params["value"]
 
 
-@case("exec.set_child_graph.topology_differs", cite=SET_CHILD + "the topology of childGraph, as well as the "
-      "node insertion order, must match that of the graph contained in node; returns cudaErrorInvalidValue",
+@case("exec.set_child_graph.topology_differs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecChildGraphNodeSetParams: \"The topology "
+                                                    "of childGraph, as well as the node insertion order, must match that of the graph contained "
+                                                    "in node\" -- the topology of childGraph, as well as the node insertion order, must match that "
+                                                    "of the graph contained in node; returns cudaErrorInvalidValue",
       apis=("GraphExecChildGraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A child graph with another number of nodes is refused."""
@@ -1379,8 +1575,10 @@ def _(t: CaseContext) -> Any:
         exe.set_child_graph(node, c2)
 
 
-@case("exec.set_child_graph.node_type_differs", cite=SET_CHILD + "the topology of childGraph must match that "
-      "of the graph contained in node (node types included); returns cudaErrorInvalidValue",
+@case("exec.set_child_graph.node_type_differs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecChildGraphNodeSetParams: \"The topology "
+                                                     "of childGraph, as well as the node insertion order, must match that of the graph contained "
+                                                     "in node\" -- the topology of childGraph must match that of the graph contained in node (node "
+                                                     "types included); returns cudaErrorInvalidValue",
       apis=("GraphExecChildGraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A child graph whose only node has another type is refused."""
@@ -1416,8 +1614,9 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_child_graph(e, t.graph())
 
 
-@case("exec.set_event.record_node", cite=SET_RECORD + "sets the event of an event record node in an executable "
-      "graph; the node's event in the graph is not modified", apis=("GraphExecEventRecordNodeSetEvent",
+@case("exec.set_event.record_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecEventRecordNodeSetEvent: \"Sets the "
+                                         "event of an event record node in an executable graph hGraphExec\" -- sets the event of an "
+                                         "event record node in an executable graph; the node's event in the graph is not modified", apis=("GraphExecEventRecordNodeSetEvent",
                                                                      "EventElapsedTime"),
       expect=(True, True, True))
 def _(t: CaseContext) -> Any:
@@ -1441,8 +1640,10 @@ def _(t: CaseContext) -> Any:
     return new_recorded, old_unrecorded, rec.params["event"] == int(e1)
 
 
-@case("exec.set_event.wait_node", cite=SET_WAIT + "Sets the event of an event wait node in the given graphExec "
-      "to event; the modifications only affect future launches of hGraphExec",
+@case("exec.set_event.wait_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecEventWaitNodeSetEvent: \"The "
+                                       "modifications only affect future launches of hGraphExec\" -- Sets the event of an event wait "
+                                       "node in the given graphExec to event; the modifications only affect future launches of "
+                                       "hGraphExec",
       apis=("GraphExecEventWaitNodeSetEvent", "StreamQuery"), expect=("finished", b"\x66" * 8))
 def _(t: CaseContext) -> Any:
     """After the setter the launch waits for the new (complete) event, not the original (pending) one."""
@@ -1529,8 +1730,17 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ generic setter
-@case("exec.set_node_params.memset", cite=SET_NODE + "memset: addresses for 1-dimensional memsets if allocated "
-      "in same context; " + ONLY_THIS, apis=("GraphExecNodeSetParams",), requires=("node_set_params",),
+@case("exec.set_node_params.memset", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
+                                          "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
+                                          "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
+                                          "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
+                                          "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
+                                          "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
+                                          "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
+                                          "semaphore operations cannot change external semaphore wait Number of semaphore operations "
+                                          "cannot change memory allocation API unsupported memory free API unsupported\" -- memset: "
+                                          "addresses for 1-dimensional memsets if allocated in same context; the modifications only "
+                                          "affect future launches of hGraphExec; node is not modified by this call", apis=("GraphExecNodeSetParams",), requires=("node_set_params",),
       expect=(b"\x1d" * 8, 1))
 def _(t: CaseContext) -> Any:
     """The generic setter changes a memset in the executable graph only."""
@@ -1542,7 +1752,16 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), m.params["value"]
 
 
-@case("exec.set_node_params.host", cite=SET_NODE + "host: unrestricted", apis=("GraphExecNodeSetParams",),
+@case("exec.set_node_params.host", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
+                                        "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
+                                        "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
+                                        "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
+                                        "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
+                                        "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
+                                        "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
+                                        "semaphore operations cannot change external semaphore wait Number of semaphore operations "
+                                        "cannot change memory allocation API unsupported memory free API unsupported\" -- host: "
+                                        "unrestricted", apis=("GraphExecNodeSetParams",),
       requires=("node_set_params",), expect=["second"])
 def _(t: CaseContext) -> Any:
     """The generic setter replaces a host node's function in the executable graph."""
@@ -1556,8 +1775,16 @@ def _(t: CaseContext) -> Any:
     return calls
 
 
-@case("exec.set_node_params.child_graph", cite=SET_NODE + "child graph: topology must match and restrictions "
-      "apply recursively", apis=("GraphExecNodeSetParams",), requires=("node_set_params",), expect=b"\x1e" * 8)
+@case("exec.set_node_params.child_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
+                                               "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
+                                               "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
+                                               "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
+                                               "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
+                                               "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
+                                               "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
+                                               "semaphore operations cannot change external semaphore wait Number of semaphore operations "
+                                               "cannot change memory allocation API unsupported memory free API unsupported\" -- child graph: "
+                                               "topology must match and restrictions apply recursively", apis=("GraphExecNodeSetParams",), requires=("node_set_params",), expect=b"\x1e" * 8)
 def _(t: CaseContext) -> Any:
     """The generic setter takes a child graph of the same shape."""
     buf = _zeroed(t)
@@ -1594,8 +1821,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ enable / disable
-@case("exec.enabled.default", cite=GET_ENABLED + "returns whether the node is enabled (nodes are enabled at "
-      "instantiation)", apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
+@case("exec.enabled.default", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Query whether a node in "
+                                   "the given graphExec is enabled\" -- returns whether the node is enabled (nodes are enabled at "
+                                   "instantiation)", apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """Memset and memcpy nodes start enabled."""
     buf, out = _zeroed(t), _zeroed(t)
@@ -1636,8 +1864,9 @@ def _(t: CaseContext) -> Any:
     return off, buf.to_bytes(8)
 
 
-@case("exec.enabled.disabled_memcpy", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
-      "supported; disabled nodes are functionally equivalent to empty nodes", apis=("GraphNodeSetEnabled",
+@case("exec.enabled.disabled_memcpy", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Currently only kernel, "
+                                           "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
+                                           "supported; disabled nodes are functionally equivalent to empty nodes", apis=("GraphNodeSetEnabled",
                                                                                     "GraphLaunch"),
       requires=("per_node_enable",), expect=(b"\x34" * 8, b"\x00" * 8))
 def _(t: CaseContext) -> Any:
@@ -1651,8 +1880,9 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), out.to_bytes(8)
 
 
-@case("exec.enabled.this_exec_only", cite=ENABLE + "the modifications only affect future launches of "
-      "hGraphExec; hNode is also not modified by this call", apis=("GraphNodeSetEnabled", "GraphNodeGetEnabled"),
+@case("exec.enabled.this_exec_only", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"The modifications only "
+                                          "affect future launches of hGraphExec\" -- the modifications only affect future launches of "
+                                          "hGraphExec; hNode is also not modified by this call", apis=("GraphNodeSetEnabled", "GraphNodeGetEnabled"),
       requires=("per_node_enable",), expect=(False, True, b"\x35" * 8))
 def _(t: CaseContext) -> Any:
     """Disabling a node in one executable graph leaves another executable graph of the same graph."""
@@ -1664,8 +1894,9 @@ def _(t: CaseContext) -> Any:
     return _enabled(t, e1, m), _enabled(t, e2, m), buf.to_bytes(8)
 
 
-@case("exec.enabled.setter_while_disabled", cite=ENABLE + "existing node parameters are not affected by "
-      "disabling/enabling the node (parameters set meanwhile apply once reenabled)",
+@case("exec.enabled.setter_while_disabled", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Existing node parameters "
+                                                 "are not affected by disabling/enabling the node\" -- existing node parameters are not "
+                                                 "affected by disabling/enabling the node (parameters set meanwhile apply once reenabled)",
       apis=("GraphNodeSetEnabled", "GraphExecMemsetNodeSetParams"), requires=("per_node_enable",),
       expect=(b"\x00" * 8, b"\x36" * 8))
 def _(t: CaseContext) -> Any:
@@ -1682,8 +1913,9 @@ def _(t: CaseContext) -> Any:
     return off, buf.to_bytes(8)
 
 
-@case("exec.enabled.host_node_refused", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
-      "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
+@case("exec.enabled.host_node_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Currently only kernel, "
+                                             "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
+                                             "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A host node cannot be disabled."""
@@ -1694,8 +1926,9 @@ def _(t: CaseContext) -> Any:
         exe.set_enabled(h, False)
 
 
-@case("exec.enabled.empty_node_refused", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
-      "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
+@case("exec.enabled.empty_node_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Currently only kernel, "
+                                              "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
+                                              "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",), requires=("per_node_enable",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An empty node cannot be disabled."""
@@ -1706,8 +1939,9 @@ def _(t: CaseContext) -> Any:
         exe.set_enabled(e, False)
 
 
-@case("exec.enabled.get_on_host_node", cite=GET_ENABLED + "currently only kernel, memset and memcpy nodes are "
-      "supported; returns cudaErrorInvalidValue", apis=("GraphNodeGetEnabled",), requires=("per_node_enable",),
+@case("exec.enabled.get_on_host_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Currently only kernel, "
+                                            "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
+                                            "supported; returns cudaErrorInvalidValue", apis=("GraphNodeGetEnabled",), requires=("per_node_enable",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Asking whether a host node is enabled is refused."""

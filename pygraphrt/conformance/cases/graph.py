@@ -200,8 +200,8 @@ def _(t: CaseContext) -> Any:
     return counts(t, t.graph())
 
 
-@case("graph.create.flags_must_be_zero", cite=CREATE + "flags - graph creation flags, must be 0; "
-      "returns cudaErrorInvalidValue", apis=("GraphCreate",), raises=errors.InvalidValue)
+@case("graph.create.flags_must_be_zero", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphCreate: \"flags - Graph creation flags, "
+                                              "must be 0\" -- flags - graph creation flags, must be 0; returns cudaErrorInvalidValue", apis=("GraphCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphCreate with flags=1 is refused."""
     out = t.new("Graph_t *")
@@ -212,7 +212,8 @@ def _(t: CaseContext) -> Any:
             t.call("GraphDestroy", out[0])
 
 
-@case("graph.create.null_out", cite=CREATE + "pGraph returns the new graph; returns cudaErrorInvalidValue" + NULL_ARG,
+@case("graph.create.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphCreate: \"pGraph - Returns newly created "
+                                    "graph\" -- pGraph returns the new graph; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphCreate with a NULL out-pointer is refused."""
@@ -221,8 +222,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphCreate", t.NULL, 0)
 
 
-@case("graph.create.len_counts_nodes", cite=GET_NODES + "returns the number of nodes in numNodes when "
-      "nodes is NULL", apis=("GraphCreate", "GraphAddEmptyNode", "GraphGetNodes"), expect=3)
+@case("graph.create.len_counts_nodes", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetNodes: \"Returns a list of graph's "
+                                            "nodes. nodes may be NULL, in which case this function will return the number of nodes in "
+                                            "numNodes\" -- returns the number of nodes in numNodes when nodes is NULL", apis=("GraphCreate", "GraphAddEmptyNode", "GraphGetNodes"), expect=3)
 def _(t: CaseContext) -> Any:
     """len(graph) is the runtime's node count."""
     g = t.graph()
@@ -232,7 +234,8 @@ def _(t: CaseContext) -> Any:
     return len(g)
 
 
-@case("graph.create.independent_graphs", cite=CREATE + "creates an empty graph (each call a new one)",
+@case("graph.create.independent_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphCreate: \"Creates an empty graph, which is "
+                                              "returned via pGraph\" -- creates an empty graph (each call a new one)",
       apis=("GraphCreate", "GraphAddEmptyNode", "GraphGetNodes"), expect=(2, 1))
 def _(t: CaseContext) -> Any:
     """Nodes added to one graph do not appear in another."""
@@ -364,8 +367,9 @@ def _(t: CaseContext) -> Any:
     g2.add_empty(dependencies=[a])
 
 
-@case("graph.destroy.exec_survives_graph", cite=INSTANTIATE + "instantiates graph as an executable "
-      "graph; " + PYGRAPHRT + "Graph.close(): executable graphs made from it stay usable",
+@case("graph.destroy.exec_survives_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an "
+                                                "executable graph\" -- instantiates graph as an executable graph; pygraphrt graph API: "
+                                                "Graph.close(): executable graphs made from it stay usable",
       apis=("GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x2a" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches after its graph was destroyed."""
@@ -382,7 +386,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.destroy.null", cite=DESTROY + "graph - graph to destroy; returns cudaErrorInvalidValue" + NULL_ARG,
+@case("graph.destroy.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroy: \"graph - Graph to destroy\" -- "
+                                 "graph - graph to destroy; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphDestroy",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroy(NULL) is refused."""
@@ -438,8 +443,8 @@ def _(t: CaseContext) -> Any:
     return n, entries[0] in {int(m) for m in made}
 
 
-@case("graph.nodes.null_count", cite=GET_NODES + "numNodes - see description; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphGetNodes",), raises=errors.InvalidValue)
+@case("graph.nodes.null_count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetNodes: \"numNodes - See description\" -- "
+                                     "numNodes - see description; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes without a count pointer is refused."""
     g = t.graph()
@@ -447,7 +452,8 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphGetNodes", g.handle, t.NULL, t.NULL)
 
 
-@case("graph.nodes.null_graph", cite=GET_NODES + "graph - graph to query; returns cudaErrorInvalidValue" + NULL_ARG,
+@case("graph.nodes.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetNodes: \"graph - Graph to query\" -- "
+                                     "graph - graph to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphGetNodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphGetNodes of a NULL graph is refused."""
@@ -503,7 +509,8 @@ def _(t: CaseContext) -> Any:
     return runtime_types(t, g)
 
 
-@case("graph.node_type.null_node", cite=NODE_TYPE + "node - node to query; returns cudaErrorInvalidValue" + NULL_ARG,
+@case("graph.node_type.null_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType: \"node - Node to query\" -- "
+                                        "node - node to query; returns cudaErrorInvalidValue" + NULL_ARG,
       apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType of a NULL node is refused."""
@@ -511,8 +518,8 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphNodeGetType", t.NULL, ty)
 
 
-@case("graph.node_type.null_out", cite=NODE_TYPE + "pType - pointer to return the node type; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphNodeGetType",), raises=errors.InvalidValue)
+@case("graph.node_type.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetType: \"pType - Pointer to return "
+                                       "the node type\" -- pType - pointer to return the node type; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphNodeGetType",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphNodeGetType without an out-pointer is refused."""
     g = t.graph()
@@ -520,16 +527,16 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphNodeGetType", n.handle, t.NULL)
 
 
-@case("graph.add_empty.null_graph", cite=ADD_EMPTY + "graph - graph to which to add the node; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+@case("graph.add_empty.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"graph - Graph to which to "
+                                         "add the node\" -- graph - graph to which to add the node; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node to a NULL graph is refused."""
     out = t.new("GraphNode_t *")
     t.call_under_test(t.call, "GraphAddEmptyNode", out, t.NULL, t.NULL, 0)
 
 
-@case("graph.add_empty.null_out", cite=ADD_EMPTY + "pGraphNode returns the newly created node; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
+@case("graph.add_empty.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"pGraphNode - Returns newly "
+                                       "created node\" -- pGraphNode returns the newly created node; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Adding a node without an out-pointer is refused."""
     # The function's text does not name a NULL pGraphNode; the error code's does (NULL_ARG).
@@ -542,8 +549,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
-@case("graph.add_empty.dependencies_without_array", cite=ADD_EMPTY + "numDependencies dependencies "
-      "specified via pDependencies; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",),
+@case("graph.add_empty.dependencies_without_array", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"Creates a new node which "
+                                                         "performs no operation, and adds it to graph with numDependencies dependencies specified via "
+                                                         "pDependencies\" -- numDependencies dependencies specified via pDependencies; returns "
+                                                         "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddEmptyNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A dependency count with a NULL dependency array is refused."""
@@ -587,8 +596,10 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetRootNodes", t.graph().handle)
 
 
-@case("graph.leaf_nodes.excludes_dependencies", cite=NODE_DEPS + "returns the nodes that depend on a node "
-      "(a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
+@case("graph.leaf_nodes.excludes_dependencies", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies / "
+                                                     "cudaGraphNodeGetDependentNodes: \"Returns a list of node's dependent nodes. pDependentNodes "
+                                                     "may be NULL, in which case this function will return the number of dependent nodes in "
+                                                     "pNumDependentNodes\" -- returns the nodes that depend on a node (a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
 def _(t: CaseContext) -> Any:
     """Leaves are the nodes nothing depends on."""
     g = t.graph()
@@ -616,7 +627,9 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("graph.dependencies.chain", cite=NODE_DEPS + "return a node's dependencies and its dependent nodes",
+@case("graph.dependencies.chain", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies / "
+                                       "cudaGraphNodeGetDependentNodes: \"Returns a node's dependent nodes\" -- return a node's "
+                                       "dependencies and its dependent nodes",
       apis=("GraphNodeGetDependencies", "GraphNodeGetDependentNodes"), expect=(["a"], ["c"], [EdgeData()]))
 def _(t: CaseContext) -> Any:
     """The middle node of a -> b -> c depends on a and has c as its dependent."""
@@ -636,8 +649,9 @@ def _(t: CaseContext) -> Any:
     return len(t.track(t.graph().clone()).nodes())
 
 
-@case("graph.clone.copies_types_and_edges", cite=CLONE + "creates a copy of originalGraph; all "
-      "parameters are copied into the cloned graph", apis=("GraphClone", "GraphGetNodes", "GraphGetEdges",
+@case("graph.clone.copies_types_and_edges", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"All parameters are copied into the "
+                                                 "cloned graph\" -- creates a copy of originalGraph; all parameters are copied into the cloned "
+                                                 "graph", apis=("GraphClone", "GraphGetNodes", "GraphGetEdges",
                                                          "GraphNodeGetType"),
       expect=(["empty", "memcpy", "memset", "memset"],
               [("memcpy", "empty"), ("memset", "empty"), ("memset", "memcpy"), ("memset", "memset")]))
@@ -712,8 +726,9 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetNodes", g.handle), raw_count(t, "GraphGetNodes", c.handle)
 
 
-@case("graph.clone.modified_clone_leaves_original", cite=CLONE + "creates a copy of originalGraph "
-      "(a graph of its own)", apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
+@case("graph.clone.modified_clone_leaves_original", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
+                                                         "originalGraph and returns it in pGraphClone\" -- creates a copy of originalGraph (a graph of "
+                                                         "its own)", apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
 def _(t: CaseContext) -> Any:
     """Nodes added to the clone are not in the original."""
     g = t.graph()
@@ -724,8 +739,9 @@ def _(t: CaseContext) -> Any:
     return len(g.nodes()), len(c.nodes())
 
 
-@case("graph.clone.survives_closing_original", cite=CLONE + "creates a copy of originalGraph; "
-      + DESTROY + "destroys the graph specified (only that one)",
+@case("graph.clone.survives_closing_original", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphClone: creates a copy of originalGraph; "
+                                                    "CUDA Runtime API 13.5, Graph Management, cudaGraphDestroy: \"Destroys the graph specified by "
+                                                    "graph, as well as all of its nodes\" -- destroys the graph specified (only that one)",
       apis=("GraphClone", "GraphGetNodes", "GraphGetEdges"), expect=(2, 1))
 def _(t: CaseContext) -> Any:
     """A clone stays usable after its original is destroyed (the clone's counts, from the runtime)."""
@@ -738,8 +754,9 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetNodes", c.handle), raw_count(t, "GraphGetEdges", c.handle)
 
 
-@case("graph.clone.clone_of_clone", cite=CLONE + "creates a copy of originalGraph (a clone is a graph "
-      "like any other)", apis=("GraphClone", "GraphNodeFindInClone", "GraphNodeGetType"),
+@case("graph.clone.clone_of_clone", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
+                                         "originalGraph and returns it in pGraphClone\" -- creates a copy of originalGraph (a clone is "
+                                         "a graph like any other)", apis=("GraphClone", "GraphNodeFindInClone", "GraphNodeGetType"),
       expect=((["empty", "memcpy", "memset", "memset"],
                [("memcpy", "empty"), ("memset", "empty"), ("memset", "memcpy"), ("memset", "memset")]),
               NodeType.MEMSET, 3))
@@ -770,7 +787,9 @@ def _(t: CaseContext) -> Any:
     return before, len(node.child.nodes()), len(cnode.child.nodes())
 
 
-@case("graph.clone.launches", cite=CLONE + "creates a copy of originalGraph with all parameters",
+@case("graph.clone.launches", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
+                                   "originalGraph and returns it in pGraphClone\" -- creates a copy of originalGraph with all "
+                                   "parameters",
       apis=("GraphClone", "GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x5a" * 8)
 def _(t: CaseContext) -> Any:
     """The clone runs the original's work."""
@@ -783,8 +802,11 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.clone.find_clone_node_added_later", cite=FIND_CLONE + "originalNode must have been in "
-      "originalGraph at the time of the call to cudaGraphClone; returns cudaErrorInvalidValue",
+@case("graph.clone.find_clone_node_added_later", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
+                                                      "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
+                                                      "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
+                                                      "in clonedGraph must not have been removed\" -- originalNode must have been in originalGraph "
+                                                      "at the time of the call to cudaGraphClone; returns cudaErrorInvalidValue",
       apis=("GraphNodeFindInClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node added after cloning has no counterpart in the clone."""
@@ -795,8 +817,11 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(g.find_clone, later, c)
 
 
-@case("graph.clone.find_clone_removed_in_clone", cite=FIND_CLONE + "the corresponding cloned node in "
-      "clonedGraph must not have been removed; returns cudaErrorInvalidValue",
+@case("graph.clone.find_clone_removed_in_clone", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
+                                                      "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
+                                                      "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
+                                                      "in clonedGraph must not have been removed\" -- the corresponding cloned node in clonedGraph "
+                                                      "must not have been removed; returns cudaErrorInvalidValue",
       apis=("GraphNodeFindInClone", "GraphDestroyNode"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node whose counterpart was removed from the clone is not found."""
@@ -808,8 +833,11 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(g.find_clone, a, c)
 
 
-@case("graph.clone.find_clone_not_a_clone", cite=FIND_CLONE + "clonedGraph must have been cloned from "
-      "originalGraph via cudaGraphClone; returns cudaErrorInvalidValue", apis=("GraphNodeFindInClone",),
+@case("graph.clone.find_clone_not_a_clone", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
+                                                 "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
+                                                 "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
+                                                 "in clonedGraph must not have been removed\" -- clonedGraph must have been cloned from "
+                                                 "originalGraph via cudaGraphClone; returns cudaErrorInvalidValue", apis=("GraphNodeFindInClone",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph of the same shape that is not a clone is refused."""
@@ -858,8 +886,8 @@ def _(t: CaseContext) -> Any:
         t.track(g.clone())
 
 
-@case("graph.clone.null_graph", cite=CLONE + "originalGraph - graph to clone; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphClone",), raises=errors.InvalidValue)
+@case("graph.clone.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"originalGraph - Graph to clone\" -- "
+                                     "originalGraph - graph to clone; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Cloning a NULL graph is refused."""
     out = t.new("Graph_t *")
@@ -935,8 +963,9 @@ def _(t: CaseContext) -> Any:
     return len(node.child.nodes()), len(child.nodes())
 
 
-@case("graph.child.nested", cite=ADD_CHILD + "creates a node which executes an embedded graph (which may "
-      "itself contain child graph nodes)", apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph"),
+@case("graph.child.nested", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddChildGraphNode: \"The node executes an "
+                                 "embedded child graph\" -- creates a node which executes an embedded graph (which may itself "
+                                 "contain child graph nodes)", apis=("GraphAddChildGraphNode", "GraphChildGraphNodeGetGraph"),
       expect=(NodeType.GRAPH, 2))
 def _(t: CaseContext) -> Any:
     """A child graph can contain a child graph; the inner copy is reachable (types and counts from the runtime)."""
@@ -1013,8 +1042,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the parent graph after the refused add")
 
 
-@case("graph.child.mem_alloc_into_embedded", cite=CHILD_GET + "allocation and free nodes cannot be added "
-      "to the returned graph; attempting to do so will return an error",
+@case("graph.child.mem_alloc_into_embedded", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphChildGraphNodeGetGraph: \"Allocation and "
+                                                  "free nodes cannot be added to the returned graph\" -- allocation and free nodes cannot be "
+                                                  "added to the returned graph; attempting to do so will return an error",
       apis=("GraphChildGraphNodeGetGraph", "GraphAddMemAllocNode"), requires=("graph_memory_nodes",),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -1032,8 +1062,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=embedded), before, "the embedded graph after the refused add")
 
 
-@case("graph.child.get_graph_wrong_type", cite=CHILD_GET + "node - node to get the embedded graph for; "
-      "returns cudaErrorInvalidValue", apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
+@case("graph.child.get_graph_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphChildGraphNodeGetGraph: \"node - Node to "
+                                               "get the embedded graph for\" -- node - node to get the embedded graph for; returns "
+                                               "cudaErrorInvalidValue", apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Asking a memset node for its embedded graph is refused."""
     buf = t.malloc(N)
@@ -1042,8 +1073,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphChildGraphNodeGetGraph", m.handle, out)
 
 
-@case("graph.child.generic_add", cite=f"{_RT}, cudaGraphAddNode: adds a node of arbitrary type "
-      "(cudaGraphNodeTypeGraph: the child graph is cloned into the node)", apis=("GraphAddNode",),
+@case("graph.child.generic_add", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
+                                      "a graph\" -- adds a node of arbitrary type (cudaGraphNodeTypeGraph: the child graph is cloned "
+                                      "into the node)", apis=("GraphAddNode",),
       requires=("generic_add_node",), expect=(NodeType.GRAPH, 1, 2))
 def _(t: CaseContext) -> Any:
     """The generic form embeds a copy of the child graph (type and counts from the runtime)."""
@@ -1066,7 +1098,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ debug dot, export
-@case("graph.debug_dot.digraph", cite=DOT + "writes a DOT formatted description of the graph",
+@case("graph.debug_dot.digraph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"Using the provided graph, "
+                                      "write to path a DOT formatted description of the graph\" -- writes a DOT formatted "
+                                      "description of the graph",
       apis=("GraphDebugDotPrint",), expect="digraph")
 def _(t: CaseContext) -> Any:
     """The output is a DOT digraph."""
@@ -1089,7 +1123,9 @@ def _(t: CaseContext) -> Any:
     return "MEMSET" in dot, "MEMCPY" in dot, "HOST" in dot
 
 
-@case("graph.debug_dot.writes_path", cite=DOT + "writes to path a DOT formatted description of the graph",
+@case("graph.debug_dot.writes_path", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"Using the provided graph, "
+                                          "write to path a DOT formatted description of the graph\" -- writes to path a DOT formatted "
+                                          "description of the graph",
       apis=("GraphDebugDotPrint",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """The file at the given path holds what debug_dot returned."""
@@ -1105,8 +1141,10 @@ def _(t: CaseContext) -> Any:
         os.unlink(path)
 
 
-@case("graph.debug_dot.flags_none", cite=DOT + "flags - flags from cudaGraphDebugDotFlags for additional "
-      "node information (none: topology and node types only)", apis=("GraphDebugDotPrint",),
+@case("graph.debug_dot.flags_none", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"flags - Flags from "
+                                         "cudaGraphDebugDotFlags for specifying which additional node information to write\" -- flags - "
+                                         "flags from cudaGraphDebugDotFlags for additional node information (none: topology and node "
+                                         "types only)", apis=("GraphDebugDotPrint",),
       expect="digraph")
 def _(t: CaseContext) -> Any:
     """DOT output without extra flags is still a digraph."""
@@ -1126,15 +1164,18 @@ def _(t: CaseContext) -> Any:
     return first_word(g.debug_dot(flags=flags))
 
 
-@case("graph.debug_dot.empty_graph", cite=DOT + "writes a DOT formatted description of the graph",
+@case("graph.debug_dot.empty_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"Using the provided graph, "
+                                          "write to path a DOT formatted description of the graph\" -- writes a DOT formatted "
+                                          "description of the graph",
       apis=("GraphDebugDotPrint",), expect="digraph")
 def _(t: CaseContext) -> Any:
     """An empty graph prints as a digraph."""
     return first_word(t.graph().debug_dot())
 
 
-@case("graph.debug_dot.unwritable_path", cite=DOT + "path - the path to write the DOT file to; returns "
-      "cudaErrorInvalidValue, cudaErrorOperatingSystem", apis=("GraphDebugDotPrint",),
+@case("graph.debug_dot.unwritable_path", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"path - The path to write "
+                                              "the DOT file to\" -- path - the path to write the DOT file to; returns cudaErrorInvalidValue, "
+                                              "cudaErrorOperatingSystem", apis=("GraphDebugDotPrint",),
       raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A path in a directory that does not exist is refused (the error is recorded)."""

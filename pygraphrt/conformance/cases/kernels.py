@@ -105,8 +105,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), t.runtime_type(g.nodes()[0])
 
 
-@case("kernels.node.params", cite=GET + "returns the parameters of kernel node (function, gridDim, blockDim, "
-      "sharedMemBytes, kernelParams)", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
+@case("kernels.node.params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"Returns the "
+                                  "parameters of kernel node node in pNodeParams\" -- returns the parameters of kernel node "
+                                  "(function, gridDim, blockDim, sharedMemBytes, kernelParams)", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
       expect=((2, 1, 1), (32, 1, 1), 0, "fill_u32", True))
 def _(t: CaseContext) -> Any:
     """A kernel node reads back its launch dimensions, shared memory and kernel."""
@@ -115,8 +116,10 @@ def _(t: CaseContext) -> Any:
     return tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], p["kernel"].name, p["func"] != 0
 
 
-@case("kernels.node.args", cite=GET + "kernelParams: the kernel's arguments (copied at creation); " + PYGRAPHRT
-      + "decoded by the kernel's signature", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
+@case("kernels.node.args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"The kernelParams or "
+                                "extra array, as well as the argument values it points to, are copied during this call\" -- "
+                                "kernelParams: the kernel's arguments (copied at creation); pygraphrt kernels API: decoded by "
+                                "the kernel's signature", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
       expect=(True, 7, n64, ((1, 1, 1), (n64, 1, 1))))
 def _(t: CaseContext) -> Any:
     """A kernel node's arguments (and launch dimensions) read back as given."""
@@ -126,7 +129,8 @@ def _(t: CaseContext) -> Any:
     return args[0] == buf.ptr, args[1], args[2], _dims(k)
 
 
-@case("kernels.node.dims_3d", cite=ADD + "gridDim and blockDim are three-dimensional", apis=("GraphAddKernelNode",
+@case("kernels.node.dims_3d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Returns the parameters of "
+                                   "kernel node node in pNodeParams\" -- gridDim and blockDim are three-dimensional", apis=("GraphAddKernelNode",
                                                                                             "GraphKernelNodeGetParams"),
       requires=K, expect=((2, 3, 1), (4, 2, 2)))
 def _(t: CaseContext) -> Any:
@@ -135,7 +139,9 @@ def _(t: CaseContext) -> Any:
     return tuple(k.params["grid"]), tuple(k.params["block"])
 
 
-@case("kernels.node.shared_mem", cite=ADD + "sharedMemBytes: dynamic shared-memory size per thread block",
+@case("kernels.node.shared_mem", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"sharedMem sets the amount "
+                                      "of dynamic shared memory that will be available to each thread block\" -- sharedMemBytes: "
+                                      "dynamic shared-memory size per thread block",
       apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K, expect=256)
 def _(t: CaseContext) -> Any:
     """The dynamic shared memory of a kernel node reads back."""
@@ -144,8 +150,10 @@ def _(t: CaseContext) -> Any:
     return k.params["shared_mem_bytes"]
 
 
-@case("kernels.node.runs", cite=ADD + "when the graph is launched, the node will invoke kernel func on a "
-      "(gridDim) grid of (blockDim) blocks", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K,
+@case("kernels.node.runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
+                                "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
+                                "blocks\" -- when the graph is launched, the node will invoke kernel func on a (gridDim) grid "
+                                "of (blockDim) blocks", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K,
       expect=(NodeType.KERNEL, [7] * n64))
 def _(t: CaseContext) -> Any:
     """A launched kernel node writes what its kernel writes."""
@@ -155,7 +163,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.partial_grid", cite=ADD + "the node invokes the kernel on gridDim x blockDim threads",
+@case("kernels.node.partial_grid", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
+                                        "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
+                                        "blocks\" -- the node invokes the kernel on gridDim x blockDim threads",
       apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=(NodeType.KERNEL, [6] * 32 + [0] * 32))
 def _(t: CaseContext) -> Any:
     """A launch of 32 threads fills 32 of 64 elements."""
@@ -165,7 +175,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.multi_block", cite=ADD + "the node invokes the kernel on a grid of gridDim blocks",
+@case("kernels.node.multi_block", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
+                                       "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
+                                       "blocks\" -- the node invokes the kernel on a grid of gridDim blocks",
       apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=(NodeType.KERNEL, [8] * n64))
 def _(t: CaseContext) -> Any:
     """Four blocks of 16 threads fill all 64 elements."""
@@ -175,8 +187,10 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.chain", cite=ADD + "dependencies order the kernels: the dependent kernel sees the first "
-      "one's writes", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=[7] * n64)
+@case("kernels.node.chain", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Creates a new kernel "
+                                 "execution node and adds it to graph with numDependencies dependencies specified via "
+                                 "pDependencies and arguments specified in pNodeParams\" -- dependencies order the kernels: the "
+                                 "dependent kernel sees the first one's writes", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=[7] * n64)
 def _(t: CaseContext) -> Any:
     """fill 3 then add 4 gives 7 everywhere."""
     buf = _zeroed(t)
@@ -186,7 +200,10 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.node.diamond", cite=ADD + "kernel nodes with dependencies run after them", apis=("GraphAddKernelNode",
+@case("kernels.node.diamond", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Creates a new kernel "
+                                   "execution node and adds it to graph with numDependencies dependencies specified via "
+                                   "pDependencies and arguments specified in pNodeParams\" -- kernel nodes with dependencies run "
+                                   "after them", apis=("GraphAddKernelNode",
                                                                                                "GraphLaunch"),
       requires=K, expect=([5] * n64, [5] * n64, [5] * n64))
 def _(t: CaseContext) -> Any:
@@ -201,7 +218,9 @@ def _(t: CaseContext) -> Any:
     return _u32(a), _u32(b), _u32(c)
 
 
-@case("kernels.node.noop", cite=ADD + "kernelParams may be NULL for a kernel without parameters",
+@case("kernels.node.noop", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"If the kernel has N "
+                                "parameters, then kernelParams needs to be an array of N pointers\" -- kernelParams may be "
+                                "NULL for a kernel without parameters",
       apis=("GraphAddKernelNode", "GraphNodeGetType", "GraphKernelNodeGetParams"), requires=K,
       expect=([], NodeType.KERNEL, ((1, 1, 1), (1, 1, 1))))
 def _(t: CaseContext) -> Any:
@@ -213,8 +232,10 @@ def _(t: CaseContext) -> Any:
     return k.args, t.runtime_type(k), _dims(k)
 
 
-@case("kernels.node.null_pointer_argument", cite=ADD + "kernelParams are copied at creation (a NULL pointer is "
-      "a value like any other)", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
+@case("kernels.node.null_pointer_argument", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Each pointer, from "
+                                                 "kernelParams[0] to kernelParams[N-1], points to the region of memory from which the actual "
+                                                 "parameter will be copied\" -- kernelParams are copied at creation (a NULL pointer is a value "
+                                                 "like any other)", apis=("GraphAddKernelNode", "GraphKernelNodeGetParams"), requires=K,
       expect=(0, 1, 0, ((1, 1, 1), (1, 1, 1))))
 def _(t: CaseContext) -> Any:
     """None for a pointer parameter is the NULL pointer, read back as 0 (the node is not launched)."""
@@ -223,7 +244,8 @@ def _(t: CaseContext) -> Any:
     return (*k.args, _dims(k))
 
 
-@case("kernels.node.set_params_args", cite=SET + "sets the parameters of kernel node to pNodeParams",
+@case("kernels.node.set_params_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters "
+                                           "of kernel node node to pNodeParams\" -- sets the parameters of kernel node to pNodeParams",
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams", "GraphLaunch"), requires=K,
       expect=(9, ((1, 1, 1), (n64, 1, 1)), [9] * n64))
 def _(t: CaseContext) -> Any:
@@ -236,7 +258,8 @@ def _(t: CaseContext) -> Any:
     return v, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_kernel", cite=SET + "sets the parameters of kernel node (func included)",
+@case("kernels.node.set_params_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
+                                             "parameters\" -- sets the parameters of kernel node (func included)",
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams", "GraphLaunch"), requires=K,
       expect=("add_u32", ((1, 1, 1), (n64, 1, 1)), [7] * n64))
 def _(t: CaseContext) -> Any:
@@ -249,7 +272,8 @@ def _(t: CaseContext) -> Any:
     return name, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_dims", cite=SET + "sets the parameters of kernel node (gridDim, blockDim)",
+@case("kernels.node.set_params_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
+                                           "parameters\" -- sets the parameters of kernel node (gridDim, blockDim)",
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams"), requires=K, expect=((2, 1, 1), (32, 1, 1), 7))
 def _(t: CaseContext) -> Any:
     """New launch dimensions read back; the arguments stay."""
@@ -258,8 +282,9 @@ def _(t: CaseContext) -> Any:
     return tuple(k.params["grid"]), tuple(k.params["block"]), k.args[1]
 
 
-@case("kernels.node.set_launch_dims", cite=SET + "sets the parameters of kernel node; " + PYGRAPHRT
-      + "set_launch_dims changes grid, block and shared memory only", apis=("GraphKernelNodeSetParams",),
+@case("kernels.node.set_launch_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters "
+                                           "of kernel node node to pNodeParams\" -- sets the parameters of kernel node; pygraphrt kernels "
+                                           "API: set_launch_dims changes grid, block and shared memory only", apis=("GraphKernelNodeSetParams",),
       requires=K, expect=((1, 1, 1), (16, 1, 1), 128, 3))
 def _(t: CaseContext) -> Any:
     """set_launch_dims changes the dimensions and shared memory, keeping the arguments."""
@@ -269,8 +294,10 @@ def _(t: CaseContext) -> Any:
     return tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], k.args[1]
 
 
-@case("kernels.node.set_params_after_instantiate", cite=SET + "sets the parameters of the node in its graph; "
-      f"{_GM}, cudaGraphInstantiate: the executable graph is a snapshot", apis=("GraphKernelNodeSetParams",
+@case("kernels.node.set_params_after_instantiate", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
+                                                        "parameters\" -- sets the parameters of the node in its graph; CUDA Runtime API 13.5, Graph "
+                                                        "Management, cudaGraphInstantiate: \"graphExec - Executable graph to launch\" -- the executable "
+                                                        "graph is a snapshot", apis=("GraphKernelNodeSetParams",
                                                                                "GraphLaunch"),
       requires=K, expect=[1] * n64)
 def _(t: CaseContext) -> Any:
@@ -285,7 +312,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.node.clone_args", cite=CLONE + "the clone's nodes have the parameters of the original's",
+@case("kernels.node.clone_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"All parameters are copied into the "
+                                      "cloned graph\" -- the clone's nodes have the parameters of the original's",
       apis=("GraphClone", "GraphNodeFindInClone", "GraphKernelNodeGetParams"), requires=K,
       expect=(True, 4, n64, ((2, 1, 1), (32, 1, 1))))
 def _(t: CaseContext) -> Any:
@@ -493,9 +521,13 @@ def _(t: CaseContext) -> Any:
     t.graph().add_kernel(wrong, 1, n64, [_zeroed(t), 1])
 
 
-@case("kernels.args.param_info", cite=PARAM_INFO + "Obtains the offset and size of a kernel parameter: "
-      "paramIndex - the parameter index to query; paramOffset - returns the offset into the device-side parameter "
-      "layout at which the parameter resides; paramSize - returns the size in bytes of the parameter",
+@case("kernels.args.param_info", cite="CUDA Runtime API 13.5, Execution Control, cudaFuncGetParamInfo: \"Queries the kernel "
+                                      "parameter at paramIndex in func's list of parameters and returns parameter information via "
+                                      "paramOffset and paramSize. paramOffset returns the offset of the parameter in the "
+                                      "device-side parameter layout. paramSize returns the size in bytes of the parameter\" -- "
+                                      "Obtains the offset and size of a kernel parameter: paramIndex - the parameter index to "
+                                      "query; paramOffset - returns the offset into the device-side parameter layout at which the "
+                                      "parameter resides; paramSize - returns the size in bytes of the parameter",
       apis=("FuncGetParamInfo",), requires=("kernels", "cuda>=12.4"), expect=[(0, 8), (8, 4), (12, 4)])
 def _(t: CaseContext) -> Any:
     """fill_u32(unsigned *p, unsigned v, int n) has parameters at 0 (8 bytes), 8 and 12 (4 bytes)."""
@@ -567,7 +599,11 @@ def _refused_add(t: CaseContext, add: Any) -> None:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused kernel node")
 
 
-@case("kernels.dims.block_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+                                           "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
+                                           "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
+                                           "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
+                                           "allows)", apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
@@ -575,7 +611,11 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
 
 
-@case("kernels.dims.block_z_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_z_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+                                             "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
+                                             "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
+                                             "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
+                                             "allows)", apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
@@ -583,7 +623,11 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
 
 
-@case("kernels.dims.grid_y_too_large", cite=DIMS_REFUSAL, apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.grid_y_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+                                            "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
+                                            "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
+                                            "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
+                                            "allows)", apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
@@ -591,7 +635,11 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
 
 
-@case("kernels.dims.shared_mem_too_large", cite=DIMS_REFUSAL,
+@case("kernels.dims.shared_mem_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+                                                "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
+                                                "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
+                                                "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
+                                                "allows)",
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
@@ -599,8 +647,13 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("noop"), 1, 1, [], shared_mem=1 << 30))
 
 
-@case("kernels.dims.stream_block_too_large", cite=LAUNCH + "an invalid launch configuration is an error "
-      "(cudaErrorInvalidConfiguration; the driver's cuLaunchKernel: CUDA_ERROR_INVALID_VALUE); nothing runs",
+@case("kernels.dims.stream_block_too_large", cite="CUDA Runtime API 13.5, Execution Control, cudaLaunchKernel: \"cudaSuccess, "
+                                                  "cudaErrorInvalidDeviceFunction, cudaErrorInvalidConfiguration, cudaErrorLaunchFailure, "
+                                                  "cudaErrorLaunchTimeout, cudaErrorLaunchOutOfResources, cudaErrorSharedObjectInitFailed, "
+                                                  "cudaErrorInvalidPtx, cudaErrorUnsupportedPtxVersion, cudaErrorNoKernelImageForDevice, "
+                                                  "cudaErrorJitCompilerNotFound, cudaErrorJitCompilationDisabled _null_stream\" -- an invalid "
+                                                  "launch configuration is an error (cudaErrorInvalidConfiguration; the driver's "
+                                                  "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE); nothing runs",
       apis=("LaunchKernel",), requires=K, raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A stream launch with 4096 threads per block is refused with the documented code."""
@@ -625,8 +678,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ stream launch
-@case("kernels.stream.launch", cite=LAUNCH + "launches the kernel on gridDim x blockDim threads in stream; "
-      + PYGRAPHRT + "plain Python values packed by the signature", apis=("LaunchKernel",), requires=K,
+@case("kernels.stream.launch", cite="CUDA Runtime API 13.5, Execution Control, cudaLaunchKernel: \"The function invokes kernel "
+                                    "func on gridDim (gridDim.x &times; gridDim.y &times; gridDim.z) grid of blocks\" -- launches "
+                                    "the kernel on gridDim x blockDim threads in stream; pygraphrt kernels API: plain Python "
+                                    "values packed by the signature", apis=("LaunchKernel",), requires=K,
       expect=[11] * n64)
 def _(t: CaseContext) -> Any:
     """A stream launch with typed arguments writes what the kernel writes."""
@@ -637,7 +692,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.stream.order", cite=LAUNCH + "kernels launched into one stream run in order", apis=("LaunchKernel",),
+@case("kernels.stream.order", cite="CUDA Programming Guide, Asynchronous Concurrent Execution, Streams: kernels launched into "
+                                   "one stream run in order", apis=("LaunchKernel",),
       requires=K, expect=[7] * n64)
 def _(t: CaseContext) -> Any:
     """fill 3 then add 4 on one stream gives 7."""
@@ -704,7 +760,8 @@ def _(t: CaseContext) -> Any:
     t.stream().launch(t.kernel("fill_u32"), 0, n64, _zeroed(t), 1, n64)
 
 
-@case("kernels.stream.priority_attribute", cite=LAUNCH_EX + "cudaLaunchAttributePriority: the launch's priority",
+@case("kernels.stream.priority_attribute", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributePriority: \"Valid for streams, graph "
+                                                "nodes, launches\" -- cudaLaunchAttributePriority: the launch's priority",
       apis=("LaunchKernelExC",), requires=("kernels", "cuda"), expect=[12] * n64)
 def _(t: CaseContext) -> Any:
     """A launch with the priority attribute runs."""
@@ -725,9 +782,10 @@ def _(t: CaseContext) -> Any:
     s.launch(t.kernel("fill_u32"), 1, n64, _zeroed(t), 1, n64, no_such_attribute=1)
 
 
-@case("kernels.stream.captured_node_args", cite="CUDA Runtime API 13.0, Stream Management, cudaStreamBeginCapture: "
-      "work launched into a capturing stream becomes graph nodes (a kernel launch: a kernel node with its "
-      "arguments)", apis=("LaunchKernel", "StreamBeginCapture", "GraphKernelNodeGetParams", "GraphNodeGetType"),
+@case("kernels.stream.captured_node_args", cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+                                                "capture mode, all operations pushed into the stream will not be executed, but will instead "
+                                                "be captured into a graph\" -- work launched into a capturing stream becomes graph nodes (a "
+                                                "kernel launch: a kernel node with its arguments)", apis=("LaunchKernel", "StreamBeginCapture", "GraphKernelNodeGetParams", "GraphNodeGetType"),
       requires=K,
       expect=(NodeType.KERNEL, 13, (1, 1, 1), (n64, 1, 1)))
 def _(t: CaseContext) -> Any:
@@ -742,8 +800,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ executable graphs
-@case("kernels.exec.set_args", cite=EXEC_SET + "updates the work represented by node in hGraphExec as though "
-      "node had contained pNodeParams at instantiation; node is not modified", apis=("GraphExecKernelNodeSetParams",
+@case("kernels.exec.set_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"Already enqueued "
+                                    "or running launches of hGraphExec are not affected by this call. node is also not modified "
+                                    "by this call\" -- updates the work represented by node in hGraphExec as though node had "
+                                    "contained pNodeParams at instantiation; node is not modified", apis=("GraphExecKernelNodeSetParams",
                                                                                     "GraphLaunch"),
       requires=K, expect=([21] * n64, 1))
 def _(t: CaseContext) -> Any:
@@ -758,8 +818,15 @@ def _(t: CaseContext) -> Any:
     return _u32(buf), k.args[1]
 
 
-@case("kernels.exec.set_other_kernel", cite=EXEC_SET + "the owning context of the function cannot change (another "
-      "kernel of the same context may be set)", apis=("GraphExecKernelNodeSetParams", "GraphLaunch"), requires=K,
+@case("kernels.exec.set_other_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"- The owning "
+                                            "device of the function cannot change. - A node whose function originally did not use CUDA "
+                                            "dynamic parallelism cannot be updated to a function which uses CDP - A node whose function "
+                                            "originally did not make device-side update calls cannot be updated to a function which makes "
+                                            "device-side update calls. - If hGraphExec was not instantiated for device launch, a node "
+                                            "whose function originally did not use device-side cudaGraphLaunch() cannot be updated to a "
+                                            "function which uses device-side cudaGraphLaunch() unless the node resides on the same device "
+                                            "as nodes which contained such calls at instantiate-time\" -- the owning context of the "
+                                            "function cannot change (another kernel of the same context may be set)", apis=("GraphExecKernelNodeSetParams", "GraphLaunch"), requires=K,
       expect=([7] * n64, "fill_u32"))
 def _(t: CaseContext) -> Any:
     """The executable graph runs another kernel after set_kernel_params(kernel=...)."""
@@ -773,7 +840,9 @@ def _(t: CaseContext) -> Any:
     return _u32(buf), k.params["kernel"].name
 
 
-@case("kernels.exec.set_dims", cite=EXEC_SET + "gridDim and blockDim may change", apis=("GraphExecKernelNodeSetParams",
+@case("kernels.exec.set_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"All nodeParams "
+                                    "fields may change, but the following restrictions apply to func updates\" -- gridDim and "
+                                    "blockDim may change", apis=("GraphExecKernelNodeSetParams",
                                                                                        "GraphLaunch"),
       requires=K, expect=[14] * 16 + [0] * 48)
 def _(t: CaseContext) -> Any:
@@ -788,7 +857,9 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.exec.set_launch_dims", cite=EXEC_SET + "gridDim and blockDim may change; node is not modified",
+@case("kernels.exec.set_launch_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"Already enqueued "
+                                           "or running launches of hGraphExec are not affected by this call. node is also not modified "
+                                           "by this call\" -- gridDim and blockDim may change; node is not modified",
       apis=("GraphExecKernelNodeSetParams", "GraphLaunch"), requires=K, expect=([15] * 32 + [0] * 32, (n64, 1, 1)))
 def _(t: CaseContext) -> Any:
     """set_kernel_launch_dims changes the executable graph only."""
@@ -854,8 +925,9 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).set_kernel_params(m, args=[buf, 1, n64])
 
 
-@case("kernels.exec.disabled", cite=ENABLE + "kernel nodes can be disabled: functionally equivalent to empty "
-      "nodes until reenabled", apis=("GraphNodeSetEnabled", "GraphLaunch"), requires=("kernels", "per_node_enable"),
+@case("kernels.exec.disabled", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Disabled nodes are "
+                                    "functionally equivalent to empty nodes until they are reenabled\" -- kernel nodes can be "
+                                    "disabled: functionally equivalent to empty nodes until reenabled", apis=("GraphNodeSetEnabled", "GraphLaunch"), requires=("kernels", "per_node_enable"),
       expect=([0] * n64, [16] * n64))
 def _(t: CaseContext) -> Any:
     """A disabled kernel node writes nothing; re-enabled, it writes."""
@@ -873,7 +945,10 @@ def _(t: CaseContext) -> Any:
     return off, _u32(buf)
 
 
-@case("kernels.update.args", cite=UPDATE + "updates kernel node parameters from a topologically identical graph",
+@case("kernels.update.args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                  "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                  "topologically identical graph specified by hGraph\" -- updates kernel node parameters from a "
+                                  "topologically identical graph",
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [17] * n64))
 def _(t: CaseContext) -> Any:
     """A kernel node with new arguments updates."""
@@ -888,8 +963,16 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.function", cite=UPDATE + "kernel nodes: the owning context of the function cannot change "
-      "(cudaGraphExecUpdateErrorFunctionChanged only for CUDA drivers < 11.2): another kernel updates",
+@case("kernels.update.function", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
+                                      "context of the function cannot change. - A node whose function originally did not use CUDA "
+                                      "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
+                                      "originally did not make device-side update calls cannot be updated to a function which makes "
+                                      "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
+                                      "and vice-versa. - If the graph was instantiated with "
+                                      "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
+                                      "nodes: the owning context of the function cannot change "
+                                      "(cudaGraphExecUpdateErrorFunctionChanged only for CUDA drivers < 11.2): another kernel "
+                                      "updates",
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [7] * n64))
 def _(t: CaseContext) -> Any:
     """A kernel node running another kernel of the same context updates."""
@@ -905,7 +988,16 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.dims", cite=UPDATE + "kernel node parameters (launch dimensions) may change",
+@case("kernels.update.dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
+                                  "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
+                                  "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
+                                  "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
+                                  "must be allocated from the same contexts as the original source/destination memory. - For 2d "
+                                  "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
+                                  "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
+                                  "work resources already allocated for the node. - Additional memcpy node restrictions: - "
+                                  "Changing either the source or destination memory type(i.e\" -- kernel node parameters (launch "
+                                  "dimensions) may change",
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [18] * 8 + [0] * 56))
 def _(t: CaseContext) -> Any:
     """A kernel node with a smaller block updates."""
@@ -920,8 +1012,10 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.to_memset", cite=UPDATE + "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph "
-      "has a different type than the node it is paired with", apis=("GraphExecUpdate",), requires=K,
+@case("kernels.update.to_memset", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: "
+                                       "\"cudaGraphExecUpdateErrorNodeTypeChanged if the type of a node changed\" -- "
+                                       "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a different type than the "
+                                       "node it is paired with", apis=("GraphExecUpdate",), requires=K,
       raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A kernel node paired with a memset node: NODE_TYPE_CHANGED."""
@@ -934,9 +1028,15 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
 
 
-@case("kernels.update.priority_with_node_priority", cite=UPDATE + "if the graph was instantiated with "
-      "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change "
-      "(cudaGraphExecUpdateErrorAttributesChanged)", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
+@case("kernels.update.priority_with_node_priority", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
+                                                         "context of the function cannot change. - A node whose function originally did not use CUDA "
+                                                         "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
+                                                         "originally did not make device-side update calls cannot be updated to a function which makes "
+                                                         "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
+                                                         "and vice-versa. - If the graph was instantiated with "
+                                                         "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- if the "
+                                                         "graph was instantiated with cudaGraphInstantiateFlagUseNodePriority, the priority attribute "
+                                                         "cannot change (cudaGraphExecUpdateErrorAttributesChanged)", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """With node priorities in use, a kernel node whose priority changed does not update."""
@@ -951,8 +1051,14 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
 
 
-@case("kernels.update.cooperative_changed", cite=UPDATE + "kernel nodes: a cooperative node cannot be updated "
-      "to a non-cooperative node, and vice-versa", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
+@case("kernels.update.cooperative_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
+                                                 "context of the function cannot change. - A node whose function originally did not use CUDA "
+                                                 "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
+                                                 "originally did not make device-side update calls cannot be updated to a function which makes "
+                                                 "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
+                                                 "and vice-versa. - If the graph was instantiated with "
+                                                 "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
+                                                 "nodes: a cooperative node cannot be updated to a non-cooperative node, and vice-versa", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A kernel node that became cooperative does not update."""
@@ -967,7 +1073,8 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ kernel-node attributes
-@case("kernels.attr.priority", cite=GET_ATTR + "cudaLaunchAttributePriority: the node's execution priority",
+@case("kernels.attr.priority", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributePriority: \"Valid for streams, graph "
+                                    "nodes, launches\" -- cudaLaunchAttributePriority: the node's execution priority",
       apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=-1)
 def _(t: CaseContext) -> Any:
     """The priority attribute reads back what was set."""
@@ -976,8 +1083,10 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.at_creation", cite=GET_ATTR + "sets a kernel node attribute; " + PYGRAPHRT + "add_kernel("
-      "attributes=) sets them once the node exists", apis=("GraphAddKernelNode", "GraphKernelNodeSetAttribute",
+@case("kernels.attr.at_creation", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute / "
+                                       "cudaGraphKernelNodeSetAttribute: \"Sets attribute attr on node hNode from corresponding "
+                                       "attribute of value\" -- sets a kernel node attribute; pygraphrt kernels API: "
+                                       "add_kernel(attributes=) sets them once the node exists", apis=("GraphAddKernelNode", "GraphKernelNodeSetAttribute",
                                                             "GraphKernelNodeGetAttribute"), requires=K, expect=-1)
 def _(t: CaseContext) -> Any:
     """An attribute given at creation reads back."""
@@ -986,8 +1095,8 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.cooperative", cite=GET_ATTR + "cudaLaunchAttributeCooperative: the node is a cooperative "
-      "launch", apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
+@case("kernels.attr.cooperative", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeCooperative: \"Valid for graph nodes, "
+                                       "launches\" -- cudaLaunchAttributeCooperative: the node is a cooperative launch", apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
 def _(t: CaseContext) -> Any:
     """The cooperative attribute starts off and reads back once set."""
     _g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1007,8 +1116,8 @@ def _(t: CaseContext) -> Any:
     return b.attribute("priority"), a.attribute("priority")
 
 
-@case("kernels.attr.copy_across_graphs", cite=COPY_ATTR + "both nodes must belong to the same context (not to "
-      "the same graph)", apis=("GraphKernelNodeCopyAttributes", "GraphKernelNodeGetAttribute"), requires=K,
+@case("kernels.attr.copy_across_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Both node must "
+                                              "have the same context\" -- both nodes must belong to the same context (not to the same graph)", apis=("GraphKernelNodeCopyAttributes", "GraphKernelNodeGetAttribute"), requires=K,
       expect=(False, True))
 def _(t: CaseContext) -> Any:
     """Attributes copy to a kernel node of another graph (cooperative: off before the copy, on after)."""
@@ -1040,8 +1149,9 @@ def _(t: CaseContext) -> Any:
     k.set_attribute("priority", "high")
 
 
-@case("kernels.attr.unknown_at_creation_removes_node", cite=ADD + "creates the node; " + PYGRAPHRT + "an "
-      "attribute refused at creation removes the node again", apis=("GraphAddKernelNode", "GraphDestroyNode"),
+@case("kernels.attr.unknown_at_creation_removes_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Removes node from its "
+                                                            "graph\" -- creates the node; pygraphrt kernels API: an attribute refused at creation removes "
+                                                            "the node again", apis=("GraphAddKernelNode", "GraphDestroyNode"),
       requires=K, expect=0)
 def _(t: CaseContext) -> Any:
     """A node whose attributes are refused at creation is not left in the graph."""
@@ -1060,8 +1170,10 @@ def _(t: CaseContext) -> Any:
     k.copy_attributes_to(g.add_empty())
 
 
-@case("kernels.attr.copy_raw_non_kernel", cite=COPY_ATTR + "hSrc and hDst must be kernel nodes; returns "
-      "cudaErrorInvalidValue", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.copy_raw_non_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies "
+                                               "attributes from source node hSrc to destination node hDst\" -- hSrc and hDst must be kernel "
+                                               "nodes; returns cudaErrorInvalidValue; Observed, cudaGraphKernelNodeCopyAttributes: the error "
+                                               "code (deviations.OBSERVATIONS)", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to copy attributes between a kernel node and an empty node."""
     g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1070,8 +1182,9 @@ def _(t: CaseContext) -> Any:
         t.call("GraphKernelNodeCopyAttributes", e.handle, k.handle)
 
 
-@case("kernels.attr.get_on_memset_raw", cite=GET_ATTR + "hNode must be a kernel node; returns "
-      "cudaErrorInvalidValue", apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.get_on_memset_raw", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute / "
+                                             "cudaGraphKernelNodeSetAttribute: \"Sets attribute attr on node hNode from corresponding "
+                                             "attribute of value\" -- hNode must be a kernel node; returns cudaErrorInvalidValue", apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to read a launch attribute of a memset node."""
     g = t.graph()
@@ -1084,10 +1197,13 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ the kernel itself
-@case("kernels.kernel.attributes", cite=FUNC_ATTR + "maxThreadsPerBlock: the maximum number of threads per block, "
-      "beyond which a launch of the function would fail. This number depends on both the function and the "
-      "device on which the function is currently loaded; binaryVersion: the binary architecture version for which "
-      "the function was compiled. This value is the major binary version * 10 + the minor binary version",
+@case("kernels.kernel.attributes", cite="CUDA Runtime API 13.5, Data types, cudaFuncAttributes: \"The maximum number of threads per "
+                                        "block, beyond which a launch of the function would fail. This number depends on both the "
+                                        "function and the device on which the function is currently loaded\" -- maxThreadsPerBlock: "
+                                        "the maximum number of threads per block, beyond which a launch of the function would fail. "
+                                        "This number depends on both the function and the device on which the function is currently "
+                                        "loaded; binaryVersion: the binary architecture version for which the function was compiled. "
+                                        "This value is the major binary version * 10 + the minor binary version",
       apis=("FuncGetAttributes", "GetDeviceProperties"), requires=K,
       expect={"max threads per block within the device's": True, "a launch of 64 threads fits": True,
               "binary version - device compute capability": 0})
@@ -1127,8 +1243,12 @@ def _(t: CaseContext) -> Any:
     t.kernel("fill_u32").max_active_blocks_per_multiprocessor(0)
 
 
-@case("kernels.kernel.max_dynamic_shared_memory", cite=FUNC_SET_ATTR + "cudaFuncAttributeMaxDynamicSharedMemorySize: "
-      "the maximum size of dynamically-allocated shared memory; " + FUNC_ATTR + "reads it back",
+@case("kernels.kernel.max_dynamic_shared_memory", cite="CUDA Runtime API 13.5, Execution Control, cudaFuncSetAttribute: \"Valid values for attr are: "
+                                                       "- cudaFuncAttributeMaxDynamicSharedMemorySize - The requested maximum size in bytes of "
+                                                       "dynamically-allocated shared memory\" -- cudaFuncAttributeMaxDynamicSharedMemorySize: the "
+                                                       "maximum size of dynamically-allocated shared memory; CUDA Runtime API 13.5, Execution "
+                                                       "Control, cudaFuncGetAttributes: \"This function obtains the attributes of a function "
+                                                       "specified via func\" -- reads it back",
       apis=("FuncSetAttribute", "FuncGetAttributes"), requires=K, expect=1024)
 def _(t: CaseContext) -> Any:
     """The maximum dynamic shared memory of a kernel reads back what was set."""
@@ -1137,8 +1257,12 @@ def _(t: CaseContext) -> Any:
     return k.attributes().max_dynamic_shared_size_bytes
 
 
-@case("kernels.kernel.max_dynamic_shared_memory_too_large", cite=FUNC_SET_ATTR + "the value must not exceed the "
-      "device's shared memory per block minus the kernel's static shared memory; returns cudaErrorInvalidValue",
+@case("kernels.kernel.max_dynamic_shared_memory_too_large", cite="CUDA Runtime API 13.5, Execution Control, cudaFuncSetAttribute: \"The sum of this value and "
+                                                                 "the function attribute sharedSizeBytes cannot exceed the device attribute "
+                                                                 "cudaDevAttrMaxSharedMemoryPerBlockOptin\" ... \"If the specified attribute cannot be written, "
+                                                                 "or if the value is incorrect, then cudaErrorInvalidValue is returned\" -- the value must not "
+                                                                 "exceed the device's shared memory per block minus the kernel's static shared memory; returns "
+                                                                 "cudaErrorInvalidValue",
       apis=("FuncSetAttribute",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A maximum dynamic shared memory of 1 GiB is refused; the kernel keeps its value."""

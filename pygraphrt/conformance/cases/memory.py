@@ -159,12 +159,16 @@ def _release(t: CaseContext, *execs: Any) -> None:
 
 
 # ============================================================================ graph memory attributes
-@case("memory.attributes.all_four", cite=GET_ATTR + "cudaGraphMemAttrUsedMemCurrent: amount of memory, in bytes, "
-      "currently associated with graphs; cudaGraphMemAttrUsedMemHigh: high watermark of memory, in bytes, "
-      "associated with graphs since the last time it was reset; cudaGraphMemAttrReservedMemCurrent: amount of "
-      "memory, in bytes, currently allocated for use by the CUDA graphs asynchronous allocator; "
-      "cudaGraphMemAttrReservedMemHigh: high watermark of memory, in bytes, currently allocated for use by the "
-      "CUDA graphs asynchronous allocator", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
+@case("memory.attributes.all_four", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"High watermark can "
+                                         "only be reset to zero. - cudaGraphMemAttrReservedMemCurrent: Amount of memory, in bytes, "
+                                         "currently allocated for use by the CUDA graphs asynchronous allocator. - "
+                                         "cudaGraphMemAttrReservedMemHigh: High watermark of memory, in bytes, currently allocated for "
+                                         "use by the CUDA graphs asynchronous allocator\" -- cudaGraphMemAttrUsedMemCurrent: amount of "
+                                         "memory, in bytes, currently associated with graphs; cudaGraphMemAttrUsedMemHigh: high "
+                                         "watermark of memory, in bytes, associated with graphs since the last time it was reset; "
+                                         "cudaGraphMemAttrReservedMemCurrent: amount of memory, in bytes, currently allocated for use "
+                                         "by the CUDA graphs asynchronous allocator; cudaGraphMemAttrReservedMemHigh: high watermark "
+                                         "of memory, in bytes, currently allocated for use by the CUDA graphs asynchronous allocator", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect={"used current": True, "used high": True, "reserved current": True,
                                                 "reserved high": True})
 def _(t: CaseContext) -> Any:
@@ -187,8 +191,11 @@ def _(t: CaseContext) -> Any:
             "reserved high": after[GraphMemAttr.RESERVED_MEM_HIGH] - reserved0 >= BIG}
 
 
-@case("memory.attributes.high_not_below_current", cite=GET_ATTR + "UsedMemHigh / ReservedMemHigh are the high "
-      "watermarks of UsedMemCurrent / ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
+@case("memory.attributes.high_not_below_current", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"- "
+                                                       "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs "
+                                                       "- cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs "
+                                                       "since the last time it was reset\" -- UsedMemHigh / ReservedMemHigh are the high watermarks "
+                                                       "of UsedMemCurrent / ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
                                                                                       "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(True, True, True))
 def _(t: CaseContext) -> Any:
@@ -206,9 +213,12 @@ def _(t: CaseContext) -> Any:
             a[GraphMemAttr.RESERVED_MEM_HIGH] >= a[GraphMemAttr.RESERVED_MEM_CURRENT])
 
 
-@case("memory.attributes.used_after_launch", cite=GET_ATTR + "cudaGraphMemAttrUsedMemCurrent: amount of memory "
-      "currently associated with graphs; " + PG + "the executable graph keeps the physical memory of its "
-      "allocations for its next launch", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
+@case("memory.attributes.used_after_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"- "
+                                                  "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs "
+                                                  "- cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs "
+                                                  "since the last time it was reset\" -- cudaGraphMemAttrUsedMemCurrent: amount of memory "
+                                                  "currently associated with graphs; CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: "
+                                                  "the executable graph keeps the physical memory of its allocations for its next launch", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """A launched graph's allocation counts as used and reserved graph memory (growth within the case)."""
@@ -226,9 +236,10 @@ def _(t: CaseContext) -> Any:
     return used - used0 >= BIG, reserved - reserved0 >= BIG
 
 
-@case("memory.attributes.destroy_and_trim_release", cite=TRIM + "frees unused memory that was cached on the "
-      "device for use with graphs back to the OS (blocks not in use by a graph that is executing or scheduled "
-      "to execute)", apis=("GraphExecDestroy", "DeviceGraphMemTrim", "DeviceGetGraphMemAttribute"),
+@case("memory.attributes.destroy_and_trim_release", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGraphMemTrim: \"Free unused memory that "
+                                                         "was cached on the specified device for use with graphs back to the OS\" -- frees unused "
+                                                         "memory that was cached on the device for use with graphs back to the OS (blocks not in use "
+                                                         "by a graph that is executing or scheduled to execute)", apis=("GraphExecDestroy", "DeviceGraphMemTrim", "DeviceGetGraphMemAttribute"),
       requires=("graph_memory_nodes",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """Destroying the executable graph and trimming releases its used and reserved graph memory."""
@@ -244,8 +255,10 @@ def _(t: CaseContext) -> Any:
     return used - used2 >= BIG, reserved - reserved2 >= BIG
 
 
-@case("memory.attributes.reset_high_watermarks", cite=SET_ATTR + "cudaGraphMemAttrUsedMemHigh and "
-      "ReservedMemHigh: high watermarks since the last time they were reset; they can only be reset to zero",
+@case("memory.attributes.reset_high_watermarks", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"- "
+                                                      "cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs "
+                                                      "since the last time it was reset\" -- cudaGraphMemAttrUsedMemHigh and ReservedMemHigh: high "
+                                                      "watermarks since the last time they were reset; they can only be reset to zero",
       apis=("DeviceSetGraphMemAttribute", "DeviceGetGraphMemAttribute"), requires=("graph_memory_nodes",),
       expect=(True, True))
 def _(t: CaseContext) -> Any:
@@ -266,16 +279,21 @@ def _(t: CaseContext) -> Any:
     return used_peak - used_high >= BIG, reserved_peak - reserved_high >= BIG
 
 
-@case("memory.attributes.trim_without_graphs", cite=TRIM + "frees unused graph memory cached on the device "
-      "(nothing to free is not an error)", apis=("DeviceGraphMemTrim",), requires=("graph_memory_nodes",),
+@case("memory.attributes.trim_without_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGraphMemTrim: \"Free unused memory that "
+                                                    "was cached on the specified device for use with graphs back to the OS\" -- frees unused graph "
+                                                    "memory cached on the device (nothing to free is not an error)", apis=("DeviceGraphMemTrim",), requires=("graph_memory_nodes",),
       expect=None)
 def _(t: CaseContext) -> Any:
     """Trimming when no graph holds memory succeeds."""
     return t.rt.current_device().graph_mem_trim()
 
 
-@case("memory.attributes.set_current_refused", cite=SET_ATTR + "only cudaGraphMemAttrUsedMemHigh and "
-      "cudaGraphMemAttrReservedMemHigh can be set; returns cudaErrorInvalidValue",
+@case("memory.attributes.set_current_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can "
+                                                    "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
+                                                    "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- only "
+                                                    "cudaGraphMemAttrUsedMemHigh and cudaGraphMemAttrReservedMemHigh can be set; returns "
+                                                    "cudaErrorInvalidValue; Observed, cudaDeviceSetGraphMemAttribute: the error code "
+                                                    "(deviations.OBSERVATIONS)",
       apis=("DeviceSetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount is refused."""
@@ -286,8 +304,11 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, zero)
 
 
-@case("memory.attributes.reset_to_nonzero_refused", cite=SET_ATTR + "high watermarks can only be reset to "
-      "zero; returns cudaErrorInvalidValue", apis=("DeviceSetGraphMemAttribute",),
+@case("memory.attributes.reset_to_nonzero_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can "
+                                                         "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
+                                                         "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- high "
+                                                         "watermarks can only be reset to zero; returns cudaErrorInvalidValue; Observed, "
+                                                         "cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS)", apis=("DeviceSetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a high watermark to a non-zero value is refused."""
@@ -298,8 +319,10 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, value)
 
 
-@case("memory.attributes.unknown_attribute", cite=GET_ATTR + "attr - the attribute to get (a "
-      "cudaGraphMemAttributeType); returns cudaErrorInvalidValue", apis=("DeviceGetGraphMemAttribute",),
+@case("memory.attributes.unknown_attribute", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"attr - attribute "
+                                                  "to get\" -- attr - the attribute to get (a cudaGraphMemAttributeType); returns "
+                                                  "cudaErrorInvalidValue; Observed, cudaDeviceGetGraphMemAttribute: the error code "
+                                                  "(deviations.OBSERVATIONS)", apis=("DeviceGetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An attribute number that is no graph-memory attribute is refused."""
@@ -308,7 +331,8 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceGetGraphMemAttribute", t.rt.current_device().ordinal, 0x7777, out)
 
 
-@case("memory.attributes.invalid_device", cite=GET_ATTR + "returns cudaErrorInvalidDevice",
+@case("memory.attributes.invalid_device", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"cudaSuccess, "
+                                               "cudaErrorInvalidDevice\" -- returns cudaErrorInvalidDevice",
       apis=("DeviceGetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidDevice)
 def _(t: CaseContext) -> Any:
     """Graph-memory attributes of a device that does not exist are refused."""
@@ -316,7 +340,9 @@ def _(t: CaseContext) -> Any:
         t.rt.Device(4096).graph_mem_attribute(GraphMemAttr.USED_MEM_CURRENT)
 
 
-@case("memory.trim.invalid_device", cite=TRIM + "returns cudaErrorInvalidDevice", apis=("DeviceGraphMemTrim",),
+@case("memory.trim.invalid_device",
+      cite="Observed, cudaDeviceGraphMemTrim: returns cudaErrorInvalidDevice for a device that does not exist (not "
+           "documented: deviations.OBSERVATIONS)", apis=("DeviceGraphMemTrim",),
       requires=("graph_memory_nodes",), raises=errors.InvalidDevice)
 def _(t: CaseContext) -> Any:
     """Trimming a device that does not exist is refused."""
@@ -325,9 +351,11 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ graph allocations: launch rules
-@case("memory.relaunch.with_free_node", cite=LAUNCH + "if any allocations created by graphExec remain unfreed "
-      "(from a previous launch) and graphExec was not instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, "
-      "the launch will fail; " + FREE + "adds a memory free node (the allocation is freed by the graph)",
+@case("memory.relaunch.with_free_node", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphLaunch: if any allocations created by "
+                                             "graphExec remain unfreed (from a previous launch) and graphExec was not instantiated with "
+                                             "cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail; CUDA Runtime API 13.5, Graph "
+                                             "Management, cudaGraphAddMemFreeNode: \"Creates a memory free node and adds it to a graph\" -- "
+                                             "adds a memory free node (the allocation is freed by the graph)",
       apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=[1, 2, 3])
 def _(t: CaseContext) -> Any:
@@ -358,9 +386,12 @@ def _(t: CaseContext) -> Any:
         s.synchronize()
 
 
-@case("memory.relaunch.auto_free_on_launch", cite=INSTANTIATE + "cudaGraphInstantiateFlagAutoFreeOnLaunch "
-      "configures a graph containing memory allocation nodes to automatically free any unfreed memory "
-      "allocations before the graph is relaunched", apis=("GraphInstantiateWithFlags", "GraphLaunch"),
+@case("memory.relaunch.auto_free_on_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"- "
+                                                  "cudaGraphInstantiateFlagAutoFreeOnLaunch, which configures a graph containing memory "
+                                                  "allocation nodes to automatically free any unfreed memory allocations before the graph is "
+                                                  "relaunched\" -- cudaGraphInstantiateFlagAutoFreeOnLaunch configures a graph containing memory "
+                                                  "allocation nodes to automatically free any unfreed memory allocations before the graph is "
+                                                  "relaunched", apis=("GraphInstantiateWithFlags", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=b"\x17" * 8)
 def _(t: CaseContext) -> Any:
     """With auto-free-on-launch, a graph leaving memory allocated relaunches."""
@@ -381,8 +412,12 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.relaunch.after_free_async", cite=PG + "graph allocations may be freed outside the graph with "
-      "cudaFreeAsync in stream order; " + LAUNCH + "the launch fails only while allocations remain unfreed",
+@case("memory.relaunch.after_free_async", cite="CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: graph allocations may be freed "
+                                               "outside the graph with cudaFreeAsync in stream order; CUDA Runtime API 13.5, Graph "
+                                               "Management, cudaGraphLaunch: \"If any allocations created by graphExec remain unfreed (from a "
+                                               "previous launch) and graphExec was not instantiated with "
+                                               "cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue\" "
+                                               "-- the launch fails only while allocations remain unfreed",
       apis=("GraphLaunch", "FreeAsync"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
     """Freeing the allocation in stream order between launches lets the graph relaunch (each launch copies)."""
@@ -411,8 +446,12 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.free_outside.synchronous_free", cite=PG + "graph allocations may be freed with cudaFree as "
-      "well as cudaFreeAsync; " + LAUNCH + "the launch fails while allocations of a previous launch remain unfreed",
+@case("memory.free_outside.synchronous_free", cite="CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: graph allocations may be freed with "
+                                                   "cudaFree as well as cudaFreeAsync; CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: "
+                                                   "\"If any allocations created by graphExec remain unfreed (from a previous launch) and "
+                                                   "graphExec was not instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch "
+                                                   "will fail with cudaErrorInvalidValue\" -- the launch fails while allocations of a previous "
+                                                   "launch remain unfreed",
       apis=("GraphLaunch", "Free"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
     """A graph allocation freed with the synchronous free lets the graph relaunch (each launch copies)."""
@@ -447,9 +486,12 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.free_in_other_graph", cite=FREE + "returns cudaErrorInvalidValue only for an address not "
-      "returned by an allocation node, a double free or an invalid address; " + PG + "an allocation may be "
-      "freed by a free node of another graph", apis=("GraphAddMemFreeNode", "GraphNodeGetType", "GraphLaunch"),
+@case("memory.free_in_other_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
+                                         "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
+                                         "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
+                                         "-- returns cudaErrorInvalidValue only for an address not returned by an allocation node, a "
+                                         "double free or an invalid address; CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: "
+                                         "an allocation may be freed by a free node of another graph", apis=("GraphAddMemFreeNode", "GraphNodeGetType", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(NodeType.MEM_FREE, [1, 2]))
 def _(t: CaseContext) -> Any:
     """A second graph's free node frees the first graph's allocation, so the first relaunches."""
@@ -469,9 +511,11 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(f), seen
 
 
-@case("memory.instantiate.second_exec_refused", cite=f"{_GM}, cudaGraphInstantiate: if graph contains any "
-      "allocation or free nodes, there can be at most one executable graph in existence for that graph at a "
-      "time; an attempt to instantiate a second one results in an error", apis=("GraphInstantiateWithFlags",),
+@case("memory.instantiate.second_exec_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"If graph contains any "
+                                                     "allocation or free nodes, there can be at most one executable graph in existence for that "
+                                                     "graph at a time\" -- if graph contains any allocation or free nodes, there can be at most one "
+                                                     "executable graph in existence for that graph at a time; an attempt to instantiate a second "
+                                                     "one results in an error", apis=("GraphInstantiateWithFlags",),
       requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """A second executable graph of a graph with memory nodes is refused while the first exists."""
@@ -482,8 +526,10 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g)
 
 
-@case("memory.instantiate.after_first_destroyed", cite=f"{_GM}, cudaGraphInstantiate: at most one executable "
-      "graph of a graph with memory nodes at a time (a new one once the first is destroyed)",
+@case("memory.instantiate.after_first_destroyed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"If graph contains any "
+                                                       "allocation or free nodes, there can be at most one executable graph in existence for that "
+                                                       "graph at a time\" -- at most one executable graph of a graph with memory nodes at a time (a "
+                                                       "new one once the first is destroyed)",
       apis=("GraphInstantiateWithFlags", "GraphExecDestroy", "GraphLaunch"), requires=("graph_memory_nodes",),
       expect=b"\x18" * 8)
 def _(t: CaseContext) -> Any:
@@ -503,8 +549,11 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.instantiate.device_launch_refused", cite=INSTANTIATE + "a graph instantiated for device launch "
-      "may contain only kernel, memcpy, memset and child graph nodes (no memory allocation nodes)",
+@case("memory.instantiate.device_launch_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"- The graph's nodes "
+                                                       "must reside on a single device. - The graph can only contain kernel nodes, memcpy nodes, "
+                                                       "memset nodes, and child graph nodes. - The graph cannot be empty and must contain at least "
+                                                       "one kernel, memcpy, or memset node\" -- a graph instantiated for device launch may contain "
+                                                       "only kernel, memcpy, memset and child graph nodes (no memory allocation nodes)",
       apis=("GraphInstantiateWithFlags",), requires=("graph_memory_nodes", "device_launch"),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -514,8 +563,10 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g, device_launch=True)
 
 
-@case("memory.update.same_graph", cite=UPDATE + "updates the node parameters from a topologically identical "
-      "graph (here the graph itself, its memory nodes unchanged)", apis=("GraphExecUpdate",
+@case("memory.update.same_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
+                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
+                                       "topologically identical graph specified by hGraph\" -- updates the node parameters from a "
+                                       "topologically identical graph (here the graph itself, its memory nodes unchanged)", apis=("GraphExecUpdate",
                                                                        "GraphMemcpyNodeSetParams1D"),
       requires=("graph_memory_nodes",), expect=(b"\x00" * 8, b"\x19" * 8))
 def _(t: CaseContext) -> Any:
@@ -584,7 +635,16 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=parent), before, "the parent graph after the refused child")
 
 
-@case("memory.exec_set_node_params.alloc_refused", cite=SET_NODE + "memory allocation nodes: API unsupported",
+@case("memory.exec_set_node_params.alloc_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
+                                                        "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
+                                                        "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
+                                                        "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
+                                                        "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
+                                                        "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
+                                                        "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
+                                                        "semaphore operations cannot change external semaphore wait Number of semaphore operations "
+                                                        "cannot change memory allocation API unsupported memory free API unsupported\" -- memory "
+                                                        "allocation nodes: API unsupported",
       apis=("GraphExecNodeSetParams",), requires=("graph_memory_nodes", "node_set_params"),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -594,7 +654,16 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_node_params, a, size=2 * N)
 
 
-@case("memory.exec_set_node_params.free_refused", cite=SET_NODE + "memory free nodes: API unsupported",
+@case("memory.exec_set_node_params.free_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
+                                                       "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
+                                                       "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
+                                                       "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
+                                                       "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
+                                                       "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
+                                                       "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
+                                                       "semaphore operations cannot change external semaphore wait Number of semaphore operations "
+                                                       "cannot change memory allocation API unsupported memory free API unsupported\" -- memory free "
+                                                       "nodes: API unsupported",
       apis=("GraphExecNodeSetParams",), requires=("graph_memory_nodes", "node_set_params"),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -606,8 +675,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_node_params, f, dptr=a)
 
 
-@case("memory.enable.alloc_node_refused", cite=ENABLE + "currently only kernel, memset and memcpy nodes are "
-      "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",),
+@case("memory.enable.alloc_node_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Currently only kernel, "
+                                               "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
+                                               "supported; returns cudaErrorInvalidValue", apis=("GraphNodeSetEnabled",),
       requires=("graph_memory_nodes", "per_node_enable"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation node cannot be disabled."""
@@ -616,8 +686,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_enabled, a, False)
 
 
-@case("memory.alloc.device_explicit", cite=ALLOC + "poolProps.location names the device the memory is "
-      "allocated on", apis=("GraphAddMemAllocNode", "GraphMemAllocNodeGetParams"), requires=("graph_memory_nodes",),
+@case("memory.alloc.device_explicit", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Returns the parameters "
+                                           "of a memory alloc node hNode in params_out\" -- poolProps.location names the device the "
+                                           "memory is allocated on", apis=("GraphAddMemAllocNode", "GraphMemAllocNodeGetParams"), requires=("graph_memory_nodes",),
       expect=(True, N))
 def _(t: CaseContext) -> Any:
     """An allocation node made for the current device by ordinal reads it back."""
@@ -627,8 +698,9 @@ def _(t: CaseContext) -> Any:
     return p["device"] == dev, p["bytesize"]
 
 
-@case("memory.alloc.free_by_node_object", cite=FREE + "dptr - address of memory to free (the address the "
-      "allocation node returned)", apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphMemFreeNodeGetParams"),
+@case("memory.alloc.free_by_node_object", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"Returns the address of a "
+                                               "memory free node hNode in dptr_out\" -- dptr - address of memory to free (the address the "
+                                               "allocation node returned)", apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphMemFreeNodeGetParams"),
       requires=("graph_memory_nodes",), expect=0)
 def _(t: CaseContext) -> Any:
     """A free node given the allocation node frees its address: the free node's address, read back, minus
@@ -670,8 +742,10 @@ def _(t: CaseContext) -> Any:
     return seen
 
 
-@case("memory.pool.default_is_current", cite=DEFAULT_POOL + "the current pool of a device is its default pool "
-      "unless cudaDeviceSetMemPool was called", apis=("DeviceGetDefaultMemPool", "DeviceGetMemPool"),
+@case("memory.pool.default_is_current", cite="CUDA Runtime API 13.5, Device Management, cudaDeviceGetDefaultMemPool / "
+                                             "cudaDeviceGetMemPool: \"Returns the last pool provided to cudaDeviceSetMemPool for this "
+                                             "device or the device's default memory pool if cudaDeviceSetMemPool has never been called\" -- "
+                                             "the current pool of a device is its default pool unless cudaDeviceSetMemPool was called", apis=("DeviceGetDefaultMemPool", "DeviceGetMemPool"),
       expect=(True, 0))
 def _(t: CaseContext) -> Any:
     """The device's current memory pool is its default pool (the two handles the runtime returns)."""
@@ -684,8 +758,10 @@ def _(t: CaseContext) -> Any:
     return handles[0] not in (0, 0x1000), handles[0] - handles[1]
 
 
-@case("memory.pool.create_defaults", cite=POOL_GET + "reuse policies are enabled by default; "
-      "cudaMemPoolAttrReleaseThreshold defaults to 0", apis=("MemPoolCreate", "MemPoolGetAttribute"),
+@case("memory.pool.create_defaults", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
+                                          "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
+                                          "completed frees when there is no dependency between the free and allocation\" -- reuse "
+                                          "policies are enabled by default; cudaMemPoolAttrReleaseThreshold defaults to 0", apis=("MemPoolCreate", "MemPoolGetAttribute"),
       expect=(1, 1, 1, 0, 0))
 def _(t: CaseContext) -> Any:
     """A new pool has its reuse policies on, no release threshold and nothing used."""
@@ -696,13 +772,25 @@ def _(t: CaseContext) -> Any:
             _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD), _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT))
 
 
-@case("memory.pool.attributes_all", cite=POOL_GET + "cudaMemPoolReuseFollowEventDependencies, "
-      "cudaMemPoolReuseAllowOpportunistic, cudaMemPoolReuseAllowInternalDependencies (int, default enabled); "
-      "cudaMemPoolAttrReleaseThreshold (default 0); cudaMemPoolAttrReservedMemCurrent: amount of backing memory "
-      "currently allocated for the mempool; cudaMemPoolAttrReservedMemHigh: high watermark of backing memory "
-      "allocated for the mempool since the last reset; cudaMemPoolAttrUsedMemCurrent: amount of memory from the "
-      "pool that is currently in use by the application; cudaMemPoolAttrUsedMemHigh: high watermark of the "
-      "amount of memory from the pool that was in use by the application",
+@case("memory.pool.attributes_all", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
+                                         "enabled) - cudaMemPoolReuseAllowInternalDependencies: (value type = int) Allow "
+                                         "cudaMallocAsync to insert new stream dependencies in order to establish the stream ordering "
+                                         "required to reuse a piece of memory released by cudaFreeAsync (default enabled). - "
+                                         "cudaMemPoolAttrReservedMemCurrent: (value type = cuuint64_t) Amount of backing memory "
+                                         "currently allocated for the mempool. - cudaMemPoolAttrReservedMemHigh: (value type = "
+                                         "cuuint64_t) High watermark of backing memory allocated for the mempool since the last time "
+                                         "it was reset. - cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory "
+                                         "from the pool that is currently in use by the application. - cudaMemPoolAttrUsedMemHigh: "
+                                         "(value type = cuuint64_t) High watermark of the amount of memory from the pool that was in "
+                                         "use by the application since the last time it was reset\" -- "
+                                         "cudaMemPoolReuseFollowEventDependencies, cudaMemPoolReuseAllowOpportunistic, "
+                                         "cudaMemPoolReuseAllowInternalDependencies (int, default enabled); "
+                                         "cudaMemPoolAttrReleaseThreshold (default 0); cudaMemPoolAttrReservedMemCurrent: amount of "
+                                         "backing memory currently allocated for the mempool; cudaMemPoolAttrReservedMemHigh: high "
+                                         "watermark of backing memory allocated for the mempool since the last reset; "
+                                         "cudaMemPoolAttrUsedMemCurrent: amount of memory from the pool that is currently in use by "
+                                         "the application; cudaMemPoolAttrUsedMemHigh: high watermark of the amount of memory from the "
+                                         "pool that was in use by the application",
       apis=("MemPoolCreate", "MemPoolGetAttribute", "MallocFromPoolAsync"),
       expect={MemPoolAttr.REUSE_FOLLOW_EVENT_DEPENDENCIES: 1, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC: 1,
               MemPoolAttr.REUSE_ALLOW_INTERNAL_DEPENDENCIES: 1, MemPoolAttr.RELEASE_THRESHOLD: 0,
@@ -727,8 +815,11 @@ def _(t: CaseContext) -> Any:
     return {a: (during[a] - before[a] >= 1 << 20 if a in counters else before[a]) for a in MemPoolAttr}
 
 
-@case("memory.pool.release_threshold", cite=POOL_SET + "cudaMemPoolAttrReleaseThreshold: amount of reserved "
-      "memory in bytes to hold onto before trying to release memory back to the OS",
+@case("memory.pool.release_threshold", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
+                                            "attributes are: - cudaMemPoolAttrReleaseThreshold: (value type = cuuint64_t) Amount of "
+                                            "reserved memory in bytes to hold onto before trying to release memory back to the OS\" -- "
+                                            "cudaMemPoolAttrReleaseThreshold: amount of reserved memory in bytes to hold onto before "
+                                            "trying to release memory back to the OS",
       apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(1 << 20, 1 << 24))
 def _(t: CaseContext) -> Any:
     """The release threshold reads back what was set (at creation, then later)."""
@@ -738,8 +829,10 @@ def _(t: CaseContext) -> Any:
     return first, _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD)
 
 
-@case("memory.pool.set_reuse_policy", cite=POOL_SET + "the reuse policies (cudaMemPoolReuse*) are int "
-      "values: enable or disable", apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
+@case("memory.pool.set_reuse_policy", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"(default "
+                                           "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
+                                           "completed frees when there is no dependency between the free and allocation\" -- the reuse "
+                                           "policies (cudaMemPoolReuse*) are int values: enable or disable", apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
 def _(t: CaseContext) -> Any:
     """A reuse policy can be switched off and on."""
     pool = t.track(t.rt.MemPool())
@@ -749,8 +842,9 @@ def _(t: CaseContext) -> Any:
     return off, _pool_attr(t, pool, MemPoolAttr.REUSE_ALLOW_OPPORTUNISTIC)
 
 
-@case("memory.pool.malloc_from_pool", cite=FROM_POOL + "allocates memory from the pool with stream ordered "
-      "semantics; the allocation is usable by work ordered after it", apis=("MallocFromPoolAsync", "MemsetAsync",
+@case("memory.pool.malloc_from_pool", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMallocFromPoolAsync: \"Allocates "
+                                           "memory from a specified pool with stream ordered semantics\" -- allocates memory from the "
+                                           "pool with stream ordered semantics; the allocation is usable by work ordered after it", apis=("MallocFromPoolAsync", "MemsetAsync",
                                                                           "FreeAsync", "MemPoolGetAttribute"),
       expect=(b"\x27" * 8, True, 0))
 def _(t: CaseContext) -> Any:
@@ -770,8 +864,18 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8), used >= N, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
-@case("memory.pool.used_after_free", cite=POOL_GET + "cudaMemPoolAttrUsedMemCurrent: amount of memory from the "
-      "pool that is currently in use by the application", apis=("MallocFromPoolAsync", "FreeAsync",
+@case("memory.pool.used_after_free", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
+                                          "enabled) - cudaMemPoolReuseAllowInternalDependencies: (value type = int) Allow "
+                                          "cudaMallocAsync to insert new stream dependencies in order to establish the stream ordering "
+                                          "required to reuse a piece of memory released by cudaFreeAsync (default enabled). - "
+                                          "cudaMemPoolAttrReservedMemCurrent: (value type = cuuint64_t) Amount of backing memory "
+                                          "currently allocated for the mempool. - cudaMemPoolAttrReservedMemHigh: (value type = "
+                                          "cuuint64_t) High watermark of backing memory allocated for the mempool since the last time "
+                                          "it was reset. - cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory "
+                                          "from the pool that is currently in use by the application. - cudaMemPoolAttrUsedMemHigh: "
+                                          "(value type = cuuint64_t) High watermark of the amount of memory from the pool that was in "
+                                          "use by the application since the last time it was reset\" -- cudaMemPoolAttrUsedMemCurrent: "
+                                          "amount of memory from the pool that is currently in use by the application", apis=("MallocFromPoolAsync", "FreeAsync",
                                                                "MemPoolGetAttribute"), expect=(True, 0))
 def _(t: CaseContext) -> Any:
     """An allocation counts as used; after it is freed and the stream synchronized, nothing of the pool is."""
@@ -785,8 +889,11 @@ def _(t: CaseContext) -> Any:
     return used >= 1 << 20, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
-@case("memory.pool.threshold_keeps_reserved", cite=POOL_SET + "when more than the release threshold bytes of "
-      "memory are held by the pool, the allocator releases memory at the next synchronize (less is kept)",
+@case("memory.pool.threshold_keeps_reserved", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"When more "
+                                                   "than the release threshold bytes of memory are held by the memory pool, the allocator will "
+                                                   "try to release memory back to the OS on the next call to stream, event or context "
+                                                   "synchronize\" -- when more than the release threshold bytes of memory are held by the pool, "
+                                                   "the allocator releases memory at the next synchronize (less is kept)",
       apis=("MallocFromPoolAsync", "FreeAsync", "MemPoolGetAttribute"), expect=(0, 4 << 20))
 def _(t: CaseContext) -> Any:
     """Below the release threshold, freed memory (no longer used) stays reserved across a synchronize."""
@@ -800,8 +907,11 @@ def _(t: CaseContext) -> Any:
             min(_pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT), 4 << 20))
 
 
-@case("memory.pool.zero_threshold_releases", cite=POOL_SET + "cudaMemPoolAttrReleaseThreshold (default 0): "
-      "memory above the threshold is released back to the OS on the next stream, event or context synchronize",
+@case("memory.pool.zero_threshold_releases", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"When more "
+                                                  "than the release threshold bytes of memory are held by the memory pool, the allocator will "
+                                                  "try to release memory back to the OS on the next call to stream, event or context "
+                                                  "synchronize\" -- cudaMemPoolAttrReleaseThreshold (default 0): memory above the threshold is "
+                                                  "released back to the OS on the next stream, event or context synchronize",
       apis=("MallocFromPoolAsync", "FreeAsync", "StreamSynchronize", "MemPoolGetAttribute"), expect=0)
 def _(t: CaseContext) -> Any:
     """With a zero threshold, a synchronize after the free releases the pool's memory."""
@@ -847,8 +957,11 @@ def _(t: CaseContext) -> Any:
     return kept
 
 
-@case("memory.pool.reset_used_high", cite=POOL_SET + "cudaMemPoolAttrUsedMemHigh: high watermark of the used "
-      "memory since the last reset; it can only be reset to zero", apis=("MemPoolSetAttribute",
+@case("memory.pool.reset_used_high", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"It is "
+                                          "illegal to set this attribute to a non-zero value. - cudaMemPoolAttrUsedMemHigh: (value type "
+                                          "= cuuint64_t) Reset the high watermark that tracks the amount of used memory that was "
+                                          "allocated for the memory pool\" -- cudaMemPoolAttrUsedMemHigh: high watermark of the used "
+                                          "memory since the last reset; it can only be reset to zero", apis=("MemPoolSetAttribute",
                                                                          "MemPoolGetAttribute"),
       expect=(True, 0))
 def _(t: CaseContext) -> Any:
@@ -863,25 +976,33 @@ def _(t: CaseContext) -> Any:
     return high, _pool_attr(t, pool, MemPoolAttr.USED_MEM_HIGH)
 
 
-@case("memory.pool.set_used_current_refused", cite=POOL_SET + "cudaMemPoolAttrUsedMemCurrent is read-only "
-      "(only the high watermarks, the reuse policies and the release threshold can be set); returns "
-      "cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
+@case("memory.pool.set_used_current_refused", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
+                                                   "attributes are\" -- cudaMemPoolAttrUsedMemCurrent is read-only (only the high watermarks, the "
+                                                   "reuse policies and the release threshold can be set); returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount of a pool is refused."""
     with t.under_test():
         t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.USED_MEM_CURRENT, 0)
 
 
-@case("memory.pool.reset_high_to_nonzero_refused", cite=POOL_SET + "cudaMemPoolAttrReservedMemHigh can only be "
-      "reset to zero; returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
+@case("memory.pool.reset_high_to_nonzero_refused", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"It is "
+                                                        "illegal to set this attribute to a non-zero value. - cudaMemPoolAttrUsedMemHigh: (value type "
+                                                        "= cuuint64_t) Reset the high watermark that tracks the amount of used memory that was "
+                                                        "allocated for the memory pool\" -- cudaMemPoolAttrReservedMemHigh can only be reset to zero; "
+                                                        "returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a pool's high watermark to a non-zero value is refused."""
     with t.under_test():
         t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.RESERVED_MEM_HIGH, 4096)
 
 
-@case("memory.pool.max_size_exceeded", cite=POOL_CREATE + "cudaMemPoolProps.maxSize: maximum pool size; "
-      + FROM_POOL + "returns cudaErrorMemoryAllocation when the pool cannot satisfy the request",
+@case("memory.pool.max_size_exceeded", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"If set to 0, the "
+                                            "maximum size of the pool will default to a system dependent value\" -- "
+                                            "cudaMemPoolProps.maxSize: maximum pool size; CUDA Runtime API 13.5, Stream Ordered Memory "
+                                            "Allocator, cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, "
+                                            "cudaErrorNotSupported, cudaErrorOutOfMemory\" -- returns cudaErrorMemoryAllocation when the "
+                                            "pool cannot satisfy the request; Observed, cudaMallocFromPoolAsync: the error code "
+                                            "(deviations.OBSERVATIONS)",
       apis=("MemPoolCreate", "MallocFromPoolAsync"), raises=errors.OutOfMemory)
 def _(t: CaseContext) -> Any:
     """An allocation larger than the pool's maximum size is refused."""
@@ -894,8 +1015,9 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("memory.pool.invalid_device", cite=POOL_CREATE + "poolProps.location must name a valid device; returns "
-      "cudaErrorInvalidValue", apis=("MemPoolCreate",), raises=errors.InvalidValue)
+@case("memory.pool.invalid_device", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"The poolProps "
+                                         "determines the properties of the pool such as the backing device and IPC capabilities\" -- "
+                                         "poolProps.location must name a valid device; returns cudaErrorInvalidValue", apis=("MemPoolCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A pool on a device that does not exist is refused."""
     # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
@@ -951,8 +1073,9 @@ def _(t: CaseContext) -> Any:
     t.stream().malloc_async(-1, pool=pool)
 
 
-@case("memory.pool.malloc_async_current_pool", cite=f"{_SOMA}, cudaMallocAsync: allocates from the memory pool "
-      "current to the stream's device", apis=("MallocAsync", "FreeAsync", "DeviceGetMemPool", "MemPoolGetAttribute"),
+@case("memory.pool.malloc_async_current_pool", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMallocAsync: \"The allocation "
+                                                    "comes from the memory pool associated with the stream's device\" -- allocates from the memory "
+                                                    "pool current to the stream's device", apis=("MallocAsync", "FreeAsync", "DeviceGetMemPool", "MemPoolGetAttribute"),
       expect=(b"\x28" * 8, True, 0))
 def _(t: CaseContext) -> Any:
     """malloc_async without a pool allocates from the device's current pool (its used memory grows, then
@@ -974,8 +1097,10 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8), grew, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT) - used0
 
 
-@case("memory.pool.captured_alloc_from_pool", cite=FROM_POOL + "during stream capture, this function results in "
-      "the creation of an allocation node; the allocation comes from the given pool",
+@case("memory.pool.captured_alloc_from_pool", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMallocFromPoolAsync: \"During "
+                                                   "stream capture, this function results in the creation of an allocation node\" -- during "
+                                                   "stream capture, this function results in the creation of an allocation node; the allocation "
+                                                   "comes from the given pool",
       apis=("StreamBeginCapture", "MallocFromPoolAsync", "FreeAsync", "GraphLaunch", "GraphNodeGetType"),
       requires=("graph_memory_nodes",), expect=(["mem_alloc", "mem_free", "memcpy", "memset"], b"\x29" * 8))
 def _(t: CaseContext) -> Any:

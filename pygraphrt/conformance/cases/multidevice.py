@@ -72,8 +72,10 @@ def _no_peer_hardware() -> Iterator[None]:
 
 # ---------------------------------------------------------------------------- events and streams
 @case("multidevice.event.record_on_another_devices_stream",
-      cite=EVENT_RECORD + "event and stream must be on the same device (the driver's cuEventRecord: "
-      "\"hEvent and hStream must be from the same context otherwise CUDA_ERROR_INVALID_HANDLE is returned\")",
+      cite="CUDA Runtime API 13.5, Event Management, cudaEventRecord: \"Captures in event the contents of "
+           "stream at the time of this call. event and stream must be on the same CUDA context\" -- event "
+           "and stream must be on the same device (the driver's cuEventRecord: 'hEvent and hStream must "
+           "be from the same context otherwise CUDA_ERROR_INVALID_HANDLE is returned')",
       apis=("EventRecord",), requires=TWO, raises=errors.InvalidResourceHandle)
 def _(t: CaseContext) -> None:
     """cudaEventRecord of a device-1 event on a device-0 stream is refused by the runtime."""
@@ -98,7 +100,9 @@ def _(t: CaseContext) -> tuple[Any, bool, bool]:
 
 
 @case("multidevice.event.wait_on_another_devices_event",
-      cite=WAIT_EVENT + "the event may be from a different device than the stream",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamWaitEvent: \"The synchronization will be "
+           "performed efficiently on the device when applicable. event may be from a different device "
+           "than stream\" -- the event may be from a different device than the stream",
       apis=("EventRecord", "StreamWaitEvent"), requires=TWO, expect=None)
 def _(t: CaseContext) -> None:
     """A device-0 stream waits on an event recorded on a device-1 stream."""
@@ -111,8 +115,12 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.event.capture_fork_join_across_devices",
-      cite=WAIT_EVENT + "the event may be from a different device than the stream; " + EVENT_RECORD +
-      "event and stream must be on the same device",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamWaitEvent: \"The synchronization will be "
+           "performed efficiently on the device when applicable. event may be from a different device "
+           "than stream\" -- the event may be from a different device than the stream; CUDA Runtime API "
+           "13.5, Event Management, cudaEventRecord: \"Captures in event the contents of stream at the "
+           "time of this call. event and stream must be on the same CUDA context\" -- event and stream "
+           "must be on the same device",
       apis=("StreamBeginCapture", "EventRecord", "StreamWaitEvent", "StreamEndCapture"), requires=TWO, expect=2)
 def _(t: CaseContext) -> int:
     """A capture forks to a device-1 stream and joins back, each event of its stream's device: two
@@ -144,8 +152,11 @@ def _enable_raw(t: CaseContext, peer: int) -> None:
 
 
 @case("multidevice.peer.can_access_self",
-      cite=PEER + "cudaDeviceCanAccessPeer: Returns in *canAccessPeer a value of 1 if device device is "
-      "capable of directly accessing memory from peerDevice and 0 otherwise (a device is not its own peer)",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"Returns in "
+           "*canAccessPeer a value of 1 if device device is capable of directly accessing memory from "
+           "peerDevice and 0 otherwise\" -- Returns in *canAccessPeer a value of 1 if device device is "
+           "capable of directly accessing memory from peerDevice and 0 otherwise (a device is not its "
+           "own peer)",
       apis=("DeviceCanAccessPeer",), requires=TWO, expect=0)
 def _(t: CaseContext) -> int:
     """cudaDeviceCanAccessPeer(0, 0): answered, not refused (a 2-GPU run, CUDA 13.0: no error)."""
@@ -153,7 +164,8 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.peer.can_access_out_of_range",
-      cite=PEER + "cudaDeviceCanAccessPeer: returns cudaSuccess, cudaErrorInvalidDevice",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"cudaSuccess, "
+           "cudaErrorInvalidDevice\" -- returns cudaSuccess, cudaErrorInvalidDevice",
       apis=("DeviceCanAccessPeer",), requires=TWO, raises=errors.InvalidDevice)
 def _(t: CaseContext) -> None:
     """cudaDeviceCanAccessPeer(0, device count)."""
@@ -171,8 +183,10 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.peer.enable_out_of_range",
-      cite=PEER + "cudaDeviceEnablePeerAccess: returns cudaSuccess, cudaErrorInvalidDevice, "
-      "cudaErrorPeerAccessAlreadyEnabled, cudaErrorInvalidValue",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceEnablePeerAccess: \"cudaSuccess, "
+           "cudaErrorInvalidDevice, cudaErrorPeerAccessAlreadyEnabled, cudaErrorInvalidValue\" -- returns "
+           "cudaSuccess, cudaErrorInvalidDevice, cudaErrorPeerAccessAlreadyEnabled, "
+           "cudaErrorInvalidValue",
       apis=("DeviceEnablePeerAccess",), requires=TWO, raises=errors.InvalidDevice)
 def _(t: CaseContext) -> None:
     """cudaDeviceEnablePeerAccess(device count)."""
@@ -181,8 +195,10 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.peer.enable_twice",
-      cite=PEER + "cudaDeviceEnablePeerAccess: returns cudaErrorPeerAccessAlreadyEnabled if direct access "
-      "of peerDevice from the current device has already been enabled (on a machine with peer access)",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceEnablePeerAccess: \"Returns "
+           "cudaErrorPeerAccessAlreadyEnabled if direct access of peerDevice from the current device has "
+           "already been enabled\" -- returns cudaErrorPeerAccessAlreadyEnabled if direct access of "
+           "peerDevice from the current device has already been enabled (on a machine with peer access)",
       apis=("DeviceCanAccessPeer", "DeviceEnablePeerAccess", "DeviceDisablePeerAccess"), requires=TWO,
       expect="ErrorPeerAccessAlreadyEnabled")
 def _(t: CaseContext) -> str:
@@ -227,9 +243,12 @@ def _(t: CaseContext) -> tuple[bool, bool]:
 
 
 @case("multidevice.peer.no_peer_hardware",
-      cite=PEER + "cudaDeviceCanAccessPeer returns 0 where device cannot directly access peerDevice's memory; "
-      "cudaDeviceEnablePeerAccess then returns cudaErrorInvalidDevice. (A machine without peer access: the "
-      "NVLink test machines cannot show it, so the simulator's setting does)",
+      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"Returns in *canAccessPeer "
+           "a value of 1 if device device is capable of directly accessing memory from peerDevice and 0 otherwise\"; "
+           "CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceEnablePeerAccess: \"Returns "
+           "cudaErrorInvalidDevice if cudaDeviceCanAccessPeer() indicates that the current device cannot directly "
+           "access memory from peerDevice\" -- a machine without peer access: the NVLink test machines cannot show "
+           "it, so the simulator's setting does",
       apis=("DeviceCanAccessPeer", "DeviceEnablePeerAccess"), requires=SIM, expect=(0, "ErrorInvalidDevice"))
 def _(t: CaseContext) -> tuple[int, str]:
     """On a machine without peer access: the answer and the refusal."""
@@ -242,8 +261,10 @@ def _(t: CaseContext) -> tuple[int, str]:
 
 # ---------------------------------------------------------------------------- pools
 @case("multidevice.pool.access_default",
-      cite=POOL + "cudaMemPoolGetAccess: returns the accessibility of a pool from a device; a pool's memory "
-      "is accessible from its own device, and by default not from others (cudaMemPoolSetAccess grants it)",
+      cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAccess: \"By default, "
+           "the pool's memory will be accessible from the device it is allocated on\" -- returns the "
+           "accessibility of a pool from a device; a pool's memory is accessible from its own device, "
+           "and by default not from others (cudaMemPoolSetAccess grants it)",
       apis=("MemPoolCreate", "MemPoolGetAccess"), requires=TWO, expect=("read_write", "none"))
 def _(t: CaseContext) -> tuple[str, str]:
     """A device-1 pool's access from devices 1 and 0."""
@@ -252,8 +273,10 @@ def _(t: CaseContext) -> tuple[str, str]:
 
 
 @case("multidevice.pool.set_access",
-      cite=POOL + "cudaMemPoolSetAccess: controls visibility of pools between devices (each descriptor "
-      "instructs the access to enable for a single GPU); cudaMemPoolGetAccess reports it",
+      cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAccess: \"Each "
+           "descriptor instructs the access to enable for a single gpu\" -- controls visibility of pools "
+           "between devices (each descriptor instructs the access to enable for a single GPU); "
+           "cudaMemPoolGetAccess reports it",
       apis=("MemPoolSetAccess", "MemPoolGetAccess"), requires=TWO, expect=("read_write", "none"))
 def _(t: CaseContext) -> tuple[str, ...]:
     """Read-write, then no access from device 0 to a device-1 pool."""
@@ -266,9 +289,10 @@ def _(t: CaseContext) -> tuple[str, ...]:
 
 
 @case("multidevice.pool.set_access_read_only",
-      cite=POOL + "cudaMemPoolSetAccess: each descriptor instructs the access to enable for a single GPU "
-      "(cudaMemAccessFlagsProtRead: make the address range read accessible); returns cudaSuccess, "
-      "cudaErrorInvalidValue", apis=("MemPoolSetAccess", "MemPoolGetAccess"), requires=TWO, expect="read")
+      cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAccess: \"Each "
+           "descriptor instructs the access to enable for a single gpu\" -- each descriptor instructs the "
+           "access to enable for a single GPU (cudaMemAccessFlagsProtRead: make the address range read "
+           "accessible); returns cudaSuccess, cudaErrorInvalidValue", apis=("MemPoolSetAccess", "MemPoolGetAccess"), requires=TWO, expect="read")
 def _(t: CaseContext) -> str:
     """Read-only access from device 0 to a device-1 pool."""
     pool = t.track(t.rt.MemPool(device=1))
@@ -321,8 +345,9 @@ def _copied(t: CaseContext, size: int = 4096) -> int:
 
 
 @case("multidevice.copy.without_peer_access",
-      cite=MEMCPY + "with unified addressing, cudaMemcpyDefault copies between any two addresses; copies "
-      "between devices need no peer access (CUDA Programming Guide, Peer-to-Peer Memory Copy)",
+      cite="CUDA Programming Guide, Peer-to-Peer Memory Copy: with unified addressing, cudaMemcpyDefault "
+           "copies between any two addresses; copies between devices need no peer access (CUDA "
+           "Programming Guide, Peer-to-Peer Memory Copy)",
       apis=("MemcpyAsync",), requires=TWO, expect=-1)
 def _(t: CaseContext) -> int:
     """A device-0 buffer copied into a device-1 buffer, no peer access enabled."""
@@ -330,8 +355,10 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.copy.with_peer_access",
-      cite=MEMCPY + "copies between devices with peer access enabled (CUDA Programming Guide, Peer-to-Peer "
-      "Memory Copy)", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
+      cite="CUDA Runtime API 13.5, Memory Management, cudaMemcpyAsync: \"Note that there are both "
+           "device-wide and system-wide limitations per system configuration, as noted in the CUDA "
+           "Programming Guide under the section \"Peer-to-Peer Memory Access\"\" -- copies between devices "
+           "with peer access enabled (CUDA Programming Guide, Peer-to-Peer Memory Copy)", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
 def _(t: CaseContext) -> int:
     """The same copy with peer access enabled both ways."""
     with _peer(t, 0, 1), _peer(t, 1, 0):
@@ -339,8 +366,10 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.copy.graph_node_between_devices",
-      cite=f"{_RT}, Graph Management, cudaGraphAddMemcpyNode1D: a memcpy node copies between any two addresses "
-      "with cudaMemcpyDefault (unified addressing), also between devices",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode1D: \"However, "
+           "cudaMemcpyDefault is only allowed on systems that support unified virtual addressing\" -- a "
+           "memcpy node copies between any two addresses with cudaMemcpyDefault (unified addressing), "
+           "also between devices",
       apis=("GraphAddMemcpyNode1D", "GraphLaunch"), requires=TWO, expect=-1)
 def _(t: CaseContext) -> int:
     """A memcpy node from device 1's memory into device 0's."""
@@ -358,8 +387,9 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.copy.without_peer_hardware",
-      cite=MEMCPY + "copies between devices work without peer access (staged through the host where the "
-      "devices cannot reach each other: a machine without P2P, simulated)",
+      cite="CUDA Programming Guide, Peer-to-Peer Memory Copy: copies between devices work without peer "
+           "access (staged through the host where the devices cannot reach each other: a machine without "
+           "P2P, simulated)",
       apis=("MemcpyAsync",), requires=SIM, expect=-1)
 def _(t: CaseContext) -> int:
     """A copy between devices on a machine without peer access."""
@@ -391,8 +421,8 @@ def _(t: CaseContext) -> bytes:
 
 
 @case("multidevice.kernel.peer_memory_without_access",
-      cite=PEER + "without cudaDeviceEnablePeerAccess, device 1's allocations are not accessible by device 0: "
-      "a kernel touching them faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
+      cite="CUDA Programming Guide, Peer-to-Peer Memory Access: a kernel touching them faults "
+           "(cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
       apis=("LaunchKernel",), requires=SIM_K, expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
     """A kernel on device 0 reads device 1's memory without peer access."""
@@ -402,9 +432,10 @@ def _(t: CaseContext) -> str:
 
 
 @case("multidevice.kernel.graph_memory_not_granted",
-      cite=f"{_RT}, Graph Management, cudaGraphAddMemAllocNode: accessDescs lists the devices (besides the "
-      "allocating one) that may access the allocation; a kernel on another device faults (cudaErrorIllegalAddress; "
-      "sticky on a GPU, so simulated only)",
+      cite="CUDA Runtime API 13.5, Data types, cudaMemAllocNodeParams::accessDescs: \"in: number of "
+           "memory access descriptors. Must not exceed the number of GPUs\" -- accessDescs lists the "
+           "devices (besides the allocating one) that may access the allocation; a kernel on another "
+           "device faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
       apis=("GraphAddMemAllocNode", "GraphLaunch"), requires=SIM_K + ("graph_memory_nodes",),
       expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
@@ -433,8 +464,11 @@ def _body_kernel_on_device_1(t: CaseContext) -> None:
 
 
 @case("multidevice.limits.conditional_body_kernel_on_another_device",
-      cite=COND + "All kernels, including kernels in nested conditionals or child graphs at any level, must "
-      "belong to the same device context (refused when the kernel node is added or at instantiation)",
+      cite="CUDA Runtime API 13.5, Data types, cudaConditionalNodeParams: \"This applies recursively to "
+           "child graphs and conditional bodies. - All kernels, including kernels in nested conditionals "
+           "or child graphs at any level, must belong to the same device context\" -- All kernels, "
+           "including kernels in nested conditionals or child graphs at any level, must belong to the "
+           "same device context (refused when the kernel node is added or at instantiation)",
       apis=("GraphAddNode", "GraphAddKernelNode"), requires=TWO_K + ("conditional_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> None:
@@ -459,8 +493,10 @@ def _(t: CaseContext) -> tuple[bool, int]:
 
 
 @case("multidevice.limits.conditional_body_event_node",
-      cite=COND + "Allowed node types are kernel nodes, empty nodes, child graphs, memsets, memcopies, and "
-      "conditionals (no event record or wait nodes; refused when added or at instantiation)",
+      cite="CUDA Runtime API 13.5, Data types, cudaConditionalNodeParams: \"- Allowed node types are "
+           "kernel nodes, empty nodes, child graphs, memsets, memcopies, and conditionals\" -- Allowed "
+           "node types are kernel nodes, empty nodes, child graphs, memsets, memcopies, and conditionals "
+           "(no event record or wait nodes; refused when added or at instantiation)",
       apis=("GraphAddEventRecordNode",), requires=("conditional_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> None:
@@ -512,7 +548,14 @@ def _(t: CaseContext) -> tuple[Any, bool]:
 
 
 @case("multidevice.limits.update_moves_kernel_to_another_device",
-      cite=UPDATE + "kernel nodes: the owning context of the function cannot change",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
+           "context of the function cannot change. - A node whose function originally did not use CUDA "
+           "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
+           "originally did not make device-side update calls cannot be updated to a function which makes "
+           "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
+           "and vice-versa. - If the graph was instantiated with "
+           "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
+           "nodes: the owning context of the function cannot change",
       apis=("GraphExecUpdate",), requires=TWO_K, raises=errors.GraphExecUpdateFailure)
 def _(t: CaseContext) -> None:
     """Update a device-0 kernel node with the same kernel made with device 1 current (no device=),
@@ -533,8 +576,16 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.limits.update_moves_memcpy_operand_to_another_device",
-      cite=UPDATE + "memset and memcpy nodes: the CUDA device(s) to which the operand(s) was allocated/mapped "
-      "cannot change", apis=("GraphExecUpdate",), requires=TWO, raises=errors.GraphExecUpdateError)
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
+           "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
+           "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
+           "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
+           "must be allocated from the same contexts as the original source/destination memory. - For 2d "
+           "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
+           "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
+           "work resources already allocated for the node. - Additional memcpy node restrictions: - "
+           "Changing either the source or destination memory type(i.e\" -- memset and memcpy nodes: the "
+           "CUDA device(s) to which the operand(s) was allocated/mapped cannot change", apis=("GraphExecUpdate",), requires=TWO, raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> None:
     """Update a memcpy node whose destination moves from device 0's memory to device 1's."""
     a0, b0 = t.malloc(64), t.malloc(64)

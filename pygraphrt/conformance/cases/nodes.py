@@ -105,7 +105,10 @@ def _(t: CaseContext) -> Any:
     return b.graph is g, labels({"a": a, "b": b}, [n for n, _ in b.dependencies])
 
 
-@case("graph.empty.duplicate_dependency", cite=EMPTY + DEPS_RULE + "; returns cudaErrorInvalidValue",
+@case("graph.empty.duplicate_dependency", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddEmptyNode: \"It is possible for "
+                                               "numDependencies to be 0, in which case the node will be placed at the root of the graph. "
+                                               "pDependencies may not have any duplicate entries\" -- pDependencies may not have any "
+                                               "duplicate entries; returns cudaErrorInvalidValue",
       apis=("GraphAddEmptyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The same node twice in the dependency list is refused."""
@@ -177,8 +180,11 @@ def _(t: CaseContext) -> Any:
     return p["element_size"], p["value"], p["width"]
 
 
-@case("graph.memset.params_2d", cite=MEMSET_DOC + "a memset of width elements in height rows pitch bytes "
-      "apart (cudaMemsetParams width, height, pitch)", apis=("GraphAddMemsetNode", "GraphMemsetNodeGetParams"),
+@case("graph.memset.params_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
+                                     "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
+                                     "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
+                                     "the end of each row\" -- a memset of width elements in height rows pitch bytes apart "
+                                     "(cudaMemsetParams width, height, pitch)", apis=("GraphAddMemsetNode", "GraphMemsetNodeGetParams"),
       expect=(100, 4, 256, 1))
 def _(t: CaseContext) -> Any:
     """A 2-D memset node reads back width, height and pitch."""
@@ -211,8 +217,10 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.memset.runs_2d", cite=MEMSET_DOC + "sets width elements in each of height rows, pitch bytes "
-      "apart", apis=("GraphAddMemsetNode", "GraphLaunch"), expect=(b"\x09" * 16 + b"\x00" * 16) * 3)
+@case("graph.memset.runs_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
+                                   "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
+                                   "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
+                                   "the end of each row\" -- sets width elements in each of height rows, pitch bytes apart", apis=("GraphAddMemsetNode", "GraphLaunch"), expect=(b"\x09" * 16 + b"\x00" * 16) * 3)
 def _(t: CaseContext) -> Any:
     """Launched, a 2-D memset writes each row and leaves the pitch padding alone."""
     buf = _zeroed(t)
@@ -271,16 +279,20 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memset("not a pointer", 1, 16)
 
 
-@case("graph.memset.null_dst", cite=MEMSET + "dst is the destination device pointer; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
+@case("graph.memset.null_dst", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode: \"cudaSuccess, "
+                                    "cudaErrorInvalidValue, cudaErrorInvalidDevice\" -- dst is the destination device pointer; "
+                                    "returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemsetNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL destination is refused by the runtime."""
     # The function's text does not name a NULL dst; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
     t.call_under_test(t.graph().add_memset, 0, 1, 16)
 
 
-@case("graph.memset.pitch_below_width", cite=MEMSET_DOC + "rows are pitch bytes apart (pitch >= width * "
-      "elementSize for more than one row); returns cudaErrorInvalidValue", apis=("GraphAddMemsetNode",),
+@case("graph.memset.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
+                                             "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
+                                             "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
+                                             "the end of each row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more "
+                                             "than one row); returns cudaErrorInvalidValue", apis=("GraphAddMemsetNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A 2-D memset whose rows would overlap is refused by the runtime."""
@@ -301,8 +313,9 @@ def _(t: CaseContext) -> Any:
     return p["value"], p["width"], p["dst"] == buf.ptr + 128
 
 
-@case("graph.memset.set_params_runs", cite=SET_PARAMS + "sets the parameters of graph node node (used by "
-      "executable graphs instantiated afterwards)", apis=("GraphNodeSetParams", "GraphLaunch"),
+@case("graph.memset.set_params_runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetParams: \"Sets the parameters of "
+                                           "graph node node to nodeParams\" -- sets the parameters of graph node node (used by executable "
+                                           "graphs instantiated afterwards)", apis=("GraphNodeSetParams", "GraphLaunch"),
       requires=("node_set_params",), expect=b"\x0b" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph made after set_params does the new work."""
@@ -333,8 +346,8 @@ def _(t: CaseContext) -> Any:
     m.set_params(dst=buf, value=2, count=64, fn=lambda: None)
 
 
-@case("graph.memset.get_params_wrong_type", cite=MEMSET_GET + "node - node to get the parameters for; "
-      "returns cudaErrorInvalidValue", apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.memset.get_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphMemsetNodeGetParams: \"node - Node to get "
+                                                 "the parameters for\" -- node - node to get the parameters for; returns cudaErrorInvalidValue", apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading memset parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -343,8 +356,12 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ memcpy
-@case("graph.memcpy.params_1d", cite=MEMCPY_GET + "returns the parameters of memcpy node node (a 1-D copy "
-      "of count bytes: extent count x 1 x 1)", apis=("GraphAddMemcpyNode1D", "GraphMemcpyNodeGetParams",
+@case("graph.memcpy.params_1d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeGetParams: \"When the graph is "
+                                     "launched, the node will copy count bytes from the memory area pointed to by src to the "
+                                     "memory area pointed to by dst, where kind specifies the direction of the copy, and must be "
+                                     "one of cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, "
+                                     "cudaMemcpyDeviceToDevice, or cudaMemcpyDefault\" -- returns the parameters of memcpy node "
+                                     "node (a 1-D copy of count bytes: extent count x 1 x 1)", apis=("GraphAddMemcpyNode1D", "GraphMemcpyNodeGetParams",
                                                    "GraphNodeGetType"),
       expect=(NodeType.MEMCPY, 64, 1, 1, True, True))
 def _(t: CaseContext) -> Any:
@@ -356,8 +373,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(m), p["width"], p["height"], p["depth"], p["dst"] == buf.ptr + 1024, p["src"] == buf.ptr
 
 
-@case("graph.memcpy.params_2d", cite=MEMCPY + "the node will perform the memcpy described by pCopyParams "
-      "(see cudaMemcpy3D)", apis=("GraphAddMemcpyNode", "GraphMemcpyNodeGetParams"), expect=(64, 4, 1, 128, 96))
+@case("graph.memcpy.params_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: \"When the graph is "
+                                     "launched, the node will perform the memcpy described by pCopyParams\" -- the node will "
+                                     "perform the memcpy described by pCopyParams (see cudaMemcpy3D)", apis=("GraphAddMemcpyNode", "GraphMemcpyNodeGetParams"), expect=(64, 4, 1, 128, 96))
 def _(t: CaseContext) -> Any:
     """A pitched 2-D memcpy node reads back extent and pitches."""
     buf = t.malloc(N)
@@ -377,8 +395,12 @@ def _(t: CaseContext) -> Any:
     return p["width"], p["dst"] == buf.ptr + 3072, p["src"] == buf.ptr + 512
 
 
-@case("graph.memcpy.runs_1d", cite=MEMCPY_1D + "when the graph is launched, the node will copy count bytes "
-      "from src to dst", apis=("GraphAddMemcpyNode1D", "GraphLaunch"), expect=(b"\x44" * 64, b"\x00" * 8))
+@case("graph.memcpy.runs_1d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode1D: \"When the graph is "
+                                   "launched, the node will copy count bytes from the memory area pointed to by src to the "
+                                   "memory area pointed to by dst, where kind specifies the direction of the copy, and must be "
+                                   "one of cudaMemcpyHostToHost, cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, "
+                                   "cudaMemcpyDeviceToDevice, or cudaMemcpyDefault\" -- when the graph is launched, the node will "
+                                   "copy count bytes from src to dst", apis=("GraphAddMemcpyNode1D", "GraphLaunch"), expect=(b"\x44" * 64, b"\x00" * 8))
 def _(t: CaseContext) -> Any:
     """Launched, the copy moves exactly count bytes, after the memset it depends on."""
     buf = _zeroed(t)
@@ -390,8 +412,9 @@ def _(t: CaseContext) -> Any:
     return out[1024:1088], out[1088:1096]
 
 
-@case("graph.memcpy.runs_2d", cite=MEMCPY + "the node will perform the memcpy described by pCopyParams: "
-      "width bytes of height rows, each at its pitch", apis=("GraphAddMemcpyNode", "GraphLaunch"),
+@case("graph.memcpy.runs_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: \"When the graph is "
+                                   "launched, the node will perform the memcpy described by pCopyParams\" -- the node will "
+                                   "perform the memcpy described by pCopyParams: width bytes of height rows, each at its pitch", apis=("GraphAddMemcpyNode", "GraphLaunch"),
       expect=(b"\x07" * 16 + b"\x00" * 16) * 3)
 def _(t: CaseContext) -> Any:
     """Launched, a pitched copy writes each row's width and leaves the rest of the pitch."""
@@ -420,8 +443,8 @@ def _(t: CaseContext) -> Any:
     t.graph().add_memcpy(buf, 3.5, 16)
 
 
-@case("graph.memcpy.null_src", cite=MEMCPY_1D + "src - source memory address; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
+@case("graph.memcpy.null_src", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode1D: \"src - Source memory "
+                                    "address\" -- src - source memory address; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphAddMemcpyNode1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A NULL source is refused by the runtime."""
     # The function's text does not name a NULL src; the error code's does (NULL_ARG). CUDA 12.9-13.5: InvalidValue.
@@ -429,8 +452,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy, buf, 0, 64)
 
 
-@case("graph.memcpy.pitch_below_width", cite=MEMCPY + "see cudaMemcpy3D: the pitch of each pointer must "
-      "be at least the width of the copy; returns cudaErrorInvalidValue / cudaErrorInvalidPitchValue",
+@case("graph.memcpy.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"See "
+                                             "cudaMemcpy3D() for a description of the structure and its restrictions\" -- see cudaMemcpy3D: "
+                                             "the pitch of each pointer must be at least the width of the copy; returns "
+                                             "cudaErrorInvalidValue / cudaErrorInvalidPitchValue",
       apis=("GraphAddMemcpyNode",), raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A pitched copy whose rows are wider than the destination pitch is refused (the error is recorded)."""
@@ -440,8 +465,8 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy_2d, buf.ptr + 2048, 16, buf, 64, 64, 4)
 
 
-@case("graph.memcpy.set_params_wrong_type", cite=MEMCPY_SET_1D + "node - node to set the parameters for; "
-      "returns cudaErrorInvalidValue", apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("graph.memcpy.set_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeSetParams1D: \"node - Node to set "
+                                                 "the parameters for\" -- node - node to set the parameters for; returns cudaErrorInvalidValue", apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The memcpy setter refuses a memset node."""
     buf = t.malloc(N)
@@ -478,8 +503,10 @@ def _(t: CaseContext) -> Any:
     return len(calls)
 
 
-@case("graph.host.sees_predecessor_work", cite=HOST + "the node invokes the CPU function after its "
-      "dependencies (graph edges order the work)", apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
+@case("graph.host.sees_predecessor_work", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddHostNode: \"Creates a new CPU execution "
+                                               "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
+                                               "arguments specified in pNodeParams\" -- the node invokes the CPU function after its "
+                                               "dependencies (graph edges order the work)", apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
                                                          "GraphLaunch"), expect=b"\x31" * 4)
 def _(t: CaseContext) -> Any:
     """A host node runs after the copies it depends on are complete."""
@@ -529,8 +556,8 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("graph.host.get_params_wrong_type", cite=HOST_GET + "node - node to get the parameters for; returns "
-      "cudaErrorInvalidValue", apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.host.get_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphHostNodeGetParams: \"node - Node to get the "
+                                               "parameters for\" -- node - node to get the parameters for; returns cudaErrorInvalidValue", apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading host parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -636,8 +663,8 @@ def _(t: CaseContext) -> Any:
     n.set_event(other)
 
 
-@case("graph.event_record.get_event_on_wait_node", cite=REC_GET + "hNode - node to get the event for; "
-      "returns cudaErrorInvalidValue", apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
+@case("graph.event_record.get_event_on_wait_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphEventRecordNodeGetEvent: \"hNode - Node to "
+                                                        "get the event for\" -- hNode - node to get the event for; returns cudaErrorInvalidValue", apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The record-node getter refuses a wait node."""
     n = t.graph().add_event_wait(t.event())
@@ -645,8 +672,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphEventRecordNodeGetEvent", n.handle, out)
 
 
-@case("graph.event_record.generic", cite=ADD_NODE + "adds a node of arbitrary type described by nodeParams "
-      "(cudaGraphNodeTypeEventRecord)", apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_record.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
+                                         "a graph\" -- adds a node of arbitrary type described by nodeParams "
+                                         "(cudaGraphNodeTypeEventRecord)", apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.EVENT_RECORD, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event record node."""
@@ -655,8 +683,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), typed(n)["event"] == int(ev)
 
 
-@case("graph.event_wait.generic", cite=ADD_NODE + "adds a node of arbitrary type described by nodeParams "
-      "(cudaGraphNodeTypeWaitEvent)", apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_wait.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
+                                       "a graph\" -- adds a node of arbitrary type described by nodeParams "
+                                       "(cudaGraphNodeTypeWaitEvent)", apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.WAIT_EVENT, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event wait node."""
@@ -759,8 +788,10 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("graph.mem_alloc.generic", cite=ADD_NODE + "for some node types, nodeParams may contain out "
-      "parameters which are modified during the call, such as nodeParams->alloc.dptr",
+@case("graph.mem_alloc.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Note that for some node types, "
+                                      "nodeParams may contain \"out parameters\" which are modified during the call, such as "
+                                      "nodeParams->alloc.dptr\" -- for some node types, nodeParams may contain out parameters which "
+                                      "are modified during the call, such as nodeParams->alloc.dptr",
       apis=("GraphAddNode", "GraphMemAllocNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node", "graph_memory_nodes"),
       expect=(NodeType.MEM_ALLOC, 1 << 18, True))
@@ -772,8 +803,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(a), p["bytesize"], p["dptr"] != 0
 
 
-@case("graph.mem_free.generic", cite=ADD_NODE + "adds a node of arbitrary type described by nodeParams "
-      "(cudaGraphNodeTypeMemFree)", apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
+@case("graph.mem_free.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
+                                     "a graph\" -- adds a node of arbitrary type described by nodeParams (cudaGraphNodeTypeMemFree)", apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node", "graph_memory_nodes"), expect=(NodeType.MEM_FREE, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes a free node for an allocation of the graph."""
@@ -783,8 +814,11 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(f), typed(f)["dptr"] == typed(a)["dptr"]
 
 
-@case("graph.mem_free.not_allocated_address", cite=FREE + "returns cudaErrorInvalidValue if the user "
-      "attempts to free an address that was not returned by an allocation node",
+@case("graph.mem_free.not_allocated_address", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
+                                                   "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
+                                                   "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
+                                                   "-- returns cudaErrorInvalidValue if the user attempts to free an address that was not "
+                                                   "returned by an allocation node",
       apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Memory from malloc cannot be freed by a free node."""
@@ -797,8 +831,11 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
-@case("graph.mem_free.twice", cite=FREE + "returns cudaErrorInvalidValue if the user attempts to free an "
-      "allocation twice in the same graph", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_free.twice", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
+                                   "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
+                                   "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
+                                   "-- returns cudaErrorInvalidValue if the user attempts to free an allocation twice in the "
+                                   "same graph", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation cannot be freed twice in one graph."""
@@ -812,8 +849,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused second free")
 
 
-@case("graph.mem_free.invalid_address", cite=FREE + "returns cudaErrorInvalidValue if the user attempts "
-      "to free an invalid address", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_free.invalid_address", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
+                                             "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
+                                             "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
+                                             "-- returns cudaErrorInvalidValue if the user attempts to free an invalid address", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An address inside no allocation cannot be freed."""
@@ -822,8 +861,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(g.add_mem_free, 0x1000)
 
 
-@case("graph.mem_free.null", cite=FREE + "returns cudaErrorInvalidValue if the user attempts to free an "
-      "invalid address" + NULL_ARG, apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_free.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
+                                  "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
+                                  "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
+                                  "-- returns cudaErrorInvalidValue if the user attempts to free an invalid address" + NULL_ARG, apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """NULL cannot be freed by a free node."""
@@ -838,8 +879,10 @@ def _(t: CaseContext) -> Any:
     t.graph().add_mem_alloc(-1)
 
 
-@case("graph.mem_alloc.zero_size", cite=ALLOC + "nodeParams.bytesize - the size of the requested "
-      "allocation; returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",),
+@case("graph.mem_alloc.zero_size", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Creates a new allocation "
+                                        "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
+                                        "arguments specified in nodeParams\" -- nodeParams.bytesize - the size of the requested "
+                                        "allocation; returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A zero-byte allocation node is refused."""
@@ -847,8 +890,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_mem_alloc, 0)
 
 
-@case("graph.mem_alloc.invalid_device", cite=ALLOC + "nodeParams.poolProps.location names the device; "
-      "returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_alloc.invalid_device", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"cudaSuccess, "
+                                             "cudaErrorCudartUnloading, cudaErrorInitializationError, cudaErrorNotSupported, "
+                                             "cudaErrorInvalidValue, cudaErrorOutOfMemory\" -- nodeParams.poolProps.location names the "
+                                             "device; returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation on a device that does not exist is refused."""
@@ -856,8 +901,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_mem_alloc, 1 << 16, device=1 << 20)
 
 
-@case("graph.mem_alloc.set_params_refused", cite=SET_PARAMS + "modifying parameters is not supported for "
-      "node types cudaGraphNodeTypeMemAlloc and cudaGraphNodeTypeMemFree; returns cudaErrorNotSupported",
+@case("graph.mem_alloc.set_params_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetParams: \"Modifying parameters is "
+                                                 "not supported for node types cudaGraphNodeTypeMemAlloc and cudaGraphNodeTypeMemFree\" -- "
+                                                 "modifying parameters is not supported for node types cudaGraphNodeTypeMemAlloc and "
+                                                 "cudaGraphNodeTypeMemFree; returns cudaErrorNotSupported",
       apis=("GraphNodeSetParams",), requires=("node_set_params", "graph_memory_nodes"),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -867,8 +914,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(a.set_params, size=1 << 17)
 
 
-@case("graph.mem_alloc.destroy_node_refused", cite=DRV_DESTROY_NODE + "nodes which belong to a graph which "
-      "contains allocation or free nodes cannot be destroyed; any attempt to do so will return an error",
+@case("graph.mem_alloc.destroy_node_refused", cite="CUDA Driver API 13.5, Graph Management, cuGraphDestroyNode: \"Nodes which belong to a graph "
+                                                   "which contains allocation or free nodes cannot be destroyed\" -- nodes which belong to a "
+                                                   "graph which contains allocation or free nodes cannot be destroyed; any attempt to do so will "
+                                                   "return an error",
       apis=("GraphDestroyNode",), requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """No node of a graph with graph memory can be destroyed: NotSupported, from the destroy; the node stays."""
@@ -884,8 +933,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused destroy")
 
 
-@case("graph.mem_alloc.remove_dependency_refused", cite=DESTROY_NODE + "dependencies cannot be removed "
-      "from graphs which contain allocation or free nodes; any attempt to do so will return an error",
+@case("graph.mem_alloc.remove_dependency_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Dependencies cannot be "
+                                                        "removed from graphs which contain allocation or free nodes\" -- dependencies cannot be "
+                                                        "removed from graphs which contain allocation or free nodes; any attempt to do so will return "
+                                                        "an error",
       apis=("GraphRemoveDependencies",), requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """Edges of a graph with graph memory cannot be removed: NotSupported, from the remove; the edge stays."""
@@ -913,8 +964,10 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), count, listed == [int(n)]
 
 
-@case("graph.add_node.memset_params", cite=ADD_NODE + "nodeParams is a tagged union: the node type in the "
-      "type field, type-specific parameters in the corresponding union member",
+@case("graph.add_node.memset_params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be "
+                                           "specified in the type field, and type-specific parameters in the corresponding union member\" "
+                                           "-- nodeParams is a tagged union: the node type in the type field, type-specific parameters "
+                                           "in the corresponding union member",
       apis=("GraphAddNode", "GraphMemsetNodeGetParams", "GraphNodeGetType"), requires=("generic_add_node",),
       expect=(NodeType.MEMSET, 5, 64, 2))
 def _(t: CaseContext) -> Any:
@@ -925,8 +978,11 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), p["value"], p["width"], p["element_size"]
 
 
-@case("graph.add_node.host_params", cite=ADD_NODE + "creates a new node described by nodeParams "
-      "(cudaGraphNodeTypeHost)", apis=("GraphAddNode", "GraphHostNodeGetParams", "GraphNodeGetType"),
+@case("graph.add_node.host_params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
+                                         "described by nodeParams with numDependencies dependencies specified via pDependencies. "
+                                         "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
+                                         "may not have any duplicate entries\" -- creates a new node described by nodeParams "
+                                         "(cudaGraphNodeTypeHost)", apis=("GraphAddNode", "GraphHostNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.HOST, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes a host node that reads back its function."""
@@ -937,8 +993,11 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), typed(n)["fn"] is fn
 
 
-@case("graph.add_node.with_dependencies", cite=ADD_NODE + "creates a new node with numDependencies "
-      "dependencies specified via pDependencies (edge data NULL: default)", apis=("GraphAddNode", "GraphGetEdges"),
+@case("graph.add_node.with_dependencies", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
+                                               "described by nodeParams with numDependencies dependencies specified via pDependencies. "
+                                               "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
+                                               "may not have any duplicate entries\" -- creates a new node with numDependencies dependencies "
+                                               "specified via pDependencies (edge data NULL: default)", apis=("GraphAddNode", "GraphGetEdges"),
       requires=("generic_add_node",), expect=([("e", "m")], [EdgeData()]))
 def _(t: CaseContext) -> Any:
     """The generic form adds the node after its dependencies with default edges."""
@@ -949,8 +1008,11 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"e": e, "m": m}, edges), [d for _, _, d in edges]
 
 
-@case("graph.add_node.runs", cite=ADD_NODE + "creates a new node described by nodeParams (which does its "
-      "work when the graph is launched)", apis=("GraphAddNode", "GraphNodeGetType", "GraphLaunch"),
+@case("graph.add_node.runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
+                                  "described by nodeParams with numDependencies dependencies specified via pDependencies. "
+                                  "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
+                                  "may not have any duplicate entries\" -- creates a new node described by nodeParams (which "
+                                  "does its work when the graph is launched)", apis=("GraphAddNode", "GraphNodeGetType", "GraphLaunch"),
       requires=("generic_add_node",), expect=(NodeType.MEMSET, b"\x3c" * 8))
 def _(t: CaseContext) -> Any:
     """A memset node made by the generic form is a memset node of the graph and does its work."""
@@ -961,8 +1023,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), buf.to_bytes(8)
 
 
-@case("graph.add_node.same_shape_as_typed", cite=ADD_NODE + "adds a node of arbitrary type (the same "
-      "nodes the type-specific functions add)", apis=("GraphAddNode", "GraphNodeGetType"),
+@case("graph.add_node.same_shape_as_typed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
+                                                 "a graph\" -- adds a node of arbitrary type (the same nodes the type-specific functions add)", apis=("GraphAddNode", "GraphNodeGetType"),
       requires=("generic_add_node",),
       expect=((["empty", "event_record", "memset"], [("empty", "memset"), ("memset", "event_record")]),) * 2)
 def _(t: CaseContext) -> Any:
@@ -1027,7 +1089,11 @@ def _(t: CaseContext) -> Any:
     g2.add_node(NodeType.EMPTY, dependencies=[a])
 
 
-@case("graph.add_node.duplicate_dependency", cite=ADD_NODE + DEPS_RULE + "; returns cudaErrorInvalidValue",
+@case("graph.add_node.duplicate_dependency", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
+                                                  "described by nodeParams with numDependencies dependencies specified via pDependencies. "
+                                                  "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
+                                                  "may not have any duplicate entries\" -- pDependencies may not have any duplicate entries; "
+                                                  "returns cudaErrorInvalidValue",
       apis=("GraphAddNode",), requires=("generic_add_node",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic form refuses the same dependency twice."""
@@ -1041,8 +1107,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ destroying nodes
-@case("graph.destroy_node.severs_edges", cite=DESTROY_NODE + "removes node from its graph; this operation "
-      "also severs any dependencies of other nodes on node and vice versa",
+@case("graph.destroy_node.severs_edges", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"This operation also severs "
+                                              "any dependencies of other nodes on node and vice versa\" -- removes node from its graph; this "
+                                              "operation also severs any dependencies of other nodes on node and vice versa",
       apis=("GraphDestroyNode", "GraphGetNodes", "GraphGetEdges", "GraphGetRootNodes"),
       expect=((3, 2, 1), (2, 0, 2)))
 def _(t: CaseContext) -> Any:
@@ -1056,8 +1123,8 @@ def _(t: CaseContext) -> Any:
     return before, counts(t, g)
 
 
-@case("graph.destroy_node.is_valid_false", cite=DESTROY_NODE + "removes node from its graph; " + PYGRAPHRT
-      + "the node object is no longer valid", apis=("GraphDestroyNode", "GraphGetNodes"), expect=(0, False, True))
+@case("graph.destroy_node.is_valid_false", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Removes node from its graph\" "
+                                                "-- removes node from its graph; pygraphrt graph API: the node object is no longer valid", apis=("GraphDestroyNode", "GraphGetNodes"), expect=(0, False, True))
 def _(t: CaseContext) -> Any:
     """A destroyed node is gone from its graph (the runtime's count) and no longer valid; its graph still is."""
     g = t.graph()
@@ -1087,8 +1154,9 @@ def _(t: CaseContext) -> Any:
     return m.params
 
 
-@case("graph.destroy_node.dependent_becomes_root", cite=DESTROY_NODE + "severs any dependencies of other "
-      "nodes on node; " + f"{_RT}, cudaGraphGetRootNodes: returns the graph's root nodes",
+@case("graph.destroy_node.dependent_becomes_root", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphDestroyNode: severs any dependencies of "
+                                                        "other nodes on node; CUDA Runtime API 13.5, Graph Management, cudaGraphGetRootNodes: "
+                                                        "\"Returns a graph's root nodes\" -- returns the graph's root nodes",
       apis=("GraphDestroyNode", "GraphGetRootNodes"), expect=(1, True))
 def _(t: CaseContext) -> Any:
     """Once its only dependency is destroyed, a node is a root."""
@@ -1100,8 +1168,8 @@ def _(t: CaseContext) -> Any:
     return n, entries == [int(b)]
 
 
-@case("graph.destroy_node.then_runs", cite=DESTROY_NODE + "removes node from its graph (its work is no "
-      "longer done)", apis=("GraphDestroyNode", "GraphLaunch"), expect=b"\x01" * 8)
+@case("graph.destroy_node.then_runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Removes node from its graph\" "
+                                           "-- removes node from its graph (its work is no longer done)", apis=("GraphDestroyNode", "GraphLaunch"), expect=b"\x01" * 8)
 def _(t: CaseContext) -> Any:
     """A destroyed node's work does not run."""
     buf = _zeroed(t)
@@ -1113,8 +1181,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.destroy_node.null", cite=DESTROY_NODE + "node - node to remove; returns "
-      "cudaErrorInvalidValue" + NULL_ARG, apis=("GraphDestroyNode",), raises=errors.InvalidValue)
+@case("graph.destroy_node.null", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"node - Node to remove\" -- "
+                                      "node - node to remove; returns cudaErrorInvalidValue" + NULL_ARG, apis=("GraphDestroyNode",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """GraphDestroyNode(NULL) is refused."""
     t.call_under_test(t.call, "GraphDestroyNode", t.NULL)

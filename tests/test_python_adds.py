@@ -1,0 +1,248 @@
+"""The Python add methods (ABI mode and the simulator; the compiled mode's adds are C), on the
+simulator, in process.
+
+Three things the hot paths do to cost less, and what must not change because of them:
+
+* a node made by ``add_*`` enters the graph's node table lazily (``Graph._fresh``, entered by
+  ``Graph._table`` when anything reads the table): every readback still gives the object the add
+  returned, with its parameters and device; a node destroyed, or its graph closed, before the
+  table was read reads as gone; nothing is kept after ``close``;
+* ``add_memset`` does not check and pack again the very same objects it packed last
+  (``Graph._memset_last``): equal values of another type still take the checks, a closed buffer
+  is still refused, and whoever else writes the struct (the generic validation, ``add_nodes``'
+  loop) makes the next call pack again;
+* a kernel's hot adder keeps each buffer given as an object once per run of nodes (the keep
+  list's last entries, tested inline), never dropping one.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+import pygraphrt as rt
+
+from .backends import selected, simulator
+from .test_fast_mode import fake_cudart  # noqa: F401  (a fixture)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sim_backend():
+    with selected("sim"):
+        yield
+
+
+def _same(xs, ys) -> bool:
+    """The same objects, in any order."""
+    return sorted(map(id, xs)) == sorted(map(id, ys))
+
+
+def test_every_readback_gives_the_object_the_add_returned():
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    a = g.add_empty()
+    b = g.add_memset(buf, 1, 16, dependencies=[a])
+    c = g.add_memset(buf, 1, 16, dependencies=[b])  # (the packed values reused)
+    d = g.add_host(lambda: None, dependencies=[c])
+    e = g.add_empty(dependencies=[a, d])
+    assert len(g._fresh) == 5  # none entered yet: what this test is about
+    assert _same(g.nodes(), [a, b, c, d, e])
+    assert not g._fresh
+    assert _same([n for n, _ in e.dependencies], [a, d]) and _same([n for n, _ in a.dependents], [b, e])
+    assert all(g._wrap(n.handle) is n for n in (a, b, c, d, e))
+    want = {"dst": buf.ptr, "value": 1, "element_size": 1, "width": 16, "height": 1, "pitch": 0}
+    assert b.params == c.params == want
+    # nodes made after the table was read join it the same way
+    f = g.add_empty(dependencies=[e])
+    assert sum(x is f for x in g.nodes()) == 1
+    assert [n for n, _ in f.dependencies][0] is e
+
+
+def test_a_node_destroyed_before_the_table_is_read_reads_as_gone():
+    g = rt.Graph()
+    a = g.add_empty()
+    b = g.add_empty(dependencies=[a])
+    b.destroy()  # its table entry was never made
+    assert not b.is_valid
+    c = g.add_empty(dependencies=[a])  # (the runtime may give it b's address)
+    assert _same(g.nodes(), [a, c]) and g._wrap(c.handle) is c and c.is_valid
+    # a node a bulk call made through a one-node method (a memset with element_size) is the
+    # list's entry: destroyed, the entry stays that object, destroyed
+    buf = rt.malloc(64)
+    made = g.add_nodes([("empty", None, [a]), ("memset", {"dst": buf, "value": 1, "count": 4, "element_size": 1}, [0])])
+    node = made[1]
+    node.destroy()
+    assert made[1] is node and not made[1].is_valid
+    assert _same(g.nodes(), [a, c, made[0]])
+
+
+def test_a_closed_graph_keeps_no_node_and_its_nodes_read_as_closed():
+    g = rt.Graph()
+    a = g.add_empty()
+    b = g.add_memset(rt.malloc(16), 0, 16, dependencies=[a])
+    ref = weakref.ref(b)
+    g.close()
+    assert not a.is_valid and not b.is_valid
+    with pytest.raises(rt.errors.InvalidResourceHandle):
+        b.params
+    del b
+    gc.collect()
+    assert ref() is None  # the closed graph holds none of its nodes
+    # a node keeps its graph alive (the graph was never named)
+    n = rt.Graph().add_empty()
+    m = n.graph.add_empty(dependencies=[n])
+    gc.collect()
+    assert m.graph is n.graph and _same(n.graph.nodes(), [n, m]) and n.graph._wrap(m.handle) is m
+
+
+def test_nodes_made_before_and_after_a_second_device_came_into_use_know_their_device():
+    from pygraphrt import multidevice
+
+    with simulator(2) as backend:
+        try:
+            buf0 = rt.malloc(64)
+            g = rt.Graph()
+            a = g.add_empty()  # device 0, the only one in use yet: not in the table
+            b = g.add_memset(buf0, 0, 64, dependencies=[a])
+            with rt.Device(1):
+                buf1 = rt.malloc(64)
+                c = g.add_empty(dependencies=[b])
+                d = g.add_memset(buf1, 0, 64, dependencies=[c])
+                d2 = g.add_memset(buf1, 0, 64, dependencies=[d])  # (the packed values reused)
+            e = g.add_memset(buf0, 0, 64, dependencies=[d2], device=0)
+            assert [n.device for n in (a, b, c, d, d2, e)] == [0, 0, 1, 1, 1, 0]
+            assert _same(g.nodes(), [a, b, c, d, d2, e])
+            assert {g._wrap(n.handle).device for n in (c, d, d2)} == {1}
+        finally:
+            multidevice._reset_several(backend)
+
+
+def _outcome(graph, *args, **kw):
+    try:
+        n = graph.add_memset(*args, **kw)
+    except rt.errors.GraphRTError as exc:
+        return type(exc).__name__, str(exc)
+    return n.params
+
+
+def test_add_memset_packs_again_unless_given_the_very_same_objects():
+    buf, other = rt.malloc(64), rt.malloc(64)
+    g = rt.Graph()
+    g.add_memset(buf, 7, 16)
+    assert g.add_memset(buf, 7, 16).params["value"] == 7
+    assert g.add_memset(other, 7, 16).params["dst"] == other.ptr
+    assert g.add_memset(other, 9, 8, element_size=2).params == {
+        "dst": other.ptr, "value": 9, "element_size": 2, "width": 8, "height": 1, "pitch": 0}
+    # equal values of another type take the checks a fresh graph makes
+    for value, odd in ((7, 7.0), (1, True), (0, 0.0)):
+        g.add_memset(buf, value, 16)
+        assert _outcome(g, buf, odd, 16) == _outcome(rt.Graph(), buf, odd, 16)
+    g.add_memset(buf, 1, 16, element_size=1)
+    assert _outcome(g, buf, 1, 16, element_size=1.0) == _outcome(rt.Graph(), buf, 1, 16, element_size=1.0)
+    # a buffer closed since is refused, as pygraphrt refuses it the first time (the same
+    # error: pygraphrt's, before the runtime is called)
+    gone = rt.malloc(64)
+    g.add_memset(gone, 3, 16)
+    gone.close()
+    assert _outcome(g, gone, 3, 16) == _outcome(rt.Graph(), gone, 3, 16)
+    assert _outcome(g, gone, 3, 16)[0] == "InvalidResourceHandle"
+
+
+class _Int(int):
+    """An int the generic validation accepts and add_memset's fast path leaves to it."""
+
+
+def test_add_memset_packs_again_after_the_generic_validation_wrote_the_struct():
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    g.add_memset(buf, 5, 16)
+    # a value the fast path leaves to the generic validation (not a plain int), which accepts it
+    n = g.add_memset(buf, _Int(1), 16)
+    assert n.params["value"] == 1
+    assert g.add_memset(buf, 5, 16).params["value"] == 5
+
+
+@pytest.mark.headers
+def test_add_memset_packs_again_after_add_nodes_wrote_the_struct(fake_cudart):
+    """ABI mode's add_nodes loop (graph/_bulk._abi_loop: the simulator's add_nodes takes the
+    one-node methods) refills add_memset's struct: the next add_memset must pack again."""
+    from .test_fast_mode import run_mode
+
+    out = run_mode(fake_cudart, "0", """
+        import pygraphrt as rt
+        g = rt.Graph()
+        g.add_memset(0x10000, 5, 16)
+        made = g.add_nodes([("memset", {"dst": 0x20000, "value": 3, "count": 8})])
+        print(made[0].params)
+        print(g.add_memset(0x10000, 5, 16).params)
+        print(rt.backend().ffi_mode)
+    """).splitlines()
+    assert out[0] == str({"dst": 0x20000, "value": 3, "element_size": 1, "width": 8, "height": 1, "pitch": 0})
+    assert out[1] == str({"dst": 0x10000, "value": 5, "element_size": 1, "width": 16, "height": 1, "pitch": 0})
+    assert out[2].startswith("abi")
+
+
+def test_nodes_the_runtime_no_longer_has_read_as_gone_before_the_table_was_read():
+    """Graph._keep_only (a recapture: the runtime's nodes are now these) reaches nodes made since
+    the table was last read."""
+    g = rt.Graph()
+    a = g.add_empty()
+    b = g.add_empty(dependencies=[a])
+    c = g.add_memset(rt.malloc(16), 0, 16, dependencies=[b])
+    g._keep_only({a.handle})
+    assert a.is_valid and not b.is_valid and not c.is_valid
+    assert g._wrap(a.handle) is a
+
+
+def test_kernel_nodes_keep_every_buffer_given_as_an_object():
+    k = rt.Program('extern "C" __global__ void two(float *a, float *b) {}').kernel("two", signature="float *a, float *b")
+    bufs = [rt.malloc(16) for _ in range(4)]
+    g = rt.Graph()
+    prev = g.add_empty()
+    # a run of the same buffers, then every pair in turn: all are kept, a run adds no entry
+    for _ in range(50):
+        prev = g.add_kernel(k, 1, 32, (bufs[0], bufs[1]), dependencies=[prev])
+    length = len(g._keep)
+    for _ in range(50):
+        prev = g.add_kernel(k, 1, 32, (bufs[0], bufs[1]), dependencies=[prev])
+    assert len(g._keep) == length
+    for a in range(4):
+        for b in range(4):
+            prev = g.add_kernel(k, 1, 32, (bufs[a], bufs[b]), dependencies=[prev])
+            assert any(x is bufs[a] for x in g._keep) and any(x is bufs[b] for x in g._keep)
+    refs = [weakref.ref(b) for b in bufs]
+    del bufs, a, b
+    gc.collect()
+    assert all(r() is not None for r in refs)  # the graph keeps them
+    g.close()
+    del g, prev
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_kernel_nodes_pack_again_unless_given_the_same_values():
+    """A kernel's hot adder packs its arguments only when they differ from the last it packed:
+    pointers and ints by value, floats by identity (0.0 == -0.0, and the node must get the bits
+    it was given); the general path packing into the same buffer in between (a node with edge
+    data) makes the next node pack again."""
+    from pygraphrt.enums import DEFAULT_EDGE
+
+    k = rt.Program('extern "C" __global__ void f(float *x, float v, int n) {}').kernel(
+        "f", signature="float *x, float v, int n")
+    buf, other = rt.malloc(64), rt.malloc(64)
+    g = rt.Graph()
+    prev = g.add_empty()
+    made = []
+    for args in ((buf, 1.0, 3), (buf, 1.0, 3), (buf, -0.0, 3), (buf, 0.0, 3), (buf, 0.0, 3), (other, 0.0, 3),
+                 (other, 0.0, 4), (buf.ptr, 0.0, 4)):
+        prev = g.add_kernel(k, 1, 32, args, dependencies=[prev])
+        made.append((prev, args))
+    for node, (p, v, n) in made:
+        got = node.params["args"]
+        assert got[0] == (p if type(p) is int else p.ptr) and repr(got[1]) == repr(v) and got[2] == n
+    # the general path packs other values into the buffer (edge data: not the hot adder)
+    g.add_kernel(k, 1, 32, (other, 2.0, 5), dependencies=[prev], edges=[DEFAULT_EDGE])
+    again = g.add_kernel(k, 1, 32, (buf.ptr, 0.0, 4), dependencies=[prev])
+    assert again.params["args"][1:] == [0.0, 4] and again.params["args"][0] == buf.ptr
