@@ -20,7 +20,7 @@ module whose calls are plain C calls:
   ``cuLaunchKernel``, which is no export of the runtime, and ``hipModuleLaunchKernel``);
 * a second Python module in the same shared library, ``<extension>_hot``: the layer's
   hottest methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
-  ``Graph.add_kernel``, the spec loop of ``Graph.add_nodes``, and the plain kernel launch,
+  ``Graph.add_kernel``, ``Graph.add_memcpy``, the spec loop of ``Graph.add_nodes``, and the plain kernel launch,
   ``Stream.launch`` / ``Kernel.launch``) as CPython method descriptors (:data:`HOT_METHODS_C`,
   ``hot_methods.c``, after the runtime calls :func:`_hot_calls` generates from the IR), which
   handle the common valid call in C and hand everything else to the Python method they replace
@@ -205,7 +205,8 @@ HOT_METHODS_C = Path(__file__).resolve().parent / "hot_methods.c"
 HOT_APIS = (("launch", ("cudaGraphLaunch", "hipGraphLaunch")),
             ("add_empty", ("cudaGraphAddEmptyNode", "hipGraphAddEmptyNode")),
             ("add_memset", ("cudaGraphAddMemsetNode", "hipGraphAddMemsetNode")),
-            ("add_kernel", ("cudaGraphAddKernelNode", "hipGraphAddKernelNode")))
+            ("add_kernel", ("cudaGraphAddKernelNode", "hipGraphAddKernelNode")),
+            ("add_memcpy", ("cudaGraphAddMemcpyNode1D", "hipGraphAddMemcpyNode1D")))
 
 
 def _helpers(functions: dict[str, Function]) -> list[str]:
@@ -310,6 +311,15 @@ def _param_struct(fn: Function, module: Module) -> Named | None:
     return Named(name)
 
 
+def _enum_value(module: Module, member: str) -> int | None:
+    """The value of enumerator ``member`` in the binding's enums (None: not declared)."""
+    for enum in module.enums.values():
+        for name, value in enum.members:
+            if name == member:
+                return value
+    return None
+
+
 def _add_with_struct(fn: Function, params: Named, fields: list[tuple[str, str]]) -> list[str]:
     """The body of a hot ``GraphAdd*Node`` call: its parameter struct on the stack, zeroed,
     ``fields`` (field, C value) set by name, then ``fn(out, graph, deps, n, &params)``."""
@@ -367,19 +377,24 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
     calls of the hot methods with untyped arguments -- ``_pgr_hot_launch(exec, stream)``,
     ``_pgr_hot_add_empty(out, graph, deps, n)``, ``_pgr_hot_add_memset(out, graph, deps, n,
     dst, value, element_size, width, height, pitch)``, ``_pgr_hot_add_kernel(out, graph, deps,
-    n, func, dims, argv)`` (its parameter struct filled by field name, as the layer does) --
+    n, func, dims, argv)`` (its parameter struct filled by field name, as the layer does),
+    ``_pgr_hot_add_memcpy(out, graph, deps, n, dst, src, count)`` (MemcpyDefault's value from the IR) --
     each cast to the IR's prototype and
     made through the pointer ``_pgr_bind`` filled; ``_pgr_hot_bound(m)`` says whether the
     library exports method ``m``'s function (never called through NULL)."""
     by_api = {fn.api_name: fn for fn in functions.values()}
     found: list[Function | None] = [next((by_api[a] for a in apis if a in by_api), None) for _, apis in HOT_APIS]
-    launch, empty, memset, kernel = found
+    launch, empty, memset, kernel, memcpy = found
     params = _param_struct(memset, module) if memset is not None else None
     if memset is not None and params is None:
         found[2] = memset = None  # its struct is opaque here: add_memset stays Python
     kparams = _param_struct(kernel, module) if kernel is not None else None
     if kernel is not None and kparams is None:
         found[3] = kernel = None
+    copy_kind = _enum_value(module, memcpy.api_name[:-len("GraphAddMemcpyNode1D")] + "MemcpyDefault") \
+        if memcpy is not None else None
+    if copy_kind is None:
+        found[4] = memcpy = None  # no MemcpyDefault to name: add_memcpy stays Python
     direct = _direct_structs(driver)
     short = module_name(binding).rsplit(".", 1)[-1] + "_hot"
     lines = [
@@ -445,6 +460,16 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
             ("sharedMemBytes", "dims[6]"), ("kernelParams", "argv"), ("extra", "NULL")])
     else:
         lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)func; (void)form; (void)dims; (void)argv;",
+                  "    return -1;"]
+    lines += ["}",
+              "/* a 1-D copy of `count` bytes, MemcpyDefault (the runtime tells the memory by address) */",
+              "static int _pgr_hot_add_memcpy(void **out, void *graph, void **deps, size_t n, void *dst, void *src,",
+              "                               size_t count) {"]
+    if memcpy is not None:
+        lines.append(f"    return (int){memcpy.symbol}("
+                     f"{_call_args(memcpy, ['out', 'graph', 'deps', 'n', 'dst', 'src', 'count', str(copy_kind)])});")
+    else:
+        lines += ["    (void)out; (void)graph; (void)deps; (void)n; (void)dst; (void)src; (void)count;",
                   "    return -1;"]
     lines.append("}")
     # The current device, for an add's device= (hot_methods.c, _pgr_device_here): -1 where the

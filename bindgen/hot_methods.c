@@ -1,8 +1,8 @@
 /* -- the layer's hot methods in C: a second Python module in this shared library --
  *
- * GraphExec.launch, Graph.add_empty, Graph.add_memset and Graph.add_kernel, and the plain kernel
- * launch (Stream.launch, Kernel.launch) as CPython method descriptors (bindgen/fast.py inlines this file after the runtime calls it generates from the
- * IR: _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_add_kernel,
+ * GraphExec.launch, Graph.add_empty, Graph.add_memset, Graph.add_kernel and Graph.add_memcpy, and the
+ * plain kernel launch (Stream.launch, Kernel.launch) as CPython method descriptors (bindgen/fast.py inlines this file after the runtime calls it generates from the
+ * IR: _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_add_kernel, _pgr_hot_add_memcpy,
  * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
  * file once the cffi module is imported; pygraphrt.graph._hot installs the graph methods,
  * pygraphrt.kernels._hot the launches.
@@ -34,7 +34,7 @@
 
 /* The graph methods (bind(): their API names, _pgr_hot_symbols), then the kernel launches
  * (bind_launch(): the launch function is the kernel's own, from its layout) */
-enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_ADD_KERNEL, _PGR_METHODS,
+enum { _PGR_LAUNCH, _PGR_ADD_EMPTY, _PGR_ADD_MEMSET, _PGR_ADD_KERNEL, _PGR_ADD_MEMCPY, _PGR_METHODS,
        _PGR_STREAM_LAUNCH = _PGR_METHODS, _PGR_KERNEL_LAUNCH, _PGR_ALL_METHODS };
 #define _PGR_MAX_DEPS 16 /* dependencies passed on the C stack; more take the Python method */
 /* A kernel's packed parameters on the C stack (pygraphrt.graph._hot.KERNEL_MAX_*: larger
@@ -47,7 +47,7 @@ static struct {
     PyObject *error;    /* its ops.error(code, api) -> exception */
     PyObject *api[_PGR_METHODS];  /* the API names errors carry ("cudaGraphLaunch"); None: method off */
     PyObject *ct_exec, *ct_stream, *ct_graph, *ct_node, *ct_void_p;  /* cffi ctypes of the handles */
-    PyTypeObject *graph_cls, *exec_cls, *stream_cls, *node_cls, *empty_cls, *memset_cls, *buffer_cls;
+    PyTypeObject *graph_cls, *exec_cls, *stream_cls, *node_cls, *empty_cls, *memset_cls, *buffer_cls, *memcpy_cls;
     /* __slots__ offsets: Graph's _backend, _handle, _nodes, _keep; GraphExec's _backend, _handle,
        _host_sinks, _last_stream; Node's _graph, _handle; DeviceBuffer's _backend, _handle */
     Py_ssize_t g_backend, g_handle, g_nodes, g_keep, e_backend, e_handle, e_host_sinks, e_last_stream, n_graph,
@@ -75,7 +75,7 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep, *_pgr_s_device;
+    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep, *_pgr_s_device, *_pgr_s_src;
 
 /* ---- small helpers ---- */
 
@@ -506,6 +506,54 @@ static PyObject *_pgr_add_memset(PyObject *self, PyObject *const *args, Py_ssize
     goto done;
 fallback:
     res = _pgr_fallback(_PGR_ADD_MEMSET, self, args, nargs, kwnames);
+done:
+    Py_XDECREF(keep);
+    return res;
+}
+
+/* An operand of a copy as the C takes it: a plain int address, or an open pygraphrt buffer of the
+ * bound backend (DeviceBuffer, AsyncBuffer; `*buffer` set to 1: the graph keeps it).  1, or 0
+ * for anything else (the Python method takes the call). */
+static int _pgr_operand(PyObject *obj, void **out, int *buffer) {
+    unsigned long long v;
+    *buffer = 0;
+    if (_pgr_u64(obj, &v)) {
+        *out = (void *)(uintptr_t)v;
+        return (unsigned long long)(uintptr_t)*out == v;
+    }
+    if (!_pgr_buffer(obj, out)) return 0;
+    *buffer = 1;
+    return 1;
+}
+
+/* Graph.add_memcpy(dst, src, count, *, dependencies=None, edges=None, device=None): a 1-D copy
+ * (MemcpyDefault), dst and src each a plain int address or an open buffer of the same backend. */
+static PyObject *_pgr_add_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *v[6] = {NULL, NULL, NULL, Py_None, Py_None, NULL};
+    enum { DST, SRC, COUNT, DEPS, EDGES, DEVICE };
+    PyObject *const names[6] = {_pgr_s_dst, _pgr_s_src, _pgr_s_count, _pgr_s_dependencies, _pgr_s_edges,
+                                _pgr_s_device};
+    PyObject *keep = NULL, *res = NULL;
+    size_t count;
+    void *dst_p = NULL, *src_p = NULL, *out = NULL;
+    _pgr_add_args a;
+    int rc, dst_buffer, src_buffer;
+    if (!_pgr_bind_args(args, nargs, kwnames, names, 6, 3, 3, v)) goto fallback;
+    if (v[EDGES] != Py_None || !_pgr_device_here(v[DEVICE]) || !_pgr_on(_PGR_ADD_MEMCPY)) goto fallback;
+    if (!_pgr_operand(v[DST], &dst_p, &dst_buffer) || !_pgr_operand(v[SRC], &src_p, &src_buffer) ||
+        !_pgr_size(v[COUNT], &count))
+        goto fallback;
+    if (!_pgr_add_prepare(self, v[DEPS], &a)) goto fallback;
+    /* the buffers live as long as the graph: dst, then src, as the Python method keeps them */
+    if ((dst_buffer || src_buffer) && (keep = _pgr_keep_of(self)) == NULL) goto fallback;
+    if ((dst_buffer && _pgr_keep(keep, v[DST]) < 0) || (src_buffer && _pgr_keep(keep, v[SRC]) < 0)) goto done;
+    Py_INCREF(a.nodes);
+    rc = _pgr_hot_add_memcpy(&out, a.graph, a.n ? a.deps : NULL, a.n, dst_p, src_p, count);
+    res = rc ? _pgr_raise(_PGR_ADD_MEMCPY, rc) : _pgr_add_made(self, a.nodes, _pgr_hot.memcpy_cls, out);
+    Py_DECREF(a.nodes);
+    goto done;
+fallback:
+    res = _pgr_fallback(_PGR_ADD_MEMCPY, self, args, nargs, kwnames);
 done:
     Py_XDECREF(keep);
     return res;
@@ -1102,11 +1150,13 @@ static PyMethodDef _pgr_hot_defs[_PGR_ALL_METHODS] = {
     {"add_empty", (PyCFunction)(void (*)(void))_pgr_add_empty, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_memset", (PyCFunction)(void (*)(void))_pgr_add_memset, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"add_kernel", (PyCFunction)(void (*)(void))_pgr_add_kernel, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"add_memcpy", (PyCFunction)(void (*)(void))_pgr_add_memcpy, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"launch", (PyCFunction)(void (*)(void))_pgr_stream_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"launch", (PyCFunction)(void (*)(void))_pgr_kernel_launch_method, METH_FASTCALL | METH_KEYWORDS, NULL},
 };
 /* What method() knows them by (ml_name is the name in the class, which a text signature repeats) */
 static const char *const _pgr_hot_keys[_PGR_ALL_METHODS] = {"launch", "add_empty", "add_memset", "add_kernel",
+                                                            "add_memcpy",
                                                             "stream_launch", "kernel_launch"};
 
 /* ---- the module's functions (pygraphrt.graph._hot calls them) ---- */
@@ -1137,14 +1187,15 @@ static Py_ssize_t _pgr_slot_offset(PyTypeObject *cls, const char *name) {
 PyDoc_STRVAR(_pgr_bind_doc,
 "bind(backend, error, api, ctypes, classes)\n--\n\n"
 "Make ``backend``'s objects take the C path: ``error`` is its ops.error, ``api`` the API names\n"
-"errors of launch, add_empty, add_memset and add_kernel carry (None: that method stays Python), ``ctypes``\n"
-"the cffi types (exec, stream, graph, node, void *), ``classes`` (Graph, GraphExec, Stream, Node,\n"
-"EmptyNode, MemsetNode, DeviceBuffer: the __slots__ named in _pgr_hot are read at their offsets).\n"
+"errors of launch, add_empty, add_memset, add_kernel and add_memcpy carry (None: that method stays\n"
+"Python), ``ctypes`` the cffi types (exec, stream, graph, node, void *), ``classes`` (Graph, GraphExec,\n"
+"Stream, Node, EmptyNode, MemsetNode, DeviceBuffer, MemcpyNode: the __slots__ named in _pgr_hot are\n"
+"read at their offsets).\n"
 "A later call replaces the backend.");
 
 static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     PyObject *backend, *error, *api, *ctypes, *classes;
-    PyTypeObject *cls[7];
+    PyTypeObject *cls[8];
     Py_ssize_t off[12];
     static const char *const slots[12] = {"_backend", "_handle", "_nodes", "_keep", "_backend", "_handle",
                                           "_host_sinks", "_last_stream", "_graph", "_handle", "_backend", "_handle"};
@@ -1155,15 +1206,15 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
                           &PyTuple_Type, &classes))
         return NULL;
     if (PyTuple_GET_SIZE(api) != _PGR_METHODS || PyTuple_GET_SIZE(ctypes) != 5) {
-        PyErr_SetString(PyExc_TypeError, "bind: api takes 4 names, ctypes 5 types");
+        PyErr_SetString(PyExc_TypeError, "bind: api takes 5 names, ctypes 5 types");
         return NULL;
     }
-    if (_pgr_classes(classes, 7, "bind", cls) < 0) return NULL;
+    if (_pgr_classes(classes, 8, "bind", cls) < 0) return NULL;
     for (i = 0; i < 12; i++)
         if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
-    for (i = 4; i < 6; i++)  /* EmptyNode, MemsetNode */
-        if (!_pgr_concrete_node(cls[i], cls[3])) {
-            PyErr_SetString(PyExc_TypeError, "bind: EmptyNode and MemsetNode must be concrete Node classes");
+    for (i = 4; i < 8; i++)  /* EmptyNode, MemsetNode, MemcpyNode */
+        if (i != 6 && (!_pgr_concrete_node(cls[i], cls[3]) || cls[i]->tp_basicsize != cls[3]->tp_basicsize)) {
+            PyErr_SetString(PyExc_TypeError, "bind: EmptyNode, MemsetNode and MemcpyNode must be concrete Node classes without slots of their own");
             return NULL;
         }
     if (_pgr_ctypes(ctypes, "bind") < 0) return NULL;
@@ -1194,6 +1245,7 @@ static PyObject *_pgr_bind_backend(PyObject *mod, PyObject *args) {
     Py_XSETREF(_pgr_hot.empty_cls, (PyTypeObject *)Py_NewRef(cls[4]));
     Py_XSETREF(_pgr_hot.memset_cls, (PyTypeObject *)Py_NewRef(cls[5]));
     Py_XSETREF(_pgr_hot.buffer_cls, (PyTypeObject *)Py_NewRef(cls[6]));
+    Py_XSETREF(_pgr_hot.memcpy_cls, (PyTypeObject *)Py_NewRef(cls[7]));
     for (i = 0; i < 5; i++) _pgr_cdata_check(PyTuple_GET_ITEM(ctypes, i));
     Py_RETURN_NONE;
 }
@@ -1304,7 +1356,7 @@ static PyObject *_pgr_bind_launch(PyObject *mod, PyObject *args) {
 PyDoc_STRVAR(_pgr_method_doc,
 "method(name, cls, fallback, doc)\n--\n\n"
 "The method descriptor of hot method ``name`` (\"launch\", \"add_empty\", \"add_memset\",\n"
-"\"add_kernel\", \"stream_launch\", \"kernel_launch\") for\n"
+"\"add_kernel\", \"add_memcpy\", \"stream_launch\", \"kernel_launch\") for\n"
 "class ``cls``, handing what it does not do itself to ``fallback`` (called as fallback(self, ...)),\n"
 "with ``doc`` as its __doc__ (a text signature first).  Made once: a second call returns the same.");
 
@@ -1411,12 +1463,13 @@ static struct PyModuleDef _pgr_hot_module = {
 PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
-                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep", "device"};
+                                        "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep", "device",
+                                        "src"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
                                 &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep, &_pgr_s_device};
+                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep, &_pgr_s_device, &_pgr_s_src};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

@@ -150,6 +150,8 @@ def ptr(backend: Any, p: Any, api: str = "pointer", role: str = "", writable: bo
     ``api`` and ``role`` (``"dst"``, ``"src"``) name the call and argument in a refusal;
     ``writable``: the operand is written (a host buffer must then be writable)."""
     ffi = backend.ffi
+    if isinstance(p, DeviceMemory) and p._handle is not None and p._backend is backend:  # type: ignore[attr-defined]
+        return ffi.cast("void *", p._address)  # an open buffer of this backend, the common case
     which = f"{role}: " if role else ""
     if isinstance(p, bool):
         raise errors.InvalidValue(api, detail=f"{which}a bool is not a pointer")

@@ -235,3 +235,106 @@ def test_an_updated_kernel_node_launches_with_its_new_grid_and_arguments(sim1):
     s.synchronize()
     assert not g.last_update.rebuilt and g.last_update.setter_calls == 1
     assert seen[-1] == ((3, 1, 1), (4, 1, 1), b.ptr)
+
+
+def _kept_leaves(exe: Any) -> int:
+    """How many objects an executable graph's keep lists hold (lists and tuples walked)."""
+    stack, seen, leaves = [exe._keep], set(), 0
+    while stack:
+        item = stack.pop()
+        if item.__class__ in (list, tuple):
+            if id(item) not in seen:
+                seen.add(id(item))
+                stack.extend(item)
+        else:
+            leaves += 1
+    return leaves
+
+
+def test_an_executable_keeps_only_what_the_current_kernel_parameters_use(sim1):
+    """A kernel node set again and again on the executable (a compute graph rebound every frame)
+    keeps one set of packed arguments, not one per update; the node launches with the last."""
+    seen: list[int] = []
+    sim.register_kernel("cg_lazy_keep", lambda ctx, x: seen.append(x))
+    k = rt.Program('extern "C" __global__ void cg_lazy_keep(float *x) {}').kernel("cg_lazy_keep",
+                                                                                   signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    g = rt.Graph()
+    n = g.add_kernel(k, 1, 1, (a,))
+    exe = g.instantiate()
+    # the general path (only the arguments given: the rest read back from the node) packs afresh
+    exe.set_kernel_params(n, args=(b,))
+    once = _kept_leaves(exe)
+    packed = exe._params_kept[0]
+    for i in range(40):
+        exe.set_kernel_params(n, args=(a if i % 2 else b,))
+    assert _kept_leaves(exe) == once
+    assert not any(x is packed for x in exe._params_kept)  # the first update's arguments were let go
+    s = rt.Stream()
+    exe.launch(s)
+    s.synchronize()
+    assert seen == [a.ptr]
+    # every parameter given (the compute graph's updates): the kernel's reused buffer, nothing kept
+    for i in range(40):
+        exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b if i % 2 else a,), shared_mem=0)
+    assert _kept_leaves(exe) <= once and exe._params_kept == [None]
+    exe.launch(s)
+    s.synchronize()
+    assert seen == [a.ptr, b.ptr]
+    # the same through a compute graph whose variable is rebound every frame
+    vm = VarManager()
+    x = vm.buffer("x", a)
+    cg = ComputeGraph(vm, "frames")
+    cg.node("k", lambda ctx: ctx.launch(k, 1, 1, x.write()))
+    cg.launch(s)
+    x.update(b)
+    cg.launch(s)
+    once = _kept_leaves(cg.exec)
+    for i in range(40):
+        x.update(a if i % 2 else b)
+        cg.launch(s)
+    s.synchronize()
+    assert _kept_leaves(cg.exec) == once
+    assert seen[-1] == a.ptr  # (the last frame, i = 39, bound a)
+
+
+def test_the_explicit_graph_chains_a_nodes_work_and_joins_nodes_at_their_first_and_last(sim1):
+    """A node issuing several items is a chain of graph nodes in issue order; one issuing none is an
+    empty node; an inferred edge runs from the earlier node's last graph node to the later one's first."""
+    vm = VarManager()
+    x, y = vm.buffer("x", rt.malloc(NBYTES)), vm.buffer("y", rt.malloc(NBYTES))
+    g = ComputeGraph(vm, "chains")
+    g.node("a", lambda ctx: ctx.memset(x.write(), 1))
+    g.node("b", lambda ctx: (ctx.memcpy(y.write(), x.read(), NBYTES), ctx.memset(y.write(), 2),
+                             ctx.memset(y.write(), 3)))
+    g.node("none", lambda ctx: (x.read(), None)[1])
+    g.node("c", lambda ctx: ctx.memcpy(x.write(), y.read(), NBYTES))
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    chains = {n.name: n.graph_nodes for n in g}
+    assert [len(chains[k]) for k in ("a", "b", "none", "c")] == [1, 3, 1, 1]
+    assert chains["none"][0].type.name == "EMPTY"
+    want = {(chains["b"][0], chains["b"][1]), (chains["b"][1], chains["b"][2])}
+    want |= {(chains[a.name][-1], chains[b.name][0]) for a, b, _ in g.edges()}
+    assert {(a, b) for a, b, _ in g.graph.edges()} == want
+    assert ("b", "c") in {(a.name, b.name) for a, b, _ in g.edges()}  # (so a chain's last node is used)
+    assert x.value.to_bytes() == bytes([3]) * NBYTES
+
+
+def test_a_kernel_node_set_on_an_executable_leaves_the_kernels_next_node_its_own_arguments(sim1):
+    """The exec setter packs into the kernel's reused argument buffer, which the kernel's node
+    adder also packs into (skipping values it packed last): a node added after a set has the
+    arguments it was given."""
+    sim.register_kernel("cg_lazy_scratch", lambda ctx, x: None)
+    k = rt.Program('extern "C" __global__ void cg_lazy_scratch(float *x) {}').kernel("cg_lazy_scratch",
+                                                                                     signature="float *x")
+    a, b = rt.malloc(NBYTES), rt.malloc(NBYTES)
+    g = rt.Graph()
+    g.add_kernel(k, 1, 1, (a,))
+    n = g.add_kernel(k, 1, 1, (a,))  # (the kernel's adder: packed a last)
+    exe = g.instantiate()
+    exe.set_kernel_params(n, kernel=k, grid=1, block=1, args=(b,), shared_mem=0)  # packs b into the buffer
+    assert exe._params_kept == []  # (the reused-buffer path: nothing packed kept)
+    m = g.add_kernel(k, 1, 1, (a,))
+    assert m.params["args"][0] == a.ptr and n.params["args"][0] == a.ptr

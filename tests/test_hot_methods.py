@@ -1,5 +1,5 @@
 """The compiled hot methods (``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
-``Graph.add_kernel`` in C: bindgen/hot_methods.c, installed by pygraphrt.graph._hot) without a GPU.
+``Graph.add_kernel``, ``Graph.add_memcpy`` in C: bindgen/hot_methods.c, installed by pygraphrt.graph._hot) without a GPU.
 
 Against the fake libcudart, the same script runs in ABI mode (the Python methods) and in
 compiled mode: every call must give the same result or the same error, and in compiled mode
@@ -32,7 +32,7 @@ PROBE = """
     from pygraphrt.enums import DEFAULT_EDGE, NodeType
     from pygraphrt.graph import Graph, GraphExec
     from pygraphrt._handles import Owned
-    PY_METHODS = {"add_empty", "add_memset", "launch", "add_kernel"}
+    PY_METHODS = {"add_empty", "add_memset", "launch", "add_kernel", "add_memcpy"}
 
     def case(label, fn):
         seen = []
@@ -126,6 +126,58 @@ ADD = PROBE + """
     g.close()
     case("closed graph", lambda: g.add_empty())
     case("closed graph, memset", lambda: g.add_memset(a, 1, 1))
+"""
+
+# 1-D copy nodes: each node made is read back (the fake keeps its copy parameters).
+COPY = PROBE + """
+    g = rt.Graph()
+    r = g.add_empty()
+    many = [g.add_empty() for _ in range(17)]
+    names = {r: "r", **{m: f"m{i}" for i, m in enumerate(many)}}
+    ops = lowlevel.backend_object().ops
+    def copy(n):
+        p = n._query(ops.memcpy3d_params_type, "GraphMemcpyNodeGetParams")
+        names.setdefault(n, f"n{len(names)}")
+        ok = g._wrap(n.handle) is n and n.graph is g and n.handle in g._nodes
+        at = lambda x: n._addr(x) - a if a <= n._addr(x) < a + 64 else n._addr(x)
+        return (type(n).__name__, names[n], at(p.dstPtr.ptr), at(p.srcPtr.ptr), p.extent.width, int(p.kind),
+                [names.get(d, "?") for d, _ in n.dependencies], ok)
+    buf = borrowed_buffer(a + 32, 16)
+    case("copy ints", lambda: copy(g.add_memcpy(a, a + 16, 8, dependencies=[r])))
+    case("copy keywords", lambda: copy(g.add_memcpy(dst=a + 4, src=a + 8, count=4, dependencies=(r, many[0]),
+                                                    edges=None, device=None)))
+    case("copy device 0", lambda: copy(g.add_memcpy(a, a + 8, 2, device=0)))
+    case("copy zero bytes", lambda: copy(g.add_memcpy(a, a, 0)))
+    case("copy buffer dst", lambda: (copy(g.add_memcpy(buf, a, 4)), g._keep.count(buf)))
+    case("copy buffer src, kept once", lambda: (copy(g.add_memcpy(a, buf, 4)), g._keep.count(buf)))
+    case("copy sixteen", lambda: copy(g.add_memcpy(a, a + 8, 1, dependencies=many[:16])))
+    case("copy seventeen", lambda: copy(g.add_memcpy(a, a + 8, 1, dependencies=many)))
+    case("copy builder", lambda: copy(r.memcpy(a, a + 8, 1)))
+    case("copy unbound call", lambda: copy(Graph.add_memcpy(g, a, a + 8, 1)))
+    case("copy edge data", lambda: copy(g.add_memcpy(a, a + 8, 1, dependencies=[r], edges=[DEFAULT_EDGE])))
+    case("copy cffi pointer", lambda: copy(g.add_memcpy(lowlevel.ffi.cast("void *", a), a + 8, 1)))
+    case("copy host bytes", lambda: copy(g.add_memcpy(a, b"abcd", 4))[:2])
+    case("copy bool count", lambda: g.add_memcpy(a, a + 8, True))
+    case("copy negative count", lambda: g.add_memcpy(a, a + 8, -1))
+    case("copy count 2**64", lambda: g.add_memcpy(a, a + 8, 2**64))
+    case("copy address 2**64", lambda: g.add_memcpy(2**64, a, 1))
+    case("copy negative address", lambda: g.add_memcpy(a, -8, 1))
+    case("copy None", lambda: g.add_memcpy(None, a, 1))
+    closed = borrowed_buffer(a, 8)
+    closed.close()
+    case("copy closed buffer", lambda: g.add_memcpy(a, closed, 1))
+    other = rt.Graph().add_empty()
+    case("copy another graph's node", lambda: g.add_memcpy(a, a + 8, 1, dependencies=[other]))
+    case("copy device 1", lambda: g.add_memcpy(a, a + 8, 1, device=1))
+    case("copy too few", lambda: g.add_memcpy(a, a + 8))
+    case("copy count twice", lambda: g.add_memcpy(a, a + 8, 1, count=1))
+    class MyGraph(Graph):
+        pass
+    case("copy subclass", lambda: type(MyGraph().add_memcpy(a, a + 8, 1)).__name__)
+    print("nodes", len(g.nodes()), len(g._nodes))
+    case("full graph, copy", lambda: [g.add_memcpy(a, a + 8, 1) for _ in range(64)])
+    g.close()
+    case("closed graph, copy", lambda: g.add_memcpy(a, a + 8, 1))
 """
 
 # Kernel nodes: the fake's kernels all take FAKE_KERNEL_PARAMS's eight parameters and it keeps
@@ -596,6 +648,44 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
 
 
 @needs_fast
+def test_copy_nodes_same_results_c_for_the_common_calls(either_fake):
+    paths = _same_results_and_paths(either_fake, COPY)
+    assert {label for label, path in paths.items() if path == "c"} == {
+        "copy ints", "copy keywords", "copy zero bytes", "copy buffer dst", "copy buffer src, kept once",
+        "copy sixteen", "copy builder", "copy unbound call", "full graph, copy"}
+    # (device=0 takes C only where the runtime says device 0 is current: the fake has no GetDevice)
+    assert {label for label, path in paths.items() if path == "?"} == {"copy too few", "copy count twice"}
+    assert len(paths) == COPY.count("case(\"")  # every other case took the Python method
+
+
+def test_copy_nodes_results(fake_cudart):  # noqa: F811
+    """What the COPY script prints (ABI mode): the cases mean what their labels say."""
+    rows = {label: result for label, result, _ in _rows(run_mode(fake_cudart, "0", COPY))}
+    assert rows["copy ints"] == "('MemcpyNode', 'n18', 0, 16, 8, 4, ['r'], True)"
+    assert rows["copy keywords"] == "('MemcpyNode', 'n19', 4, 8, 4, 4, ['r', 'm0'], True)"
+    # device= asks the runtime for the current device, which the fake does not export
+    assert rows["copy device 0"].startswith("NotSupported: cudaGetDevice failed")
+    assert rows["copy zero bytes"] == "('MemcpyNode', 'n20', 0, 0, 0, 4, [], True)"
+    assert rows["copy buffer dst"] == "(('MemcpyNode', 'n21', 32, 0, 4, 4, [], True), 1)"
+    assert rows["copy buffer src, kept once"] == "(('MemcpyNode', 'n22', 0, 32, 4, 4, [], True), 1)"
+    assert rows["copy sixteen"].endswith(str([f"m{i}" for i in range(16)]) + ", True)")
+    assert rows["copy seventeen"].endswith(str([f"m{i}" for i in range(17)]) + ", True)")
+    assert rows["copy builder"].endswith(", ['r'], True)")
+    assert rows["copy edge data"].endswith(", ['r'], True)")
+    assert rows["copy cffi pointer"].startswith("('MemcpyNode', ")
+    assert rows["copy host bytes"].startswith("('MemcpyNode', ")
+    for label in ("copy bool count", "copy negative count", "copy count 2**64", "copy address 2**64",
+                  "copy negative address", "copy None", "copy another graph's node"):
+        assert rows[label].startswith("InvalidValue"), (label, rows[label])
+    assert rows["copy closed buffer"].startswith("InvalidResourceHandle")
+    assert rows["copy device 1"].startswith("InvalidDevice")  # the fake has one device
+    assert rows["copy too few"].startswith("TypeError") and rows["copy count twice"].startswith("TypeError")
+    assert rows["copy subclass"] == "MemcpyNode"
+    assert rows["full graph, copy"].startswith("InvalidValue: cudaGraphAddMemcpyNode1D failed")
+    assert rows["closed graph, copy"].startswith("InvalidResourceHandle")
+
+
+@needs_fast
 def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
     paths = _same_results_and_paths(either_fake, KERNEL)
     assert {label for label, path in paths.items() if path == "c"} == {
@@ -788,7 +878,8 @@ def test_installed_only_in_compiled_mode_and_info_says_so(fake_cudart):  # noqa:
     assert abi[:3] == ["function False", "function function function",
                        "hot methods: Python (compiled mode only)"]
     assert api[:3] == ["function True", "method_descriptor method_descriptor method_descriptor",
-                       "hot methods: C (GraphExec.launch, Graph.add_empty, Graph.add_memset, Graph.add_kernel)"]
+                       "hot methods: C (GraphExec.launch, Graph.add_empty, Graph.add_memset, Graph.add_memcpy, "
+                       "Graph.add_kernel)"]
     assert api[3] == "(self, /, *, dependencies=None, edges=None) An empty node: a join point with no work."
     assert abi[3].startswith("(self, *, dependencies: 'Iterable[Node] | None' = None")
     # (info installs the launches, as a kernel's first launch would)
@@ -805,21 +896,24 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
         import pygraphrt as rt
         from pygraphrt import _fast, lowlevel
         from pygraphrt.graph import Graph, GraphExec, Node
-        from pygraphrt.graph._node import EmptyNode
+        from pygraphrt.graph._node import EmptyNode, MemcpyNode
         b = lowlevel.backend_object()
         rt.Graph()
         hot = _fast.hot_module(b)
         class Plain:
             pass
-        classes = [Graph, GraphExec, rt.Stream, Node, EmptyNode, Plain, rt.DeviceBuffer]
-        for bad in ((Plain,) + tuple(classes[1:]), tuple(classes)):
+        class CopyWithSlot(MemcpyNode):
+            __slots__ = ("extra",)
+        classes = [Graph, GraphExec, rt.Stream, Node, EmptyNode, Plain, rt.DeviceBuffer, MemcpyNode]
+        for bad in ((Plain,) + tuple(classes[1:]), tuple(classes), tuple(classes[:5]) + (EmptyNode, rt.DeviceBuffer,
+                                                                                         CopyWithSlot)):
             try:
-                hot.bind(b, b.ops.error, (None,) * 4, (None,) * 5, bad)
+                hot.bind(b, b.ops.error, (None,) * 5, (None,) * 5, bad)
             except TypeError as exc:
                 print(exc)
-        good = (Graph, GraphExec, rt.Stream, Node, EmptyNode, EmptyNode, rt.DeviceBuffer)
+        good = (Graph, GraphExec, rt.Stream, Node, EmptyNode, EmptyNode, rt.DeviceBuffer, MemcpyNode)
         try:  # (cdata are made of the ctypes when a backend is bound: they must be ctypes)
-            hot.bind(b, b.ops.error, (None,) * 4, (None,) * 5, good)
+            hot.bind(b, b.ops.error, (None,) * 5, (None,) * 5, good)
         except TypeError as exc:
             print(exc)
         from pygraphrt.graph import KernelNode
@@ -851,7 +945,8 @@ def test_bind_refuses_classes_it_cannot_read(fake_cudart):  # noqa: F811
         print(type(g.add_empty(dependencies=[g.add_empty()])).__name__, hot.handles_read())
     """).splitlines()
     assert out == ["Plain._backend is not a __slots__ member of the class",
-                   "bind: EmptyNode and MemsetNode must be concrete Node classes",
+                   "bind: EmptyNode, MemsetNode and MemcpyNode must be concrete Node classes without slots of their own",
+                   "bind: EmptyNode, MemsetNode and MemcpyNode must be concrete Node classes without slots of their own",
                    "bind: ctypes must be cffi ctypes",
                    "Plain._backend is not a __slots__ member of the class",
                    "bind_kernels: KernelNode must be a concrete Node class without slots of its own",

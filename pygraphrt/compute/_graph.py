@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
-from ._topology import Hazard, edge_pairs, infer
-from ._vars import Var, VarManager, _active, _Recorder
-from ._work import CannotSet, NodeContext, Work
+from ._topology import PAIR_LOW, PAIR_SHIFT, Hazard, edge_pairs, infer
+from ._vars import Var, VarManager, _active
+from ._work import CannotSet, NodeContext, Work, same_shapes
 
 if TYPE_CHECKING:
     from ..device import Device, Stream
@@ -94,14 +94,14 @@ class ComputeNode:
     def dependencies(self) -> list["ComputeNode"]:
         """The nodes this node runs after: those the compute graph inferred from the variables they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[i] for i in sorted(i for (i, j) in self.graph._pairs_now() if j == me)]
+        return [nodes[k >> PAIR_SHIFT] for k in sorted(k for k in self.graph._pairs_now() if k & PAIR_LOW == me)]
 
     @property
     def dependents(self) -> list["ComputeNode"]:
         """The nodes that run after this one: those the compute graph inferred from the variables
         they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[j] for j in sorted(j for (i, j) in self.graph._pairs_now() if i == me)]
+        return [nodes[k & PAIR_LOW] for k in sorted(k for k in self.graph._pairs_now() if k >> PAIR_SHIFT == me)]
 
 
 def _key(accesses: Iterable[Var]) -> frozenset[Var]:
@@ -138,8 +138,9 @@ class ComputeGraph:
         self._by_name: dict[str, ComputeNode] = {}
         # The topology: the edges (_pairs), made with the nodes' recorded accesses; their
         # hazards (_edges) only when asked for (why, edges, the pictures); the variable -> nodes
-        # index that updates look up.  _pairs None: not inferred, or out of date.
-        self._pairs: dict[tuple[int, int], None] | None = None
+        # index that updates look up.  _pairs None: not inferred, or out of date; its keys are
+        # edges (i, j) as i << PAIR_SHIFT | j (_topology.edge_pairs).
+        self._pairs: dict[int, None] | None = None
         self._edges: dict[tuple[int, int], list[Hazard]] | None = None
         self._users: dict[Var, list[int]] = {}
         self._topology_fresh = False  # the topology phase ran with the bindings as they are
@@ -229,11 +230,10 @@ class ComputeGraph:
 
     # -- phases ---------------------------------------------------------------
     def _evaluate(self, n: ComputeNode, phase: str) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
-        rec = _Recorder(self, n.name)
-        ctx = NodeContext(n.name, phase)
         if getattr(_active, "recorder", None) is not None:
             raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
                                       "evaluate another node (nested evaluation)")
+        ctx = rec = NodeContext(n.name, phase, self)  # (its own recorder: one object per evaluation)
         _active.recorder = rec
         try:
             if n.device is None:
@@ -245,7 +245,19 @@ class ComputeGraph:
                     n.fn(ctx)
         finally:
             _active.recorder = None
-        return tuple(rec.reads), tuple(rec.writes), ctx.items
+        # (one variable, the common case: its own 1-tuple, so no tuple per node and phase)
+        r, w = rec.reads, rec.writes
+        if len(r) == 1:
+            (v,) = r
+            reads = v._solo
+        else:
+            reads = tuple(r)
+        if len(w) == 1:
+            (v,) = w
+            writes = v._solo
+        else:
+            writes = tuple(w)
+        return reads, writes, ctx.items
 
     @staticmethod
     def _on_device(n: ComputeNode, call: Callable[[], Any]) -> Any:
@@ -267,8 +279,7 @@ class ComputeGraph:
                 and (_key(reads) != _key(n.reads) or _key(writes) != _key(n.writes))):
             return (f"node {n.name!r} read {names(n.reads)} and wrote {names(n.writes)} in the {first} "
                     f"phase but read {names(reads)} and wrote {names(writes)} in the {second} phase")
-        old = n.items
-        if len(old) != len(items) or any(a.shape() != b.shape() for a, b in zip(old, items)):
+        if not same_shapes(n.items, items):
             return (f"node {n.name!r} issued {[w.describe() for w in n.items]} in the {first} phase "
                     f"but {[w.describe() for w in items]} in the {second} phase")
         return None
@@ -278,23 +289,34 @@ class ComputeGraph:
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
         evaluate = self._evaluate
         users: dict[Var, list[int]] = {}
-        ordering: list[tuple[list[Var], list[Var]]] = []
+        ordered_reads: list[Sequence[Var]] = []
+        ordered_writes: list[Sequence[Var]] = []
         for j, n in enumerate(self._nodes):
             n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
+            orders = True  # (every access orders work, the common case: no filtered copies to make)
             for v in reads:
                 got = users.get(v)
                 if got is None:
                     users[v] = [j]
                 else:
                     got.append(j)
+                if not v.orders:
+                    orders = False
             for v in writes:
                 got = users.get(v)
                 if got is None:
                     users[v] = [j]
                 elif got[-1] != j:
                     got.append(j)
-            ordering.append(([v for v in reads if v.orders], [v for v in writes if v.orders]))
-        self._pairs = edge_pairs(ordering)
+                if not v.orders:
+                    orders = False
+            if orders:
+                ordered_reads.append(reads)
+                ordered_writes.append(writes)
+            else:
+                ordered_reads.append([v for v in reads if v.orders])
+                ordered_writes.append([v for v in writes if v.orders])
+        self._pairs = edge_pairs(ordered_reads, ordered_writes)
         self._edges = None
         self._users = users
         self._topology_fresh = True
@@ -303,7 +325,7 @@ class ComputeGraph:
         """Each node's recorded accesses of the variables that order work (buffer variables)."""
         return [([v for v in n.reads if v.orders], [v for v in n.writes if v.orders]) for n in self._nodes]
 
-    def _pairs_now(self) -> dict[tuple[int, int], None]:
+    def _pairs_now(self) -> dict[int, None]:
         """The inferred edges (the topology phase run first where it is not current)."""
         if self._pairs is None:
             self._infer_topology()
@@ -364,34 +386,46 @@ class ComputeGraph:
         if not self._topology_fresh or self._pairs is None:
             self._infer_topology()
         g = Graph()
+        evaluate, mismatch = self._evaluate, self._mismatch
+        # The edges' ends as runtime handles: every node is made here, in g, so the per-node
+        # checks of Graph.add_dependencies (a live node of this graph) hold.  first[i] / last[i]:
+        # node i's first and last graph node (its own work runs in the order it was issued).
+        froms: list[Any] = []
+        tos: list[Any] = []
+        first: list[Any] = []
+        last: list[Any] = []
         try:
             for n in self._nodes:
-                reads, writes, items = self._evaluate(n, "build")
-                diff = self._mismatch(n, "topology", "build", reads, writes, items)
-                if diff:
-                    raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
+                reads, writes, items = evaluate(n, "build")
+                if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
+                    diff = mismatch(n, "topology", "build", reads, writes, items)
+                    if diff:
+                        raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
                 n.items = items
+                if n.device is None and len(items) == 1:  # (the common case, without a comprehension's frame)
+                    made = items[0].add(self, g)
+                    n._gnodes = [made]
+                    h = made._handle
+                    first.append(h)
+                    last.append(h)
+                    continue
                 if n.device is None:
-                    n._gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                    gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
                 else:
                     from ..multidevice import placed
 
                     d = n.device
-                    n._gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
-                                 or [placed(g, d, "add_empty", g.add_empty)])
-            # The edges' ends as runtime handles: every node was just made here, in g, so the
-            # per-node checks of Graph.add_dependencies (a live node of this graph) hold.
-            froms: list[Any] = []
-            tos: list[Any] = []
-            for n in self._nodes:  # a node's own work runs in the order it was issued
-                if len(n._gnodes) > 1:
-                    froms.extend(x._handle for x in n._gnodes[:-1])
-                    tos.extend(x._handle for x in n._gnodes[1:])
-            last = [n._gnodes[-1]._handle for n in self._nodes]
-            first = [n._gnodes[0]._handle for n in self._nodes]
-            for (i, j) in self._pairs_now():
-                froms.append(last[i])
-                tos.append(first[j])
+                    gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
+                              or [placed(g, d, "add_empty", g.add_empty)])
+                n._gnodes = gnodes
+                if len(gnodes) > 1:
+                    froms.extend(x._handle for x in gnodes[:-1])
+                    tos.extend(x._handle for x in gnodes[1:])
+                first.append(gnodes[0]._handle)
+                last.append(gnodes[-1]._handle)
+            pairs = self._pairs_now()
+            froms += [last[k >> PAIR_SHIFT] for k in pairs]
+            tos += [first[k & PAIR_LOW] for k in pairs]
             if froms:
                 g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
@@ -472,17 +506,30 @@ class ComputeGraph:
         else:
             touched = sorted({i for var in self._dirty for i in users.get(var, ())})
         affected = [nodes[i] for i in touched]
-        fresh: list[tuple[ComputeNode, list[Work]]] = []
-        for n in affected:
-            reads, writes, items = self._evaluate(n, "update")
-            diff = self._mismatch(n, "previous", "update", reads, writes, items)
-            if diff:
-                return self._rebuild(diff)
-            fresh.append((n, items))
+        # One pass: each node re-run, compared, then set.  A node that differs, or whose change
+        # cannot be set in place, rebuilds the graph (the executable is replaced, so the nodes
+        # set before it do not matter).
         calls = 0
         exe, lag = self._exec, self._template_lag
-        for n, items in fresh:
-            for w, gnode in zip(items, n._gnodes):
+        evaluate, mismatch = self._evaluate, self._mismatch
+        for n in affected:
+            reads, writes, items = evaluate(n, "update")
+            if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
+                diff = mismatch(n, "previous", "update", reads, writes, items)
+                if diff:
+                    return self._rebuild(diff)
+            gnodes = n._gnodes
+            if n.device is None and len(items) == 1:  # (the common case: one item, no device switch)
+                try:
+                    calls += items[0].set(self, exe, gnodes[0])
+                except CannotSet as e:
+                    return self._rebuild(f"node {n.name!r}: {e}")
+                except errors.GraphRTError as e:
+                    return self._rebuild(f"node {n.name!r}: the runtime refused the in-place update ({e})")
+                n.items = items
+                lag[n] = None
+                continue
+            for w, gnode in zip(items, gnodes):
                 try:
                     if n.device is None:
                         calls += w.set(self, exe, gnode)

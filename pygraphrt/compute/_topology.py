@@ -90,26 +90,33 @@ def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
     return dict(sorted(edges.items()))
 
 
-def edge_pairs(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]]) -> dict[tuple[int, int], None]:
+#: An edge ``(i, j)`` as :func:`edge_pairs` keeps it: ``i << PAIR_SHIFT | j`` (an int: no tuple per
+#: edge for the cyclic collector to track; node indices stay below ``2**PAIR_SHIFT``).
+PAIR_SHIFT = 32
+PAIR_LOW = (1 << PAIR_SHIFT) - 1
+
+
+def edge_pairs(reads_of: Sequence[Sequence[Hashable]], writes_of: Sequence[Sequence[Hashable]]) -> dict[int, None]:
     """The edges of :func:`infer` without their hazards, in the order they are found (an
-    insertion-ordered set): what a build needs.  ``accesses`` as for :func:`infer`, each
-    collection without repeats (a node's recorded reads and writes); not checked.
+    insertion-ordered set of ``i << PAIR_SHIFT | j``): what a build needs.  ``reads_of[j]`` and
+    ``writes_of[j]``: node ``j``'s accesses as for :func:`infer`, each without repeats (a node's
+    recorded reads and writes); not checked.
 
     Per variable the same rules: a node depends on the last writer of what it reads or
     writes, and a writer on every reader since that write.
     """
     last_writer: dict[Hashable, int] = {}
     readers: dict[Hashable, list[int]] = {}
-    edges: dict[tuple[int, int], None] = {}
-    for j, (reads, writes) in enumerate(accesses):
+    edges: dict[int, None] = {}
+    for j, (reads, writes) in enumerate(zip(reads_of, writes_of)):
         for v in writes:  # (first: a variable both read and written is written)
             i = last_writer.get(v)
             if i is not None:
-                edges[i, j] = None
+                edges[i << PAIR_SHIFT | j] = None
             rs = readers.get(v)
             if rs:
                 for r in rs:
-                    edges[r, j] = None
+                    edges[r << PAIR_SHIFT | j] = None
             last_writer[v] = j
             readers[v] = []
         for v in reads:
@@ -117,7 +124,7 @@ def edge_pairs(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]]
             if i == j:  # also written by this node: its edges are the write's
                 continue
             if i is not None:
-                edges[i, j] = None
+                edges[i << PAIR_SHIFT | j] = None
             rs = readers.get(v)
             if rs is None:
                 readers[v] = [j]

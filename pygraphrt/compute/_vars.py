@@ -22,12 +22,14 @@ if TYPE_CHECKING:
 
 
 class _Recorder:
-    """The accesses one evaluation of one node's closure makes."""
+    """The accesses one evaluation of one node's closure makes (what the variables read of the
+    thread's active recorder: the evaluation's NodeContext, which has these attributes)."""
 
-    __slots__ = ("graph", "node", "reads", "writes")
+    __slots__ = ("graph", "manager", "node", "reads", "writes")
 
     def __init__(self, graph: "ComputeGraph", node: str) -> None:
         self.graph = graph
+        self.manager = graph.manager  # (what every access is checked against)
         self.node = node
         self.reads: dict[Var, None] = {}   # insertion-ordered sets
         self.writes: dict[Var, None] = {}
@@ -42,7 +44,7 @@ def _current(var: "Var", how: str) -> _Recorder:
         raise errors.IllegalState(f"Var.{how}", detail=f"{var.name}.{how}() records an access and "
                                   "belongs inside a compute-graph node's closure; use "
                                   f"{var.name}.value to get the bound object elsewhere")
-    if var.manager is not rec.graph.manager:
+    if var.manager is not rec.manager:
         raise errors.InvalidValue(f"Var.{how}", detail=f"variable {var.name!r} belongs to another "
                                   f"VarManager than graph {rec.graph.name!r} (node {rec.node!r})")
     return rec
@@ -60,6 +62,7 @@ class Var:
     def __init__(self, manager: "VarManager", name: str) -> None:
         self.manager = manager
         self.name = name
+        self._solo = (self,)  # the accesses of a node that uses this variable alone
         self._obj: Any = None
         self._bound = False
 
@@ -89,12 +92,21 @@ class Var:
 
     def read(self) -> Any:
         """The bound object; inside a node's closure, records that the node reads this variable."""
+        # (the common case inline: every node's every access runs this, in every phase)
+        rec = getattr(_active, "recorder", None)
+        if rec is not None and rec.manager is self.manager and self._bound:
+            rec.reads[self] = None
+            return self._obj
         rec = _current(self, "read")
         rec.reads[self] = None
         return self._bound_obj("read", rec)
 
     def write(self) -> Any:
         """The bound object; inside a node's closure, records that the node writes this variable."""
+        rec = getattr(_active, "recorder", None)
+        if rec is not None and rec.manager is self.manager and self._bound:
+            rec.writes[self] = None
+            return self._obj
         rec = _current(self, "write")
         rec.writes[self] = None
         return self._bound_obj("write", rec)

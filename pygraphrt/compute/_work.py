@@ -9,7 +9,7 @@ executable graph through the per-node setters (update), or run as plain stream w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from .. import errors
 from .._operands import extent
@@ -66,8 +66,10 @@ class KernelWork(Work):
                                 attributes=self.attributes or None)
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_kernel_params(node, kernel=self.kernel, grid=self.grid, block=self.block,  # type: ignore[arg-type]
-                              args=self.args, shared_mem=self.shared_mem)
+        # (the node is the build's kernel node of exe's graph: GraphExec.set_kernel_params's
+        # check of it is skipped)
+        exe._set_kernel(node, node.handle, self.kernel, self.args, self.grid, self.block,  # type: ignore[arg-type]
+                        self.shared_mem)
         return 1
 
     def set_template(self, node: "Node") -> None:
@@ -102,7 +104,7 @@ class MemcpyWork(Work):
         return graph.add_memcpy(self.dst, self.src, self.count)
 
     def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_memcpy(node, self.dst, self.src, self.count)  # type: ignore[arg-type]
+        exe._set_memcpy(node.handle, self.dst, self.src, self.count)  # (the build's copy node of exe's graph)
         return 1
 
     def set_template(self, node: "Node") -> None:
@@ -266,12 +268,19 @@ class NodeContext:
         only: a closure must issue the same work in every phase.
     """
 
-    __slots__ = ("node", "phase", "items")
+    # (graph, manager, reads, writes: the accesses the closure makes through variables, recorded
+    # while the context is the thread's active one -- the context is its own recorder, see
+    # compute._vars._Recorder)
+    __slots__ = ("node", "phase", "items", "graph", "manager", "reads", "writes")
 
-    def __init__(self, node: str, phase: str) -> None:
+    def __init__(self, node: str, phase: str, graph: "ComputeGraph | None" = None) -> None:
         self.node = node
         self.phase = phase
         self.items: list[Work] = []
+        self.graph = graph
+        self.manager = graph.manager if graph is not None else None
+        self.reads: dict[Any, None] = {}
+        self.writes: dict[Any, None] = {}
 
     def __repr__(self) -> str:
         return f"<NodeContext {self.node!r} {self.phase}, {len(self.items)} items>"
@@ -282,7 +291,7 @@ class NodeContext:
         if not callable(getattr(kernel, "launch", None)):
             raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} is "
                                                                    "not a pygraphrt Kernel")
-        self.items.append(KernelWork(kernel, grid, block, tuple(args), shared_mem, dict(attributes)))
+        self.items.append(KernelWork(kernel, grid, block, args, shared_mem, dict(attributes) if attributes else {}))
 
     def memcpy(self, dst: Any, src: Any, count: int | None = None) -> None:
         """Copy ``count`` bytes (default: the size of ``src``, which ``dst`` must hold)."""
@@ -343,6 +352,19 @@ class NodeContext:
                 return None
             raise errors.InvalidValue("NodeContext", detail=f"node {self.node!r}: the {what} "
                                       f"({type(obj).__name__}) has no size: pass count=") from None
+
+
+def same_shapes(old: "Sequence[Work]", new: "Sequence[Work]") -> bool:
+    """Whether two evaluations' work has the same shapes, item by item (:meth:`Work.shape`): work
+    of one class has one shape but for kernel launches with attributes."""
+    if len(old) != len(new):
+        return False
+    for a, b in zip(old, new):
+        if a.__class__ is not b.__class__:
+            return False
+        if a.__class__ is KernelWork and (a.attributes or b.attributes) and a.shape() != b.shape():  # type: ignore[attr-defined]
+            return False
+    return True
 
 
 def _event(event: Any, node: str) -> "Event":

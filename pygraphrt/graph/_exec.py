@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from ._graph import Graph
 
 
+_kernel: Any = None  # graph._kernel, once a kernel node is set (GraphExec._set_kernel)
+
+
 class GraphExec(Owned):
     """An instantiated graph.  It keeps alive everything its nodes refer to."""
 
@@ -48,6 +51,11 @@ class GraphExec(Owned):
 
             self._kernel_devices = kernel_devices(graph)
         self._sinks = [graph._sink]
+        # What each node's current parameters set on this executable use (node handle -> its
+        # index in _params_kept, a list inside _keep): a node set again replaces its entry, so a
+        # graph updated every frame keeps one entry per node, not one per update.
+        self._params_slot: dict[Any, int] = {}
+        self._params_kept: list[Any] = []
         # Only graphs with Python host callables need their errors routed to the
         # stream's next synchronize: the others skip that on every launch.
         self._host_payloads: tuple[HostPayload, ...] = ()
@@ -75,6 +83,32 @@ class GraphExec(Owned):
             self._sinks.append(sink)
         if has_host:
             self._add_host(host_payloads(keep), sink)
+
+    def _retain_params(self, node_handle: Any, keep: list[Any]) -> None:
+        """Keep what a node's new parameters use (its packed kernel arguments) in place of what
+        its previous ones used.  The runtime copies a kernel node's argument values when the
+        setter returns, so only the current ones are needed -- kept, like the node's own, for
+        the runtime's sake.  (The kernels themselves are kept for good, :meth:`_retain_kernel`:
+        a launch still running may use the previous one's code.)"""
+        slot = self._params_slot.get(node_handle)
+        kept = self._params_kept
+        if slot is not None:
+            kept[slot] = keep
+            return
+        if not kept:  # the first: the list joins the keep list that live-graph checks walk
+            self._keep = [self._keep, kept]
+        self._params_slot[node_handle] = len(kept)
+        kept.append(keep)
+
+    def _retain_kernel(self, kernel: Any) -> None:
+        """Keep a kernel set on a node (and its library) as long as this executable graph: once
+        per kernel, however often nodes are set to it."""
+        kernels = self.__dict__.get("_kernels_kept")
+        if kernels is None:
+            kernels = self.__dict__["_kernels_kept"] = {}
+        if id(kernel) not in kernels:
+            kernels[id(kernel)] = kernel
+            self._retain([kernel, kernel._owner], self._sinks[0], False)
 
     @classmethod
     def wrap(cls, obj: Any, owner: Any = None, *, graph: "Graph | None" = None,
@@ -127,6 +161,8 @@ class GraphExec(Owned):
         self._graph = graph  # type: ignore[assignment]
         self._kernel_devices = None
         self._sinks = [graph._sink] if graph is not None else []
+        self._params_slot = {}
+        self._params_kept = []
         self._host_payloads = ()
         self._host_sinks = ()
         return self
@@ -331,11 +367,18 @@ class GraphExec(Owned):
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
         """Change a 1-D copy node's ``dst``, ``src`` and ``count`` in this executable graph
         (operands as for :meth:`Stream.memcpy`)."""
-        h = self._node(node, MemcpyNode)
+        self._set_memcpy(self._node(node, MemcpyNode), dst, src, count)
+
+    def _set_memcpy(self, node_handle: Any, dst: Any, src: Any, count: int) -> None:
+        """:meth:`set_memcpy` of a node known to be a copy node of this executable's graph (its
+        handle): what the compute graph's updates call."""
         b = self._backend
-        kind = b.ops.const("MemcpyDefault")
-        b.ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, h, _ptr(b, dst), _ptr(b, src),
-                   _count(count), kind)
+        ops = b.ops
+        kind = self.__dict__.get("_copy_kind")
+        if kind is None:
+            kind = self.__dict__["_copy_kind"] = ops.const("MemcpyDefault")
+        ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, node_handle, _ptr(b, dst), _ptr(b, src),
+                 _count(count), kind)
 
     def set_host(self, node: HostNode, fn: Any) -> None:
         """Give host node ``node`` a new callable ``fn`` in this executable graph (the source graph
@@ -435,12 +478,33 @@ class GraphExec(Owned):
         signature; they (and the arrays their pointers came from) live as long
         as this executable graph.  A new ``kernel`` must be in the same context.
         """
-        from . import _kernel
+        self._set_kernel(node, self._node(node, KernelNode), kernel, args, grid, block, shared_mem)
 
-        self._node(node, KernelNode)
+    def _set_kernel(self, node: KernelNode, node_handle: Any, kernel: Any, args: Any, grid: Any, block: Any,
+                    shared_mem: int | None) -> None:
+        """:meth:`set_kernel_params` of a kernel node known to be of this executable's graph (its
+        handle): what the compute graph's updates call."""
+        global _kernel
+        if _kernel is None:  # (imported on first use: it imports the kernels layer)
+            from . import _kernel as module
+
+            _kernel = module
+        if (kernel is not None and args is not None and grid is not None and block is not None
+                and shared_mem is not None
+                and _kernel.set_in_exec_reusing_scratch(self, node_handle, kernel, grid, block, shared_mem, args)):
+            # the runtime copied the values: nothing of the node's earlier packed arguments is needed
+            if kernel is not self.__dict__.get("_last_kernel_kept"):
+                self._retain_kernel(kernel)
+                self.__dict__["_last_kernel_kept"] = kernel
+            slot = self._params_slot.get(node_handle)
+            if slot is not None:
+                self._params_kept[slot] = None
+            return
         kept: list[Any] = []
-        _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
-        self._retain(kept, self._sinks[0], False)
+        k = _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
+        if k is not None:
+            self._retain_kernel(k)
+        self._retain_params(node_handle, kept)
 
 
 __all__ = ["GraphExec"]

@@ -1,5 +1,5 @@
-"""The compiled hot methods of graphs: ``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``
-and ``Graph.add_kernel`` in C.
+"""The compiled hot methods of graphs: ``GraphExec.launch``, ``Graph.add_empty``, ``Graph.add_memset``,
+``Graph.add_kernel`` and ``Graph.add_memcpy`` (1-D) in C.
 
 In compiled mode (``PYGRAPHRT_FAST``, cffi API mode) the binding's extension holds a second
 module with these methods as CPython method descriptors (``bindgen/hot_methods.c``,
@@ -33,9 +33,11 @@ from .. import _fast, errors
 HOT_METHODS = (("GraphExec", "launch", "GraphLaunch"),
                ("Graph", "add_empty", "GraphAddEmptyNode"),
                ("Graph", "add_memset", "GraphAddMemsetNode"),
-               ("Graph", "add_kernel", "GraphAddKernelNode"))
-#: How many of HOT_METHODS install with the backend's first graph (the rest: install_kernel_nodes).
-_FIRST = 3
+               ("Graph", "add_kernel", "GraphAddKernelNode"),
+               ("Graph", "add_memcpy", "GraphAddMemcpyNode1D"))
+#: The index in HOT_METHODS of add_kernel, which install_kernel_nodes installs; the others install
+#: with the backend's first graph.
+_KERNEL = 3
 _lock = threading.Lock()
 
 
@@ -78,7 +80,7 @@ def install(backend: Any) -> None:
     if hot is None or "_hot_methods" in backend.__dict__:
         return
     from ..device import DeviceBuffer, Stream
-    from ._node import EmptyNode, MemsetNode, Node
+    from ._node import EmptyNode, MemcpyNode, MemsetNode, Node
 
     with _lock:
         if "_hot_methods" in backend.__dict__:
@@ -91,10 +93,13 @@ def install(backend: Any) -> None:
                 ctypes = tuple(ffi.typeof(t) for t in (f"{prefix}GraphExec_t", f"{prefix}Stream_t",
                                                        f"{prefix}Graph_t", f"{prefix}GraphNode_t", "void *"))
                 classes = _classes()
-                bound = (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer)
+                bound = (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer,
+                         MemcpyNode)
                 hot.bind(backend, backend.ops.error, api, ctypes, bound)
                 _python_with_several_devices(backend, hot, api, ctypes, bound)
-                for (cls_name, method, _name), on in zip(HOT_METHODS[:_FIRST], api):
+                for i, ((cls_name, method, _name), on) in enumerate(zip(HOT_METHODS, api)):
+                    if i == _KERNEL:
+                        continue  # (add_kernel: install_kernel_nodes)
                     _fast.put_method(hot, classes[cls_name], method, method)
                     if on:
                         done.append(f"{cls_name}.{method}")
@@ -137,7 +142,7 @@ def install_kernel_nodes(backend: Any) -> bool:
     with _lock:
         if "_hot_kernels" not in backend.__dict__:
             api, why = _check(backend, hot)
-            if why is None and api[_FIRST] is None:
+            if why is None and api[_KERNEL] is None:
                 why = "the runtime does not export its function"
             if why is None:
                 try:

@@ -341,6 +341,51 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     return node  # type: ignore[return-value]
 
 
+def set_in_exec_reusing_scratch(exe: Any, node_handle: Any, kernel: Any, grid: Any, block: Any, smem: Any,
+                                args: Any) -> bool:
+    """Set a kernel node of executable graph ``exe`` (every parameter given) from the kernel's
+    reusable parameter struct and argument buffer, as :func:`_add_reusing_scratch` adds one: the
+    runtimes (and the simulator) copy the values when the setter returns, so nothing packed is
+    kept.  True when done; False -- nothing called, nothing changed -- where the kernel has had no
+    node yet (its signature unchecked), belongs to another backend, or an argument is not a plain
+    int, float or pointer that packs: the caller takes the general path, which says what is wrong.
+    The launch dimensions are checked as :func:`update` checks them (what they raise is the same)."""
+    graph = exe._graph
+    if (type(kernel) is not Kernel or kernel._node_layout is None or kernel._backend is not graph._backend
+            or not kernel._checked):
+        return False
+    sig = kernel._signature
+    if sig is None or sig._struct is None or sig._fast is None or (type(args) is not tuple and type(args) is not list):
+        return False
+    fast = sig.fast_values(args, kernel._pointer_of)
+    if fast is None:
+        return False
+    key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None
+    pool = kernel._node_scratch
+    scratch = pool.pop() if pool else _new_node_scratch(graph, kernel)
+    try:
+        try:
+            scratch[4] = None  # (the values build_adder's function packed last are gone)
+            sig._struct.pack_into(scratch[0], 0, *fast[0])
+        except (struct.error, OverflowError):
+            return False
+        p = scratch[1]
+        func = kernel.handle  # raises once the kernel's library is unloaded
+        if key is None or scratch[3] != key:
+            g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
+            scratch[3] = None  # (until every field is written: a write may raise)
+            p.func = func
+            grid_dim, block_dim = p.gridDim, p.blockDim
+            grid_dim.x, grid_dim.y, grid_dim.z = g
+            block_dim.x, block_dim.y, block_dim.z = b
+            p.sharedMemBytes = smem
+            scratch[3] = key
+        graph._backend.ops.call("GraphExecKernelNodeSetParams", exe.handle, node_handle, p)
+    finally:
+        pool.append(scratch)
+    return True
+
+
 def _new_node_scratch(graph: "Graph", k: Kernel) -> list[Any]:
     """[writable view of an argument buffer, kernel-node parameter struct whose argument array
     points into it, the array, (grid, block, shared memory) the struct holds or None, the values
@@ -365,11 +410,12 @@ def read(node: "KernelNode") -> dict[str, Any]:
 
 def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, grid: Any = None,
            block: Any = None, args: Sequence[Any] | None = None,
-           shared_mem: int | None = None) -> None:
+           shared_mem: int | None = None) -> "Kernel | None":
     """Set a kernel node's parameters in its graph (``exec_`` None) or in an executable graph.
 
     Unchanged values are taken from the node.  New arguments need the kernel's
-    signature (or typed values); they are appended to ``keep``.
+    signature (or typed values); they are appended to ``keep``.  Returns the kernel the node
+    now runs (None: one pygraphrt does not know).
     """
     graph = node._graph
     backend = graph._backend
@@ -394,7 +440,7 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
                                       "it cannot pack new arguments: pass kernel=<Kernel with a signature>")
         cur.grid, cur.block, cur.shared_mem_bytes = g, b, smem
         ops.set_kernel_dims(h, cur, exec_=exec_)
-        return
+        return None
     if args is None:
         if k is not known:
             raise errors.InvalidValue("kernel node", detail="a new kernel needs its args")
@@ -405,6 +451,7 @@ def update(node: "KernelNode", exec_: Any, keep: list[Any], kernel: Any = None, 
         keep.append(held)
     ops.set_kernel_node(h, exec_, k.handle, k.form, g, b, smem, argv)
     keep.append((k, k._owner))
+    return k
 
 
 def attribute(node: "KernelNode", name: str) -> Any:

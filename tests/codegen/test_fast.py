@@ -227,8 +227,11 @@ def test_hot_methods_module_where_the_binding_has_their_functions():
         assert f"return (int){prefix}GraphLaunch(({prefix}GraphExec_t)exec, ({prefix}Stream_t)stream);" in c
         assert f"    {memset_struct} params;\n" in c and f"    {kernel_struct} params;\n" in c
         assert "    params.kernelParams = argv;\n" in c and "    params.blockDim.z = dims[5];\n" in c
-        assert (f'static const char *const _pgr_hot_symbols[4] = {{"{prefix}GraphLaunch", '
-                f'"{prefix}GraphAddEmptyNode", "{prefix}GraphAddMemsetNode", "{prefix}GraphAddKernelNode"}};') in c
+        assert (f'static const char *const _pgr_hot_symbols[5] = {{"{prefix}GraphLaunch", '
+                f'"{prefix}GraphAddEmptyNode", "{prefix}GraphAddMemsetNode", "{prefix}GraphAddKernelNode", '
+                f'"{prefix}GraphAddMemcpyNode1D"}};') in c
+        # the copy kind is MemcpyDefault's value in the binding's enum (4 in both vendors' headers)
+        assert f"(size_t)count, ({'enum ' if prefix == 'cuda' else ''}{prefix}MemcpyKind)4);" in c
 
 
 def test_hot_calls_leave_out_what_the_binding_lacks():
@@ -251,10 +254,10 @@ def test_hot_calls_leave_out_what_the_binding_lacks():
     module = Module(records={"struct cudaMemsetParams": Record("struct cudaMemsetParams", "struct", None),
                              "struct cudaKernelNodeParams": Record("struct cudaKernelNodeParams", "struct", None)})
     c = "\n".join(fast._hot_calls("cuda13", functions, module))
-    assert 'static const char *const _pgr_hot_symbols[4] = {"cudaGraphLaunch", NULL, NULL, NULL};' in c
+    assert 'static const char *const _pgr_hot_symbols[5] = {"cudaGraphLaunch", NULL, NULL, NULL, NULL};' in c
     assert "case 0: return _pgr_p_cudaGraphLaunch != NULL;" in c and "case 1" not in c and "case 2" not in c
-    assert "case 3" not in c
-    assert c.count("return -1;") == 3 and "params" not in c
+    assert "case 3" not in c and "case 4" not in c
+    assert c.count("return -1;") == 5 and "params" not in c
 
 
 def test_build_refuses_hot_methods_edited_since_generation(tmp_path, monkeypatch):

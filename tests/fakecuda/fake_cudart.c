@@ -8,7 +8,8 @@
  * recapture into an existing graph as cuda_runtime_api.h documents it (nodes again in the
  * same order; a topology mismatch fails the recapture; other parameter changes go to the
  * callback with cudaGraphRecaptureEligibleForUpdate, and a non-success answer fails it).
- * Memsets write host memory; host nodes call their function at launch; each node keeps its
+ * Memsets write host memory; 1-D copy nodes keep their parameters (read back, never run); host
+ * nodes call their function at launch; each node keeps its
  * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Kernel nodes keep their
  * launch parameters and copies of their argument values, read back by
  * cudaGraphKernelNodeGetParams; every kernel has the parameters FAKE_KERNEL_PARAMS lays out
@@ -44,6 +45,7 @@ struct CUgraphNode_st {
   struct cudaMemsetParamsV2 memset;
   struct cudaHostNodeParamsV2 host;
   struct cudaKernelNodeParams kernel;  /* kernelParams: argv, into args */
+  struct cudaMemcpy3DParms copy;  /* a 1-D copy node's, read back by cudaGraphMemcpyNodeGetParams */
   unsigned char args[64];
   void *argv[16];
   struct CUgraphNode_st *deps[MAXDEPS];
@@ -153,6 +155,25 @@ cudaError_t cudaGraphAddKernelNode(cudaGraphNode_t *out, cudaGraph_t g, const cu
 cudaError_t cudaGraphKernelNodeGetParams(cudaGraphNode_t node, struct cudaKernelNodeParams *p) {
   if (!node || !p || node->type != cudaGraphNodeTypeKernel) return fail(cudaErrorInvalidValue);
   *p = node->kernel;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t *out, cudaGraph_t g, const cudaGraphNode_t *deps, size_t n,
+                                     void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  fake_runtime_calls++;
+  cudaError_t e = add(out, g, cudaGraphNodeTypeMemcpy, deps, n);
+  if (!e) {
+    struct cudaMemcpy3DParms *c = &(*out)->copy;
+    memset(c, 0, sizeof *c);
+    c->dstPtr.ptr = dst; c->dstPtr.pitch = c->dstPtr.xsize = count; c->dstPtr.ysize = 1;
+    c->srcPtr.ptr = (void *)src; c->srcPtr.pitch = c->srcPtr.xsize = count; c->srcPtr.ysize = 1;
+    c->extent.width = count; c->extent.height = c->extent.depth = 1;
+    c->kind = kind;
+  }
+  return e;
+}
+cudaError_t cudaGraphMemcpyNodeGetParams(cudaGraphNode_t node, struct cudaMemcpy3DParms *p) {
+  if (!node || !p || node->type != cudaGraphNodeTypeMemcpy) return fail(cudaErrorInvalidValue);
+  *p = node->copy;
   return cudaSuccess;
 }
 cudaError_t cudaGraphMemsetNodeGetParams(cudaGraphNode_t node, struct cudaMemsetParams *p) {

@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = '3ee1a08b00df57dab9d990671cf2cd2f3a0c412d9e27a558c8209b61dd90adc9'
+FAST_SHA256 = '86bb0c813c286687271791c3c2a5df21ab7c70d40312e402bb89112a86cdcf04'
 
 
 def __getattr__(name):
