@@ -327,3 +327,46 @@ def test_a_buffer_of_another_backend_is_refused(backend):
                  lambda: op.ptr(backend, ForeignBuffer(), "Stream.memset", "ptr")):
         e = refusal(call)
         assert (e.api, e.detail) == ("operand", f"ForeignBuffer belongs to the elsewhere backend, not {backend.vendor}")
+
+
+def test_known_size_of_a_device_array_without_the_buffer_protocol(backend):
+    """A CuPy-like array (``nbytes``, no buffer protocol): its size is known, and a count past it
+    refused."""
+    cupy_like = CudaArray(0x2000, 24)
+    cupy_like.nbytes = 24
+    assert op.known_size(backend, cupy_like) == 24
+    e = refusal(lambda: op.check_fits(backend, cupy_like, 25, "cudaMemsetAsync", "destination"))
+    assert e.detail == "25 bytes do not fit the destination (CudaArray of 24 bytes)"
+
+
+class GpuDlpack:
+    """A DLPack producer on a GPU (kDLCUDA): ``__dlpack__`` returns a real "dltensor" capsule over
+    a DLManagedTensor made here (float32, 1-D, ``n`` elements at ``data + byte_offset``)."""
+
+    def __init__(self, data: int, byte_offset: int, n: int) -> None:
+        class DLManagedTensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int), ("device_id", ctypes.c_int),
+                        ("ndim", ctypes.c_int), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                        ("lanes", ctypes.c_uint16), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
+                        ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+        self._shape = (ctypes.c_int64 * 1)(n)
+        self._tensor = DLManagedTensor(data, 2, 0, 1, 2, 32, 1, self._shape, None, byte_offset, None, None)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._tensor), b"dltensor", None)
+
+
+def test_a_gpu_dlpack_producers_address_and_extent(backend):
+    t = GpuDlpack(0x10000, 0x40, 8)
+    assert op.array_address(t) == 0x10040  # data + byte_offset
+    assert op.device_address(backend, t) == 0x10040
+    assert address_of(backend, op.ptr(backend, t)) == 0x10040
+    assert op.extent(t) == (0x10040, 32)
+    assert op.array_address(GpuDlpack(0, 0x40, 8)) == 0x40  # (a NULL data pointer: the offset alone)
