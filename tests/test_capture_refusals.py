@@ -268,3 +268,94 @@ def test_end_from_another_thread_when_the_runtime_keeps_it(sim_backend, stream, 
             cap.abort()  # (only where a check above failed: the stream fixture's check then passes)
     graph = cap.end()
     assert cap.graph is graph and len(graph.nodes()) == 1
+
+
+# -- the rest of the capture's surface: info, conditional nodes, what end and abort hand over ------
+
+def test_info_while_active_and_after_invalidation(stream, buf):
+    cap = stream.begin_capture()
+    try:
+        stream.memset(buf, 1, N)
+        info = cap.info()
+        assert info.status is CaptureStatus.ACTIVE and isinstance(info.id, int) and info.id > 0
+        assert info.graph is not None and [n for n, _ in info.dependencies] == info.graph.nodes()
+        refusal(stream.synchronize, errors.StreamCaptureUnsupported)
+        after = cap.info()
+        assert (after.status, after.id, after.graph, after.dependencies) == (CaptureStatus.INVALIDATED, info.id,
+                                                                             None, [])
+    finally:
+        cap.abort()
+
+
+def test_the_graph_being_built_is_unusable_after_abort(stream, buf):
+    cap = stream.begin_capture()
+    stream.memset(buf, 1, N)
+    live = cap.info().graph
+    assert len(live.nodes()) == 1
+    cap.abort()
+    refusal(live.nodes, errors.InvalidResourceHandle)
+
+
+def test_abort_of_an_invalidated_capture_into_a_graph_forgets_the_graph(stream, buf):
+    g = rt.Graph()
+    g.add_memset(buf, 1, N)
+    cap = stream.begin_capture(graph=g)
+    stream.memset(buf, 2, N)
+    refusal(stream.synchronize, errors.StreamCaptureUnsupported)
+    cap.abort()  # no exception: the runtime's refused end is abort's to absorb
+    assert stream.capture_status is CaptureStatus.NONE
+    assert not g.is_valid  # the runtime destroyed it (as CUDA 12.9/13.0)
+
+
+def test_the_capture_pool_is_the_captures_only(stream):
+    mine = rt.MemPool()
+    with stream.capture(pool=mine):
+        stream.free_async(stream.malloc_async(64))
+    after = stream.malloc_async(64)  # not capturing: the device's pool again
+    try:
+        assert after.pool is None
+    finally:
+        stream.free_async(after)
+        stream.synchronize()
+
+
+def test_a_captured_host_functions_error_reaches_the_launching_stream(stream):
+    def fail():
+        raise ValueError("captured host function")
+
+    with stream.capture() as cap:
+        stream.launch_host_func(fail)
+    exe = cap.graph.instantiate()
+    exe.launch(stream)
+    e = refusal(stream.synchronize, errors.HostCallbackError)
+    assert str(e.__cause__) == "captured host function"
+
+
+def test_conditional_nodes_at_the_captures_point(stream, buf):
+    with stream.capture(graph=rt.Graph()) as cap:
+        stream.memset(buf, 1, N)
+        h = cap.conditional_handle()
+        assert (h.default, h.reset_each_launch) == (0, True)
+        h2 = cap.conditional_handle(5)
+        assert (h2.default, h2.reset_each_launch) == (5, True)
+        h3 = cap.conditional_handle(reset_each_launch=False)
+        assert h3.reset_each_launch is False
+        sw = cap.add_switch(h, 3)
+        assert len(sw.bodies) == 3
+        assert [n for n, _ in cap.info().dependencies] == [sw]  # later work depends on it alone
+        node = cap.add_if(h2)
+        assert [n for n, _ in cap.info().dependencies] == [node]
+    assert {(a, b) for a, b, _ in cap.graph.edges()} == {(cap.graph.nodes()[0], sw), (sw, node)}
+
+
+def test_capture_into_a_graph_with_edge_data(stream, buf):
+    from pygraphrt.enums import EdgeData
+
+    g = rt.Graph()
+    root = g.add_empty()
+    e = refusal(lambda: stream.capture(graph=g, dependencies=[root], edges=[EdgeData(), EdgeData()]),
+                errors.InvalidValue)
+    assert (e.api, e.detail) == ("edges", "2 edge data for 1 dependencies")
+    e = refusal(lambda: stream.capture(graph=g, dependencies=[root], edges=["x"]), errors.InvalidValue)
+    assert (e.api, e.detail) == ("edges", "'x' is not an EdgeData")
+    assert stream.capture_status is CaptureStatus.NONE
