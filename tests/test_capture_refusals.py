@@ -66,12 +66,13 @@ def test_capture_arguments_are_checked_before_the_runtime(stream):
         (lambda: stream.capture(graph=root), f"{root!r} is not a Graph"),
         (lambda: stream.capture(graph=g, dependencies="ab"), "expected an iterable of Nodes, got 'ab'"),
         (lambda: stream.capture(dependencies=[root]), "dependencies need a target graph"),
+        (lambda: stream.capture(graph=rt.Graph(), dependencies=[root]), f"{root!r} belongs to another graph"),
         (lambda: stream.capture(pool=5), "pool must be a MemPool or 'private', got 5"),
         (lambda: stream.capture(pool="Private"), "pool must be a MemPool or 'private', got 'Private'"),
     ]
     for call, detail in cases:
         e = refusal(call, errors.InvalidValue)
-        assert (e.api, e.detail) == ("Stream.capture", detail)
+        assert (e.api, e.detail) == ("dependency" if "another graph" in detail else "Stream.capture", detail)
         assert stream.capture_status is CaptureStatus.NONE
     assert len(g.nodes()) == 1
 
@@ -195,7 +196,8 @@ def test_end_of_an_invalidated_capture_into_a_graph(stream, buf):
     assert e.api == "cudaStreamEndCapture" and "invalidated by Stream.StreamSynchronize" in e.detail
     assert not g.is_valid
     e = refusal(g.nodes, errors.InvalidResourceHandle)
-    assert "the runtime destroyed this graph when the capture into it failed" in e.detail
+    assert e.detail == ("the runtime destroyed this graph when the capture into it failed "
+                        "(cudaStreamEndCapture of an invalidated capture)")
 
 
 def test_a_target_graph_survives_abort_and_a_dropped_capture(buf):
@@ -359,3 +361,48 @@ def test_capture_into_a_graph_with_edge_data(stream, buf):
     e = refusal(lambda: stream.capture(graph=g, dependencies=[root], edges=["x"]), errors.InvalidValue)
     assert (e.api, e.detail) == ("edges", "'x' is not an EdgeData")
     assert stream.capture_status is CaptureStatus.NONE
+
+
+def test_a_captured_graph_seen_during_the_capture_is_an_ordinary_graph_after(stream, buf):
+    """The graph cap.info() showed while capturing is the one end() returns, no longer borrowed:
+    event nodes (refused only in conditional bodies) can be added to it."""
+    with stream.capture() as cap:
+        stream.memset(buf, 1, N)
+        live = cap.info().graph
+    assert cap.graph is live
+    cap.graph.add_event_record(rt.Event())
+    assert len(cap.graph.nodes()) == 2
+
+
+@pytest.fixture
+def kernel():
+    from pygraphrt import sim
+
+    sim.register_kernel("capture_refusals_k", lambda ctx, y: None, signature="float *y")
+    try:
+        yield rt.Program('extern "C" __global__ void capture_refusals_k(float *y) {}').kernel(
+            "capture_refusals_k", signature="float *y")
+    finally:
+        sim.unregister_kernel("capture_refusals_k")
+
+
+def test_edge_data_reaches_the_runtime(stream, buf, kernel):
+    """A capture into a graph after a dependency with programmatic edge data: the captured kernel's
+    edge has it; a conditional node added at that point is given it too (and the runtime refuses
+    it there: programmatic edges join kernel nodes only)."""
+    from pygraphrt.enums import PORT_PROGRAMMATIC, DependencyType, EdgeData
+
+    prog = EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC)
+    g = rt.Graph()
+    k1 = g.add_kernel(kernel, 1, 32, [buf])
+    with stream.capture(graph=g, dependencies=[k1], edges=[prog]):
+        stream.launch(kernel, 1, 32, buf)
+    ((a, b, data),) = g.edges()
+    assert a is k1 and b.type is k1.type and data.type is DependencyType.PROGRAMMATIC
+    g2 = rt.Graph()
+    k2 = g2.add_kernel(kernel, 1, 32, [buf])
+    with stream.capture(graph=g2, dependencies=[k2], edges=[prog]) as cap:
+        h = cap.conditional_handle()
+        e = refusal(lambda: cap.add_if(h), errors.InvalidValue)
+        assert e.api == "cudaGraphAddNode" and "programmatic" in e.detail
+    assert g2.nodes() == [k2]
