@@ -100,8 +100,10 @@ def test_launch_and_upload_name_the_call_when_closed(stream, bufs):
     assert e.api == "GraphExec.launch"
     e = refusal(lambda: exe.upload(closed), errors.InvalidResourceHandle)
     assert e.api == "GraphExec.upload"
-    e = refusal(lambda: exe.launch(bufs[0]), errors.InvalidValue)
-    assert e.api == "GraphExec.launch" and e.detail.endswith("is not a Stream")
+    for call, api in ((lambda: exe.launch(bufs[0]), "GraphExec.launch"),
+                      (lambda: exe.upload(bufs[0]), "GraphExec.upload")):
+        e = refusal(call, errors.InvalidValue)
+        assert (e.api, e.detail) == (api, f"{bufs[0]!r} is not a Stream")
     exe.close()
     for call, api in ((lambda: exe.launch(stream), "GraphExec.launch"),
                       (lambda: exe.upload(stream), "GraphExec.upload")):
@@ -295,6 +297,7 @@ def test_update_refused_carries_the_runtimes_code_result_and_node(sim_backend, b
     e = refusal(lambda: exe.update(changed), errors.GraphExecUpdateError)
     assert e.api == "cudaGraphExecUpdate" and e.vendor == sim_backend.ops.name
     assert (e.name, e.code) == ("cudaErrorGraphExecUpdateFailure", 910)
+    assert e.message == sim_backend.ops.error(910, "x").message != ""  # the runtime's description
     assert e.result is UpdateResult.NODE_TYPE_CHANGED and e.error_node is node
     bigger = rt.Graph()
     bigger.add_memset(bufs[0], 1, N)
