@@ -306,3 +306,43 @@ def test_update_refused_carries_the_runtimes_code_result_and_node(sim_backend, b
     assert e.result is UpdateResult.TOPOLOGY_CHANGED and e.name == "cudaErrorGraphExecUpdateFailure"
     e = refusal(lambda: exe.update("graph"), errors.InvalidValue)
     assert e.api == "GraphExec.update"
+
+
+# -- what the executable graph keeps alive ---------------------------------------------------------
+
+def test_operands_given_to_the_setters_live_as_long_as_the_executable_graph(stream, bufs):
+    """set_memset's dst, set_memcpy's dst and src, set_event's event: given as objects and then
+    dropped by the caller, they stay alive (a freed buffer would be written by the next launch:
+    on a GPU an illegal address, a sticky error)."""
+    import gc
+    import weakref
+
+    a = bufs[0]
+    g = rt.Graph()
+    m = g.add_memset(a, 1, N)
+    cp = g.add_memcpy(bufs[1], a, N, dependencies=[m])
+    rec = g.add_event_record(rt.Event(), dependencies=[cp])
+    exe = g.instantiate()
+    new_dst, copy_dst, copy_src, event = rt.malloc(N), rt.malloc(N), rt.malloc(N), rt.Event()
+    copy_src.copy_from(b"\x05" * N)
+    refs = [weakref.ref(o) for o in (new_dst, copy_dst, copy_src, event)]
+    exe.set_memset(m, dst=new_dst)
+    exe.set_memcpy(cp, copy_dst, copy_src, N)
+    exe.set_event(rec, event)
+    del new_dst, copy_dst, copy_src, event
+    gc.collect()
+    assert all(r() is not None for r in refs), "the executable graph let an operand go"
+    run(exe, stream)
+    assert refs[0]().to_bytes(N) == b"\x01" * N and refs[1]().to_bytes(N) == b"\x05" * N
+
+
+def test_exec_synchronize_synchronizes_the_stream_it_was_launched_on(stream, bufs):
+    """GraphExec.synchronize waits for its last launch's stream: an error pending there (a host
+    function the stream ran) is raised by it."""
+    g = rt.Graph()
+    g.add_memset(bufs[0], 1, N)
+    exe = g.instantiate()
+    stream.launch_host_func(raise_value_error)
+    exe.launch(stream)
+    e = refusal(exe.synchronize, errors.HostCallbackError)
+    assert e.api == "Stream.synchronize" and isinstance(e.__cause__, ValueError)

@@ -263,6 +263,8 @@ class GraphExec(Owned):
                               cur["width"] if count is None else count, cur["element_size"],
                               cur["height"], cur["pitch"], what="set_memset")
         b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
+        if dst is not None:  # a buffer given as an object lives as long as this executable graph
+            self._retain([dst], self._sinks[0], False)
 
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
         """Change a 1-D copy node's ``dst``, ``src`` and ``count`` in this executable graph
@@ -272,6 +274,7 @@ class GraphExec(Owned):
         kind = b.ops.const("MemcpyDefault")
         b.ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, h, _ptr(b, dst), _ptr(b, src),
                    _count(count), kind)
+        self._retain([dst, src], self._sinks[0], False)  # (operands given as objects: kept alive)
 
     def set_host(self, node: HostNode, fn: Any) -> None:
         """Give host node ``node`` a new callable ``fn`` in this executable graph (the source graph
