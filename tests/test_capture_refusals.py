@@ -406,3 +406,40 @@ def test_edge_data_reaches_the_runtime(stream, buf, kernel):
         e = refusal(lambda: cap.add_if(h), errors.InvalidValue)
         assert e.api == "cudaGraphAddNode" and "programmatic" in e.detail
     assert g2.nodes() == [k2]
+
+
+def graph_handle_is_live(backend, handle) -> bool:
+    """Whether the runtime still knows graph ``handle`` (GraphGetNodes accepts it)."""
+    n = backend.ffi.new("size_t *")
+    return backend.ops.fn("GraphGetNodes")(handle, backend.ffi.NULL, n) == 0
+
+
+def test_abort_destroys_the_graph_the_capture_made(sim_backend, stream, buf):
+    cap = stream.begin_capture()
+    stream.memset(buf, 1, N)
+    handle = cap.info().graph.handle
+    assert graph_handle_is_live(sim_backend, handle)
+    cap.abort()
+    assert not graph_handle_is_live(sim_backend, handle), "the aborted capture's graph was leaked"
+
+
+def test_a_failed_end_that_returns_a_graph_destroys_it(sim_backend, stream, buf, monkeypatch):
+    """An end that fails yet hands back a graph (modelled: the real end, then an error code) --
+    the graph is destroyed, not leaked, and the error raised."""
+    ops = sim_backend.ops
+    real_end = ops.fn("StreamEndCapture")
+    unjoined = int(sim_backend.lib.cudaErrorStreamCaptureUnjoined)
+    made = []
+
+    def end_then_fail(handle, out):
+        assert real_end(handle, out) == 0
+        made.append(out[0])
+        return unjoined
+
+    cap = stream.begin_capture()
+    stream.memset(buf, 1, N)
+    monkeypatch.setitem(ops._fns, "StreamEndCapture", end_then_fail)
+    e = refusal(cap.end, errors.StreamCaptureUnjoined)
+    monkeypatch.setitem(ops._fns, "StreamEndCapture", real_end)
+    assert e.api == "cudaStreamEndCapture" and cap.graph is None
+    assert made and not graph_handle_is_live(sim_backend, made[0]), "the failed end's graph was leaked"
