@@ -74,6 +74,21 @@ def test_a_launch_the_runtime_refuses_raises_its_error(stream):
     run(exe, stream)
 
 
+def test_a_refused_launch_of_a_graph_with_host_nodes(stream):
+    """The refusal is raised as it is (the host callables held for the launch are let go)."""
+    calls = []
+    g = rt.Graph()
+    alloc = g.add_mem_alloc(N)
+    g.add_host(lambda: calls.append(1), dependencies=[alloc])
+    exe = g.instantiate()
+    run(exe, stream)
+    e = refusal(lambda: exe.launch(stream), errors.InvalidValue)
+    assert e.api == "cudaGraphLaunch" and calls == [1]
+    stream.free_async(alloc.dptr)
+    run(exe, stream)
+    assert calls == [1, 1]
+
+
 def test_a_launch_into_a_capture_is_refused_by_the_runtime(stream, bufs):
     g = rt.Graph()
     g.add_memset(bufs[0], 7, N)
@@ -278,6 +293,7 @@ def test_set_kernel_launch_dims_and_params_keep_what_is_not_given(stream):
         run(exe, stream)
         exe.set_kernel_params(k, block=16, shared_mem=0)
         run(exe, stream)
+        exe.synchronize()
         # each call changes what it is given; the rest comes from the source graph's node
         assert seen == [((2, 1, 1), (32, 1, 1), 16), ((3, 1, 1), (32, 1, 1), 16), ((2, 1, 1), (64, 1, 1), 16),
                         ((2, 1, 1), (32, 1, 1), 8), ((4, 1, 1), (32, 1, 1), 16), ((2, 1, 1), (16, 1, 1), 0)]
@@ -304,6 +320,7 @@ def test_update_refused_carries_the_runtimes_code_result_and_node(sim_backend, b
     bigger.add_memset(bufs[1], 1, N)
     e = refusal(lambda: exe.update(bigger), errors.GraphExecUpdateError)
     assert e.result is UpdateResult.TOPOLOGY_CHANGED and e.name == "cudaErrorGraphExecUpdateFailure"
+    assert e.error_node is None  # (the runtime names no node for a topology change)
     e = refusal(lambda: exe.update("graph"), errors.InvalidValue)
     assert e.api == "GraphExec.update"
 
@@ -333,6 +350,7 @@ def test_operands_given_to_the_setters_live_as_long_as_the_executable_graph(stre
     gc.collect()
     assert all(r() is not None for r in refs), "the executable graph let an operand go"
     run(exe, stream)
+    exe.synchronize()  # (the setters leave its error sinks usable)
     assert refs[0]().to_bytes(N) == b"\x01" * N and refs[1]().to_bytes(N) == b"\x05" * N
 
 
@@ -346,3 +364,38 @@ def test_exec_synchronize_synchronizes_the_stream_it_was_launched_on(stream, buf
     exe.launch(stream)
     e = refusal(exe.synchronize, errors.HostCallbackError)
     assert e.api == "Stream.synchronize" and isinstance(e.__cause__, ValueError)
+
+
+def test_set_kernel_params_changes_the_kernel_and_keeps_the_new_arguments(stream):
+    import gc
+    import weakref
+
+    from pygraphrt import sim
+
+    ran = []
+    sim.register_kernel("exec_refusals_a", lambda ctx, y: ran.append(("a", y)), signature="float *y")
+    sim.register_kernel("exec_refusals_b", lambda ctx, y: ran.append(("b", y)), signature="float *y")
+    try:
+        program = rt.Program('extern "C" __global__ void exec_refusals_a(float *y) {}\n'
+                             'extern "C" __global__ void exec_refusals_b(float *y) {}')
+        ka = program.kernel("exec_refusals_a", signature="float *y")
+        kb = program.kernel("exec_refusals_b", signature="float *y")
+        first = rt.malloc(N)
+        g = rt.Graph()
+        node = g.add_kernel(ka, 1, 1, [first])
+        exe = g.instantiate()
+        exe.set_kernel_params(node, kernel=kb, args=[first])
+        run(exe, stream)
+        new = rt.malloc(N)
+        address, ref = int(new), weakref.ref(new)
+        exe.set_kernel_params(node, args=[new])
+        del new
+        gc.collect()
+        assert ref() is not None, "the executable graph let the new argument's buffer go"
+        run(exe, stream)
+        exe.synchronize()
+        assert [(name, int(y)) for name, y in ran] == [("b", int(first)), ("a", address)]
+        first.close()
+    finally:
+        sim.unregister_kernel("exec_refusals_a")
+        sim.unregister_kernel("exec_refusals_b")
