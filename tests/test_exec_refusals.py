@@ -399,3 +399,29 @@ def test_set_kernel_params_changes_the_kernel_and_keeps_the_new_arguments(stream
     finally:
         sim.unregister_kernel("exec_refusals_a")
         sim.unregister_kernel("exec_refusals_b")
+
+
+def test_update_keeps_the_new_graphs_operands_and_routes_its_host_errors(stream):
+    import gc
+    import weakref
+
+    calls = []
+    g1 = rt.Graph()
+    m1 = g1.add_memset(rt.malloc(N), 1, N)
+    g1.add_host(lambda: calls.append(1), dependencies=[m1])
+    exe = g1.instantiate()
+    run(exe, stream)
+    g2 = rt.Graph()
+    target = rt.malloc(N)
+    ref = weakref.ref(target)
+    m2 = g2.add_memset(target, 2, N)
+    g2.add_host(raise_value_error, dependencies=[m2])
+    assert exe.update(g2) is UpdateResult.SUCCESS
+    del g2, m2, target
+    gc.collect()
+    assert ref() is not None, "the executable graph let the updated graph's operand go"
+    exe.launch(stream)
+    e = refusal(stream.synchronize, errors.HostCallbackError)  # the new host callable's error
+    assert isinstance(e.__cause__, ValueError)
+    exe.synchronize()
+    assert ref().to_bytes(N) == b"\x02" * N and calls == [1]
