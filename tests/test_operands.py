@@ -370,3 +370,81 @@ def test_a_gpu_dlpack_producers_address_and_extent(backend):
     assert address_of(backend, op.ptr(backend, t)) == 0x10040
     assert op.extent(t) == (0x10040, 32)
     assert op.array_address(GpuDlpack(0, 0x40, 8)) == 0x40  # (a NULL data pointer: the offset alone)
+
+
+# -- extent: the byte range an operand covers (compute's overlap checks) -------------------------
+
+class TorchStrided:
+    """What extent reads of a torch.Tensor: data_ptr(), element_size(), stride() (in elements), shape."""
+
+    def __init__(self, address: int, shape: tuple, stride: tuple, itemsize: int) -> None:
+        self._address, self.shape, self._stride, self._itemsize = address, shape, stride, itemsize
+
+    def data_ptr(self) -> int:
+        return self._address
+
+    def element_size(self) -> int:
+        return self._itemsize
+
+    def stride(self) -> tuple:
+        return self._stride
+
+
+def test_extent_of_each_operand_kind():
+    buf = SimpleNamespace(__pygraphrt_pointer__=0x1000, size=64)
+    assert op.extent(buf) == (0x1000, 64)
+    assert op.extent(buf, 16) == (0x1000, 16)  # a prefix
+    assert op.extent(buf, 64) == (0x1000, 64)
+    assert op.extent(0x2000, 8) == (0x2000, 8)
+    assert op.extent(0, 0) == (0, 0)
+    cai = SimpleNamespace(__cuda_array_interface__={"shape": (4, 3), "typestr": "<f4", "data": (0x3000, False),
+                                                    "strides": None, "version": 3})
+    assert op.extent(cai) == (0x3000, 48)
+    # a negative stride: the range starts below the data pointer
+    rev = SimpleNamespace(__cuda_array_interface__={"shape": (4,), "typestr": "<f8", "data": (0x4000, False),
+                                                    "strides": (-8,), "version": 3})
+    assert op.extent(rev) == (0x4000 - 24, 32)
+    both = SimpleNamespace(__cuda_array_interface__={"shape": (2, 3), "typestr": "<f4", "data": (0x4000, False),
+                                                     "strides": (-12, -4), "version": 3})
+    assert op.extent(both) == (0x4000 - 20, 24)  # both dimensions backwards
+    # columns of a row-major array: strided, the span from the lowest to the highest byte
+    col = SimpleNamespace(__cuda_array_interface__={"shape": (3, 2), "typestr": "<i4", "data": (0x5000, False),
+                                                    "strides": (40, 4), "version": 3})
+    assert op.extent(col) == (0x5000, 2 * 40 + 4 + 4)
+    assert op.extent(SimpleNamespace(__cuda_array_interface__={"shape": (0, 5), "typestr": "|u1",
+                                                               "data": (0x6000, False)})) == (0x6000, 0)
+    assert op.extent(SimpleNamespace(__cuda_array_interface__={"shape": (1,), "typestr": "|u1",
+                                                               "data": (None, False)})) == (0, 1)
+    host = np.zeros((4, 4), np.float32)[::2, 1:]  # __array_interface__, strided
+    address = host.__array_interface__["data"][0]
+    assert op.extent(host) == (address, 32 + 2 * 4 + 4)  # rows 32 bytes apart, 3 floats from the second
+    assert op.extent(TorchStrided(0x7000, (2, 3), (3, 1), 4)) == (0x7000, 24)
+    assert op.extent(TorchStrided(0x7000, (3,), (-2,), 2)) == (0x7000 - 8, 10)
+
+
+def test_extent_of_a_strided_gpu_dlpack_array():
+    t = GpuDlpack(0x10000, 0, 8)
+    t._strides = (ctypes.c_int64 * 1)(-2)  # every second float32, backwards
+    t._tensor.strides = ctypes.cast(t._strides, ctypes.POINTER(ctypes.c_int64))
+    assert op.extent(t) == (0x10000 - 7 * 8, 7 * 8 + 4)
+
+
+def test_extent_refusals():
+    unknown = object()
+    cases = [(lambda: op.extent(True), "True is not memory"),
+             (lambda: op.extent(None), "None is not memory"),
+             (lambda: op.extent(-1, 8), "negative address -1"),
+             (lambda: op.extent(0x1000), "an int address needs nbytes="),
+             (lambda: op.extent(unknown), "object has no address and size (a pygraphrt buffer, an array with "
+                                          "__cuda_array_interface__/__array_interface__, a torch tensor, a DLPack "
+                                          "array, or an int with nbytes=)"),
+             (lambda: op.extent(SimpleNamespace(__dlpack__=lambda: None)), "SimpleNamespace has no address and size "
+                                                                          "(a pygraphrt buffer, an array with "
+                                                                          "__cuda_array_interface__/__array_interface__"
+                                                                          ", a torch tensor, a DLPack array, or an "
+                                                                          "int with nbytes=)"),
+             (lambda: op.extent(SimpleNamespace(__pygraphrt_pointer__=0x10, size=8), 9),
+              "nbytes=9 exceeds the 8 bytes of the SimpleNamespace")]
+    for call, detail in cases:
+        e = refusal(call)
+        assert (e.api, e.detail) == ("extent", detail)
