@@ -343,7 +343,7 @@ class GpuDlpack:
     """A DLPack producer on a GPU (kDLCUDA): ``__dlpack__`` returns a real "dltensor" capsule over
     a DLManagedTensor made here (float32, 1-D, ``n`` elements at ``data + byte_offset``)."""
 
-    def __init__(self, data: int, byte_offset: int, n: int) -> None:
+    def __init__(self, data: int, byte_offset: int, n: int, bits: int = 32, lanes: int = 1) -> None:
         class DLManagedTensor(ctypes.Structure):
             _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int), ("device_id", ctypes.c_int),
                         ("ndim", ctypes.c_int), ("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
@@ -352,7 +352,7 @@ class GpuDlpack:
                         ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
 
         self._shape = (ctypes.c_int64 * 1)(n)
-        self._tensor = DLManagedTensor(data, 2, 0, 1, 2, 32, 1, self._shape, None, byte_offset, None, None)
+        self._tensor = DLManagedTensor(data, 2, 0, 1, 2, bits, lanes, self._shape, None, byte_offset, None, None)
 
     def __dlpack_device__(self):
         return (2, 0)
@@ -423,6 +423,8 @@ def test_extent_of_each_operand_kind():
 
 
 def test_extent_of_a_strided_gpu_dlpack_array():
+    assert op.extent(GpuDlpack(0x10000, 0, 8, bits=64)) == (0x10000, 64)  # float64
+    assert op.extent(GpuDlpack(0x10000, 0, 8, bits=8, lanes=4)) == (0x10000, 32)  # char4: lanes count
     t = GpuDlpack(0x10000, 0, 8)
     t._strides = (ctypes.c_int64 * 1)(-2)  # every second float32, backwards
     t._tensor.strides = ctypes.cast(t._strides, ctypes.POINTER(ctypes.c_int64))
@@ -443,6 +445,9 @@ def test_extent_refusals():
                                                                           "__cuda_array_interface__/__array_interface__"
                                                                           ", a torch tensor, a DLPack array, or an "
                                                                           "int with nbytes=)"),
+             (lambda: op.extent(TorchLike(0x30, True)), "TorchLike has no address and size (a pygraphrt buffer, an "
+                                                       "array with __cuda_array_interface__/__array_interface__, a "
+                                                       "torch tensor, a DLPack array, or an int with nbytes=)"),
              (lambda: op.extent(SimpleNamespace(__pygraphrt_pointer__=0x10, size=8), 9),
               "nbytes=9 exceeds the 8 bytes of the SimpleNamespace")]
     for call, detail in cases:
