@@ -396,6 +396,9 @@ def test_exec_update_cannot_move_a_kernel_node_to_another_device(sim2):
     g3 = rt.Graph()
     g3.add_kernel(k, 1, 16, (b, a, 16), device=1)
     exe.update(g3)  # the same device: the runtime's update
+    with pytest.raises(errors.GraphExecUpdateError) as e:  # (the devices recorded from g3 now)
+        exe.update(g2)
+    assert "device 1 in the executable graph and on device 0 in the new graph" in str(e.value)
 
 
 # ============================================================================ the runtime's per-device rules (sim)

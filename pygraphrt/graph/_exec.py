@@ -363,6 +363,8 @@ class GraphExec(Owned):
                               cur["width"] if count is None else count, cur["element_size"],
                               cur["height"], cur["pitch"], what="set_memset")
         b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
+        if dst is not None:  # a buffer given as an object lives while it is this node's
+            self._retain_params(h, [dst])
 
     def set_memcpy(self, node: MemcpyNode, dst: Any, src: Any, count: int) -> None:
         """Change a 1-D copy node's ``dst``, ``src`` and ``count`` in this executable graph
@@ -379,6 +381,9 @@ class GraphExec(Owned):
             kind = self.__dict__["_copy_kind"] = ops.const("MemcpyDefault")
         ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, node_handle, _ptr(b, dst), _ptr(b, src),
                  _count(count), kind)
+        # operands given as objects live while they are this node's (in place of the previous
+        # ones: an update each frame must not grow the keep list)
+        self._retain_params(node_handle, [dst, src])
 
     def set_host(self, node: HostNode, fn: Any) -> None:
         """Give host node ``node`` a new callable ``fn`` in this executable graph (the source graph
