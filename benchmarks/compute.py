@@ -107,7 +107,7 @@ class _Raw:
         self.exec_destroy = ops.fn("GraphExecDestroy")
         self.set_memcpy = ops.fn("GraphExecMemcpyNodeSetParams1D")
         self.set_kernel = ops.fn("GraphExecKernelNodeSetParams")
-        self.get_kernel = ops.fn("GraphKernelNodeGetParams")
+        self.ops = ops
         self.memcpy_default = ops.const("MemcpyDefault")
         self.kernel_params_type = f"struct {self.prefix}KernelNodeParams *"
 
@@ -133,9 +133,17 @@ class _Raw:
                 calls.append((self.set_memcpy, (exe, node.handle, self.ffi.cast("void *", w.dst.ptr),
                                                 self.ffi.cast("void *", w.src.ptr), w.count, self.memcpy_default)))
             else:
+                # The node's parameters as the runtime holds them (ops.kernel_params: the runtime's
+                # GetParams, or the driver's for library / NVRTC kernels, which the runtime's
+                # cannot describe -- cudaErrorInvalidDeviceFunction on the GPU), written into the
+                # runtime's struct that the exec setter takes, the kernel as its cudaKernel_t.
+                kp = self.ops.kernel_params(node.handle)
                 p = self.ffi.new(self.kernel_params_type)
-                if self.get_kernel(node.handle, p):
-                    raise RuntimeError("raw kernel node get params failed")
+                p.func = self.ffi.cast("void *", kp.kernel_id)
+                p.gridDim.x, p.gridDim.y, p.gridDim.z = kp.grid
+                p.blockDim.x, p.blockDim.y, p.blockDim.z = kp.block
+                p.sharedMemBytes = kp.shared_mem_bytes
+                p.kernelParams = self.ffi.cast("void **", kp.argv)
                 calls.append((self.set_kernel, (exe, node.handle, p)))
         return calls
 

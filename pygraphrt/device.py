@@ -530,6 +530,9 @@ class Stream(Owned):
         (``cudaLaunchHostFunc_v2`` with ``cudaHostTaskSpinWait``, CUDA >= 13.2): less
         latency for short host steps, a busy CPU core meanwhile.
         """
+        if type(spin_wait) is not bool:  # (before any runtime is asked whether it has the _v2 call)
+            raise errors.InvalidValue("Stream.launch_host_func", detail=f"spin_wait must be True or False, "
+                                                                        f"got {spin_wait!r}")
         b = self._backend
         payload = HostPayload(b, fn, self._own_sink)
         # Held until it has run, whatever becomes of this stream (closed, collected) meanwhile;

@@ -246,3 +246,25 @@ def test_a_pool_bound_past_the_devices_memory_is_refused(objs):
                 rt.MemPool(max_size=too_big)
         with pytest.raises(errors.InvalidValue):
             rt.MemPool(max_size=1 << 64)
+
+
+def test_launch_host_func_spin_wait_takes_a_bool_before_the_runtime_is_asked():
+    """``spin_wait=-1`` is refused as a value (InvalidValue naming the call) on every runtime,
+    before pygraphrt asks whether the runtime has cudaLaunchHostFunc_v2 (CUDA 13.0 lacks it: the
+    GPU's API fuzz saw NotSupported there where the value was what was wrong)."""
+    import pygraphrt as rt
+    from pygraphrt import errors
+
+    from .backends import selected
+
+    with selected("sim"):
+        s = rt.Stream()
+        for bad in (-1, 1, "yes", None):
+            with pytest.raises(errors.InvalidValue) as e:
+                s.launch_host_func(lambda: None, spin_wait=bad)
+            assert e.value.api == "Stream.launch_host_func" and "spin_wait" in str(e.value)
+        ran = []
+        s.launch_host_func(lambda: ran.append(1), spin_wait=True)
+        s.synchronize()
+        assert ran == [1]
+        s.close()

@@ -4,6 +4,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.stats import Figure, chart, interleaved, ratio, table, time_per_item, to_json
 
 from .test_launch_hot import stub_cudart  # noqa: F401  (a fixture: benchmarks/stub_cudart.c, built)
@@ -439,7 +441,8 @@ def test_torch_group_skips_without_torch_saying_why(tmp_path, capsys, monkeypatc
     assert "torch group skipped" in capsys.readouterr().out and not list(tmp_path.iterdir())
 
 
-def test_the_launch_group_measures_the_floor_beside_pygraphrt_on_the_stub(stub_cudart, tmp_path):
+@pytest.mark.headers  # (the stub is built from the pinned headers)
+def test_the_launch_group_measures_the_floor_beside_pygraphrt_on_the_stub(stub_cudart, tmp_path):  # noqa: F811
     """The launch group's ABI-mode child (benchmarks.run --child-mode abi --quick) on the
     do-nothing libcudart of benchmarks/: the floor contender's figures come out beside pygraphrt's
     add_empty, add_memset and (a wrapped fake kernel) add_kernel, and the F ratios from them."""

@@ -28,6 +28,7 @@ from pygraphrt._vendors import CudaVendor, HipVendor
 from pygraphrt.compute import ComputeGraph, VarManager
 
 from .backends import simulator
+from .test_launch_hot import stub_cudart  # noqa: F401  (a fixture: benchmarks/stub_cudart.c, built)
 from .conftest import require_devices
 
 REPO = Path(__file__).resolve().parent.parent
@@ -267,17 +268,7 @@ STUB_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.fixture(scope="module")
-def stub_cudart(tmp_path_factory):
-    pytest.importorskip("bindgen.headersets")
-    try:
-        from benchmarks.breakdown import build_stub
-
-        return build_stub(tmp_path_factory.mktemp("stub"))
-    except Exception as exc:  # no headers, no compiler
-        pytest.skip(f"cannot build benchmarks/stub_cudart.c: {exc}")
-
-
+@pytest.mark.headers  # (the stub is built from the pinned headers; a failed build fails the test)
 @pytest.mark.parametrize("mode, first, reset", [("0", "1 1", "0 0"), ("1", "1 1", "0 0")])
 def test_compiled_launch_paths_hand_calls_to_python_once_several_devices_are_in_use(stub_cudart, tmp_path, mode,
                                                                                      first, reset):
@@ -480,6 +471,7 @@ DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.headers
 @pytest.mark.parametrize("mode, placed", [("0", "6"), ("1", "0")])
 def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_cudart, tmp_path, mode, placed):
     """On a one-device runtime ``device=0`` is the current device: the C add_memset and

@@ -1480,7 +1480,8 @@ GPU_ONLY = {
     "test_kernels.py::test_attributes_and_occupancy_agree_with_cuda_bindings": "cuda.bindings on the GPU",
 }
 GPU_ONLY_FILES = {"test_extsem.py": "a Vulkan driver", "test_device_launch.py": "device code and its linker",
-                  "test_sim_differential.py": "compares the real CUDA runtime with the simulator"}
+                  "test_sim_differential.py": "compares the real CUDA runtime with the simulator",
+                  "test_torch.py": "torch's own CUDA graphs (torch.cuda.CUDAGraph) on a real GPU"}
 
 
 def test_gpu_tests_pass_on_the_simulator():

@@ -147,6 +147,8 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
             keep(kw["dst"])
     elif node_type is NodeType.HOST:
         keep(host_fields(b, p.host, kw["fn"], sink))
+        if type(kw.get("spin_wait", False)) is not bool:  # (a value, refused before the versions are)
+            raise errors.InvalidValue("add_node", detail=f"spin_wait must be True or False, got {kw['spin_wait']!r}")
         if kw.get("spin_wait"):
             # syncMode of the V2 host params came with cudaLaunchHostFunc_v2 (CUDA 13.2); an
             # older runtime would silently ignore it, so it is refused there, with the versions.

@@ -72,12 +72,15 @@ class MemorySection(RuntimeBase):
     def cudaMemsetAsync(self, dst: Any, value: int, count: int, stream: Any) -> None:
         st = self._stream(stream)
         p = MemsetP(addr(dst), count, value & 0xFF, 1, count, 1)
-        if st.capture is None and st.device != self.cur_device:
-            # CUDA 13.0 on two H200s refuses an eager memset on a stream of another device than
-            # the current one (a captured one is taken): the 2-device differential test,
+        if st.capture is None and count:
+            # CUDA 13.0 on two H200s refuses an eager memset of another device's memory on a
+            # stream whose device has no peer access to it, whichever device is current (a
+            # captured one is taken; with access it runs): the 2-device differential test,
             # regression gpu-2dev-eager-memset-on-another-devices-stream
-            raise SimError("InvalidValue", f"cudaMemsetAsync on a stream of device {st.device} while device "
-                                           f"{self.cur_device} is current")
+            block = self.memory.find(p.dst) if self.memory.is_device(p.dst) else None
+            if block is not None and block.device != st.device and not self._reaches(st.device, block):
+                raise SimError("InvalidValue", f"cudaMemsetAsync on a stream of device {st.device} of memory of "
+                                               f"device {block.device}, which device {st.device} has no access to")
         if count:  # a zero-byte memset returns before the capture is looked at, as a copy does
             self._refuse_if_invalidated(st, "cudaMemsetAsync")
         # CUDA checks that an eager memset stays inside its allocation, not a captured one
