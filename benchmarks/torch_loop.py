@@ -118,6 +118,7 @@ def measure(quick: bool) -> tuple[dict[str, Figure], str]:
     for name, fn in (("(a) WHILE node, one launch", device_loop),
                      ("(b) cap.replay per step, host reads stop flag", host_loop(replay)),
                      ("(c) eager torch per step, host reads stop flag", host_loop(dec.step))):
+        dec.reset()  # (the step writes seq[pos]: a run must start from pos 0, not where the last one stopped)
         fn()  # warm
         figs[name] = Figure(GROUP, name, timed(trials, steps, fn, dec.reset), note=f"{steps} iterations")
     # the device loop must have run every iteration (checked, not assumed)

@@ -153,6 +153,7 @@ class TorchCapture:
         self.torch_graph: Any = None
         self.graph: Graph | None = None
         self._stream_ctx: Any = None
+        self._pool_id: Any = None
         self._operands: _Operands | None = None
 
     @property
@@ -172,10 +173,13 @@ class TorchCapture:
         # As torch.cuda.graph does: the capture starts from a quiet device and a trimmed cache.
         torch.cuda.synchronize(self._device)
         torch.cuda.empty_cache()
+        # The pool's id is ours to know: after a capture_end that failed, torch's g.pool() refuses
+        # ("without a preceding successful capture") and the allocator's routing to it is ended here.
+        self._pool_id = torch.cuda.graph_pool_handle() if self._pool is None else self._pool
         self._stream_ctx = torch.cuda.stream(self._ext)
         self._stream_ctx.__enter__()
         try:
-            g.capture_begin(pool=self._pool, capture_error_mode=self._mode)
+            g.capture_begin(pool=self._pool_id, capture_error_mode=self._mode)
         except BaseException:
             self._stream_ctx.__exit__(*sys.exc_info())
             raise
@@ -219,10 +223,18 @@ class TorchCapture:
                 notes.append(f"torch's capture_end then failed too: {end_err}")
                 end_failed = True
         if end_failed:
-            try:  # torch may have raised before telling its allocator the capture ended
-                torch._C._cuda_endAllocateToPool(self._device, g.pool())
+            # torch's capture_end raises at cudaStreamEndCapture (an invalidated capture) before it
+            # ends the allocator's routing to the pool, and its reset() releases the pool (the
+            # reference capture_begin took) only after a capture that ended: both are done here.
+            pool_id = getattr(self._pool_id, "id", self._pool_id)  # (a torch.cuda.MemPool: its id)
+            try:
+                torch._C._cuda_endAllocateToPool(self._device, pool_id)
             except Exception:
-                pass  # (it had: nothing left to end)
+                pass  # (capture_end failed after ending it, at "Invalid capture": torch refuses a second end)
+            try:
+                torch._C._cuda_releasePool(self._device, pool_id)
+            except Exception as rel_err:
+                notes.append(f"releasing the capture's memory pool failed: {rel_err}")
         try:
             if self.stream.capture_status is not CaptureStatus.NONE:  # still capturing: end it, drop the graph
                 b = self.stream._backend
@@ -232,6 +244,11 @@ class TorchCapture:
                     b.ops.fn("GraphDestroy")(out[0])
         except Exception as end_err:
             notes.append(f"ending the stream's capture failed: {end_err}")
+        if end_failed:
+            try:
+                self._end_generators_capture()
+            except Exception as gen_err:
+                notes.append(f"taking torch's generators out of capture mode failed: {gen_err}")
         try:
             g.reset()  # (torch frees what the capture held in its pool)
         except Exception:
@@ -239,6 +256,39 @@ class TorchCapture:
         for note in notes:
             if hasattr(exc, "add_note"):
                 exc.add_note(note)
+
+    def _end_generators_capture(self) -> None:
+        """Take the registered generators out of capture mode after a capture torch could not end.
+
+        torch's ``capture_begin`` puts each registered generator in capture mode
+        (``capture_prologue``) and only a ``capture_end`` that gets past ``cudaStreamEndCapture``
+        takes it out (``capture_epilogue``); left in it, every later eager random op raises "Offset
+        increment outside graph capture encountered unexpectedly".  torch exposes no call for the
+        epilogue alone, so a capture of nothing with the same generators registered runs prologue
+        and epilogue once more: their seed and offset are left as they were, capture mode off.
+        It runs on a stream made for it: torch's ``reset()`` of a captured graph drops the cuBLAS
+        workspaces of its capture stream, which graphs captured earlier on the user's stream use.
+        """
+        import warnings
+
+        from .device import Device
+
+        torch = self._torch
+        torch.cuda.synchronize(self._device)  # (the prologue refills the generators' device-side seed/offset)
+        with Device(self._device):
+            side = Stream()
+        try:
+            empty = torch.cuda.CUDAGraph(keep_graph=True)  # (kept: nothing to instantiate)
+            for gen in self.generators[1:]:
+                empty.register_generator_state(gen)
+            with torch.cuda.stream(torch.cuda.ExternalStream(int(side), device=self._device)):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # torch warns that the graph is empty: it is meant to be
+                    empty.capture_begin(capture_error_mode="relaxed")
+                    empty.capture_end()
+                empty.reset()
+        finally:
+            side.close()
 
     # -- conditional nodes at the capture's current point (as Capture's) --------------------------
     def _capturing_graph(self, api: str) -> Any:

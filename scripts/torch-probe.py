@@ -106,6 +106,8 @@ def main() -> int:
 
         g = G(keep_graph=True)
         x = torch.randn(64, 64, device="cuda")
+        torch.mm(x, x)  # (cuBLAS makes its handle on first use: cublasCreate inside a capture fails, NOT_INITIALIZED)
+        torch.cuda.synchronize()
         with torch.cuda.graph(g):
             y = torch.nn.functional.dropout(x @ x, 0.1).sum()
         w = rt.Graph.wrap(g)

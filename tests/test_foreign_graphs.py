@@ -15,12 +15,13 @@ import sys
 import warnings
 import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 import pygraphrt as rt
 from pygraphrt import errors
-from pygraphrt.enums import NodeType
+from pygraphrt.enums import CaptureStatus, NodeType
 from pygraphrt.graph._foreign import RandomDraws
 
 from .backends import selected
@@ -396,3 +397,150 @@ def test_capture_and_warmup_refuse_bad_arguments_before_touching_the_device():
         pt.capture(rt.Stream.legacy_default())
     with pytest.raises(errors.InvalidValue, match="positive int"):
         pt.warmup(lambda: None, s, n=0)
+
+
+# -- pygraphrt.torch's unwind of a capture torch cannot end, against a stand-in for torch ---------
+class StandInGenerator:
+    """A CUDA generator's capture mode: CUDAGeneratorState::increase raises "Offset increment
+    outside graph capture encountered unexpectedly" for an eager draw while ``capturing_``."""
+
+    def __init__(self) -> None:
+        self.capturing = False
+        self.offset = 0
+
+    def get_offset(self) -> int:
+        return self.offset
+
+    def draw(self) -> None:
+        if self.capturing:
+            raise RuntimeError("Offset increment outside graph capture encountered unexpectedly.")
+        self.offset += 4
+
+
+class StandInTorch:
+    """What pygraphrt.torch drives of torch, modelled on torch 2.11's CUDAGraph.cpp where the
+    unwind depends on it: ``capture_begin`` puts the default and the registered generators in
+    capture mode (capture_prologue) and routes the allocator to the pool (taking a reference);
+    ``capture_end`` raises at a failed ``cudaStreamEndCapture`` (AT_CUDA_CHECK) before it ends the
+    routing and the capture mode; ``pool()`` refuses before a capture ended; ``reset()`` releases
+    the pool only after one.  Streams are the simulator's, by handle."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.default = StandInGenerator()
+        self.routing: set = set()
+        self.pool_refs: dict = {}
+        self.current: list[int] = []
+        self.graphs: list = []
+        self._ids = iter(range(1, 1 << 30))
+        torch = self
+
+        class CUDAGraph:
+            def __init__(self, keep_graph: bool = False) -> None:
+                self.states: list = []
+                self.ended = False
+                self.pool_id = self.stream = self.graph = None
+                torch.graphs.append(self)
+
+            def register_generator_state(self, gen) -> None:
+                self.states.append(gen)
+
+            def capture_begin(self, pool=None, capture_error_mode: str = "global") -> None:
+                for gen in (torch.default, *self.states):
+                    gen.capturing = True
+                self.stream = torch.current[-1]
+                self.pool_id = pool if pool is not None else (next(torch._ids), 0)
+                torch.routing.add(self.pool_id)
+                torch.pool_refs[self.pool_id] = torch.pool_refs.get(self.pool_id, 0) + 1
+                mode = {"global": "Global", "thread_local": "ThreadLocal", "relaxed": "Relaxed"}[capture_error_mode]
+                rc = torch.fn("StreamBeginCapture")(torch.stream(self.stream), torch.const(f"StreamCaptureMode{mode}"))
+                assert rc == 0, rc
+
+            def capture_end(self) -> None:
+                out = torch.backend.ffi.new(f"{torch.backend.ops.prefix}Graph_t *")
+                rc = torch.fn("StreamEndCapture")(torch.stream(self.stream), out)
+                if rc:
+                    raise RuntimeError(f"CUDA error {rc} (cudaStreamEndCapture)")
+                torch.routing.discard(self.pool_id)
+                for gen in (torch.default, *self.states):
+                    gen.capturing = False
+                self.graph, self.ended = out[0], True
+
+            def pool(self):
+                if not self.ended:
+                    raise RuntimeError("Called CUDAGraph::pool() without a preceding successful capture.")
+                return self.pool_id
+
+            def raw_cuda_graph(self) -> int:
+                if not self.ended:
+                    raise RuntimeError("You cannot access the raw cudaGraph_t instance until capture_end()")
+                return int(torch.backend.ffi.cast("uintptr_t", self.graph))
+
+            def reset(self) -> None:
+                if self.ended:
+                    torch.pool_refs[self.pool_id] -= 1
+                    torch.fn("GraphDestroy")(self.graph)
+                    self.ended = False
+
+        class StreamContext:
+            def __init__(self, handle: int) -> None:
+                self.handle = handle
+
+            def __enter__(self) -> None:
+                torch.current.append(self.handle)
+
+            def __exit__(self, *exc) -> None:
+                torch.current.pop()
+
+        def end_allocate_to_pool(device: int, pool) -> None:
+            if pool not in torch.routing:
+                raise RuntimeError("endAllocatePool: not currently recording to mempool_id")
+            torch.routing.discard(pool)
+
+        def release_pool(device: int, pool) -> None:
+            torch.pool_refs[pool] -= 1
+
+        self.cuda = SimpleNamespace(
+            default_generators=[self.default], CUDAGraph=CUDAGraph, stream=StreamContext,
+            ExternalStream=lambda handle, device=None: int(handle), synchronize=lambda device=None: None,
+            empty_cache=lambda: None, graph_pool_handle=lambda: (0, next(self._ids)))
+        self._C = SimpleNamespace(_cuda_endAllocateToPool=end_allocate_to_pool, _cuda_releasePool=release_pool)
+
+    def fn(self, name: str):
+        return self.backend.ops.fn(name)
+
+    def const(self, name: str):
+        return self.backend.ops.const(name)
+
+    def stream(self, handle: int):
+        return self.backend.ffi.cast(f"{self.backend.ops.prefix}Stream_t", handle)
+
+
+def test_a_capture_torch_cannot_end_leaves_generators_allocator_and_stream_as_before(monkeypatch):
+    """The GPU failure this holds (H200, torch 2.11): after a capture invalidated by a sync, eager
+    torch.randn raised "Offset increment outside graph capture encountered unexpectedly"."""
+    import pygraphrt.torch as pt
+
+    s = rt.Stream()
+    torch = StandInTorch(s._backend)
+    monkeypatch.setattr(pt, "load_torch", lambda what="": torch)
+    mine = StandInGenerator()
+    with pytest.raises(errors.StreamCaptureUnsupported) as info:
+        with pt.capture(s, generators=[mine]):
+            s.synchronize()  # (as .item() does on the GPU: the capture is invalidated)
+    failed = torch.graphs[0]
+    assert s.capture_status is CaptureStatus.NONE
+    assert any("capture_end then failed too" in note for note in info.value.__notes__)
+    # the generators left capture mode: eager draws work
+    assert not torch.default.capturing and not mine.capturing
+    torch.default.draw()
+    mine.draw()
+    # the allocator routes nothing to the pool any more, and its reference was released
+    assert torch.routing == set() and torch.pool_refs[failed.pool_id] == 0
+    # (the empty capture that ended the generators' capture mode ran on a stream of its own)
+    assert len(torch.graphs) == 2 and torch.graphs[1].stream != int(s) and not torch.graphs[1].ended
+    # and a capture on the stream works again
+    buf = rt.malloc(64)
+    with pt.capture(s) as cap:
+        s.memset(buf, 3, 64)
+    assert [n.type for n in cap.graph.nodes()] == [NodeType.MEMSET] and not torch.default.capturing

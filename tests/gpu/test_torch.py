@@ -12,6 +12,7 @@ version (CUDA 13 with torch's cu13x wheels) for the child and body graphs to run
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -96,7 +97,12 @@ def test_training_step_replayed_20_times_matches_eager(stream):
     ref_model = make_mlp(0)
     ref_model.load_state_dict(model.state_dict())
     ref_opt = torch.optim.Adam(ref_model.parameters(), lr=1e-2, capturable=True)
-    ref_opt.load_state_dict(opt.state_dict())
+    # (a deep copy: load_state_dict copies the dict shallowly and .to() of a tensor already on the
+    # device returns it, so ref_opt's exp_avg, exp_avg_sq and step would be opt's own tensors, which
+    # the 20 replays below advance before the eager steps start)
+    ref_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    assert all(ref_opt.state[q]["exp_avg"].data_ptr() != opt.state[p]["exp_avg"].data_ptr()
+               for p, q in zip(model.parameters(), ref_model.parameters()))
 
     opt.zero_grad(set_to_none=True)
     with pt.capture(stream, optimizers=[opt]) as cap:
@@ -182,6 +188,8 @@ def test_a_conditional_node_at_the_capture_point_between_torch_work(stream):
 
 # -- the random-number rule ----------------------------------------------------------------------
 def dropout_capture(stream, gen=None):
+    """The graph reads ``ones`` by address: the caller keeps it (returned) as long as the graph
+    runs; freed, its block goes to the next tensor of its size (the tests' ``out.clone()``)."""
     ones = torch.ones(4096, device="cuda")
     out = torch.empty_like(ones)
     gens = [gen] if gen is not None else []
@@ -190,11 +198,11 @@ def dropout_capture(stream, gen=None):
             out.copy_(F.dropout(ones, 0.5))
         else:
             out.copy_(torch.bernoulli(torch.full_like(ones, 0.5), generator=gen))
-    return cap, out
+    return cap, out, ones
 
 
 def test_replay_draws_fresh_numbers_and_every_other_launch_path_is_refused(stream):
-    cap, out = dropout_capture(stream)
+    cap, out, _inp = dropout_capture(stream)
     assert cap.uses_rng is None  # not measured yet: treated as drawing
     with pytest.raises(errors.FixedRandomness, match="cannot tell"):
         rt.Graph().add_child_graph(cap.graph)
@@ -225,7 +233,7 @@ def test_replay_draws_fresh_numbers_and_every_other_launch_path_is_refused(strea
 def test_allow_fixed_rng_launches_repeat_the_same_draws(stream):
     """What the refusal protects against, shown: launched through pygraphrt (its executable, or as a
     child node) the torch graph draws the same mask every time."""
-    cap, out = dropout_capture(stream)
+    cap, out, _inp = dropout_capture(stream)
     cap.replay(stream)
     stream.synchronize()
     with pytest.warns(errors.FixedRandomnessWarning):
@@ -235,6 +243,7 @@ def test_allow_fixed_rng_launches_repeat_the_same_draws(stream):
         exe.launch(stream)
         stream.synchronize()
         seen.append(out.clone())
+    assert all(set(t.unique().tolist()) <= {0.0, 2.0} for t in seen)  # dropout of ones, scaled by 1/(1-p)
     assert torch.equal(seen[0], seen[1]) and torch.equal(seen[1], seen[2])
     parent = rt.Graph()
     with pytest.warns(errors.FixedRandomnessWarning):
@@ -251,7 +260,7 @@ def test_allow_fixed_rng_launches_repeat_the_same_draws(stream):
 def test_a_user_generator_passed_in_generators_draws_fresh_numbers(stream):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(7)
-    cap, out = dropout_capture(stream, gen)
+    cap, out, _inp = dropout_capture(stream, gen)
     cap.replay(stream)
     stream.synchronize()
     first = out.clone()
