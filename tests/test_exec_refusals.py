@@ -194,10 +194,25 @@ def test_set_memset_changes_only_what_is_given(stream, bufs):
     exe.set_memset(m, dst=b, value=2, count=8)
     run(exe, stream)
     assert a.to_bytes(N) == bytes(N) and b.to_bytes(N) == b"\x02" * 8 + bytes(N - 8)
-    # (what is not given comes from the source graph's node, which is unchanged)
+    # what is not given stays as the executable graph has it: b, 8 bytes -- not the source
+    # graph's node, which is unchanged
+    b.copy_from(bytes(N))
+    exe.set_memset(m, value=3)
+    run(exe, stream)
+    assert a.to_bytes(N) == bytes(N) and b.to_bytes(N) == b"\x03" * 8 + bytes(N - 8)
     assert (m.params["dst"], m.params["value"], m.params["width"]) == (int(a), 1, N)
     e = refusal(lambda: exe.set_memset(m, value=256), errors.InvalidValue)
     assert (e.api, e.detail) == ("set_memset", "value 256 does not fit 1 byte(s)")
+    exe.set_memset(m, value=4)  # a refused call changed nothing the next one builds on
+    run(exe, stream)
+    assert a.to_bytes(N) == bytes(N) and b.to_bytes(N) == b"\x04" * 8 + bytes(N - 8)
+    # update() from a graph puts that graph's parameters in: the source graph's node fills in again
+    g2 = rt.Graph()
+    g2.add_memset(a, 5, N)
+    exe.update(g2)
+    exe.set_memset(m, count=4)
+    run(exe, stream)
+    assert a.to_bytes(N) == b"\x01" * 4 + bytes(N - 4)
 
 
 def test_set_memset_keeps_a_two_dimensional_nodes_pitch(stream, bufs):
@@ -294,9 +309,10 @@ def test_set_kernel_launch_dims_and_params_keep_what_is_not_given(stream):
         exe.set_kernel_params(k, block=16, shared_mem=0)
         run(exe, stream)
         exe.synchronize()
-        # each call changes what it is given; the rest comes from the source graph's node
-        assert seen == [((2, 1, 1), (32, 1, 1), 16), ((3, 1, 1), (32, 1, 1), 16), ((2, 1, 1), (64, 1, 1), 16),
-                        ((2, 1, 1), (32, 1, 1), 8), ((4, 1, 1), (32, 1, 1), 16), ((2, 1, 1), (16, 1, 1), 0)]
+        # each call changes what it is given; the rest stays as the earlier calls set it in the
+        # executable graph (the source graph's node is unchanged)
+        assert seen == [((2, 1, 1), (32, 1, 1), 16), ((3, 1, 1), (32, 1, 1), 16), ((3, 1, 1), (64, 1, 1), 16),
+                        ((3, 1, 1), (64, 1, 1), 8), ((4, 1, 1), (64, 1, 1), 8), ((4, 1, 1), (16, 1, 1), 0)]
     finally:
         buf.close()
         sim.unregister_kernel("exec_refusals_k")
@@ -394,7 +410,8 @@ def test_set_kernel_params_changes_the_kernel_and_keeps_the_new_arguments(stream
         assert ref() is not None, "the executable graph let the new argument's buffer go"
         run(exe, stream)
         exe.synchronize()
-        assert [(name, int(y)) for name, y in ran] == [("b", int(first)), ("a", address)]
+        # the kernel stays kb (set before, not given now): what is not given stays as it is
+        assert [(name, int(y)) for name, y in ran] == [("b", int(first)), ("b", address)]
         first.close()
     finally:
         sim.unregister_kernel("exec_refusals_a")

@@ -309,6 +309,8 @@ class GraphExec(Owned):
         if rc == 0 and result is UpdateResult.SUCCESS:
             self._retain(graph._keep, graph._sink, True)
             self._kernel_devices = devices
+            # the nodes now hold ``graph``'s parameters: what the setters set before is gone
+            self.__dict__.pop("_set_values", None)
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:
@@ -353,16 +355,22 @@ class GraphExec(Owned):
 
     def set_memset(self, node: MemsetNode, *, dst: Any = None, value: int | None = None,
                    count: int | None = None) -> None:
-        """Change a memset node's parameters in this executable graph only."""
+        """Change a memset node's parameters in this executable graph only; what is not given
+        stays as this executable graph has it (as set by earlier calls, else the source graph's
+        node -- after :meth:`update`, the node of the graph it was updated from is not known to
+        pygraphrt, and the source graph's node fills in again)."""
         h = self._node(node, MemsetNode)
         b = self._backend
-        cur = node.params
+        values = self.__dict__.setdefault("_set_values", {})
+        cur = values.get(h) or node.params
+        now = {"dst": cur["dst"] if dst is None else dst, "value": cur["value"] if value is None else value,
+               "width": cur["width"] if count is None else count, "element_size": cur["element_size"],
+               "height": cur["height"], "pitch": cur["pitch"]}
         p = b.ffi.new(f"{b.ops.memset_params_type} *")
-        _params.memset_fields(b, p, cur["dst"] if dst is None else dst,
-                              cur["value"] if value is None else value,
-                              cur["width"] if count is None else count, cur["element_size"],
-                              cur["height"], cur["pitch"], what="set_memset")
+        _params.memset_fields(b, p, now["dst"], now["value"], now["width"], now["element_size"],
+                              now["height"], now["pitch"], what="set_memset")
         b.ops.call("GraphExecMemsetNodeSetParams", self.handle, h, p)
+        values[h] = now
         if dst is not None:  # a buffer given as an object lives while it is this node's
             self._retain_params(h, [dst])
 
@@ -471,8 +479,17 @@ class GraphExec(Owned):
         h = self._node(node, KernelNode)
         ops = self._backend.ops
         k = ops.kernel_params(h)
+        values = self.__dict__.setdefault("_set_values", {})
+        before = values.get(h)
+        if before is not None:  # what earlier calls set in this executable graph, not the source's
+            from ..kernels._library import as_dims
+
+            k.grid = as_dims(before["grid"], "grid") if "grid" in before else k.grid
+            k.block = as_dims(before["block"], "block") if "block" in before else k.block
+            k.shared_mem_bytes = before.get("shared_mem", k.shared_mem_bytes)
         _apply_dims(k, grid, block, shared_mem_bytes)
         ops.set_kernel_dims(h, k, exec_=self.handle)
+        values[h] = {**(before or {}), "grid": k.grid, "block": k.block, "shared_mem": k.shared_mem_bytes}
 
 
     def set_kernel_params(self, node: KernelNode, *, kernel: Any = None, args: Any = None,
@@ -494,6 +511,22 @@ class GraphExec(Owned):
             from . import _kernel as module
 
             _kernel = module
+        values = self.__dict__.get("_set_values")
+        if values is None:
+            values = self.__dict__["_set_values"] = {}
+        before = values.get(node_handle)
+        if before is not None and (kernel is None or args is None or grid is None or block is None
+                                   or shared_mem is None):
+            # what is not given stays as earlier calls set it in this executable graph (the source
+            # graph's node knows nothing of them)
+            kernel = before.get("kernel") if kernel is None else kernel
+            args = before.get("args") if args is None else args
+            grid = before.get("grid") if grid is None else grid
+            block = before.get("block") if block is None else block
+            shared_mem = before.get("shared_mem") if shared_mem is None else shared_mem
+        # (recorded once the call below has succeeded)
+        given = {k: v for k, v in (("kernel", kernel), ("args", args), ("grid", grid), ("block", block),
+                                   ("shared_mem", shared_mem)) if v is not None}
         if (kernel is not None and args is not None and grid is not None and block is not None
                 and shared_mem is not None
                 and _kernel.set_in_exec_reusing_scratch(self, node_handle, kernel, grid, block, shared_mem, args)):
@@ -504,12 +537,14 @@ class GraphExec(Owned):
             slot = self._params_slot.get(node_handle)
             if slot is not None:
                 self._params_kept[slot] = None
+            values[node_handle] = given
             return
         kept: list[Any] = []
         k = _kernel.update(node, self.handle, kept, kernel, grid, block, args, shared_mem)
         if k is not None:
             self._retain_kernel(k)
         self._retain_params(node_handle, kept)
+        values[node_handle] = {**(before or {}), **given}
 
 
 __all__ = ["GraphExec"]

@@ -248,6 +248,21 @@ class RuntimeBase:
             out += [c for c in self.captures if not c.ended and c.thread != me and c.mode == GLOBAL]
         return out
 
+    def _reaches(self, device: int, block: Any) -> bool:
+        """Whether work on ``device`` (a kernel; an eager memset) may touch ``block`` (an allocation
+        of another device) -- shared by the kernels' and the memory section's checks:
+        cudaMalloc memory through peer access (cudaDeviceEnablePeerAccess, per context), pool
+        memory through the pool's access (cudaMemPoolSetAccess; peer access does not reach it),
+        graph memory through its allocation node's access descriptors."""
+        if not self.peer_capable:
+            return False
+        none = enum("enum cudaMemAccessFlags")["cudaMemAccessFlagsProtNone"]
+        if block.kind == "graph":
+            return bool(block.access.get(device, none) != none)
+        if block.kind == "async":
+            return block.pool is not None and self.pool_access.get((block.pool.handle, device), none) != none
+        return (device, block.device) in self.peer_pairs
+
     def _unsafe(self, what: str, device: int | None = None) -> None:
         """A potentially unsafe call (synchronous allocation, copy, synchronization or query).
         ``device``: a call that concerns one device only (cudaDeviceSynchronize), which only

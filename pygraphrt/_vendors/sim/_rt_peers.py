@@ -143,20 +143,6 @@ class PeerSection(RuntimeBase):
             out[0] = self.pool_access.get((p.handle, d), ACCESS["cudaMemAccessFlagsProtNone"])
 
     # -- kernels touching memory -------------------------------------------------------------
-    def _reaches(self, device: int, block: Any) -> bool:
-        """Whether a kernel on ``device`` may touch ``block`` (an allocation of another device):
-        cudaMalloc memory through peer access (cudaDeviceEnablePeerAccess, per context), pool
-        memory through the pool's access (cudaMemPoolSetAccess; peer access does not reach it),
-        graph memory through its allocation node's access descriptors."""
-        if not self.peer_capable:
-            return False
-        none = ACCESS["cudaMemAccessFlagsProtNone"]
-        if block.kind == "graph":
-            return bool(block.access.get(device, none) != none)
-        if block.kind == "async":
-            return block.pool is not None and self.pool_access.get((block.pool.handle, device), none) != none
-        return (device, block.device) in self.peer_pairs
-
     def _kernel_reach(self, device: int, address: int, what: str) -> None:
         """A kernel on ``device`` touches ``address``: another device's memory without access is an
         illegal-address fault on a GPU (the context is lost): undefined here, and the launch fails."""
