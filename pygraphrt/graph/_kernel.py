@@ -287,6 +287,45 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     return hot  # type: ignore[no-any-return]
 
 
+def _filled_scratch(graph: "Graph", k: Kernel, values: Any, grid: Any, block: Any, smem: Any) -> Any:
+    """A reusable scratch of ``k`` (:func:`_new_node_scratch`) with ``values`` packed into its
+    argument buffer and the launch dimensions in its parameter struct, or None where a value
+    does not pack (nothing written; the caller takes the general path, which says why).  The
+    caller returns the scratch to ``k._node_scratch`` after its runtime call."""
+    # Launch dimensions given as plain ints are their own key: the struct holds them already
+    # when they equal the last node's, and nothing is converted or written.
+    key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None
+    pool = k._node_scratch
+    scratch = pool.pop() if pool else _new_node_scratch(graph, k)
+    try:
+        scratch[4] = None  # (the values build_adder's function packed last are gone)
+        k._signature._struct.pack_into(scratch[0], 0, *values)  # type: ignore[union-attr]
+    except (struct.error, OverflowError):
+        pool.append(scratch)
+        return None
+    except BaseException:
+        pool.append(scratch)
+        raise
+    try:
+        p = scratch[1]
+        func = k.handle  # raises once the kernel's library is unloaded
+        if key is None or scratch[3] != key:
+            # Written only when they change (a cffi field write costs about as much as the
+            # runtime's call): nodes of one kernel and shape, the common case, write none.
+            g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
+            scratch[3] = None  # (until every field is written: a write may raise)
+            p.func = func
+            grid_dim, block_dim = p.gridDim, p.blockDim
+            grid_dim.x, grid_dim.y, grid_dim.z = g
+            block_dim.x, block_dim.y, block_dim.z = b
+            p.sharedMemBytes = smem
+            scratch[3] = key
+    except BaseException:
+        pool.append(scratch)
+        raise
+    return scratch
+
+
 def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem: Any, args: Any,
                          dependencies: Iterable[Any] | None, edges: Sequence[EdgeData] | None) -> KernelNode | None:
     """The node made from a reusable parameter struct and argument buffer of ``k`` (the
@@ -302,33 +341,13 @@ def _add_reusing_scratch(graph: "Graph", k: Kernel, grid: Any, block: Any, smem:
     if fast is None:
         return None
     values, pointers = fast
-    # Launch dimensions given as plain ints are their own key: the struct holds them already
-    # when they equal the last node's, and nothing is converted or written.
-    key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None
-    pool = k._node_scratch
-    scratch = pool.pop() if pool else _new_node_scratch(graph, k)
+    scratch = _filled_scratch(graph, k, values, grid, block, smem)
+    if scratch is None:
+        return None
     try:
-        try:
-            scratch[4] = None  # (the values build_adder's function packed last are gone)
-            sig._struct.pack_into(scratch[0], 0, *values)
-        except (struct.error, OverflowError):
-            return None
-        p = scratch[1]
-        func = k.handle  # raises once the kernel's library is unloaded
-        if key is None or scratch[3] != key:
-            # Written only when they change (a cffi field write costs about as much as the
-            # runtime's call): nodes of one kernel and shape, the common case, write none.
-            g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
-            scratch[3] = None  # (until every field is written: a write may raise)
-            p.func = func
-            grid_dim, block_dim = p.gridDim, p.blockDim
-            grid_dim.x, grid_dim.y, grid_dim.z = g
-            block_dim.x, block_dim.y, block_dim.z = b
-            p.sharedMemBytes = smem
-            scratch[3] = key
-        node = graph._add("GraphAddKernelNode", dependencies, edges, p, cls=KernelNode)
+        node = graph._add("GraphAddKernelNode", dependencies, edges, scratch[1], cls=KernelNode)
     finally:
-        pool.append(scratch)  # one per concurrent caller (list pop/append are atomic)
+        k._node_scratch.append(scratch)  # one per concurrent caller (list pop/append are atomic)
     # The runtime copied the values: the graph keeps what pointers came from and the kernel
     # (which keeps its library), as keep list entries, as the C method does (no tuple and list a
     # node: two more objects for the cyclic collector to walk).  In a loop they are the last
@@ -360,29 +379,13 @@ def set_in_exec_reusing_scratch(exe: Any, node_handle: Any, kernel: Any, grid: A
     fast = sig.fast_values(args, kernel._pointer_of)
     if fast is None:
         return False
-    key = (grid, block, smem) if type(grid) is int and type(block) is int and type(smem) is int else None
-    pool = kernel._node_scratch
-    scratch = pool.pop() if pool else _new_node_scratch(graph, kernel)
+    scratch = _filled_scratch(graph, kernel, fast[0], grid, block, smem)
+    if scratch is None:
+        return False
     try:
-        try:
-            scratch[4] = None  # (the values build_adder's function packed last are gone)
-            sig._struct.pack_into(scratch[0], 0, *fast[0])
-        except (struct.error, OverflowError):
-            return False
-        p = scratch[1]
-        func = kernel.handle  # raises once the kernel's library is unloaded
-        if key is None or scratch[3] != key:
-            g, b, smem = as_dims(grid, "grid"), as_dims(block, "block"), as_shared_mem(smem)
-            scratch[3] = None  # (until every field is written: a write may raise)
-            p.func = func
-            grid_dim, block_dim = p.gridDim, p.blockDim
-            grid_dim.x, grid_dim.y, grid_dim.z = g
-            block_dim.x, block_dim.y, block_dim.z = b
-            p.sharedMemBytes = smem
-            scratch[3] = key
-        graph._backend.ops.call("GraphExecKernelNodeSetParams", exe.handle, node_handle, p)
+        graph._backend.ops.call("GraphExecKernelNodeSetParams", exe.handle, node_handle, scratch[1])
     finally:
-        pool.append(scratch)
+        kernel._node_scratch.append(scratch)
     return True
 
 
