@@ -444,7 +444,8 @@ def _(t: CaseContext) -> Any:
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
            "mode, all operations pushed into the stream will not be executed, but will instead be "
            "captured into a graph, which will be returned via cudaStreamEndCapture\" -- the graph "
-           "returned holds the captured work; launching it executes that work",
+           "returned holds the captured work; CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: "
+           "\"Executes graphExec in stream\" -- launching its executable graph executes that work",
       apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync", "GraphInstantiateWithFlags", "GraphLaunch"),
       expect=(b"\x22" * 8, b"\x22" * 8))
 def _(t: CaseContext) -> Any:
@@ -480,8 +481,10 @@ def _(t: CaseContext) -> Any:
 @case("capture.begin_end.stream_executes_after_end",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
            "mode, all operations pushed into the stream will not be executed, but will instead be "
-           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- "
-           "cudaStreamEndCapture takes the stream out of capture mode: later work executes",
+           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- that holds only "
+           "while the stream is in capture mode; CUDA Runtime API 13.5, Stream Management, "
+           "cudaStreamEndCapture: \"Ends capture on a stream, returning the captured graph\" -- after the "
+           "end the stream is not in capture mode, so later work executes",
       apis=BEGIN_END + ("MemsetAsync",), expect=b"\x33" * 8)
 def _(t: CaseContext) -> Any:
     """After the capture ended, work on the stream executes again."""
@@ -671,10 +674,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.status.none_after_end",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
-           "mode, all operations pushed into the stream will not be executed, but will instead be "
-           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- "
-           "cudaStreamEndCapture takes the stream out of capture mode",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
+           "returning the captured graph\" -- capture on the stream has ended, so its status is "
+           "cudaStreamCaptureStatusNone again",
       apis=("StreamIsCapturing",) + BEGIN_END, expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """After the capture ended the stream's status is NONE again (it was ACTIVE before the end)."""
@@ -686,8 +688,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.status.is_capturing_values",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Returns a stream's capture "
-           "status\" -- returns whether the stream is capturing (status Active)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"cudaStreamCaptureStatusNone: "
+           "The stream is not capturing. ... cudaStreamCaptureStatusActive: The stream is capturing\" -- "
+           "is_capturing is True exactly when the status is Active",
       apis=("StreamIsCapturing",) + BEGIN_END, expect=(False, True, False))
 def _(t: CaseContext) -> Any:
     """``is_capturing`` is False before, True during and False after a capture."""
@@ -1269,8 +1272,8 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.fork.joined_stream_released_by_end",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
-           "returning the captured graph\" -- ending the capture on the origin stream ends the capture "
-           "sequence on every stream that joined it",
+           "returning the captured graph\" -- no documentation sentence states that ending the capture on "
+           "the origin stream also ends it on every stream that joined it; the case records that it does",
       apis=BEGIN_END + ("StreamIsCapturing",),
       expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, False))
 def _(t: CaseContext) -> Any:
@@ -1618,9 +1621,9 @@ _TG = ("StreamBeginCaptureToGraph", "StreamEndCapture")
 
 
 @case("capture.to_graph.after_dependency",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Begins graph "
-           "capture on a stream to an existing graph\" -- begins capture into an existing graph; the "
-           "first captured node depends on the given dependencies",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"graph - Graph to "
+           "capture into. dependencies - Dependencies of the first node captured in the stream\" -- the "
+           "first captured node lands in the given graph, after the given dependency",
       apis=_TG + ("GraphGetEdges",), requires=("capture_to_graph",),
       expect=((NodeType.MEMSET, NodeType.MEMCPY), [(NodeType.MEMSET, NodeType.MEMCPY)], CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
@@ -1711,9 +1714,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.abort_keeps_target",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Ends capture on a "
-           "stream, returning the captured graph\" -- the graph belongs to the caller; pygraphrt's "
-           "abort() ends the capture without destroying it",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Begins graph "
+           "capture on a stream to an existing graph\" -- the graph is the caller's; no documentation "
+           "sentence states what ending (pygraphrt's abort()) the capture does to it; the case records that "
+           "it stays valid with its earlier nodes",
       apis=_TG, requires=("capture_to_graph",), expect=(CaptureStatus.NONE, True, True))
 def _(t: CaseContext) -> Any:
     """An aborted capture into a graph leaves that graph valid, with its earlier nodes."""
@@ -1858,7 +1862,8 @@ def _with_manual_node(t: CaseContext, replace: bool | None, nodes: str = "e") ->
 
 @case("capture.update_dependencies.add",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
-           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
+           "dependency set is the set of nodes that the next captured node in the stream will depend on ... "
+           "These control whether the set passed to the API is added to the existing set or replaces it\" "
            "-- cudaStreamAddCaptureDependencies: the nodes passed are added to the set the next captured "
            "node depends on",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty", "memset"]))
@@ -1870,7 +1875,8 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.update_dependencies.replace",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
-           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
+           "dependency set is the set of nodes that the next captured node in the stream will depend on ... "
+           "These control whether the set passed to the API is added to the existing set or replaces it\" "
            "-- cudaStreamSetCaptureDependencies: the nodes passed replace the dependency set",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty"]))
 def _(t: CaseContext) -> Any:
@@ -2285,10 +2291,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.ops.other_stream_executes",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
-           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
-           "already in capture mode\" -- only the stream in capture mode (and streams joining it) "
-           "capture; work on other streams executes",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
+           "capture mode, all operations pushed into the stream will not be executed\" -- it speaks of the "
+           "stream in capture mode only; no documentation sentence states that work on another stream "
+           "executes during a capture; the case records that it does",
       apis=("MemsetAsync",) + BEGIN_END, expect=((NodeType.MEMSET,), b"\x44" * 8))
 def _(t: CaseContext) -> Any:
     """Work on an unrelated stream during a capture runs normally and is not captured."""
