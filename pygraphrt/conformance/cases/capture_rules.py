@@ -269,9 +269,9 @@ def _(t: CaseContext) -> Any:
 @case("capture.mode.exchange_returns_previous",
       cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"Sets the "
            "calling thread's stream capture interaction mode to the value contained in *mode, and "
-           "overwrites *mode with the previous mode for the thread\" -- sets the calling thread's mode to "
-           "*mode and overwrites *mode with the previous mode; the default mode is "
-           "cudaStreamCaptureModeGlobal",
+           "overwrites *mode with the previous mode for the thread\" ... \"cudaStreamCaptureModeGlobal: This "
+           "is the default mode\" -- sets the calling thread's mode to *mode and overwrites *mode with "
+           "the previous mode; a new thread starts in cudaStreamCaptureModeGlobal",
       apis=("ThreadExchangeStreamCaptureMode",),
       expect=[CaptureMode.GLOBAL, CaptureMode.THREAD_LOCAL, CaptureMode.RELAXED])
 def _(t: CaseContext) -> Any:
@@ -539,10 +539,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.end_other_thread_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If mode is not "
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"If mode is not "
            "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
            "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
-           "thread",
+           "thread; the documentation states the restriction only, that a relaxed capture may be ended "
+           "from another thread is read from it",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """A relaxed capture may be ended from another thread."""
@@ -558,10 +559,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.begin_elsewhere_end_here_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If mode is not "
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"If mode is not "
            "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
            "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
-           "thread",
+           "thread; the documentation states the restriction only, that a relaxed capture may be "
+           "continued and ended on another thread is read from it",
       apis=BEGIN_END, expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """A relaxed capture begun on another thread is continued and ended on this one."""
