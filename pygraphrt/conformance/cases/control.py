@@ -392,12 +392,12 @@ def _(t: CaseContext) -> Any:
     return types, edges, _u32s(state, 2)[1]
 
 
-@case("control.update.body_memset_value", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"CU_MEMORYTYPE_DEVICE, "
-                                               "CU_MEMORYTYPE_ARRAY, etc.) is not supported. - Conditional nodes: - Changing node parameters "
-                                               "is not supported. - Changing parameters of nodes within the conditional body graph is "
-                                               "subject to the rules above. - Conditional handle flags and default values are updated as "
-                                               "part of the graph update\" -- parameters of nodes inside conditional bodies are updatable "
-                                               "when the topology is unchanged", apis=ADD_APIS + ("GraphExecUpdate",), requires=COND,
+@case("control.update.body_memset_value",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"For 2d memsets, only address "
+           "and assigned value may be updated ... For 1d memsets, updating dimensions is also allowed ... "
+           "Changing parameters of nodes within the conditional body graph is subject to the rules above\" "
+           "-- a memset inside an IF body is updated under the memset rules: its assigned value may change",
+      apis=ADD_APIS + ("GraphExecUpdate",), requires=COND,
       expect=(UpdateResult.SUCCESS, 5))
 def _(t: CaseContext) -> Any:
     """Exec update changes a memset value inside an IF body."""
