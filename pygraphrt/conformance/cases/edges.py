@@ -98,11 +98,12 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"a": a, "b": b, "c": c, "d": d}, edges), [e for _, _, e in edges]
 
 
-@case("edges.add.fan_in", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Returns a list of node's "
-                               "dependencies. pDependencies may be NULL, in which case this function will return the number "
-                               "of dependencies in pNumDependencies\" -- a node may depend on any number of nodes; CUDA "
-                               "Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies: \"Returns a node's "
-                               "dependencies\" -- returns the dependencies of node", apis=("GraphAddDependencies", "GraphNodeGetDependencies"),
+@case("edges.add.fan_in",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"The number of dependencies "
+           "to be added is defined by numDependencies ... Elements in pFrom and pTo at corresponding indices"
+           " define a dependency\" -- one call may give a node any number of dependencies; CUDA Runtime API "
+           "13.5, Graph Management, cudaGraphNodeGetDependencies: \"Returns a node's dependencies\" -- "
+           "returns every dependency of node", apis=("GraphAddDependencies", "GraphNodeGetDependencies"),
       expect=sorted(f"r{i}" for i in range(16)))
 def _(t: CaseContext) -> Any:
     """A node depending on sixteen nodes lists all sixteen."""
@@ -115,9 +116,11 @@ def _(t: CaseContext) -> Any:
     return labels(named, [n for n, _ in join.dependencies])
 
 
-@case("edges.add.transitive_redundant", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
-                                             "dependency will return an error\" -- specifying an existing dependency returns an error (an "
-                                             "edge implied through other nodes is not an existing dependency)", apis=("GraphAddDependencies",),
+@case("edges.add.transitive_redundant",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+           "dependency will return an error\" -- only an existing dependency is refused; no documentation "
+           "sentence states that an edge already implied through other nodes may be added, the case records "
+           "that it is (three edges)", apis=("GraphAddDependencies",),
       expect=[("a", "b"), ("a", "c"), ("b", "c")])
 def _(t: CaseContext) -> Any:
     """a->b, b->c and the redundant a->c are three edges."""
@@ -503,10 +506,13 @@ def _(t: CaseContext) -> Any:
             labels(named, [n for n, _ in a.dependencies]), labels(named, [n for n, _ in d.dependents]))
 
 
-@case("edges.list.default_edge_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"edgeData - Optional location to "
-                                           "return edge data\" -- edgeData: optional location to store edge data; CUDA Runtime API 13.5, "
-                                           "Data types, cudaGraphEdgeData: \"Zero is valid for default behavior\" -- all zero is a "
-                                           "default, full dependency", apis=("GraphGetEdges",),
+@case("edges.list.default_edge_data",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"edgeData - Optional location to "
+           "return edge data\" -- edgeData: optional location to store edge data; CUDA Runtime API 13.5, "
+           "Data types, cudaGraphEdgeData: \"all edges implicitly have annotations and default to a "
+           "zero-initialized value if not specified. A zero-initialized struct indicates a standard full "
+           "serialization of two nodes with memory visibility\" -- an edge made without edge data reads back"
+           " all zero", apis=("GraphGetEdges",),
       expect=([EdgeData()] * 4, [True] * 4))
 def _(t: CaseContext) -> Any:
     """Edges made without edge data read back with default edge data."""
@@ -574,9 +580,12 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ edges at node creation
-@case("edges.creation.default_edge_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"edgeData - Optional array to "
-                                               "return edge data for each dependency\" -- dependencyData: optional edge data for each "
-                                               "dependency (default data for all-zero entries)", apis=("GraphAddMemsetNode", "GraphNodeGetDependencies"),
+@case("edges.creation.default_edge_data",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"dependencyData - Optional edge data"
+           " for the dependencies. If NULL, the data is assumed to be default (zeroed) for all "
+           "dependencies\"; CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"A zero-initialized "
+           "struct indicates a standard full serialization of two nodes with memory visibility\" -- explicit"
+           " all-zero edge data is the default: an ordinary edge", apis=("GraphAddMemsetNode", "GraphNodeGetDependencies"),
       expect=[EdgeData()])
 def _(t: CaseContext) -> Any:
     """A node made with explicit default edge data has an ordinary edge."""
@@ -690,9 +699,10 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"k1": k1, "k2": k2}, edges), [e for _, _, e in edges]
 
 
-@case("edges.data.at_creation", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"edgeData - Optional array to "
-                                     "return edge data for each dependency\" -- dependencyData: edge data for each dependency, at "
-                                     "creation",
+@case("edges.data.at_creation",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"dependencyData - Optional edge data"
+           " for the dependencies\" -- the edge data of each dependency is given at creation; the node's "
+           "dependency then carries it",
       apis=("GraphAddKernelNode", "GraphAddDependencies", "GraphNodeGetDependencies"), requires=EDGE_KERNELS,
       expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
@@ -766,10 +776,11 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_from_memset", cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"Only kernel nodes define non-zero "
-                                                  "ports\" -- from_port: non-zero outgoing ports are defined for kernel nodes only; CUDA Runtime "
-                                                  "API 13.5, Data types, cudaGraphDependencyType: \"Only kernel nodes define non-zero ports\" -- "
-                                                  "programmatic edges join kernel nodes", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_from_memset",
+      cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"Only kernel nodes define non-zero "
+           "ports\" -- from_port: non-zero outgoing ports are defined for kernel nodes only; CUDA Runtime "
+           "API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between kernel nodes\" -- a"
+           " programmatic edge from a memset node is not between kernel nodes", apis=("GraphAddDependencies",),
       requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from a memset node to a kernel node is refused."""
@@ -889,8 +900,10 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.refusal_adds_nothing", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
-                                              "dependency will return an error\" -- on error no dependency is added", apis=("GraphAddDependencies",
+@case("edges.data.refusal_adds_nothing",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
+           "dependency will return an error\" -- the call returns an error; no documentation sentence states"
+           " that a refused call adds no edge, the case records that it adds none", apis=("GraphAddDependencies",
                                                                                              "GraphGetEdges"),
       requires=("edge_data",), expect=("InvalidValue", 0))
 def _(t: CaseContext) -> Any:
