@@ -408,9 +408,11 @@ def _(t: CaseContext) -> Any:
     return a.dependents, b.dependencies
 
 
-@case("edges.remove.then_add_again", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphRemoveDependencies: removes dependency "
-                                          "edges; CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Adds dependency "
-                                          "edges to a graph\" -- adds them (a removed edge is not an existing dependency)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
+@case("edges.remove.then_add_again",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Removes dependency edges"
+           " from a graph\"; CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying"
+           " an existing dependency will return an error\" -- a removed edge is no longer an existing "
+           "dependency, so adding it again is not refused (no sentence states re-adding outright)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
 def _(t: CaseContext) -> Any:
     """A removed edge can be added again."""
     g = t.graph()
@@ -524,8 +526,10 @@ def _(t: CaseContext) -> Any:
     return [e for _, _, e in edges], [e.is_default for _, _, e in edges]
 
 
-@case("edges.list.after_remove", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a list of graph's "
-                                      "dependency edges\" -- returns a list of the graph's dependency edges (removed ones no longer)", apis=("GraphGetEdges", "GraphRemoveDependencies"),
+@case("edges.list.after_remove",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Removes dependency edges"
+           " from a graph\"; CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Returns a list of"
+           " graph's dependency edges\" -- the list holds the edges left after the removal", apis=("GraphGetEdges", "GraphRemoveDependencies"),
       expect=[("a", "b"), ("a", "c"), ("b", "d")])
 def _(t: CaseContext) -> Any:
     """After removing one edge of a diamond the other three are listed."""
