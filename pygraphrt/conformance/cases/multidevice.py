@@ -154,9 +154,8 @@ def _enable_raw(t: CaseContext, peer: int) -> None:
 @case("multidevice.peer.can_access_self",
       cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"Returns in "
            "*canAccessPeer a value of 1 if device device is capable of directly accessing memory from "
-           "peerDevice and 0 otherwise\" -- Returns in *canAccessPeer a value of 1 if device device is "
-           "capable of directly accessing memory from peerDevice and 0 otherwise (a device is not its "
-           "own peer)",
+           "peerDevice and 0 otherwise\" -- no documentation sentence states the answer for a device and "
+           "itself; the GPU runs answer 0 without an error (a device is not its own peer)",
       apis=("DeviceCanAccessPeer",), requires=TWO, expect=0)
 def _(t: CaseContext) -> int:
     """cudaDeviceCanAccessPeer(0, 0): answered, not refused (a 2-GPU run, CUDA 13.0: no error)."""
@@ -355,10 +354,11 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.copy.with_peer_access",
-      cite="CUDA Runtime API 13.5, Memory Management, cudaMemcpyAsync: \"Note that there are both "
-           "device-wide and system-wide limitations per system configuration, as noted in the CUDA "
-           "Programming Guide under the section \"Peer-to-Peer Memory Access\"\" -- copies between devices "
-           "with peer access enabled (CUDA Programming Guide, Peer-to-Peer Memory Copy)", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
+      cite="CUDA Runtime API 13.5, Memory Management, cudaMemcpyAsync: \"Passing cudaMemcpyDefault is "
+           "recommended, in which case the type of transfer is inferred from the pointer values\" -- the "
+           "copy between the two devices' buffers is inferred from their addresses; the documentation states"
+           " nothing specific about peer access and copies (CUDA Programming Guide, Peer-to-Peer Memory "
+           "Copy: copies between devices work with or without it)", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
 def _(t: CaseContext) -> int:
     """The same copy with peer access enabled both ways."""
     with _peer(t, 0, 1), _peer(t, 1, 0):
@@ -432,10 +432,11 @@ def _(t: CaseContext) -> str:
 
 
 @case("multidevice.kernel.graph_memory_not_granted",
-      cite="CUDA Runtime API 13.5, Data types, cudaMemAllocNodeParams::accessDescs: \"in: number of "
-           "memory access descriptors. Must not exceed the number of GPUs\" -- accessDescs lists the "
-           "devices (besides the allocating one) that may access the allocation; a kernel on another "
-           "device faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated only)",
+      cite="CUDA Runtime API 13.5, Data types, cudaMemAllocNodeParams::accessDescs: \"in: number of memory "
+           "access descriptors. Must not exceed the number of GPUs\" -- the header's comment on accessDescs "
+           "describes only its count; no documentation sentence states that a kernel on a device the "
+           "allocation was not granted to faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated "
+           "only)",
       apis=("GraphAddMemAllocNode", "GraphLaunch"), requires=SIM_K + ("graph_memory_nodes",),
       expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
@@ -548,14 +549,9 @@ def _(t: CaseContext) -> tuple[Any, bool]:
 
 
 @case("multidevice.limits.update_moves_kernel_to_another_device",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
-           "context of the function cannot change. - A node whose function originally did not use CUDA "
-           "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
-           "originally did not make device-side update calls cannot be updated to a function which makes "
-           "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
-           "and vice-versa. - If the graph was instantiated with "
-           "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
-           "nodes: the owning context of the function cannot change",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Kernel nodes: - The owning "
+           "context of the function cannot change\" -- the kernel made with device 1 current belongs to "
+           "another context",
       apis=("GraphExecUpdate",), requires=TWO_K, raises=errors.GraphExecUpdateFailure)
 def _(t: CaseContext) -> None:
     """Update a device-0 kernel node with the same kernel made with device 1 current (no device=),
@@ -576,16 +572,9 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.limits.update_moves_memcpy_operand_to_another_device",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
-           "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
-           "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
-           "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
-           "must be allocated from the same contexts as the original source/destination memory. - For 2d "
-           "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
-           "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
-           "work resources already allocated for the node. - Additional memcpy node restrictions: - "
-           "Changing either the source or destination memory type(i.e\" -- memset and memcpy nodes: the "
-           "CUDA device(s) to which the operand(s) was allocated/mapped cannot change", apis=("GraphExecUpdate",), requires=TWO, raises=errors.GraphExecUpdateError)
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Memset and memcpy nodes: - The "
+           "CUDA device(s) to which the operand(s) was allocated/mapped cannot change\" -- the destination "
+           "moves from device 0's memory to device 1's", apis=("GraphExecUpdate",), requires=TWO, raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> None:
     """Update a memcpy node whose destination moves from device 0's memory to device 1's."""
     a0, b0 = t.malloc(64), t.malloc(64)
