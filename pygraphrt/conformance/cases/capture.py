@@ -550,8 +550,9 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.begin_end.abort_discards",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
-           "returning the captured graph\" -- ending a capture takes the stream out of capture mode; "
-           "pygraphrt's abort() ends it and discards the graph",
+           "returning the captured graph\" -- ending a capture takes the stream out of capture mode; abort()"
+           " is pygraphrt's (it ends the capture and destroys the graph), and no documentation sentence "
+           "states its outcome beyond the end",
       apis=BEGIN_END, expect=(CaptureStatus.NONE, None))
 def _(t: CaseContext) -> Any:
     """``abort()`` leaves the stream not capturing and produces no graph."""
@@ -2035,10 +2036,12 @@ def _(t: CaseContext) -> Any:
 # unsure: that programmatic edge data set on the capture dependencies reaches the next
 # captured kernel's edge (and is reported back by capture info).
 @case("capture.update_dependencies.programmatic_edge",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
-           "dependency set is the set of nodes that the next captured node in the stream will depend on\" "
-           "-- dependencyData: the data of the edges to the next captured node (programmatic edges are "
-           "valid between kernel nodes)",
+      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"dependencyData "
+           "- Optional array of data associated with each dependency\" -- the data of the edges to the next "
+           "captured node; CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used"
+           " between kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+           "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- a programmatic edge from kernel k1 to"
+           " the next captured kernel k2",
       apis=_UPD + ("LaunchKernel", "GraphGetEdges"), requires=("edge_data", "kernels"),
       expect=([(NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))],
               [(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))]))
@@ -2060,9 +2063,9 @@ def _(t: CaseContext) -> Any:
 # unsure: whether the runtime refuses the programmatic data at the update or when the memset
 # that would take the edge is captured; either way InvalidValue is expected.
 @case("capture.update_dependencies.programmatic_edge_to_memset",
-      cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeProgrammaticStreamSerialization / "
-           "cudaGraphEdgeData: \"Only kernel nodes define non-zero ports\" -- non-zero ports and "
-           "programmatic edges are defined for kernel nodes only",
+      cite="CUDA Runtime API 13.5, Data types, cudaGraphEdgeData: \"Only kernel nodes define non-zero "
+           "ports\"; CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used "
+           "between kernel nodes\" -- a programmatic edge from a memset node is refused",
       apis=_UPD + ("MemsetAsync",), requires=("edge_data",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Programmatic edge data from a memset node into the next captured node raises InvalidValue."""
