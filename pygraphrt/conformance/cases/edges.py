@@ -719,10 +719,13 @@ def _(t: CaseContext) -> Any:
     return [e for _, e in k2.dependencies]
 
 
-@case("edges.data.builder_edge", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new kernel execution "
-                                      "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
-                                      "arguments specified in pNodeParams\" -- dependencyData at creation; pygraphrt edges API: "
-                                      "node.kernel(..., edge=) adds a node depending on this one over that edge", apis=("GraphAddKernelNode", "GraphAddDependencies"),
+@case("edges.data.builder_edge",
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Creates a new kernel "
+           "execution node and adds it to graph with numDependencies dependencies specified via "
+           "pDependencies and arguments specified in pNodeParams\"; CUDA Runtime API 13.5, Graph Management,"
+           " cudaGraphAddDependencies: \"edgeData - Optional array of edge data\" -- pygraphrt's "
+           "node.kernel(..., edge=) adds a node depending on this one over that edge; the edge reads back "
+           "with that data", apis=("GraphAddKernelNode", "GraphAddDependencies"),
       requires=EDGE_KERNELS, expect=[PROGRAMMATIC])
 def _(t: CaseContext) -> Any:
     """The builder form takes the edge data of its one dependency."""
