@@ -760,10 +760,12 @@ def _(t: CaseContext) -> Any:
     return handles[0] not in (0, 0x1000), handles[0] - handles[1]
 
 
-@case("memory.pool.create_defaults", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
-                                          "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
-                                          "completed frees when there is no dependency between the free and allocation\" -- reuse "
-                                          "policies are enabled by default; cudaMemPoolAttrReleaseThreshold defaults to 0", apis=("MemPoolCreate", "MemPoolGetAttribute"),
+@case("memory.pool.create_defaults", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"stream ordered "
+      "dependencies. (default enabled)\" -- cudaMemPoolReuseFollowEventDependencies; \"between the free and "
+      "allocation. (default enabled)\" -- cudaMemPoolReuseAllowOpportunistic; \"a piece of memory released by"
+      " cudaFreeAsync (default enabled)\" -- cudaMemPoolReuseAllowInternalDependencies; \"on the next call to"
+      " stream, event or context synchronize. (default 0)\" -- cudaMemPoolAttrReleaseThreshold; that a new "
+      "pool has nothing in use is not stated"), apis=("MemPoolCreate", "MemPoolGetAttribute"),
       expect=(1, 1, 1, 0, 0))
 def _(t: CaseContext) -> Any:
     """A new pool has its reuse policies on, no release threshold and nothing used."""
@@ -831,10 +833,10 @@ def _(t: CaseContext) -> Any:
     return first, _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD)
 
 
-@case("memory.pool.set_reuse_policy", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"(default "
-                                           "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
-                                           "completed frees when there is no dependency between the free and allocation\" -- the reuse "
-                                           "policies (cudaMemPoolReuse*) are int values: enable or disable", apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
+@case("memory.pool.set_reuse_policy", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: "
+      "\"cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already completed frees when "
+      "there is no dependency between the free and allocation\" -- a reuse policy is a settable int: enable "
+      "or disable"), apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
 def _(t: CaseContext) -> Any:
     """A reuse policy can be switched off and on."""
     pool = t.track(t.rt.MemPool())
