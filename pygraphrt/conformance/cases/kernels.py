@@ -258,8 +258,10 @@ def _(t: CaseContext) -> Any:
     return v, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
-                                             "parameters\" -- sets the parameters of kernel node (func included)",
+@case("kernels.node.set_params_kernel", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
+      "kernel node node to pNodeParams\" -- sets the parameters of the kernel node (func included); CUDA "
+      "Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"Returns the parameters of kernel "
+      "node node in pNodeParams\" -- reads them back"),
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams", "GraphLaunch"), requires=K,
       expect=("add_u32", ((1, 1, 1), (n64, 1, 1)), [7] * n64))
 def _(t: CaseContext) -> Any:
@@ -272,8 +274,10 @@ def _(t: CaseContext) -> Any:
     return name, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
-                                           "parameters\" -- sets the parameters of kernel node (gridDim, blockDim)",
+@case("kernels.node.set_params_dims", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
+      "kernel node node to pNodeParams\" -- sets the parameters of the kernel node (gridDim, blockDim); CUDA"
+      " Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"Returns the parameters of kernel"
+      " node node in pNodeParams\" -- reads them back"),
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams"), requires=K, expect=((2, 1, 1), (32, 1, 1), 7))
 def _(t: CaseContext) -> Any:
     """New launch dimensions read back; the arguments stay."""
@@ -1063,8 +1067,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ kernel-node attributes
-@case("kernels.attr.priority", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributePriority: \"Valid for streams, graph "
-                                    "nodes, launches\" -- cudaLaunchAttributePriority: the node's execution priority",
+@case("kernels.attr.priority", cite=("CUDA Runtime API 13.5, Data types, union cudaLaunchAttributeValue: \"Value of launch attribute "
+      "cudaLaunchAttributePriority. Execution priority of the kernel\" -- the node's execution priority, "
+      "read back as set"),
       apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=-1)
 def _(t: CaseContext) -> Any:
     """The priority attribute reads back what was set."""
@@ -1086,8 +1091,9 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.cooperative", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeCooperative: \"Valid for graph nodes, "
-                                       "launches\" -- cudaLaunchAttributeCooperative: the node is a cooperative launch", apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
+@case("kernels.attr.cooperative", cite=("CUDA Runtime API 13.5, Data types, union cudaLaunchAttributeValue: \"Value of launch attribute "
+      "cudaLaunchAttributeCooperative. Nonzero indicates a cooperative kernel\" -- set, the node is a "
+      "cooperative launch; that a new kernel node's value is zero (off) is not stated"), apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
 def _(t: CaseContext) -> Any:
     """The cooperative attribute starts off and reads back once set."""
     _g, k = _fill_graph(t, _zeroed(t), 1)
