@@ -288,11 +288,11 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memset, 0, 1, 16)
 
 
-@case("graph.memset.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
-                                             "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
-                                             "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
-                                             "the end of each row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more "
-                                             "than one row); returns cudaErrorInvalidValue", apis=("GraphAddMemsetNode",),
+@case("graph.memset.pitch_below_width", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
+      "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch is the "
+      "width in bytes of the 2D array pointed to by dstPtr, including any padding added to the end of each "
+      "row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more than one row); no sentence"
+      " states that a smaller pitch is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemsetNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A 2-D memset whose rows would overlap is refused by the runtime."""
@@ -506,10 +506,11 @@ def _(t: CaseContext) -> Any:
     return len(calls)
 
 
-@case("graph.host.sees_predecessor_work", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddHostNode: \"Creates a new CPU execution "
-                                               "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
-                                               "arguments specified in pNodeParams\" -- the node invokes the CPU function after its "
-                                               "dependencies (graph edges order the work)", apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
+@case("graph.host.sees_predecessor_work", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddHostNode: \"Creates a new CPU execution node and"
+      " adds it to graph with numDependencies dependencies specified via pDependencies and arguments "
+      "specified in pNodeParams\" -- the node invokes the CPU function after its dependencies; the runtime "
+      "header says that work occurs after all of a node's dependencies have completed only for external "
+      "semaphore nodes, not for host nodes"), apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
                                                          "GraphLaunch"), expect=b"\x31" * 4)
 def _(t: CaseContext) -> Any:
     """A host node runs after the copies it depends on are complete."""
