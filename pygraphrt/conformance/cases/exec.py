@@ -318,9 +318,10 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.instantiate.unknown_flag_bits", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"flags - Flags to "
-                                                 "control instantiation\" -- flags - flags to control instantiation (only the "
-                                                 "cudaGraphInstantiateFlags are valid); returns cudaErrorInvalidValue",
+@case("exec.instantiate.unknown_flag_bits", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The flags parameter "
+      "controls the behavior of instantiation and subsequent graph launches. Valid flags are\" -- the "
+      "documentation lists the valid cudaGraphInstantiateFlags; no sentence states that another bit is "
+      "refused (cudaErrorInvalidValue is only in the return list)"),
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A flag bit that is no instantiate flag is refused by the runtime."""
@@ -336,8 +337,9 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
-                                          "cudaErrorInvalidValue\" -- returns cudaErrorInvalidValue for an invalid graph",
+@case("exec.instantiate.null_graph", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
+      "cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence states that a "
+      "NULL graph is refused"),
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating a NULL graph is refused."""
@@ -351,9 +353,9 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_out", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"pGraphExec - "
-                                        "Returns instantiated graph\" -- pGraphExec - returns instantiated graph; returns "
-                                        "cudaErrorInvalidValue", apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
+@case("exec.instantiate.null_out", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
+      "cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence states that a "
+      "NULL pGraphExec is refused"), apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating without a place for the executable graph is refused."""
     g = t.graph()
@@ -413,9 +415,12 @@ def _(t: CaseContext) -> Any:
     return first, buf2.to_bytes(8)
 
 
-@case("exec.instantiate.snapshot", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph "
-                                        "as an executable graph\" -- instantiates graph as an executable graph (a snapshot: later "
-                                        "changes to graph do not affect it)", apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
+@case("exec.instantiate.snapshot", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph as an "
+      "executable graph\" -- no documentation sentence states that later changes to graph leave the "
+      "executable graph (a snapshot); CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: "
+      "\"Updates the node parameters in the instantiated graph specified by hGraphExec with the node "
+      "parameters in a topologically identical graph specified by hGraph\" -- changes reach an executable "
+      "graph through an update"), apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
                                                                    "GraphLaunch"), expect=(b"\x00" * 8, 1))
 def _(t: CaseContext) -> Any:
     """A node added to the graph after instantiation is not run by the executable graph."""
@@ -628,8 +633,8 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).launch("stream 0")
 
 
-@case("exec.launch.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"cudaSuccess, "
-                                    "cudaErrorInvalidValue\" -- returns cudaErrorInvalidValue for an invalid graphExec",
+@case("exec.launch.null_exec", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"cudaSuccess, cudaErrorInvalidValue\" -- "
+      "the return list names cudaErrorInvalidValue; no sentence states that a NULL graphExec is refused"),
       apis=("GraphLaunch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""
@@ -638,10 +643,11 @@ def _(t: CaseContext) -> Any:
         t.call("GraphLaunch", t.NULL, t.stream().handle)
 
 
-@case("exec.launch.after_graph_closed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"graphExec - "
-                                             "Executable graph to launch\" -- the executable graph is independent of graph; CUDA Runtime "
-                                             "API 13.5, Graph Management, cudaGraphExecDestroy: \"Destroys an executable graph\" -- only the "
-                                             "executable graph is destroyed by it", apis=("GraphLaunch",),
+@case("exec.launch.after_graph_closed", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph as an "
+      "executable graph\" -- no documentation sentence states that the executable graph outlives the "
+      "destruction of graph (cudaGraphDestroy's documentation does not mention executable graphs); CUDA "
+      "Runtime API 13.5, Graph Management, cudaGraphExecDestroy: \"Destroys an executable graph\" -- only "
+      "cudaGraphExecDestroy is documented to destroy an executable graph"), apis=("GraphLaunch",),
       expect=(b"\x6f" * 8, b"\x6f" * 8))
 def _(t: CaseContext) -> Any:
     """Closing the graph leaves its executable graph relaunchable."""
@@ -674,10 +680,9 @@ def _(t: CaseContext) -> Any:
     return before, buf.to_bytes(8)
 
 
-@case("exec.upload.other_stream_then_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Each upload is ordered behind "
-                                                   "both any previous work in stream and any previous launches of graphExec\" -- each upload is "
-                                                   "ordered behind any previous work in stream and any previous launches of graphExec; a later "
-                                                   "launch may use any stream",
+@case("exec.upload.other_stream_then_launch", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Each upload is ordered behind both any "
+      "previous work in stream and any previous launches of graphExec\" -- no documentation sentence states "
+      "that a launch on another stream than the upload's uses the upload"),
       apis=("GraphUpload", "GraphLaunch"), expect=b"\x22" * 8)
 def _(t: CaseContext) -> Any:
     """A graph uploaded on one stream launches on another."""
@@ -718,8 +723,8 @@ def _(t: CaseContext) -> Any:
     exe.upload(t.stream())
 
 
-@case("exec.upload.null_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"cudaSuccess, "
-                                    "cudaErrorInvalidValue,\" -- returns cudaErrorInvalidValue for an invalid graphExec",
+@case("exec.upload.null_exec", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"cudaSuccess, cudaErrorInvalidValue,\" -- "
+      "the return list names cudaErrorInvalidValue; no sentence states that a NULL graphExec is refused"),
       apis=("GraphUpload",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to upload a NULL executable graph."""
@@ -947,17 +952,9 @@ def _(t: CaseContext) -> Any:
     return _update(t, exe, t.graph())
 
 
-@case("exec.update.setters_take_original_nodes", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"hGraphExec - The executable "
-                                                      "graph in which to set the specified node\" -- the executable graph keeps its nodes; CUDA "
-                                                      "Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"- Kernel nodes: - The "
-                                                      "owning context of the function cannot change. - A node whose function originally did not use "
-                                                      "CUDA dynamic parallelism cannot be updated to a function which uses CDP. - A node whose "
-                                                      "function originally did not make device-side update calls cannot be updated to a function "
-                                                      "which makes device-side update calls. - A cooperative node cannot be updated to a "
-                                                      "non-cooperative node, and vice-versa. - If the graph was instantiated with "
-                                                      "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- the node "
-                                                      "is identified by the corresponding node in the non-executable graph from which the "
-                                                      "executable graph was instantiated", apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"),
+@case("exec.update.setters_take_original_nodes", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"node must remain in the "
+      "graph which was used to instantiate hGraphExec\" -- the setter takes the node of the graph the "
+      "executable graph was instantiated from, which an update from another graph does not change"), apis=("GraphExecUpdate", "GraphExecMemsetNodeSetParams"),
       expect=(UpdateResult.SUCCESS, b"\x05" * 8))
 def _(t: CaseContext) -> Any:
     """After an update, the per-node setters still take nodes of the graph it was instantiated from."""
@@ -1300,11 +1297,10 @@ def _(t: CaseContext) -> Any:
     return a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.set_memset.count", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Updates the work "
-                                    "represented by node in hGraphExec as though node had contained pNodeParams at instantiation. "
-                                    "node must remain in the graph which was used to instantiate hGraphExec\" -- updates the work "
-                                    "represented by node as though node had contained pNodeParams at instantiation (a 1-D memset "
-                                    "may change its width)",
+@case("exec.set_memset.count", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"For 1d memsets, changes "
+      "in height are explicitly rejected and other changes are opportunistically allowed if the resulting "
+      "work maps onto the work resources already allocated for the node\" -- a shorter 1-D memset fits the "
+      "node's resources"),
       apis=("GraphExecMemsetNodeSetParams",), expect=b"\x09" * 4 + b"\x00" * 4)
 def _(t: CaseContext) -> Any:
     """A memset shortened to 4 bytes writes 4 bytes."""
@@ -1327,12 +1323,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_memset, m, count=0)
 
 
-@case("exec.set_memset.two_dimensional", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Changing other "
-                                              "aspects of the memset (width, height, element size or pitch) may cause the update to be "
-                                              "rejected\" -- Both the value and pointer address may be updated. Changing other aspects of "
-                                              "the memset (width, height, element size or pitch) may cause the update to be rejected. "
-                                              "Specifically, for 2d memsets, all dimension changes are rejected. [...] node is also not "
-                                              "modified by this call", apis=("GraphExecMemsetNodeSetParams", "GraphMemsetNodeGetParams", "GraphLaunch"),
+@case("exec.set_memset.two_dimensional", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemsetNodeSetParams: \"Both the value and "
+      "pointer address may be updated\" -- the value of a 2-D memset changes, its shape is kept (\"for 2d "
+      "memsets, all dimension changes are rejected\"); \"The modifications only affect future launches of "
+      "hGraphExec\" -- the graph's node keeps its value"), apis=("GraphExecMemsetNodeSetParams", "GraphMemsetNodeGetParams", "GraphLaunch"),
       expect=(b"\x02" * 64, b"\x00" * 64, b"\x02" * 64, b"\x00" * 64, 1))
 def _(t: CaseContext) -> Any:
     """A 2-D memset given a new value (its shape kept) writes the new value in its rows only; the graph's
@@ -1459,10 +1453,9 @@ def _(t: CaseContext) -> Any:
         exe.set_memcpy(c, out, src, 0)
 
 
-@case("exec.set_memcpy.memory_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"src and dst "
-                                                  "must be allocated from the same contexts as the original source and destination memory\" -- "
-                                                  "the source and destination memory must be allocated from the same contexts as the original; "
-                                                  "returns cudaErrorInvalidValue if the memory operands' mappings changed", apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("exec.set_memcpy.memory_type_changed", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecMemcpyNodeSetParams1D: \"Returns "
+      "cudaErrorInvalidValue if the memory operands' mappings changed\" -- a device-to-host copy changes the"
+      " destination's mapping"), apis=("GraphExecMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A device-to-device copy cannot become a device-to-host copy in an executable graph."""
     # unsure: whether pageable host memory counts as a changed mapping on every runtime.
@@ -1821,9 +1814,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ enable / disable
-@case("exec.enabled.default", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Query whether a node in "
-                                   "the given graphExec is enabled\" -- returns whether the node is enabled (nodes are enabled at "
-                                   "instantiation)", apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
+@case("exec.enabled.default", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Sets isEnabled to 1 if hNode is "
+      "enabled, or 0 if hNode is disabled\" -- no documentation sentence states that nodes are enabled at "
+      "instantiation"), apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """Memset and memcpy nodes start enabled."""
     buf, out = _zeroed(t), _zeroed(t)
@@ -1864,9 +1857,9 @@ def _(t: CaseContext) -> Any:
     return off, buf.to_bytes(8)
 
 
-@case("exec.enabled.disabled_memcpy", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"Currently only kernel, "
-                                           "memset and memcpy nodes are supported\" -- currently only kernel, memset and memcpy nodes are "
-                                           "supported; disabled nodes are functionally equivalent to empty nodes", apis=("GraphNodeSetEnabled",
+@case("exec.enabled.disabled_memcpy", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphNodeSetEnabled: \"disabled nodes are functionally "
+      "equivalent to empty nodes until they are reenabled\" -- the disabled memcpy copies nothing, the "
+      "memset before it still runs"), apis=("GraphNodeSetEnabled",
                                                                                     "GraphLaunch"),
       requires=("per_node_enable",), expect=(b"\x34" * 8, b"\x00" * 8))
 def _(t: CaseContext) -> Any:

@@ -367,9 +367,9 @@ def _(t: CaseContext) -> Any:
     g2.add_empty(dependencies=[a])
 
 
-@case("graph.destroy.exec_survives_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an "
-                                                "executable graph\" -- instantiates graph as an executable graph; pygraphrt graph API: "
-                                                "Graph.close(): executable graphs made from it stay usable",
+@case("graph.destroy.exec_survives_graph", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an executable "
+      "graph\" -- no documentation sentence states that the executable graph outlives the destruction of "
+      "graph; pygraphrt graph API: Graph.close(): executable graphs made from it stay usable"),
       apis=("GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x2a" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches after its graph was destroyed."""
@@ -596,10 +596,10 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetRootNodes", t.graph().handle)
 
 
-@case("graph.leaf_nodes.excludes_dependencies", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependencies / "
-                                                     "cudaGraphNodeGetDependentNodes: \"Returns a list of node's dependent nodes. pDependentNodes "
-                                                     "may be NULL, in which case this function will return the number of dependent nodes in "
-                                                     "pNumDependentNodes\" -- returns the nodes that depend on a node (a leaf has none)", apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
+@case("graph.leaf_nodes.excludes_dependencies", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependentNodes: \"Returns a list of node's "
+      "dependent nodes. pDependentNodes may be NULL, in which case this function will return the number of "
+      "dependent nodes in pNumDependentNodes\" -- a leaf is a node with no dependent nodes; the CUDA runtime"
+      " has no leaf query and no sentence defines a leaf"), apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
 def _(t: CaseContext) -> Any:
     """Leaves are the nodes nothing depends on."""
     g = t.graph()
@@ -726,9 +726,10 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetNodes", g.handle), raw_count(t, "GraphGetNodes", c.handle)
 
 
-@case("graph.clone.modified_clone_leaves_original", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
-                                                         "originalGraph and returns it in pGraphClone\" -- creates a copy of originalGraph (a graph of "
-                                                         "its own)", apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
+@case("graph.clone.modified_clone_leaves_original", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
+      "originalGraph and returns it in pGraphClone\" -- a graph of its own; \"the original graph may be "
+      "modified after this call without affecting the clone\" -- the documentation states only this "
+      "direction; that changes to the clone leave the original is not stated"), apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
 def _(t: CaseContext) -> Any:
     """Nodes added to the clone are not in the original."""
     g = t.graph()
@@ -739,9 +740,10 @@ def _(t: CaseContext) -> Any:
     return len(g.nodes()), len(c.nodes())
 
 
-@case("graph.clone.survives_closing_original", cite="CUDA Runtime API 13.0, Graph Management, cudaGraphClone: creates a copy of originalGraph; "
-                                                    "CUDA Runtime API 13.5, Graph Management, cudaGraphDestroy: \"Destroys the graph specified by "
-                                                    "graph, as well as all of its nodes\" -- destroys the graph specified (only that one)",
+@case("graph.clone.survives_closing_original", cite=("CUDA Runtime API 13.0, Graph Management, cudaGraphClone: creates a copy of originalGraph; CUDA "
+      "Runtime API 13.5, Graph Management, cudaGraphDestroy: \"Destroys the graph specified by graph, as "
+      "well as all of its nodes\" -- only the graph specified; no sentence states that a clone outlives its "
+      "original"),
       apis=("GraphClone", "GraphGetNodes", "GraphGetEdges"), expect=(2, 1))
 def _(t: CaseContext) -> Any:
     """A clone stays usable after its original is destroyed (the clone's counts, from the runtime)."""
@@ -1062,9 +1064,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=embedded), before, "the embedded graph after the refused add")
 
 
-@case("graph.child.get_graph_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphChildGraphNodeGetGraph: \"node - Node to "
-                                               "get the embedded graph for\" -- node - node to get the embedded graph for; returns "
-                                               "cudaErrorInvalidValue", apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
+@case("graph.child.get_graph_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphChildGraphNodeGetGraph: \"Gets a handle to the "
+      "embedded graph in a child graph node\" -- node must be a child graph node; no sentence states that "
+      "another node type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Asking a memset node for its embedded graph is refused."""
     buf = t.malloc(N)
@@ -1073,9 +1075,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphChildGraphNodeGetGraph", m.handle, out)
 
 
-@case("graph.child.generic_add", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
-                                      "a graph\" -- adds a node of arbitrary type (cudaGraphNodeTypeGraph: the child graph is cloned "
-                                      "into the node)", apis=("GraphAddNode",),
+@case("graph.child.generic_add", cite=("CUDA Runtime API 13.5, Data types, struct cudaChildGraphNodeParams: \"The child graph to clone into "
+      "the node for node creation\" -- cudaGraphAddNode with cudaGraphNodeTypeGraph embeds a copy of the "
+      "child graph"), apis=("GraphAddNode",),
       requires=("generic_add_node",), expect=(NodeType.GRAPH, 1, 2))
 def _(t: CaseContext) -> Any:
     """The generic form embeds a copy of the child graph (type and counts from the runtime)."""
@@ -1173,9 +1175,9 @@ def _(t: CaseContext) -> Any:
     return first_word(t.graph().debug_dot())
 
 
-@case("graph.debug_dot.unwritable_path", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"path - The path to write "
-                                              "the DOT file to\" -- path - the path to write the DOT file to; returns cudaErrorInvalidValue, "
-                                              "cudaErrorOperatingSystem", apis=("GraphDebugDotPrint",),
+@case("graph.debug_dot.unwritable_path", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"cudaSuccess, "
+      "cudaErrorInvalidValue, cudaErrorOperatingSystem\" -- the return list; no sentence states which error "
+      "a path that cannot be written gets"), apis=("GraphDebugDotPrint",),
       raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A path in a directory that does not exist is refused (the error is recorded)."""

@@ -258,8 +258,10 @@ def _(t: CaseContext) -> Any:
     return v, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
-                                             "parameters\" -- sets the parameters of kernel node (func included)",
+@case("kernels.node.set_params_kernel", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
+      "kernel node node to pNodeParams\" -- sets the parameters of the kernel node (func included); CUDA "
+      "Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"Returns the parameters of kernel "
+      "node node in pNodeParams\" -- reads them back"),
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams", "GraphLaunch"), requires=K,
       expect=("add_u32", ((1, 1, 1), (n64, 1, 1)), [7] * n64))
 def _(t: CaseContext) -> Any:
@@ -272,8 +274,10 @@ def _(t: CaseContext) -> Any:
     return name, _dims(k), _u32(buf)
 
 
-@case("kernels.node.set_params_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
-                                           "parameters\" -- sets the parameters of kernel node (gridDim, blockDim)",
+@case("kernels.node.set_params_dims", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
+      "kernel node node to pNodeParams\" -- sets the parameters of the kernel node (gridDim, blockDim); CUDA"
+      " Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetParams: \"Returns the parameters of kernel"
+      " node node in pNodeParams\" -- reads them back"),
       apis=("GraphKernelNodeSetParams", "GraphKernelNodeGetParams"), requires=K, expect=((2, 1, 1), (32, 1, 1), 7))
 def _(t: CaseContext) -> Any:
     """New launch dimensions read back; the arguments stay."""
@@ -294,10 +298,10 @@ def _(t: CaseContext) -> Any:
     return tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], k.args[1]
 
 
-@case("kernels.node.set_params_after_instantiate", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets a kernel node's "
-                                                        "parameters\" -- sets the parameters of the node in its graph; CUDA Runtime API 13.5, Graph "
-                                                        "Management, cudaGraphInstantiate: \"graphExec - Executable graph to launch\" -- the executable "
-                                                        "graph is a snapshot", apis=("GraphKernelNodeSetParams",
+@case("kernels.node.set_params_after_instantiate", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
+      "kernel node node to pNodeParams\" -- sets the parameters of the node in its graph; CUDA Runtime API "
+      "13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an executable graph\" -- no "
+      "documentation sentence states that later changes to graph leave the executable graph (a snapshot)"), apis=("GraphKernelNodeSetParams",
                                                                                "GraphLaunch"),
       requires=K, expect=[1] * n64)
 def _(t: CaseContext) -> Any:
@@ -599,11 +603,10 @@ def _refused_add(t: CaseContext, add: Any) -> None:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused kernel node")
 
 
-@case("kernels.dims.block_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-                                           "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
-                                           "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
-                                           "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
-                                           "allows)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
+      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
+      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
@@ -611,11 +614,10 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
 
 
-@case("kernels.dims.block_z_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-                                             "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
-                                             "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
-                                             "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
-                                             "allows)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_z_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
+      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
+      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
@@ -623,11 +625,10 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
 
 
-@case("kernels.dims.grid_y_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-                                            "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
-                                            "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
-                                            "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
-                                            "allows)", apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.grid_y_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
+      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
+      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
@@ -635,11 +636,10 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
 
 
-@case("kernels.dims.shared_mem_too_large", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-                                                "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- returns cudaSuccess, "
-                                                "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction; pNodeParams - parameters for the GPU "
-                                                "execution node (its gridDim, blockDim and sharedMemBytes; here beyond what the device "
-                                                "allows)",
+@case("kernels.dims.shared_mem_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
+      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
+      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
+      " a kernel node, nor that they are checked when the node is added"),
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
@@ -988,16 +988,10 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
-                                  "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
-                                  "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
-                                  "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
-                                  "must be allocated from the same contexts as the original source/destination memory. - For 2d "
-                                  "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
-                                  "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
-                                  "work resources already allocated for the node. - Additional memcpy node restrictions: - "
-                                  "Changing either the source or destination memory type(i.e\" -- kernel node parameters (launch "
-                                  "dimensions) may change",
+@case("kernels.update.dims", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters in the "
+      "instantiated graph specified by hGraphExec with the node parameters in a topologically identical "
+      "graph specified by hGraph\" -- updates node parameters; \"- Kernel nodes: - The owning context of the "
+      "function cannot change\" -- the kernel-node restrictions do not include launch dimensions"),
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [18] * 8 + [0] * 56))
 def _(t: CaseContext) -> Any:
     """A kernel node with a smaller block updates."""
@@ -1073,8 +1067,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ kernel-node attributes
-@case("kernels.attr.priority", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributePriority: \"Valid for streams, graph "
-                                    "nodes, launches\" -- cudaLaunchAttributePriority: the node's execution priority",
+@case("kernels.attr.priority", cite=("CUDA Runtime API 13.5, Data types, union cudaLaunchAttributeValue: \"Value of launch attribute "
+      "cudaLaunchAttributePriority. Execution priority of the kernel\" -- the node's execution priority, "
+      "read back as set"),
       apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=-1)
 def _(t: CaseContext) -> Any:
     """The priority attribute reads back what was set."""
@@ -1083,10 +1078,11 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.at_creation", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute / "
-                                       "cudaGraphKernelNodeSetAttribute: \"Sets attribute attr on node hNode from corresponding "
-                                       "attribute of value\" -- sets a kernel node attribute; pygraphrt kernels API: "
-                                       "add_kernel(attributes=) sets them once the node exists", apis=("GraphAddKernelNode", "GraphKernelNodeSetAttribute",
+@case("kernels.attr.at_creation", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute / "
+      "cudaGraphKernelNodeSetAttribute: \"Sets attribute attr on node hNode from corresponding attribute of "
+      "value\" -- sets a kernel node attribute; \"Queries attribute attr from node hNode and stores it in "
+      "corresponding member of value_out\" -- reads it back; pygraphrt kernels API: add_kernel(attributes=) "
+      "sets them once the node exists"), apis=("GraphAddKernelNode", "GraphKernelNodeSetAttribute",
                                                             "GraphKernelNodeGetAttribute"), requires=K, expect=-1)
 def _(t: CaseContext) -> Any:
     """An attribute given at creation reads back."""
@@ -1095,8 +1091,9 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.cooperative", cite="CUDA Runtime API 13.5, Data types, cudaLaunchAttributeCooperative: \"Valid for graph nodes, "
-                                       "launches\" -- cudaLaunchAttributeCooperative: the node is a cooperative launch", apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
+@case("kernels.attr.cooperative", cite=("CUDA Runtime API 13.5, Data types, union cudaLaunchAttributeValue: \"Value of launch attribute "
+      "cudaLaunchAttributeCooperative. Nonzero indicates a cooperative kernel\" -- set, the node is a "
+      "cooperative launch; that a new kernel node's value is zero (off) is not stated"), apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
 def _(t: CaseContext) -> Any:
     """The cooperative attribute starts off and reads back once set."""
     _g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1149,9 +1146,9 @@ def _(t: CaseContext) -> Any:
     k.set_attribute("priority", "high")
 
 
-@case("kernels.attr.unknown_at_creation_removes_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Removes node from its "
-                                                            "graph\" -- creates the node; pygraphrt kernels API: an attribute refused at creation removes "
-                                                            "the node again", apis=("GraphAddKernelNode", "GraphDestroyNode"),
+@case("kernels.attr.unknown_at_creation_removes_node", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Removes node from its graph\" -- the "
+      "documentation says nothing of a node whose attributes are refused at creation; pygraphrt kernels "
+      "API: an attribute refused at creation removes the node again"), apis=("GraphAddKernelNode", "GraphDestroyNode"),
       requires=K, expect=0)
 def _(t: CaseContext) -> Any:
     """A node whose attributes are refused at creation is not left in the graph."""
@@ -1170,10 +1167,10 @@ def _(t: CaseContext) -> Any:
     k.copy_attributes_to(g.add_empty())
 
 
-@case("kernels.attr.copy_raw_non_kernel", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies "
-                                               "attributes from source node hSrc to destination node hDst\" -- hSrc and hDst must be kernel "
-                                               "nodes; returns cudaErrorInvalidValue; Observed, cudaGraphKernelNodeCopyAttributes: the error "
-                                               "code (deviations.OBSERVATIONS)", apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.copy_raw_non_kernel", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies attributes from "
+      "source node hSrc to destination node hDst\" -- both are kernel nodes (the attributes are "
+      "cudaKernelNodeAttrID); no sentence states that another node type is refused; Observed, "
+      "cudaGraphKernelNodeCopyAttributes: the error code (deviations.OBSERVATIONS)"), apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to copy attributes between a kernel node and an empty node."""
     g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1182,9 +1179,10 @@ def _(t: CaseContext) -> Any:
         t.call("GraphKernelNodeCopyAttributes", e.handle, k.handle)
 
 
-@case("kernels.attr.get_on_memset_raw", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute / "
-                                             "cudaGraphKernelNodeSetAttribute: \"Sets attribute attr on node hNode from corresponding "
-                                             "attribute of value\" -- hNode must be a kernel node; returns cudaErrorInvalidValue", apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.get_on_memset_raw", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute: \"Queries attribute attr "
+      "from node hNode and stores it in corresponding member of value_out\" -- hNode must be a kernel node; "
+      "no sentence states that another node type is refused (cudaErrorInvalidValue is only in the return "
+      "list)"), apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to read a launch attribute of a memset node."""
     g = t.graph()

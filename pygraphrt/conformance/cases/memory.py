@@ -288,12 +288,11 @@ def _(t: CaseContext) -> Any:
     return t.rt.current_device().graph_mem_trim()
 
 
-@case("memory.attributes.set_current_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can "
-                                                    "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
-                                                    "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- only "
-                                                    "cudaGraphMemAttrUsedMemHigh and cudaGraphMemAttrReservedMemHigh can be set; returns "
-                                                    "cudaErrorInvalidValue; Observed, cudaDeviceSetGraphMemAttribute: the error code "
-                                                    "(deviations.OBSERVATIONS)",
+@case("memory.attributes.set_current_refused", cite=("CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"Valid attributes are: - "
+      "cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs since the "
+      "last time it was reset\" -- only the two high watermarks are listed as settable "
+      "(cudaGraphMemAttrUsedMemCurrent is not); no sentence states that setting another attribute is "
+      "refused; Observed, cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS)"),
       apis=("DeviceSetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount is refused."""
@@ -319,10 +318,10 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, value)
 
 
-@case("memory.attributes.unknown_attribute", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"attr - attribute "
-                                                  "to get\" -- attr - the attribute to get (a cudaGraphMemAttributeType); returns "
-                                                  "cudaErrorInvalidValue; Observed, cudaDeviceGetGraphMemAttribute: the error code "
-                                                  "(deviations.OBSERVATIONS)", apis=("DeviceGetGraphMemAttribute",),
+@case("memory.attributes.unknown_attribute", cite=("CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"Valid attributes are: - "
+      "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs\" -- the"
+      " four cudaGraphMemAttributeType values are listed; no sentence states that another number is "
+      "refused; Observed, cudaDeviceGetGraphMemAttribute: the error code (deviations.OBSERVATIONS)"), apis=("DeviceGetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An attribute number that is no graph-memory attribute is refused."""
@@ -412,12 +411,12 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.relaunch.after_free_async", cite="CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: graph allocations may be freed "
-                                               "outside the graph with cudaFreeAsync in stream order; CUDA Runtime API 13.5, Graph "
-                                               "Management, cudaGraphLaunch: \"If any allocations created by graphExec remain unfreed (from a "
-                                               "previous launch) and graphExec was not instantiated with "
-                                               "cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue\" "
-                                               "-- the launch fails only while allocations remain unfreed",
+@case("memory.relaunch.after_free_async", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Allocations which are not freed "
+      "in the same graph can be freed by: - passing the allocation to cudaMemFreeAsync\" -- freed outside "
+      "the graph in stream order; CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"If any "
+      "allocations created by graphExec remain unfreed (from a previous launch) and graphExec was not "
+      "instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with "
+      "cudaErrorInvalidValue\" -- the launch fails only while allocations remain unfreed"),
       apis=("GraphLaunch", "FreeAsync"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
     """Freeing the allocation in stream order between launches lets the graph relaunch (each launch copies)."""
@@ -428,8 +427,10 @@ def _(t: CaseContext) -> Any:
     return _launches(t, s, src, out, lambda: exe.launch(s), (1, 2), between=lambda: s.free_async(a.dptr))
 
 
-@case("memory.free_outside.data_survives_launch", cite=PG + "an allocation not freed in the graph outlives "
-      "the launch: it is accessible to later work ordered after the graph", apis=("GraphLaunch", "MemcpyAsync"),
+@case("memory.free_outside.data_survives_launch", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"If the allocation is not freed "
+      "in the same graph, then it can be accessed not only by nodes in the graph which are ordered after "
+      "the allocation node, but also by stream operations ordered after the graph's execution but before "
+      "the allocation is freed\" -- the unfreed allocation keeps its contents for later stream work"), apis=("GraphLaunch", "MemcpyAsync"),
       requires=("graph_memory_nodes",), expect=b"\x5a" * 8)
 def _(t: CaseContext) -> Any:
     """Memory a graph allocated and left allocated keeps its contents for stream work after the launch."""
@@ -446,12 +447,12 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.free_outside.synchronous_free", cite="CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: graph allocations may be freed with "
-                                                   "cudaFree as well as cudaFreeAsync; CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: "
-                                                   "\"If any allocations created by graphExec remain unfreed (from a previous launch) and "
-                                                   "graphExec was not instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch "
-                                                   "will fail with cudaErrorInvalidValue\" -- the launch fails while allocations of a previous "
-                                                   "launch remain unfreed",
+@case("memory.free_outside.synchronous_free", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"passing the allocation to "
+      "cudaMemFreeAsync or cudaMemFree\" -- the synchronous free frees a graph allocation too; CUDA Runtime "
+      "API 13.5, Graph Management, cudaGraphLaunch: \"If any allocations created by graphExec remain unfreed"
+      " (from a previous launch) and graphExec was not instantiated with "
+      "cudaGraphInstantiateFlagAutoFreeOnLaunch, the launch will fail with cudaErrorInvalidValue\" -- the "
+      "launch fails only while allocations of a previous launch remain unfreed"),
       apis=("GraphLaunch", "Free"), requires=("graph_memory_nodes",), expect=[1, 2])
 def _(t: CaseContext) -> Any:
     """A graph allocation freed with the synchronous free lets the graph relaunch (each launch copies)."""
@@ -486,12 +487,10 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8)
 
 
-@case("memory.free_in_other_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
-                                         "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
-                                         "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
-                                         "-- returns cudaErrorInvalidValue only for an address not returned by an allocation node, a "
-                                         "double free or an invalid address; CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: "
-                                         "an allocation may be freed by a free node of another graph", apis=("GraphAddMemFreeNode", "GraphNodeGetType", "GraphLaunch"),
+@case("memory.free_in_other_graph", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Allocations which are not freed "
+      "in the same graph can be freed by: - passing the allocation to cudaMemFreeAsync or cudaMemFree; - "
+      "launching a graph with a free node for that allocation\" -- a free node of another graph frees the "
+      "allocation, so the owning graph relaunches"), apis=("GraphAddMemFreeNode", "GraphNodeGetType", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(NodeType.MEM_FREE, [1, 2]))
 def _(t: CaseContext) -> Any:
     """A second graph's free node frees the first graph's allocation, so the first relaunches."""
@@ -711,8 +710,11 @@ def _(t: CaseContext) -> Any:
     return _typed(f)["dptr"] - a.dptr
 
 
-@case("memory.alloc.used_by_two_graphs_sequentially", cite=PG + "an allocation's lifetime begins at its "
-      "allocation node and ends when it is freed, possibly in another graph or stream",
+@case("memory.alloc.used_by_two_graphs_sequentially", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"If the allocation is not freed "
+      "in the same graph, then it can be accessed not only by nodes in the graph which are ordered after "
+      "the allocation node, but also by stream operations ordered after the graph's execution but before "
+      "the allocation is freed\" -- a second graph launched after the first reads the allocation; \"launching"
+      " a graph with a free node for that allocation\" -- and frees it"),
       apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphLaunch"), requires=("graph_memory_nodes",),
       expect=[b"\x01" * 8, b"\x02" * 8])
 def _(t: CaseContext) -> Any:
@@ -758,10 +760,12 @@ def _(t: CaseContext) -> Any:
     return handles[0] not in (0, 0x1000), handles[0] - handles[1]
 
 
-@case("memory.pool.create_defaults", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
-                                          "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
-                                          "completed frees when there is no dependency between the free and allocation\" -- reuse "
-                                          "policies are enabled by default; cudaMemPoolAttrReleaseThreshold defaults to 0", apis=("MemPoolCreate", "MemPoolGetAttribute"),
+@case("memory.pool.create_defaults", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"stream ordered "
+      "dependencies. (default enabled)\" -- cudaMemPoolReuseFollowEventDependencies; \"between the free and "
+      "allocation. (default enabled)\" -- cudaMemPoolReuseAllowOpportunistic; \"a piece of memory released by"
+      " cudaFreeAsync (default enabled)\" -- cudaMemPoolReuseAllowInternalDependencies; \"on the next call to"
+      " stream, event or context synchronize. (default 0)\" -- cudaMemPoolAttrReleaseThreshold; that a new "
+      "pool has nothing in use is not stated"), apis=("MemPoolCreate", "MemPoolGetAttribute"),
       expect=(1, 1, 1, 0, 0))
 def _(t: CaseContext) -> Any:
     """A new pool has its reuse policies on, no release threshold and nothing used."""
@@ -829,10 +833,10 @@ def _(t: CaseContext) -> Any:
     return first, _pool_attr(t, pool, MemPoolAttr.RELEASE_THRESHOLD)
 
 
-@case("memory.pool.set_reuse_policy", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"(default "
-                                           "enabled) - cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already "
-                                           "completed frees when there is no dependency between the free and allocation\" -- the reuse "
-                                           "policies (cudaMemPoolReuse*) are int values: enable or disable", apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
+@case("memory.pool.set_reuse_policy", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: "
+      "\"cudaMemPoolReuseAllowOpportunistic: (value type = int) Allow reuse of already completed frees when "
+      "there is no dependency between the free and allocation\" -- a reuse policy is a settable int: enable "
+      "or disable"), apis=("MemPoolSetAttribute", "MemPoolGetAttribute"), expect=(0, 1))
 def _(t: CaseContext) -> Any:
     """A reuse policy can be switched off and on."""
     pool = t.track(t.rt.MemPool())
@@ -864,18 +868,10 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8), used >= N, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
-@case("memory.pool.used_after_free", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"(default "
-                                          "enabled) - cudaMemPoolReuseAllowInternalDependencies: (value type = int) Allow "
-                                          "cudaMallocAsync to insert new stream dependencies in order to establish the stream ordering "
-                                          "required to reuse a piece of memory released by cudaFreeAsync (default enabled). - "
-                                          "cudaMemPoolAttrReservedMemCurrent: (value type = cuuint64_t) Amount of backing memory "
-                                          "currently allocated for the mempool. - cudaMemPoolAttrReservedMemHigh: (value type = "
-                                          "cuuint64_t) High watermark of backing memory allocated for the mempool since the last time "
-                                          "it was reset. - cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory "
-                                          "from the pool that is currently in use by the application. - cudaMemPoolAttrUsedMemHigh: "
-                                          "(value type = cuuint64_t) High watermark of the amount of memory from the pool that was in "
-                                          "use by the application since the last time it was reset\" -- cudaMemPoolAttrUsedMemCurrent: "
-                                          "amount of memory from the pool that is currently in use by the application", apis=("MallocFromPoolAsync", "FreeAsync",
+@case("memory.pool.used_after_free", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: "
+      "\"cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory from the pool that is "
+      "currently in use by the application\" -- an allocation is in use until freed; no sentence states when"
+      " a freed allocation stops counting (here: after the stream is synchronized)"), apis=("MallocFromPoolAsync", "FreeAsync",
                                                                "MemPoolGetAttribute"), expect=(True, 0))
 def _(t: CaseContext) -> Any:
     """An allocation counts as used; after it is freed and the stream synchronized, nothing of the pool is."""
@@ -976,9 +972,10 @@ def _(t: CaseContext) -> Any:
     return high, _pool_attr(t, pool, MemPoolAttr.USED_MEM_HIGH)
 
 
-@case("memory.pool.set_used_current_refused", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
-                                                   "attributes are\" -- cudaMemPoolAttrUsedMemCurrent is read-only (only the high watermarks, the "
-                                                   "reuse policies and the release threshold can be set); returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
+@case("memory.pool.set_used_current_refused", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
+      "attributes are\" -- the list (release threshold, reuse policies, the two high watermarks) omits "
+      "cudaMemPoolAttrUsedMemCurrent; no sentence states that setting it is refused (cudaErrorInvalidValue "
+      "is only in the return list)"), apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount of a pool is refused."""
     with t.under_test():
@@ -996,13 +993,12 @@ def _(t: CaseContext) -> Any:
         t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.RESERVED_MEM_HIGH, 4096)
 
 
-@case("memory.pool.max_size_exceeded", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"If set to 0, the "
-                                            "maximum size of the pool will default to a system dependent value\" -- "
-                                            "cudaMemPoolProps.maxSize: maximum pool size; CUDA Runtime API 13.5, Stream Ordered Memory "
-                                            "Allocator, cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, "
-                                            "cudaErrorNotSupported, cudaErrorOutOfMemory\" -- returns cudaErrorMemoryAllocation when the "
-                                            "pool cannot satisfy the request; Observed, cudaMallocFromPoolAsync: the error code "
-                                            "(deviations.OBSERVATIONS)",
+@case("memory.pool.max_size_exceeded", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"Applications can control"
+      " the maximum size of the pool by specifying a non-zero value for cudaMemPoolProps::maxSize\" -- an "
+      "allocation beyond it cannot come from the pool; CUDA Runtime API 13.5, Stream Ordered Memory "
+      "Allocator, cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorNotSupported, "
+      "cudaErrorOutOfMemory\" -- the return list; no sentence states which code an allocation beyond maxSize"
+      " gets; Observed, cudaMallocFromPoolAsync: the error code (deviations.OBSERVATIONS)"),
       apis=("MemPoolCreate", "MallocFromPoolAsync"), raises=errors.OutOfMemory)
 def _(t: CaseContext) -> Any:
     """An allocation larger than the pool's maximum size is refused."""
@@ -1015,9 +1011,10 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("memory.pool.invalid_device", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"The poolProps "
-                                         "determines the properties of the pool such as the backing device and IPC capabilities\" -- "
-                                         "poolProps.location must name a valid device; returns cudaErrorInvalidValue", apis=("MemPoolCreate",), raises=errors.InvalidValue)
+@case("memory.pool.invalid_device", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"The poolProps determines"
+      " the properties of the pool such as the backing device and IPC capabilities\" -- no documentation "
+      "sentence states that a device ordinal that does not exist is refused (cudaErrorInvalidValue is only "
+      "in the return list)"), apis=("MemPoolCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A pool on a device that does not exist is refused."""
     # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.

@@ -288,11 +288,11 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memset, 0, 1, 16)
 
 
-@case("graph.memset.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
-                                             "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
-                                             "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
-                                             "the end of each row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more "
-                                             "than one row); returns cudaErrorInvalidValue", apis=("GraphAddMemsetNode",),
+@case("graph.memset.pitch_below_width", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
+      "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch is the "
+      "width in bytes of the 2D array pointed to by dstPtr, including any padding added to the end of each "
+      "row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more than one row); no sentence"
+      " states that a smaller pitch is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemsetNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A 2-D memset whose rows would overlap is refused by the runtime."""
@@ -346,8 +346,9 @@ def _(t: CaseContext) -> Any:
     m.set_params(dst=buf, value=2, count=64, fn=lambda: None)
 
 
-@case("graph.memset.get_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphMemsetNodeGetParams: \"node - Node to get "
-                                                 "the parameters for\" -- node - node to get the parameters for; returns cudaErrorInvalidValue", apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.memset.get_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphMemsetNodeGetParams: \"Returns the parameters of "
+      "memset node node in pNodeParams\" -- node must be a memset node; no sentence states that a node of "
+      "another type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading memset parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -452,10 +453,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy, buf, 0, 64)
 
 
-@case("graph.memcpy.pitch_below_width", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"See "
-                                             "cudaMemcpy3D() for a description of the structure and its restrictions\" -- see cudaMemcpy3D: "
-                                             "the pitch of each pointer must be at least the width of the copy; returns "
-                                             "cudaErrorInvalidValue / cudaErrorInvalidPitchValue",
+@case("graph.memcpy.pitch_below_width", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"The destination "
+      "object must entirely contain the region defined by dstPos and extent\" -- rows wider than the "
+      "destination pitch leave the destination's rows; no sentence states which error is returned "
+      "(cudaErrorInvalidValue / cudaErrorInvalidPitchValue)"),
       apis=("GraphAddMemcpyNode",), raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A pitched copy whose rows are wider than the destination pitch is refused (the error is recorded)."""
@@ -465,8 +466,10 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy_2d, buf.ptr + 2048, 16, buf, 64, 64, 4)
 
 
-@case("graph.memcpy.set_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeSetParams1D: \"node - Node to set "
-                                                 "the parameters for\" -- node - node to set the parameters for; returns cudaErrorInvalidValue", apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("graph.memcpy.set_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeSetParams1D: \"Sets the parameters of "
+      "memcpy node node to the copy described by the provided parameters\" -- node must be a memcpy node; no"
+      " sentence states that a node of another type is refused (cudaErrorInvalidValue is only in the return"
+      " list)"), apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The memcpy setter refuses a memset node."""
     buf = t.malloc(N)
@@ -503,10 +506,11 @@ def _(t: CaseContext) -> Any:
     return len(calls)
 
 
-@case("graph.host.sees_predecessor_work", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddHostNode: \"Creates a new CPU execution "
-                                               "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
-                                               "arguments specified in pNodeParams\" -- the node invokes the CPU function after its "
-                                               "dependencies (graph edges order the work)", apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
+@case("graph.host.sees_predecessor_work", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddHostNode: \"Creates a new CPU execution node and"
+      " adds it to graph with numDependencies dependencies specified via pDependencies and arguments "
+      "specified in pNodeParams\" -- the node invokes the CPU function after its dependencies; the runtime "
+      "header says that work occurs after all of a node's dependencies have completed only for external "
+      "semaphore nodes, not for host nodes"), apis=("GraphAddHostNode", "GraphAddMemcpyNode1D",
                                                          "GraphLaunch"), expect=b"\x31" * 4)
 def _(t: CaseContext) -> Any:
     """A host node runs after the copies it depends on are complete."""
@@ -556,8 +560,9 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("graph.host.get_params_wrong_type", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphHostNodeGetParams: \"node - Node to get the "
-                                               "parameters for\" -- node - node to get the parameters for; returns cudaErrorInvalidValue", apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.host.get_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphHostNodeGetParams: \"Returns the parameters of host"
+      " node node in pNodeParams\" -- node must be a host node; no sentence states that a node of another "
+      "type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading host parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -663,8 +668,9 @@ def _(t: CaseContext) -> Any:
     n.set_event(other)
 
 
-@case("graph.event_record.get_event_on_wait_node", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphEventRecordNodeGetEvent: \"hNode - Node to "
-                                                        "get the event for\" -- hNode - node to get the event for; returns cudaErrorInvalidValue", apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
+@case("graph.event_record.get_event_on_wait_node", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphEventRecordNodeGetEvent: \"Returns the event of "
+      "event record node hNode in event_out\" -- hNode must be an event record node; no sentence states that"
+      " a node of another type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The record-node getter refuses a wait node."""
     n = t.graph().add_event_wait(t.event())
@@ -672,9 +678,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphEventRecordNodeGetEvent", n.handle, out)
 
 
-@case("graph.event_record.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
-                                         "a graph\" -- adds a node of arbitrary type described by nodeParams "
-                                         "(cudaGraphNodeTypeEventRecord)", apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_record.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
+      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
+      "cudaGraphNodeTypeEventRecord makes that node type"), apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.EVENT_RECORD, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event record node."""
@@ -683,9 +689,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), typed(n)["event"] == int(ev)
 
 
-@case("graph.event_wait.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
-                                       "a graph\" -- adds a node of arbitrary type described by nodeParams "
-                                       "(cudaGraphNodeTypeWaitEvent)", apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_wait.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
+      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
+      "cudaGraphNodeTypeWaitEvent makes that node type"), apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.WAIT_EVENT, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event wait node."""
@@ -803,8 +809,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(a), p["bytesize"], p["dptr"] != 0
 
 
-@case("graph.mem_free.generic", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Adds a node of arbitrary type to "
-                                     "a graph\" -- adds a node of arbitrary type described by nodeParams (cudaGraphNodeTypeMemFree)", apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
+@case("graph.mem_free.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
+      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
+      "cudaGraphNodeTypeMemFree makes that node type"), apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node", "graph_memory_nodes"), expect=(NodeType.MEM_FREE, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes a free node for an allocation of the graph."""
@@ -879,10 +886,10 @@ def _(t: CaseContext) -> Any:
     t.graph().add_mem_alloc(-1)
 
 
-@case("graph.mem_alloc.zero_size", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Creates a new allocation "
-                                        "node and adds it to graph with numDependencies dependencies specified via pDependencies and "
-                                        "arguments specified in nodeParams\" -- nodeParams.bytesize - the size of the requested "
-                                        "allocation; returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",),
+@case("graph.mem_alloc.zero_size", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Creates a new allocation node "
+      "and adds it to graph with numDependencies dependencies specified via pDependencies and arguments "
+      "specified in nodeParams\" -- nodeParams.bytesize is the size of the requested allocation; no sentence"
+      " states that a zero size is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemAllocNode",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A zero-byte allocation node is refused."""
@@ -890,10 +897,11 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_mem_alloc, 0)
 
 
-@case("graph.mem_alloc.invalid_device", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"cudaSuccess, "
-                                             "cudaErrorCudartUnloading, cudaErrorInitializationError, cudaErrorNotSupported, "
-                                             "cudaErrorInvalidValue, cudaErrorOutOfMemory\" -- nodeParams.poolProps.location names the "
-                                             "device; returns cudaErrorInvalidValue", apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_alloc.invalid_device", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"cudaSuccess, "
+      "cudaErrorCudartUnloading, cudaErrorInitializationError, cudaErrorNotSupported, "
+      "cudaErrorInvalidValue, cudaErrorOutOfMemory\" -- nodeParams.poolProps.location names the device; the "
+      "return list names cudaErrorInvalidValue; no sentence states that a device that does not exist is "
+      "refused"), apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation on a device that does not exist is refused."""
