@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="build-fast: exit 0 and say why when no C compiler or headers are found")
     p.add_argument("--keep-c", type=Path, metavar="DIR",
                    help="build-fast: keep the generated C source and objects in DIR")
-    a = p.parse_args(argv)
+    a = p.parse_intermixed_args(argv)  # (`build-fast -j 2 cuda13`: names after an option)
 
     if a.verb == "fetch":
         print(headersets.fetch(a.args or None))

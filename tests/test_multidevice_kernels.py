@@ -472,13 +472,14 @@ DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.headers
-@pytest.mark.parametrize("mode, placed", [("0", "6"), ("1", "0")])
+@pytest.mark.parametrize("mode, placed", [("0", "0"), ("1", "0")])
 def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_cudart, tmp_path, mode, placed):
     """On a one-device runtime ``device=0`` is the current device: the C add_memset and
     add_kernel take it themselves (no Python placement); another ordinal, a negative one or a
     string still reach the Python method, which refuses them (InvalidDevice naming the count,
     InvalidValue).  With several devices (one in use) the C asks the runtime which is current
-    and takes ``device=0`` where it is.  ABI mode: every such add is placed by the Python path."""
+    and takes ``device=0`` where it is.  ABI mode: the Python add_memset and add_kernel skip the
+    placing call for ``device=0`` of a one-device runtime too (graph/_graph._only_device)."""
     if mode == "1":
         from pygraphrt import _fast
 

@@ -83,6 +83,14 @@ def _record_node(graph: "Graph", node: Node) -> None:
     record_node(graph, node)
 
 
+def _only_device(graph: "Graph", device: Any) -> bool:
+    """Whether ``device`` is ordinal 0 of a runtime that has one device (counted already): the
+    node goes where it would go without ``device=``, with nothing to switch, check or record --
+    the ABI build path then skips the placing call (its cost was measured in
+    benchmarks/multidevice: "the cost of device= on the one-device build path")."""
+    return device.__class__ is int and device == 0 and graph._backend.__dict__.get("_device_count") == 1
+
+
 def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
     """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported by the first
     call that names a device, then called directly)."""
@@ -503,10 +511,11 @@ class Graph(Owned):
         # still take the checks that refuse them.)  last: those six objects and the struct.
         last = self._memset_last
         if (last is not None and dst is last[0] and value is last[1] and count is last[2]
-                and element_size is last[3] and height is last[4] and pitch is last[5] and device is None
+                and element_size is last[3] and height is last[4] and pitch is last[5]
+                and (device is None or _only_device(self, device))
                 and (dst.__class__ is int or dst._handle is not None)):
             p = last[6]
-        elif device is not None:
+        elif device is not None and not _only_device(self, device):
             # (a partial, not a lambda: a closure would make every argument a cell variable,
             # created on every call of this method, the hot ones included)
             return _placed(self, device, "add_memset", _partial(
@@ -831,6 +840,8 @@ class Graph(Owned):
         """
         # A kernel with a hot adder (its later nodes: graph/_kernel.build_adder) goes straight
         # to it, as _kernel.add would send it (a Python call less on the hot path).
+        if device is not None and _only_device(self, device):
+            device = None
         if (device is None and edges is None and attributes is None and kernel.__class__ is _Kernel
                 and not self._backend.several):
             hot = kernel._node_hot

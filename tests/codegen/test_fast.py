@@ -357,3 +357,15 @@ def test_source_hash_covers_the_whole_source_but_itself():
     assert hashlib.sha256("\0".join([other.cdef, other.cdef_packed, other.c_source]).encode()).hexdigest() != digest
     with pytest.raises(ValueError, match="no _pgr_source_hash"):
         fast.source_hash(fast.FastSource(src.name, src.cdef, src.cdef_packed, "int x;"))
+
+
+def test_build_fast_takes_binding_names_after_its_options(monkeypatch):
+    """``python -m bindgen build-fast -j 6 cuda13`` builds cuda13 with six jobs: binding names may
+    follow the options (a GPU run script once failed with 'unrecognized arguments: cuda13')."""
+    import bindgen.__main__ as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_build_fast", lambda names, jobs, if_possible, keep: seen.append((names, jobs)) or 0)
+    for argv in (["build-fast", "-j", "6", "cuda13"], ["build-fast", "cuda13", "-j", "6"]):
+        assert cli.main(argv) == 0
+    assert seen == [(["cuda13"], 6), (["cuda13"], 6)]
