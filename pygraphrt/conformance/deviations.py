@@ -249,6 +249,106 @@ OBSERVATIONS: tuple[Observation, ...] = (
     Observation("memory.pool.max_size_exceeded", "cuda", "12.9|13.0|13.5", _DRIVERS,
                 "cudaMallocFromPoolAsync beyond the pool's maxSize returns cudaErrorMemoryAllocation (2)",
                 "the headers list cudaErrorOutOfMemory, a name the runtime's enum cudaError does not have"),
+    # Refusals whose code the function's return list names, but of an input no sentence of its documentation
+    # describes as invalid (a NULL handle it does not require to be valid, a node of another type, a size or
+    # device no sentence bounds): the refusal itself is what was seen.
+    *(Observation(case, "cuda", _RUNTIMES, _DRIVERS, f"{function} refuses {what} with cudaErrorInvalidValue",
+                  f"the return list names cudaErrorInvalidValue; {documented}")
+      for case, function, what, documented in (
+          ("exec.instantiate.null_graph", "cudaGraphInstantiateWithFlags", "a NULL graph",
+           "no sentence requires graph to be valid or non-NULL ('graph - Graph to instantiate')"),
+          ("exec.instantiate.null_out", "cudaGraphInstantiateWithFlags", "a NULL pGraphExec",
+           "no sentence requires pGraphExec to be non-NULL ('pGraphExec - Returns instantiated graph')"),
+          ("exec.launch.null_exec", "cudaGraphLaunch", "a NULL graphExec",
+           "no sentence requires graphExec to be valid or non-NULL ('graphExec - Executable graph to launch')"),
+          ("exec.upload.null_exec", "cudaGraphUpload", "a NULL graphExec",
+           "no sentence requires graphExec to be valid or non-NULL ('graphExec - Executable graph to upload')"),
+          ("graph.child.get_graph_wrong_type", "cudaGraphChildGraphNodeGetGraph", "a memset node",
+           "the text speaks of 'a child graph node'; no sentence says another node type is refused"),
+          ("graph.memset.get_params_wrong_type", "cudaGraphMemsetNodeGetParams", "an empty node",
+           "the text speaks of 'memset node node'; no sentence says another node type is refused"),
+          ("graph.memcpy.set_params_wrong_type", "cudaGraphMemcpyNodeSetParams1D", "a memset node",
+           "the text speaks of 'memcpy node node'; no sentence says another node type is refused"),
+          ("graph.host.get_params_wrong_type", "cudaGraphHostNodeGetParams", "an empty node",
+           "the text speaks of 'host node node'; no sentence says another node type is refused"),
+          ("graph.event_record.get_event_on_wait_node", "cudaGraphEventRecordNodeGetEvent", "an event wait node",
+           "the text speaks of 'event record node hNode'; no sentence says another node type is refused"),
+          ("kernels.attr.get_on_memset_raw", "cudaGraphKernelNodeGetAttribute", "a memset node",
+           "the text ('Queries attribute attr from node hNode') names no node type"),
+          ("graph.memset.pitch_below_width", "cudaGraphAddMemsetNode",
+           "a 2-D memset of 4 rows of 100 bytes with pitch 50 (when the node is added)",
+           "cudaMemset2D defines pitch as the row width plus padding; no sentence says a smaller pitch is refused"),
+          ("graph.mem_alloc.zero_size", "cudaGraphAddMemAllocNode", "a bytesize of 0",
+           "no sentence bounds bytesize (cudaMallocAsync accepts 0)"),
+          ("graph.mem_alloc.invalid_device", "cudaGraphAddMemAllocNode",
+           "an allocation located on device 1048576 (no such device)",
+           "no sentence says a location that is no device is refused (cudaErrorInvalidDevice is the code whose "
+           "description names a device ordinal that is no device)"),
+          ("memory.pool.invalid_device", "cudaMemPoolCreate", "a pool located on device 4096 (no such device)",
+           "no sentence says a location that is no device is refused (cudaErrorInvalidDevice is the code whose "
+           "description names a device ordinal that is no device)"),
+          *((f"kernels.dims.{name}", "cudaGraphAddKernelNode", f"{what} when the node is added",
+             "no sentence states a kernel node's launch limits or that they are checked when the node is added; "
+             "the description of cudaErrorInvalidConfiguration names this trigger ('requesting too many threads or "
+             "blocks', 'more shared memory per block than the device supports') for a kernel launch")
+            for name, what in (("block_too_large", "a block of 4096 threads"),
+                               ("block_z_too_large", "a block 128 threads deep in z"),
+                               ("grid_y_too_large", "a grid of 70000 blocks in y"),
+                               ("shared_mem_too_large", "1 GiB of dynamic shared memory"))))),
+    # Outcomes no sentence states at all (a call accepted, what a call leaves behind, a default).
+    *(Observation(case, "cuda", _RUNTIMES, _DRIVERS, observed, documented)
+      for case, observed, documented in (
+          ("capture.fork.joined_stream_released_by_end",
+           "cudaStreamEndCapture on the origin stream also ends the capture on a stream that joined it "
+           "(cudaStreamWaitEvent on an event recorded in the capture): that stream reports no capture afterwards",
+           "cudaStreamEndCapture: 'Ends capture on a stream'; nothing of the streams that joined the capture"),
+          ("capture.to_graph.abort_keeps_target",
+           "a capture into an existing graph (cudaStreamBeginCaptureToGraph) ended and discarded leaves that graph "
+           "valid, with the nodes it had before",
+           "cudaStreamBeginCaptureToGraph: 'Begins graph capture on a stream to an existing graph'; nothing of "
+           "what ending the capture does to that graph"),
+          ("capture.ops.other_stream_executes",
+           "a memset on another stream during a capture executes and is not captured",
+           "cudaStreamBeginCapture speaks of the capturing stream only ('all operations pushed into the stream "
+           "will not be executed')"),
+          ("graph.destroy.exec_survives_graph",
+           "an executable graph launches and runs after the graph it was instantiated from is destroyed",
+           "neither cudaGraphInstantiate nor cudaGraphDestroy says what becomes of the executable graph"),
+          ("exec.launch.after_graph_closed",
+           "an executable graph launches and writes, twice, after its graph is destroyed",
+           "cudaGraphDestroy's documentation does not mention executable graphs"),
+          ("graph.clone.modified_clone_leaves_original",
+           "nodes and an edge added to a clone do not appear in the original",
+           "cudaGraphClone states the other direction only ('the original graph may be modified after this call "
+           "without affecting the clone')"),
+          ("graph.clone.survives_closing_original",
+           "a clone keeps its nodes and edges after its original is destroyed",
+           "cudaGraphDestroy destroys 'the graph specified by graph, as well as all of its nodes'; nothing of clones"),
+          ("edges.add.transitive_redundant",
+           "cudaGraphAddDependencies accepts an edge a->c already implied by a->b->c (three edges)",
+           "only 'Specifying an existing dependency will return an error'; nothing of implied edges"),
+          ("edges.data.refusal_adds_nothing",
+           "a programmatic edge refused by cudaGraphAddDependencies (cudaErrorInvalidValue) leaves no edge",
+           "nothing of what a refused call leaves in the graph"),
+          ("exec.instantiate.snapshot",
+           "a node added to a graph after instantiation is not run by the executable graph",
+           "nothing says the executable graph is a snapshot; cudaGraphExecUpdate is how changes reach one"),
+          ("kernels.node.set_params_after_instantiate",
+           "cudaGraphKernelNodeSetParams after instantiation does not change what the executable graph runs",
+           "nothing says the executable graph is a snapshot of the graph's kernel node parameters"),
+          ("exec.upload.other_stream_then_launch",
+           "a graph uploaded on one stream (cudaGraphUpload) launches and runs on another",
+           "cudaGraphUpload orders the upload in its stream; nothing of a launch on another stream"),
+          ("exec.enabled.default",
+           "cudaGraphNodeGetEnabled reports the memset and memcpy nodes of a new executable graph enabled (1)",
+           "nothing says nodes are enabled at instantiation"),
+          ("kernels.attr.cooperative",
+           "cudaGraphKernelNodeGetAttribute reads a new kernel node's cudaLaunchAttributeCooperative as 0",
+           "the attribute's documentation ('Nonzero indicates a cooperative kernel') gives no default"),
+          ("multidevice.peer.can_access_self",
+           "cudaDeviceCanAccessPeer of a device and itself answers 0 with cudaSuccess (two H200s)",
+           "'1 if device device is capable of directly accessing memory from peerDevice and 0 otherwise'; nothing "
+           "of a device and itself"))),
 )
 
 

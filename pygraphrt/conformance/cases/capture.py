@@ -550,9 +550,9 @@ def _(t: CaseContext) -> Any:
 
 @case("capture.begin_end.abort_discards",
       cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
-           "returning the captured graph\" -- ending a capture takes the stream out of capture mode; abort()"
-           " is pygraphrt's (it ends the capture and destroys the graph), and no documentation sentence "
-           "states its outcome beyond the end",
+           "returning the captured graph\" -- the end takes the stream out of capture mode (the case reads the "
+           "stream's capture status from the runtime); abort() is pygraphrt's: cudaStreamEndCapture, then "
+           "cudaGraphDestroy of the graph it returned, so the capture leaves no graph object",
       apis=BEGIN_END, expect=(CaptureStatus.NONE, None))
 def _(t: CaseContext) -> Any:
     """``abort()`` leaves the stream not capturing and produces no graph."""
@@ -1272,9 +1272,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.fork.joined_stream_released_by_end",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, "
-           "returning the captured graph\" -- no documentation sentence states that ending the capture on "
-           "the origin stream also ends it on every stream that joined it; the case records that it does",
+      cite="Observed, cudaStreamEndCapture: ending the capture on the origin stream ends it on the stream that "
+           "joined it too (that stream reports no capture afterwards) (deviations.OBSERVATIONS); CUDA Runtime "
+           "API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, returning the "
+           "captured graph\" -- no documentation sentence states that ending the capture on the origin stream "
+           "also ends it on every stream that joined it; the case records that it does",
       apis=BEGIN_END + ("StreamIsCapturing",),
       expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, CaptureStatus.NONE, False))
 def _(t: CaseContext) -> Any:
@@ -1715,10 +1717,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.to_graph.abort_keeps_target",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCaptureToGraph: \"Begins graph "
-           "capture on a stream to an existing graph\" -- the graph is the caller's; no documentation "
-           "sentence states what ending (pygraphrt's abort()) the capture does to it; the case records that "
-           "it stays valid with its earlier nodes",
+      cite="Observed, cudaStreamEndCapture: a capture into an existing graph (cudaStreamBeginCaptureToGraph) "
+           "ended and discarded leaves that graph valid, with the nodes it had before "
+           "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Stream Management, "
+           "cudaStreamBeginCaptureToGraph: \"Begins graph capture on a stream to an existing graph\" -- the "
+           "graph is the caller's; no documentation sentence states what ending (pygraphrt's abort()) the "
+           "capture does to it; the case records that it stays valid with its earlier nodes",
       apis=_TG, requires=("capture_to_graph",), expect=(CaptureStatus.NONE, True, True))
 def _(t: CaseContext) -> Any:
     """An aborted capture into a graph leaves that graph valid, with its earlier nodes."""
@@ -2294,10 +2298,12 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.ops.other_stream_executes",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
-           "capture mode, all operations pushed into the stream will not be executed\" -- it speaks of the "
-           "stream in capture mode only; no documentation sentence states that work on another stream "
-           "executes during a capture; the case records that it does",
+      cite="Observed, cudaStreamBeginCapture: work on another stream during a capture executes (its memset "
+           "writes the buffer) and is not captured (the graph holds the capturing stream's memset only) "
+           "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When "
+           "a stream is in capture mode, all operations pushed into the stream will not be executed\" -- it "
+           "speaks of the stream in capture mode only; no documentation sentence states that work on another "
+           "stream executes during a capture; the case records that it does",
       apis=("MemsetAsync",) + BEGIN_END, expect=((NodeType.MEMSET,), b"\x44" * 8))
 def _(t: CaseContext) -> Any:
     """Work on an unrelated stream during a capture runs normally and is not captured."""

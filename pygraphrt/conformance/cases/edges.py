@@ -117,10 +117,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("edges.add.transitive_redundant",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
-           "dependency will return an error\" -- only an existing dependency is refused; no documentation "
-           "sentence states that an edge already implied through other nodes may be added, the case records "
-           "that it is (three edges)", apis=("GraphAddDependencies",),
+      cite="Observed, cudaGraphAddDependencies: an edge a->c already implied by a->b->c is accepted; the graph "
+           "then has the three edges (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+           "cudaGraphAddDependencies: \"Specifying an existing dependency will return an error\" -- only an "
+           "existing dependency is refused; no documentation sentence states that an edge already implied "
+           "through other nodes may be added, the case records that it is (three edges)", apis=("GraphAddDependencies",),
       expect=[("a", "b"), ("a", "c"), ("b", "c")])
 def _(t: CaseContext) -> Any:
     """a->b, b->c and the redundant a->c are three edges."""
@@ -409,10 +410,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("edges.remove.then_add_again",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Removes dependency edges"
-           " from a graph\"; CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying"
-           " an existing dependency will return an error\" -- a removed edge is no longer an existing "
-           "dependency, so adding it again is not refused (no sentence states re-adding outright)", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
+      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Removes dependency edges "
+           "from a graph\"; CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Adds "
+           "dependency edges to a graph\" ... \"Specifying an existing dependency will return an error\" -- "
+           "once removed, the edge is not an existing dependency, so adding it is the call's plain case: the "
+           "graph has the one edge again", apis=("GraphRemoveDependencies", "GraphAddDependencies"), expect=1)
 def _(t: CaseContext) -> Any:
     """A removed edge can be added again."""
     g = t.graph()
@@ -908,9 +910,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("edges.data.refusal_adds_nothing",
-      cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddDependencies: \"Specifying an existing "
-           "dependency will return an error\" -- the call returns an error; no documentation sentence states"
-           " that a refused call adds no edge, the case records that it adds none", apis=("GraphAddDependencies",
+      cite="Observed, cudaGraphAddDependencies: a refused programmatic edge (cudaErrorInvalidValue) leaves no "
+           "edge in the graph (cudaGraphGetEdges counts 0) (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+           "Graph Management, cudaGraphAddDependencies: \"Specifying an existing dependency will return an "
+           "error\" -- the call returns an error; no documentation sentence states that a refused call adds no "
+           "edge, the case records that it adds none", apis=("GraphAddDependencies",
                                                                                              "GraphGetEdges"),
       requires=("edge_data",), expect=("InvalidValue", 0))
 def _(t: CaseContext) -> Any:

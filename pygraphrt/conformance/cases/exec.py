@@ -318,10 +318,14 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.instantiate.unknown_flag_bits", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The flags parameter "
-      "controls the behavior of instantiation and subsequent graph launches. Valid flags are\" -- the "
-      "documentation lists the valid cudaGraphInstantiateFlags; no sentence states that another bit is "
-      "refused (cudaErrorInvalidValue is only in the return list)"),
+@case("exec.instantiate.unknown_flag_bits", cite=(
+          "CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The flags parameter "
+          "controls the behavior of instantiation and subsequent graph launches. Valid flags are\" ... "
+          "\"cudaSuccess, cudaErrorInvalidValue\" -- a bit none of the listed cudaGraphInstantiateFlags has is "
+          "not a valid flag, and the return list names cudaErrorInvalidValue; CUDA Runtime API 13.5, Data "
+          "types, enum cudaError: \"cudaErrorInvalidValue: This indicates that one or more of the parameters "
+          "passed to the API call is not within an acceptable range of values\" -- the unknown bit is such a "
+          "value"),
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A flag bit that is no instantiate flag is refused by the runtime."""
@@ -337,13 +341,15 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_graph", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
-      "cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence states that a "
-      "NULL graph is refused"),
+@case("exec.instantiate.null_graph", cite=(
+          "Observed, cudaGraphInstantiateWithFlags: a NULL graph is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: "
+          "\"cudaSuccess, cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence "
+          "states that a NULL graph is refused"),
       apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating a NULL graph is refused."""
-    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, a code the return list names (the refusal is an observation).
     out = t.new("GraphExec_t *")
     try:
         with t.under_test():
@@ -353,9 +359,11 @@ def _(t: CaseContext) -> Any:
             t.call("GraphExecDestroy", out[0])
 
 
-@case("exec.instantiate.null_out", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"cudaSuccess, "
-      "cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence states that a "
-      "NULL pGraphExec is refused"), apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
+@case("exec.instantiate.null_out", cite=(
+          "Observed, cudaGraphInstantiateWithFlags: a NULL pGraphExec is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: "
+          "\"cudaSuccess, cudaErrorInvalidValue\" -- the return list names cudaErrorInvalidValue; no sentence "
+          "states that a NULL pGraphExec is refused"), apis=("GraphInstantiateWithFlags",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Instantiating without a place for the executable graph is refused."""
     g = t.graph()
@@ -415,12 +423,15 @@ def _(t: CaseContext) -> Any:
     return first, buf2.to_bytes(8)
 
 
-@case("exec.instantiate.snapshot", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph as an "
-      "executable graph\" -- no documentation sentence states that later changes to graph leave the "
-      "executable graph (a snapshot); CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: "
-      "\"Updates the node parameters in the instantiated graph specified by hGraphExec with the node "
-      "parameters in a topologically identical graph specified by hGraph\" -- changes reach an executable "
-      "graph through an update"), apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
+@case("exec.instantiate.snapshot", cite=(
+          "Observed, cudaGraphInstantiateWithFlags: a node added to the graph after instantiation is not run "
+          "by the executable graph (its buffer stays zero; the instantiated node runs) "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: "
+          "\"Instantiates graph as an executable graph\" -- no documentation sentence states that later "
+          "changes to graph leave the executable graph (a snapshot); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphExecUpdate: \"Updates the node parameters in the instantiated graph specified by "
+          "hGraphExec with the node parameters in a topologically identical graph specified by hGraph\" -- "
+          "changes reach an executable graph through an update"), apis=("GraphInstantiateWithFlags", "GraphAddMemsetNode",
                                                                    "GraphLaunch"), expect=(b"\x00" * 8, 1))
 def _(t: CaseContext) -> Any:
     """A node added to the graph after instantiation is not run by the executable graph."""
@@ -633,21 +644,27 @@ def _(t: CaseContext) -> Any:
     t.instantiate(g).launch("stream 0")
 
 
-@case("exec.launch.null_exec", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"cudaSuccess, cudaErrorInvalidValue\" -- "
-      "the return list names cudaErrorInvalidValue; no sentence states that a NULL graphExec is refused"),
+@case("exec.launch.null_exec", cite=("Observed, cudaGraphLaunch: a NULL graphExec is refused with "
+                                     "cudaErrorInvalidValue (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+                                     "Graph Management, cudaGraphLaunch: \"cudaSuccess, cudaErrorInvalidValue\" "
+                                     "-- the return list names cudaErrorInvalidValue; no sentence states that "
+                                     "a NULL graphExec is refused"),
       apis=("GraphLaunch",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to launch a NULL executable graph."""
-    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, a code the return list names (the refusal is an observation).
     with t.under_test():
         t.call("GraphLaunch", t.NULL, t.stream().handle)
 
 
-@case("exec.launch.after_graph_closed", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"Instantiates graph as an "
-      "executable graph\" -- no documentation sentence states that the executable graph outlives the "
-      "destruction of graph (cudaGraphDestroy's documentation does not mention executable graphs); CUDA "
-      "Runtime API 13.5, Graph Management, cudaGraphExecDestroy: \"Destroys an executable graph\" -- only "
-      "cudaGraphExecDestroy is documented to destroy an executable graph"), apis=("GraphLaunch",),
+@case("exec.launch.after_graph_closed", cite=(
+          "Observed, cudaGraphLaunch: an executable graph launches and writes, twice, after its graph is "
+          "destroyed (cudaGraphDestroy) (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphInstantiateWithFlags: \"Instantiates graph as an executable graph\" -- no documentation "
+          "sentence states that the executable graph outlives the destruction of graph (cudaGraphDestroy's "
+          "documentation does not mention executable graphs); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphExecDestroy: \"Destroys an executable graph\" -- only cudaGraphExecDestroy is documented "
+          "to destroy an executable graph"), apis=("GraphLaunch",),
       expect=(b"\x6f" * 8, b"\x6f" * 8))
 def _(t: CaseContext) -> Any:
     """Closing the graph leaves its executable graph relaunchable."""
@@ -680,9 +697,12 @@ def _(t: CaseContext) -> Any:
     return before, buf.to_bytes(8)
 
 
-@case("exec.upload.other_stream_then_launch", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Each upload is ordered behind both any "
-      "previous work in stream and any previous launches of graphExec\" -- no documentation sentence states "
-      "that a launch on another stream than the upload's uses the upload"),
+@case("exec.upload.other_stream_then_launch", cite=(
+          "Observed, cudaGraphLaunch: a graph uploaded on one stream (cudaGraphUpload) launches and runs on "
+          "another (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"Each "
+          "upload is ordered behind both any previous work in stream and any previous launches of graphExec\" "
+          "-- no documentation sentence states that a launch on another stream than the upload's uses the "
+          "upload"),
       apis=("GraphUpload", "GraphLaunch"), expect=b"\x22" * 8)
 def _(t: CaseContext) -> Any:
     """A graph uploaded on one stream launches on another."""
@@ -723,12 +743,15 @@ def _(t: CaseContext) -> Any:
     exe.upload(t.stream())
 
 
-@case("exec.upload.null_exec", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphUpload: \"cudaSuccess, cudaErrorInvalidValue,\" -- "
-      "the return list names cudaErrorInvalidValue; no sentence states that a NULL graphExec is refused"),
+@case("exec.upload.null_exec", cite=("Observed, cudaGraphUpload: a NULL graphExec is refused with "
+                                     "cudaErrorInvalidValue (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+                                     "Graph Management, cudaGraphUpload: \"cudaSuccess, "
+                                     "cudaErrorInvalidValue,\" -- the return list names cudaErrorInvalidValue; "
+                                     "no sentence states that a NULL graphExec is refused"),
       apis=("GraphUpload",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to upload a NULL executable graph."""
-    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, a code the return list names (the refusal is an observation).
     with t.under_test():
         t.call("GraphUpload", t.NULL, t.stream().handle)
 
@@ -1814,9 +1837,11 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ enable / disable
-@case("exec.enabled.default", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Sets isEnabled to 1 if hNode is "
-      "enabled, or 0 if hNode is disabled\" -- no documentation sentence states that nodes are enabled at "
-      "instantiation"), apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
+@case("exec.enabled.default", cite=("Observed, cudaGraphNodeGetEnabled: the memset and memcpy nodes of a new "
+                                    "executable graph read as enabled (isEnabled 1) (deviations.OBSERVATIONS); "
+                                    "CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetEnabled: \"Sets "
+                                    "isEnabled to 1 if hNode is enabled, or 0 if hNode is disabled\" -- no "
+                                    "documentation sentence states that nodes are enabled at instantiation"), apis=("GraphNodeGetEnabled",), requires=("per_node_enable",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """Memset and memcpy nodes start enabled."""
     buf, out = _zeroed(t), _zeroed(t)

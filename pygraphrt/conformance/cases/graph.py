@@ -367,9 +367,12 @@ def _(t: CaseContext) -> Any:
     g2.add_empty(dependencies=[a])
 
 
-@case("graph.destroy.exec_survives_graph", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an executable "
-      "graph\" -- no documentation sentence states that the executable graph outlives the destruction of "
-      "graph; pygraphrt graph API: Graph.close(): executable graphs made from it stay usable"),
+@case("graph.destroy.exec_survives_graph", cite=(
+          "Observed, cudaGraphLaunch: an executable graph launches and runs after the graph it was "
+          "instantiated from is destroyed (cudaGraphDestroy) (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+          "Graph Management, cudaGraphInstantiate: \"Instantiates graph as an executable graph\" -- no "
+          "documentation sentence states that the executable graph outlives the destruction of graph; "
+          "pygraphrt graph API: Graph.close(): executable graphs made from it stay usable"),
       apis=("GraphInstantiateWithFlags", "GraphLaunch"), expect=b"\x2a" * 8)
 def _(t: CaseContext) -> Any:
     """An executable graph launches after its graph was destroyed."""
@@ -596,10 +599,12 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetRootNodes", t.graph().handle)
 
 
-@case("graph.leaf_nodes.excludes_dependencies", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependentNodes: \"Returns a list of node's "
-      "dependent nodes. pDependentNodes may be NULL, in which case this function will return the number of "
-      "dependent nodes in pNumDependentNodes\" -- a leaf is a node with no dependent nodes; the CUDA runtime"
-      " has no leaf query and no sentence defines a leaf"), apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
+@case("graph.leaf_nodes.excludes_dependencies", cite=(
+          "CUDA Runtime API 13.5, Graph Management, cudaGraphNodeGetDependentNodes: \"Returns a list of node's "
+          "dependent nodes. pDependentNodes may be NULL, in which case this function will return the number of "
+          "dependent nodes in pNumDependentNodes\" -- pygraphrt's leaf_nodes() are the nodes of "
+          "cudaGraphGetNodes whose dependent-node count is 0 (the CUDA runtime has no leaf query): with the "
+          "edge a->b, b and c"), apis=("GraphGetNodes", "GraphNodeGetDependentNodes"), expect=["b", "c"])
 def _(t: CaseContext) -> Any:
     """Leaves are the nodes nothing depends on."""
     g = t.graph()
@@ -726,10 +731,13 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetNodes", g.handle), raw_count(t, "GraphGetNodes", c.handle)
 
 
-@case("graph.clone.modified_clone_leaves_original", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphClone: \"This function creates a copy of "
-      "originalGraph and returns it in pGraphClone\" -- a graph of its own; \"the original graph may be "
-      "modified after this call without affecting the clone\" -- the documentation states only this "
-      "direction; that changes to the clone leave the original is not stated"), apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
+@case("graph.clone.modified_clone_leaves_original", cite=(
+          "Observed, cudaGraphClone: nodes and an edge added to the clone do not appear in the original (1 "
+          "node in the original, 3 in the clone) (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph "
+          "Management, cudaGraphClone: \"This function creates a copy of originalGraph and returns it in "
+          "pGraphClone\" -- a graph of its own; \"the original graph may be modified after this call without "
+          "affecting the clone\" -- the documentation states only this direction; that changes to the clone "
+          "leave the original is not stated"), apis=("GraphClone", "GraphAddEmptyNode"), expect=(1, 3))
 def _(t: CaseContext) -> Any:
     """Nodes added to the clone are not in the original."""
     g = t.graph()
@@ -740,10 +748,12 @@ def _(t: CaseContext) -> Any:
     return len(g.nodes()), len(c.nodes())
 
 
-@case("graph.clone.survives_closing_original", cite=("CUDA Runtime API 13.0, Graph Management, cudaGraphClone: creates a copy of originalGraph; CUDA "
-      "Runtime API 13.5, Graph Management, cudaGraphDestroy: \"Destroys the graph specified by graph, as "
-      "well as all of its nodes\" -- only the graph specified; no sentence states that a clone outlives its "
-      "original"),
+@case("graph.clone.survives_closing_original", cite=(
+          "Observed, cudaGraphClone: a clone keeps its nodes and edges (2 and 1) after its original is "
+          "destroyed (cudaGraphDestroy) (deviations.OBSERVATIONS); CUDA Runtime API 13.0, Graph Management, "
+          "cudaGraphClone: creates a copy of originalGraph; CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphDestroy: \"Destroys the graph specified by graph, as well as all of its nodes\" -- only "
+          "the graph specified; no sentence states that a clone outlives its original"),
       apis=("GraphClone", "GraphGetNodes", "GraphGetEdges"), expect=(2, 1))
 def _(t: CaseContext) -> Any:
     """A clone stays usable after its original is destroyed (the clone's counts, from the runtime)."""
@@ -1064,9 +1074,12 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=embedded), before, "the embedded graph after the refused add")
 
 
-@case("graph.child.get_graph_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphChildGraphNodeGetGraph: \"Gets a handle to the "
-      "embedded graph in a child graph node\" -- node must be a child graph node; no sentence states that "
-      "another node type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
+@case("graph.child.get_graph_wrong_type", cite=(
+          "Observed, cudaGraphChildGraphNodeGetGraph: a memset node is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphChildGraphNodeGetGraph: \"Gets a handle to the embedded graph in a child graph node\" -- "
+          "node must be a child graph node; no sentence states that another node type is refused "
+          "(cudaErrorInvalidValue is only in the return list)"), apis=("GraphChildGraphNodeGetGraph",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Asking a memset node for its embedded graph is refused."""
     buf = t.malloc(N)
@@ -1175,9 +1188,13 @@ def _(t: CaseContext) -> Any:
     return first_word(t.graph().debug_dot())
 
 
-@case("graph.debug_dot.unwritable_path", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"cudaSuccess, "
-      "cudaErrorInvalidValue, cudaErrorOperatingSystem\" -- the return list; no sentence states which error "
-      "a path that cannot be written gets"), apis=("GraphDebugDotPrint",),
+@case("graph.debug_dot.unwritable_path", cite=(
+          "CUDA Runtime API 13.5, Graph Management, cudaGraphDebugDotPrint: \"path - The path to write the DOT "
+          "file to\" ... \"cudaSuccess, cudaErrorInvalidValue, cudaErrorOperatingSystem\" -- the return list "
+          "names cudaErrorOperatingSystem; CUDA Runtime API 13.5, Data types, enum cudaError: "
+          "\"cudaErrorOperatingSystem: This error indicates that an OS call failed\" -- a file in a directory "
+          "that does not exist cannot be opened for writing: the OS call fails (the GPUs return "
+          "cudaErrorOperatingSystem)"), apis=("GraphDebugDotPrint",),
       raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A path in a directory that does not exist is refused (the error is recorded)."""

@@ -298,10 +298,14 @@ def _(t: CaseContext) -> Any:
     return tuple(p["grid"]), tuple(p["block"]), p["shared_mem_bytes"], k.args[1]
 
 
-@case("kernels.node.set_params_after_instantiate", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: \"Sets the parameters of "
-      "kernel node node to pNodeParams\" -- sets the parameters of the node in its graph; CUDA Runtime API "
-      "13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as an executable graph\" -- no "
-      "documentation sentence states that later changes to graph leave the executable graph (a snapshot)"), apis=("GraphKernelNodeSetParams",
+@case("kernels.node.set_params_after_instantiate", cite=(
+          "Observed, cudaGraphKernelNodeSetParams: parameters set on the graph's kernel node after "
+          "instantiation do not reach the executable graph (its launch writes the old value) "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeSetParams: "
+          "\"Sets the parameters of kernel node node to pNodeParams\" -- sets the parameters of the node in "
+          "its graph; CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"Instantiates graph as "
+          "an executable graph\" -- no documentation sentence states that later changes to graph leave the "
+          "executable graph (a snapshot)"), apis=("GraphKernelNodeSetParams",
                                                                                "GraphLaunch"),
       requires=K, expect=[1] * n64)
 def _(t: CaseContext) -> Any:
@@ -603,10 +607,12 @@ def _refused_add(t: CaseContext, add: Any) -> None:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused kernel node")
 
 
-@case("kernels.dims.block_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
-      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
-      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_too_large", cite=(
+          "Observed, cudaGraphAddKernelNode: a block of 4096 threads is refused with cudaErrorInvalidValue "
+          "when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- "
+          "the return list names cudaErrorInvalidValue; no sentence states the device's launch-dimension and "
+          "shared-memory limits for a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
@@ -614,10 +620,13 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, 4096, [buf, 1, n64]))
 
 
-@case("kernels.dims.block_z_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
-      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
-      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.block_z_too_large", cite=(
+          "Observed, cudaGraphAddKernelNode: a block 128 threads deep in z is refused with "
+          "cudaErrorInvalidValue when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+          "Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, "
+          "cudaErrorInvalidDeviceFunction\" -- the return list names cudaErrorInvalidValue; no sentence states "
+          "the device's launch-dimension and shared-memory limits for a kernel node, nor that they are checked "
+          "when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
@@ -625,10 +634,12 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), 1, (1, 1, 128), [buf, 1, n64]))
 
 
-@case("kernels.dims.grid_y_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
-      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
-      " a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+@case("kernels.dims.grid_y_too_large", cite=(
+          "Observed, cudaGraphAddKernelNode: a grid of 70000 blocks in y is refused with cudaErrorInvalidValue "
+          "when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- "
+          "the return list names cudaErrorInvalidValue; no sentence states the device's launch-dimension and "
+          "shared-memory limits for a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
@@ -636,10 +647,13 @@ def _(t: CaseContext) -> Any:
         _refused_add(t, lambda g, buf: g.add_kernel(t.kernel("fill_u32"), (1, 70000), n64, [buf, 1, n64]))
 
 
-@case("kernels.dims.shared_mem_too_large", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, "
-      "cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- the return list names "
-      "cudaErrorInvalidValue; no sentence states the device's launch-dimension and shared-memory limits for"
-      " a kernel node, nor that they are checked when the node is added"),
+@case("kernels.dims.shared_mem_too_large", cite=(
+          "Observed, cudaGraphAddKernelNode: 1 GiB of dynamic shared memory is refused with "
+          "cudaErrorInvalidValue when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+          "Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, "
+          "cudaErrorInvalidDeviceFunction\" -- the return list names cudaErrorInvalidValue; no sentence states "
+          "the device's launch-dimension and shared-memory limits for a kernel node, nor that they are checked "
+          "when the node is added"),
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
@@ -1091,9 +1105,13 @@ def _(t: CaseContext) -> Any:
     return k.attribute("priority")
 
 
-@case("kernels.attr.cooperative", cite=("CUDA Runtime API 13.5, Data types, union cudaLaunchAttributeValue: \"Value of launch attribute "
-      "cudaLaunchAttributeCooperative. Nonzero indicates a cooperative kernel\" -- set, the node is a "
-      "cooperative launch; that a new kernel node's value is zero (off) is not stated"), apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
+@case("kernels.attr.cooperative", cite=("Observed, cudaGraphKernelNodeGetAttribute: a new kernel node's "
+                                        "cudaLaunchAttributeCooperative reads 0 (off) "
+                                        "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Data types, union "
+                                        "cudaLaunchAttributeValue: \"Value of launch attribute "
+                                        "cudaLaunchAttributeCooperative. Nonzero indicates a cooperative "
+                                        "kernel\" -- set, the node is a cooperative launch; that a new kernel "
+                                        "node's value is zero (off) is not stated"), apis=("GraphKernelNodeSetAttribute", "GraphKernelNodeGetAttribute"), requires=K, expect=(False, True))
 def _(t: CaseContext) -> Any:
     """The cooperative attribute starts off and reads back once set."""
     _g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1146,9 +1164,11 @@ def _(t: CaseContext) -> Any:
     k.set_attribute("priority", "high")
 
 
-@case("kernels.attr.unknown_at_creation_removes_node", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Removes node from its graph\" -- the "
-      "documentation says nothing of a node whose attributes are refused at creation; pygraphrt kernels "
-      "API: an attribute refused at creation removes the node again"), apis=("GraphAddKernelNode", "GraphDestroyNode"),
+@case("kernels.attr.unknown_at_creation_removes_node", cite=(
+          "CUDA Runtime API 13.5, Graph Management, cudaGraphDestroyNode: \"Removes node from its graph\" -- "
+          "the node pygraphrt added is removed, so the graph's node count (cudaGraphGetNodes) is 0; that an "
+          "attribute refused at creation leads to the removal is pygraphrt's (kernels API: "
+          "add_kernel(attributes=) destroys the node it added when an attribute is refused)"), apis=("GraphAddKernelNode", "GraphDestroyNode"),
       requires=K, expect=0)
 def _(t: CaseContext) -> Any:
     """A node whose attributes are refused at creation is not left in the graph."""
@@ -1167,10 +1187,11 @@ def _(t: CaseContext) -> Any:
     k.copy_attributes_to(g.add_empty())
 
 
-@case("kernels.attr.copy_raw_non_kernel", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies attributes from "
-      "source node hSrc to destination node hDst\" -- both are kernel nodes (the attributes are "
-      "cudaKernelNodeAttrID); no sentence states that another node type is refused; Observed, "
-      "cudaGraphKernelNodeCopyAttributes: the error code (deviations.OBSERVATIONS)"), apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.copy_raw_non_kernel", cite=(
+          "Observed, cudaGraphKernelNodeCopyAttributes: the error code (deviations.OBSERVATIONS); CUDA Runtime "
+          "API 13.5, Graph Management, cudaGraphKernelNodeCopyAttributes: \"Copies attributes from source node "
+          "hSrc to destination node hDst\" -- both are kernel nodes (the attributes are cudaKernelNodeAttrID); "
+          "no sentence states that another node type is refused"), apis=("GraphKernelNodeCopyAttributes",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to copy attributes between a kernel node and an empty node."""
     g, k = _fill_graph(t, _zeroed(t), 1)
@@ -1179,10 +1200,12 @@ def _(t: CaseContext) -> Any:
         t.call("GraphKernelNodeCopyAttributes", e.handle, k.handle)
 
 
-@case("kernels.attr.get_on_memset_raw", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphKernelNodeGetAttribute: \"Queries attribute attr "
-      "from node hNode and stores it in corresponding member of value_out\" -- hNode must be a kernel node; "
-      "no sentence states that another node type is refused (cudaErrorInvalidValue is only in the return "
-      "list)"), apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
+@case("kernels.attr.get_on_memset_raw", cite=(
+          "Observed, cudaGraphKernelNodeGetAttribute: a memset node is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphKernelNodeGetAttribute: \"Queries attribute attr from node hNode and stores it in "
+          "corresponding member of value_out\" -- hNode must be a kernel node; no sentence states that another "
+          "node type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphKernelNodeGetAttribute",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The runtime refuses to read a launch attribute of a memset node."""
     g = t.graph()

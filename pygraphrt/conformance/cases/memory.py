@@ -288,11 +288,13 @@ def _(t: CaseContext) -> Any:
     return t.rt.current_device().graph_mem_trim()
 
 
-@case("memory.attributes.set_current_refused", cite=("CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"Valid attributes are: - "
-      "cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs since the "
-      "last time it was reset\" -- only the two high watermarks are listed as settable "
-      "(cudaGraphMemAttrUsedMemCurrent is not); no sentence states that setting another attribute is "
-      "refused; Observed, cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS)"),
+@case("memory.attributes.set_current_refused", cite=(
+          "Observed, cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS); CUDA Runtime "
+          "API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"Valid attributes are: - "
+          "cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs since the "
+          "last time it was reset\" -- only the two high watermarks are listed as settable "
+          "(cudaGraphMemAttrUsedMemCurrent is not); no sentence states that setting another attribute is "
+          "refused"),
       apis=("DeviceSetGraphMemAttribute",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount is refused."""
@@ -303,11 +305,12 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, zero)
 
 
-@case("memory.attributes.reset_to_nonzero_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can "
-                                                         "only be reset to zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in "
-                                                         "bytes, currently allocated for use by the CUDA graphs asynchronous allocator\" -- high "
-                                                         "watermarks can only be reset to zero; returns cudaErrorInvalidValue; Observed, "
-                                                         "cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS)", apis=("DeviceSetGraphMemAttribute",),
+@case("memory.attributes.reset_to_nonzero_refused", cite=
+          "Observed, cudaDeviceSetGraphMemAttribute: the error code (deviations.OBSERVATIONS); CUDA Runtime "
+          "API 13.5, Graph Management, cudaDeviceSetGraphMemAttribute: \"High watermark can only be reset to "
+          "zero. - cudaGraphMemAttrReservedMemHigh: High watermark of memory, in bytes, currently allocated "
+          "for use by the CUDA graphs asynchronous allocator\" -- high watermarks can only be reset to zero; "
+          "the code of the refusal, cudaErrorInvalidValue, is the observation", apis=("DeviceSetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a high watermark to a non-zero value is refused."""
@@ -318,10 +321,12 @@ def _(t: CaseContext) -> Any:
         t.call("DeviceSetGraphMemAttribute", t.rt.current_device().ordinal, attr, value)
 
 
-@case("memory.attributes.unknown_attribute", cite=("CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"Valid attributes are: - "
-      "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs\" -- the"
-      " four cudaGraphMemAttributeType values are listed; no sentence states that another number is "
-      "refused; Observed, cudaDeviceGetGraphMemAttribute: the error code (deviations.OBSERVATIONS)"), apis=("DeviceGetGraphMemAttribute",),
+@case("memory.attributes.unknown_attribute", cite=(
+          "Observed, cudaDeviceGetGraphMemAttribute: the error code (deviations.OBSERVATIONS); CUDA Runtime "
+          "API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"Valid attributes are: - "
+          "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs\" -- "
+          "the four cudaGraphMemAttributeType values are listed; no sentence states that another number is "
+          "refused"), apis=("DeviceGetGraphMemAttribute",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An attribute number that is no graph-memory attribute is refused."""
@@ -760,12 +765,15 @@ def _(t: CaseContext) -> Any:
     return handles[0] not in (0, 0x1000), handles[0] - handles[1]
 
 
-@case("memory.pool.create_defaults", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"stream ordered "
-      "dependencies. (default enabled)\" -- cudaMemPoolReuseFollowEventDependencies; \"between the free and "
-      "allocation. (default enabled)\" -- cudaMemPoolReuseAllowOpportunistic; \"a piece of memory released by"
-      " cudaFreeAsync (default enabled)\" -- cudaMemPoolReuseAllowInternalDependencies; \"on the next call to"
-      " stream, event or context synchronize. (default 0)\" -- cudaMemPoolAttrReleaseThreshold; that a new "
-      "pool has nothing in use is not stated"), apis=("MemPoolCreate", "MemPoolGetAttribute"),
+@case("memory.pool.create_defaults", cite=(
+          "CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: \"stream ordered "
+          "dependencies. (default enabled)\" -- cudaMemPoolReuseFollowEventDependencies; \"between the free "
+          "and allocation. (default enabled)\" -- cudaMemPoolReuseAllowOpportunistic; \"a piece of memory "
+          "released by cudaFreeAsync (default enabled)\" -- cudaMemPoolReuseAllowInternalDependencies; \"on "
+          "the next call to stream, event or context synchronize. (default 0)\" -- "
+          "cudaMemPoolAttrReleaseThreshold; \"cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount "
+          "of memory from the pool that is currently in use by the application\" -- nothing was allocated from "
+          "the new pool, so none is in use (0)"), apis=("MemPoolCreate", "MemPoolGetAttribute"),
       expect=(1, 1, 1, 0, 0))
 def _(t: CaseContext) -> Any:
     """A new pool has its reuse policies on, no release threshold and nothing used."""
@@ -868,10 +876,13 @@ def _(t: CaseContext) -> Any:
     return out.to_bytes(8), used >= N, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
-@case("memory.pool.used_after_free", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: "
-      "\"cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory from the pool that is "
-      "currently in use by the application\" -- an allocation is in use until freed; no sentence states when"
-      " a freed allocation stops counting (here: after the stream is synchronized)"), apis=("MallocFromPoolAsync", "FreeAsync",
+@case("memory.pool.used_after_free", cite=(
+          "CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolGetAttribute: "
+          "\"cudaMemPoolAttrUsedMemCurrent: (value type = cuuint64_t) Amount of memory from the pool that is "
+          "currently in use by the application\" -- an allocation is in use until freed; CUDA Runtime API "
+          "13.5, Stream Ordered Memory Allocator, cudaFreeAsync: \"Inserts a free operation into hStream. The "
+          "allocation must not be accessed after stream execution reaches the free\" -- once the stream is "
+          "synchronized its execution has passed the free, so the allocation is no longer in use (0)"), apis=("MallocFromPoolAsync", "FreeAsync",
                                                                "MemPoolGetAttribute"), expect=(True, 0))
 def _(t: CaseContext) -> Any:
     """An allocation counts as used; after it is freed and the stream synchronized, nothing of the pool is."""
@@ -972,10 +983,14 @@ def _(t: CaseContext) -> Any:
     return high, _pool_attr(t, pool, MemPoolAttr.USED_MEM_HIGH)
 
 
-@case("memory.pool.set_used_current_refused", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
-      "attributes are\" -- the list (release threshold, reuse policies, the two high watermarks) omits "
-      "cudaMemPoolAttrUsedMemCurrent; no sentence states that setting it is refused (cudaErrorInvalidValue "
-      "is only in the return list)"), apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
+@case("memory.pool.set_used_current_refused", cite=(
+          "CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"Supported "
+          "attributes are\" ... \"cudaSuccess, cudaErrorInvalidValue\" -- the list (release threshold, the "
+          "three reuse policies, the two high watermarks) omits cudaMemPoolAttrUsedMemCurrent, and the return "
+          "list names cudaErrorInvalidValue; CUDA Runtime API 13.5, Data types, enum cudaError: "
+          "\"cudaErrorInvalidValue: This indicates that one or more of the parameters passed to the API call "
+          "is not within an acceptable range of values\" -- an attribute the setter does not support is such a "
+          "value"), apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting the current used amount of a pool is refused."""
     with t.under_test():
@@ -993,12 +1008,14 @@ def _(t: CaseContext) -> Any:
         t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.RESERVED_MEM_HIGH, 4096)
 
 
-@case("memory.pool.max_size_exceeded", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"Applications can control"
-      " the maximum size of the pool by specifying a non-zero value for cudaMemPoolProps::maxSize\" -- an "
-      "allocation beyond it cannot come from the pool; CUDA Runtime API 13.5, Stream Ordered Memory "
-      "Allocator, cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorNotSupported, "
-      "cudaErrorOutOfMemory\" -- the return list; no sentence states which code an allocation beyond maxSize"
-      " gets; Observed, cudaMallocFromPoolAsync: the error code (deviations.OBSERVATIONS)"),
+@case("memory.pool.max_size_exceeded", cite=(
+          "Observed, cudaMallocFromPoolAsync: the error code (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+          "Stream Ordered Memory Allocator, cudaMemPoolCreate: \"Applications can control the maximum size of "
+          "the pool by specifying a non-zero value for cudaMemPoolProps::maxSize\" -- an allocation beyond it "
+          "cannot come from the pool; CUDA Runtime API 13.5, Stream Ordered Memory Allocator, "
+          "cudaMallocFromPoolAsync: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorNotSupported, "
+          "cudaErrorOutOfMemory\" -- the return list; no sentence states which code an allocation beyond "
+          "maxSize gets"),
       apis=("MemPoolCreate", "MallocFromPoolAsync"), raises=errors.OutOfMemory)
 def _(t: CaseContext) -> Any:
     """An allocation larger than the pool's maximum size is refused."""
@@ -1011,13 +1028,15 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("memory.pool.invalid_device", cite=("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolCreate: \"The poolProps determines"
-      " the properties of the pool such as the backing device and IPC capabilities\" -- no documentation "
-      "sentence states that a device ordinal that does not exist is refused (cudaErrorInvalidValue is only "
-      "in the return list)"), apis=("MemPoolCreate",), raises=errors.InvalidValue)
+@case("memory.pool.invalid_device", cite=(
+          "Observed, cudaMemPoolCreate: a pool located on device 4096 (no such device) is refused with "
+          "cudaErrorInvalidValue (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Stream Ordered Memory "
+          "Allocator, cudaMemPoolCreate: \"The poolProps determines the properties of the pool such as the "
+          "backing device and IPC capabilities\" -- no documentation sentence states that a device ordinal "
+          "that does not exist is refused (cudaErrorInvalidValue is only in the return list)"), apis=("MemPoolCreate",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A pool on a device that does not exist is refused."""
-    # CUDA 12.9-13.5: cudaErrorInvalidValue, as documented.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue, a code the return list names (the refusal is an observation).
     with t.under_test():
         t.track(t.rt.MemPool(device=4096))
 

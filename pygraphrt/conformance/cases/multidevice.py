@@ -152,10 +152,12 @@ def _enable_raw(t: CaseContext, peer: int) -> None:
 
 
 @case("multidevice.peer.can_access_self",
-      cite="CUDA Runtime API 13.5, Peer Device Memory Access, cudaDeviceCanAccessPeer: \"Returns in "
-           "*canAccessPeer a value of 1 if device device is capable of directly accessing memory from "
-           "peerDevice and 0 otherwise\" -- no documentation sentence states the answer for a device and "
-           "itself; the GPU runs answer 0 without an error (a device is not its own peer)",
+      cite="Observed, cudaDeviceCanAccessPeer: asked about a device and itself, it answers 0 with cudaSuccess "
+           "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Peer Device Memory Access, "
+           "cudaDeviceCanAccessPeer: \"Returns in *canAccessPeer a value of 1 if device device is capable of "
+           "directly accessing memory from peerDevice and 0 otherwise\" -- no documentation sentence states "
+           "the answer for a device and itself; the GPU runs answer 0 without an error (a device is not its "
+           "own peer)",
       apis=("DeviceCanAccessPeer",), requires=TWO, expect=0)
 def _(t: CaseContext) -> int:
     """cudaDeviceCanAccessPeer(0, 0): answered, not refused (a 2-GPU run, CUDA 13.0: no error)."""
@@ -354,11 +356,12 @@ def _(t: CaseContext) -> int:
 
 
 @case("multidevice.copy.with_peer_access",
-      cite="CUDA Runtime API 13.5, Memory Management, cudaMemcpyAsync: \"Passing cudaMemcpyDefault is "
-           "recommended, in which case the type of transfer is inferred from the pointer values\" -- the "
-           "copy between the two devices' buffers is inferred from their addresses; the documentation states"
-           " nothing specific about peer access and copies (CUDA Programming Guide, Peer-to-Peer Memory "
-           "Copy: copies between devices work with or without it)", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
+      cite="CUDA Runtime API 13.5, Memory Management, cudaMemcpyAsync: \"copies count bytes from the memory "
+           "area pointed to by src to the memory area pointed to by dst\" ... \"Passing cudaMemcpyDefault is "
+           "recommended, in which case the type of transfer is inferred from the pointer values\" -- the copy "
+           "from the device-0 buffer into the device-1 buffer; peer access, enabled first, is no condition of "
+           "it; CUDA Programming Guide, Peer-to-Peer Memory Copy: copies between devices work with or without "
+           "peer access", apis=("DeviceEnablePeerAccess", "MemcpyAsync"), requires=TWO, expect=-1)
 def _(t: CaseContext) -> int:
     """The same copy with peer access enabled both ways."""
     with _peer(t, 0, 1), _peer(t, 1, 0):

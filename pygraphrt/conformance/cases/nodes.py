@@ -288,15 +288,18 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memset, 0, 1, 16)
 
 
-@case("graph.memset.pitch_below_width", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
-      "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch is the "
-      "width in bytes of the 2D array pointed to by dstPtr, including any padding added to the end of each "
-      "row\" -- rows are pitch bytes apart (pitch >= width * elementSize for more than one row); no sentence"
-      " states that a smaller pitch is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemsetNode",),
+@case("graph.memset.pitch_below_width", cite=(
+          "Observed, cudaGraphAddMemsetNode: a 2-D memset of 4 rows of 100 bytes with pitch 50 is refused with "
+          "cudaErrorInvalidValue when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
+          "Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the specified value value a "
+          "matrix (height rows of width bytes each) pointed to by dstPtr. pitch is the width in bytes of the "
+          "2D array pointed to by dstPtr, including any padding added to the end of each row\" -- rows are "
+          "pitch bytes apart (pitch >= width * elementSize for more than one row); no sentence states that a "
+          "smaller pitch is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemsetNode",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A 2-D memset whose rows would overlap is refused by the runtime."""
-    # unsure: whether the runtime checks this when the node is added (not at launch), and the error.
+    # CUDA 12.9-13.5 refuse it when the node is added, with cudaErrorInvalidValue (an observation).
     buf = t.malloc(N)
     t.call_under_test(t.graph().add_memset, buf, 1, 100, height=4, pitch=50)
 
@@ -346,9 +349,12 @@ def _(t: CaseContext) -> Any:
     m.set_params(dst=buf, value=2, count=64, fn=lambda: None)
 
 
-@case("graph.memset.get_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphMemsetNodeGetParams: \"Returns the parameters of "
-      "memset node node in pNodeParams\" -- node must be a memset node; no sentence states that a node of "
-      "another type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.memset.get_params_wrong_type", cite=(
+          "Observed, cudaGraphMemsetNodeGetParams: an empty node is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphMemsetNodeGetParams: "
+          "\"Returns the parameters of memset node node in pNodeParams\" -- node must be a memset node; no "
+          "sentence states that a node of another type is refused (cudaErrorInvalidValue is only in the return "
+          "list)"), apis=("GraphMemsetNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading memset parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -453,10 +459,13 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy, buf, 0, 64)
 
 
-@case("graph.memcpy.pitch_below_width", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"The destination "
-      "object must entirely contain the region defined by dstPos and extent\" -- rows wider than the "
-      "destination pitch leave the destination's rows; no sentence states which error is returned "
-      "(cudaErrorInvalidValue / cudaErrorInvalidPitchValue)"),
+@case("graph.memcpy.pitch_below_width", cite=(
+          "CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode / cudaMemcpy3D: \"See "
+          "cudaMemcpy3D() for a description of the structure and its restrictions\" -- the node's copy is held "
+          "to cudaMemcpy3D's restrictions: \"The destination object must entirely contain the region defined "
+          "by dstPos and extent\" ... \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidPitchValue\" -- "
+          "rows wider than the destination pitch do not fit in the destination's rows, and cudaMemcpy3D's "
+          "return list names the codes (the case accepts either; the GPUs return cudaErrorInvalidPitchValue)"),
       apis=("GraphAddMemcpyNode",), raises=errors.GraphRTError)
 def _(t: CaseContext) -> Any:
     """A pitched copy whose rows are wider than the destination pitch is refused (the error is recorded)."""
@@ -466,10 +475,12 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_memcpy_2d, buf.ptr + 2048, 16, buf, 64, 64, 4)
 
 
-@case("graph.memcpy.set_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeSetParams1D: \"Sets the parameters of "
-      "memcpy node node to the copy described by the provided parameters\" -- node must be a memcpy node; no"
-      " sentence states that a node of another type is refused (cudaErrorInvalidValue is only in the return"
-      " list)"), apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
+@case("graph.memcpy.set_params_wrong_type", cite=(
+          "Observed, cudaGraphMemcpyNodeSetParams1D: a memset node is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphMemcpyNodeSetParams1D: "
+          "\"Sets the parameters of memcpy node node to the copy described by the provided parameters\" -- "
+          "node must be a memcpy node; no sentence states that a node of another type is refused "
+          "(cudaErrorInvalidValue is only in the return list)"), apis=("GraphMemcpyNodeSetParams1D",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The memcpy setter refuses a memset node."""
     buf = t.malloc(N)
@@ -560,9 +571,12 @@ def _(t: CaseContext) -> Any:
     s.synchronize()
 
 
-@case("graph.host.get_params_wrong_type", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphHostNodeGetParams: \"Returns the parameters of host"
-      " node node in pNodeParams\" -- node must be a host node; no sentence states that a node of another "
-      "type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
+@case("graph.host.get_params_wrong_type", cite=(
+          "Observed, cudaGraphHostNodeGetParams: an empty node is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphHostNodeGetParams: "
+          "\"Returns the parameters of host node node in pNodeParams\" -- node must be a host node; no "
+          "sentence states that a node of another type is refused (cudaErrorInvalidValue is only in the return "
+          "list)"), apis=("GraphHostNodeGetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Reading host parameters of an empty node is refused."""
     n = t.graph().add_empty()
@@ -668,9 +682,12 @@ def _(t: CaseContext) -> Any:
     n.set_event(other)
 
 
-@case("graph.event_record.get_event_on_wait_node", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphEventRecordNodeGetEvent: \"Returns the event of "
-      "event record node hNode in event_out\" -- hNode must be an event record node; no sentence states that"
-      " a node of another type is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
+@case("graph.event_record.get_event_on_wait_node", cite=(
+          "Observed, cudaGraphEventRecordNodeGetEvent: an event wait node is refused with "
+          "cudaErrorInvalidValue (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+          "cudaGraphEventRecordNodeGetEvent: \"Returns the event of event record node hNode in event_out\" -- "
+          "hNode must be an event record node; no sentence states that a node of another type is refused "
+          "(cudaErrorInvalidValue is only in the return list)"), apis=("GraphEventRecordNodeGetEvent",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The record-node getter refuses a wait node."""
     n = t.graph().add_event_wait(t.event())
@@ -886,10 +903,13 @@ def _(t: CaseContext) -> Any:
     t.graph().add_mem_alloc(-1)
 
 
-@case("graph.mem_alloc.zero_size", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"Creates a new allocation node "
-      "and adds it to graph with numDependencies dependencies specified via pDependencies and arguments "
-      "specified in nodeParams\" -- nodeParams.bytesize is the size of the requested allocation; no sentence"
-      " states that a zero size is refused (cudaErrorInvalidValue is only in the return list)"), apis=("GraphAddMemAllocNode",),
+@case("graph.mem_alloc.zero_size", cite=(
+          "Observed, cudaGraphAddMemAllocNode: a bytesize of 0 is refused with cudaErrorInvalidValue "
+          "(deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: "
+          "\"Creates a new allocation node and adds it to graph with numDependencies dependencies specified "
+          "via pDependencies and arguments specified in nodeParams\" -- nodeParams.bytesize is the size of the "
+          "requested allocation; no sentence states that a zero size is refused (cudaErrorInvalidValue is only "
+          "in the return list)"), apis=("GraphAddMemAllocNode",),
       requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A zero-byte allocation node is refused."""
@@ -897,15 +917,17 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.graph().add_mem_alloc, 0)
 
 
-@case("graph.mem_alloc.invalid_device", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"cudaSuccess, "
-      "cudaErrorCudartUnloading, cudaErrorInitializationError, cudaErrorNotSupported, "
-      "cudaErrorInvalidValue, cudaErrorOutOfMemory\" -- nodeParams.poolProps.location names the device; the "
-      "return list names cudaErrorInvalidValue; no sentence states that a device that does not exist is "
-      "refused"), apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_alloc.invalid_device", cite=(
+          "Observed, cudaGraphAddMemAllocNode: an allocation located on device 1048576 (no such device) is "
+          "refused with cudaErrorInvalidValue (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph "
+          "Management, cudaGraphAddMemAllocNode: \"cudaSuccess, cudaErrorCudartUnloading, "
+          "cudaErrorInitializationError, cudaErrorNotSupported, cudaErrorInvalidValue, cudaErrorOutOfMemory\" "
+          "-- nodeParams.poolProps.location names the device; the return list names cudaErrorInvalidValue; no "
+          "sentence states that a device that does not exist is refused"), apis=("GraphAddMemAllocNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation on a device that does not exist is refused."""
-    # unsure: InvalidValue (the documented one) or InvalidDevice.
+    # CUDA 12.9-13.5: cudaErrorInvalidValue (an observation), not cudaErrorInvalidDevice.
     t.call_under_test(t.graph().add_mem_alloc, 1 << 16, device=1 << 20)
 
 
