@@ -121,10 +121,10 @@ PARAMS: dict[NodeType, tuple[set[str], set[str]]] = {
 
 
 def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
-         keep: Callable[[Any], None]) -> Any:
-    """A filled node-params union for ``node_type``; operands go to ``keep``."""
+         keep: Callable[[Any], None], graph_class: type) -> Any:
+    """A filled node-params union for ``node_type``; operands go to ``keep``.  ``graph_class``:
+    Graph, what a child graph must be (graph/_graph, its caller, sits above this module)."""
     from ..device import DeviceBuffer, Event
-    from ._graph import Graph
     from ._node import MemAllocNode
 
     b = graph._backend
@@ -159,7 +159,7 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
             p.host.syncMode = ops.const("HostTaskSpinWait")
     elif node_type is NodeType.GRAPH:
         child = kw["child"]
-        if not isinstance(child, Graph) or child is graph:
+        if not isinstance(child, graph_class) or child is graph:
             raise errors.InvalidValue("add_node", detail="child must be another Graph")
         p.graph.graph = child.handle
         keep(child._keep)
