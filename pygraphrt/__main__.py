@@ -78,7 +78,9 @@ def info(out=sys.stdout) -> int:
         p(f"    compiled extension: {extension_path(bi.binding)}")
     if bi.vendor != "sim":
         from .graph import _hot
+        from .graph._graph import install_hot
 
+        install_hot(active)  # (as the first graph would: the classes they go on are handed over)
         p(f"    hot methods: {_hot.status(active)}")
         from .kernels import _hot as _launch_hot
 

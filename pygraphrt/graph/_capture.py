@@ -10,8 +10,9 @@ from .. import errors
 from .._handles import HostPayload, captures
 from .._operands import listed as _listed
 from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
-from ._graph import Graph, _check_edges
+from ._graph import Graph
 from ._node import Node
+from ._node import check_edges as _check_edges
 
 if TYPE_CHECKING:
     from ..device import Stream

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from .. import errors
 from ..enums import EdgeData, NodeType
 from ._node import ConditionalNode, Node
+from ._node import check_edges as _check_edges
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -86,8 +87,6 @@ def create_handle(graph: "Graph", default: int, reset_each_launch: bool) -> Cond
 
 def add(graph: "Graph", kind: str, handle: Any, size: int, dependencies: Iterable[Node] | None,
         edges: Sequence[EdgeData] | None) -> ConditionalNode:
-    from ._graph import Graph, _check_edges
-
     what = f"Graph.add_{kind}"
     _require(graph, what, kind)
     if not isinstance(handle, ConditionalHandle):
@@ -115,7 +114,7 @@ def add(graph: "Graph", kind: str, handle: Any, size: int, dependencies: Iterabl
     record_conditional_device(graph, node)  # (its bodies' kernels run there: checked by add_kernel(device=))
     bodies = []
     for i in range(size):
-        body = Graph._borrow(p.conditional.phGraph_out[i], owner=node)
+        body = graph._borrow(p.conditional.phGraph_out[i], owner=node)
         body._sink = graph._sink      # host nodes in a body report where the parent's do
         graph._keep.append(body._keep)  # what the bodies' nodes use lives as long as the parent
         bodies.append(body)

@@ -143,6 +143,9 @@ class GraphExec(Owned):
         from ._foreign import exec_handle
         from ._graph import Graph
 
+        if isinstance(obj, GraphExec):
+            raise errors.InvalidValue("GraphExec.wrap", detail=f"{obj!r} is a pygraphrt GraphExec already: use it "
+                                                               "as it is")
         value, graph_value = exec_handle(obj, "GraphExec.wrap", allow_fixed_rng)
         if owner is None and not isinstance(obj, int):
             owner = obj
@@ -347,9 +350,11 @@ class GraphExec(Owned):
 
         Same keywords as :meth:`Graph.add_node` for the node's type.
         """
+        from ._graph import Graph
+
         h = self._node(node)
         kept: list[Any] = []
-        p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append)
+        p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append, Graph)
         self._backend.ops.call("GraphExecNodeSetParams", self.handle, h, p)
         self._retain(kept, self._sinks[0], True)
 

@@ -93,13 +93,10 @@ def torch_draws(obj: Any) -> RandomDraws:
 
 
 def graph_handle(obj: Any, api: str) -> tuple[int, RandomDraws | None]:
-    """The ``cudaGraph_t`` of ``obj`` as an int, and what is known of its random numbers."""
-    from ._graph import Graph
-
+    """The ``cudaGraph_t`` of ``obj`` as an int, and what is known of its random numbers.  (A
+    pygraphrt Graph is refused by the caller, ``Graph.wrap``: this module sits below it.)"""
     if isinstance(obj, bool):
         raise errors.InvalidValue(api, detail="a bool is not a graph")
-    if isinstance(obj, Graph):
-        raise errors.InvalidValue(api, detail=f"{obj!r} is a pygraphrt Graph already: use it as it is")
     if isinstance(obj, int):
         return _int_of(obj, api, "the graph handle"), None
     if _is_torch_graph(obj):
@@ -137,13 +134,10 @@ def graph_handle(obj: Any, api: str) -> tuple[int, RandomDraws | None]:
 def exec_handle(obj: Any, api: str, allow_fixed_rng: bool) -> tuple[int, Any]:
     """The ``cudaGraphExec_t`` of ``obj`` as an int and the graph it was made from where known
     (an int ``cudaGraph_t``, or None); the random-number rule checked first (:func:`check_draws`,
-    before a torch graph is instantiated)."""
-    from ._exec import GraphExec
-
+    before a torch graph is instantiated).  (A pygraphrt GraphExec is refused by the caller,
+    ``GraphExec.wrap``: this module sits below it.)"""
     if isinstance(obj, bool):
         raise errors.InvalidValue(api, detail="a bool is not an executable graph")
-    if isinstance(obj, GraphExec):
-        raise errors.InvalidValue(api, detail=f"{obj!r} is a pygraphrt GraphExec already: use it as it is")
     if isinstance(obj, int):
         return _int_of(obj, api, "the executable graph handle"), None
     if _is_torch_graph(obj):

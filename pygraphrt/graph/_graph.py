@@ -20,6 +20,7 @@ from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, Ev
                     ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
+from ._node import check_edges as _check_edges
 
 if TYPE_CHECKING:
     from ._conditional import ConditionalHandle
@@ -70,10 +71,19 @@ def _calls(backend: Any) -> _Calls:
         c = backend.__dict__["_graph_calls"] = _Calls(backend.ops)
         # The backend's first graph: where its compiled extension has them, the C versions of
         # the hot methods take over (graph/_hot.py; nothing happens in ABI mode or on the sim).
-        from . import _hot
-
-        _hot.install(backend)
+        install_hot(backend)
     return c
+
+
+def install_hot(backend: Any) -> None:
+    """Put the compiled hot methods (graph/_hot) on Graph and GraphExec for ``backend``, where its
+    compiled extension has them: what its first graph does (and ``pygraphrt info``, before it
+    says what runs them).  graph/_hot sits below this module: it is handed the classes."""
+    from . import _hot
+    from ._exec import GraphExec
+
+    _hot.install(backend, {"Graph": Graph, "GraphExec": GraphExec, "Node": Node, "EmptyNode": EmptyNode,
+                           "MemsetNode": MemsetNode, "MemcpyNode": MemcpyNode, "KernelNode": KernelNode})
 
 
 def _record_node(graph: "Graph", node: Node) -> None:
@@ -99,18 +109,6 @@ def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> A
 
     _placed = placed
     return placed(graph, device, what, add)
-
-
-def _check_edges(deps: Sequence[Node], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
-    if edges is None:
-        return None
-    edges = _listed(edges, "edges", "EdgeData")
-    if len(edges) != len(deps):
-        raise errors.InvalidValue("edges", detail=f"{len(edges)} edge data for {len(deps)} dependencies")
-    for e in edges:
-        if not isinstance(e, EdgeData):
-            raise errors.InvalidValue("edges", detail=f"{e!r} is not an EdgeData")
-    return edges
 
 
 def _live(entry: Node | _WeakRef[Node] | None) -> Node | None:
@@ -193,9 +191,13 @@ class Graph(Owned):
         # nodes go; None until the first.
         self._node_lists: list[_WeakRef[NodeList]] | None = None
 
-    @classmethod
-    def _borrow(cls, handle: Any, owner: Any) -> "Graph":
-        return cls._adopt(handle, False, owner)
+    @staticmethod
+    def _borrow(handle: Any, owner: Any) -> "Graph":
+        """A Graph (this class, whatever the object it is called on) borrowing the runtime graph
+        ``handle`` -- a child graph node's copy, a conditional node's body, the graph holding a
+        node -- kept alive by ``owner``.  The modules below this one (nodes, readback,
+        conditional nodes) make them as ``graph._borrow(...)`` through the graph at hand."""
+        return Graph._adopt(handle, False, owner)
 
     @classmethod
     def wrap(cls, obj: Any, owner: Any = None) -> "Graph":
@@ -229,11 +231,13 @@ class Graph(Owned):
         """
         from ._foreign import graph_handle
 
+        if isinstance(obj, Graph):
+            raise errors.InvalidValue("Graph.wrap", detail=f"{obj!r} is a pygraphrt Graph already: use it as it is")
         value, draws = graph_handle(obj, "Graph.wrap")
         if owner is None and not isinstance(obj, int):
             owner = obj
         b = _runtime.active()
-        g = cls._borrow(b.ffi.cast(f"{b.ops.prefix}Graph_t", value), owner)
+        g = cls._adopt(b.ffi.cast(f"{b.ops.prefix}Graph_t", value), False, owner)
         g._keep.append(owner)  # (what holds it as a child, or instantiates it, keeps the owner too)
         g.__dict__["_foreign"] = True
         if draws is not None:
@@ -803,12 +807,17 @@ class Graph(Owned):
         node_type = member(NodeType, node_type, "Graph.add_node")
         deps = self._own_all(dependencies)
         edges = _check_edges(deps, edges)
-        p = _params.fill(self, node_type, params, self._sink, self._keep.append)
+        p = self._node_params(node_type, params)
         h = self._backend.ops.add_node_generic(self.handle, [d.handle for d in deps], edges, p)
         node = self._wrap(h, NODE_CLASSES.get(node_type, OtherNode))
         if self._backend.several:
             _record_node(self, node)
         return node
+
+    def _node_params(self, node_type: NodeType, params: dict[str, Any]) -> Any:
+        """The generic node-params union of ``params`` for a ``node_type`` node of this graph, its
+        operands kept by the graph: :meth:`add_node`'s and ``Node.set_params``'."""
+        return _params.fill(self, node_type, params, self._sink, self._keep.append, Graph)
 
     def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
                    shared_mem: int = 0, attributes: dict[str, Any] | None = None,

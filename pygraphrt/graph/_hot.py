@@ -20,6 +20,10 @@ a plain int, float or pointer (an int, or an open pygraphrt buffer) in range.
 Nothing is installed in ABI mode, on the simulator, or for a method whose runtime function
 the layer would not call through the same symbol (``ops.fn``).  :func:`status` says what is
 active (``pygraphrt info``).
+
+This module sits below the classes it puts methods on: graph/_graph hands it Graph, GraphExec
+and the node classes (``_graph.install_hot``, with a backend's first graph), and graph/_kernel
+and graph/_bulk, below Graph, use it.
 """
 
 from __future__ import annotations
@@ -39,13 +43,9 @@ HOT_METHODS = (("GraphExec", "launch", "GraphLaunch"),
 #: with the backend's first graph.
 _KERNEL = 3
 _lock = threading.Lock()
-
-
-def _classes() -> dict[str, type]:
-    from ._exec import GraphExec
-    from ._graph import Graph
-
-    return {"Graph": Graph, "GraphExec": GraphExec}
+#: Graph, GraphExec and the node classes the C binds to, by name: handed to :func:`install` by
+#: graph/_graph (the same for every backend).
+_classes: dict[str, type] = {}
 
 
 def _check(backend: Any, hot: Any) -> tuple[tuple[str | None, ...], str | None]:
@@ -73,14 +73,19 @@ def _check(backend: Any, hot: Any) -> tuple[tuple[str | None, ...], str | None]:
     return tuple(api), None
 
 
-def install(backend: Any) -> None:
+def install(backend: Any, classes: dict[str, type] | None = None) -> None:
     """Make ``backend``'s graphs use the C hot methods, where it has them (once per backend;
-    a no-op in ABI mode and on the simulator).  What happened is kept for :func:`status`."""
+    a no-op in ABI mode and on the simulator).  What happened is kept for :func:`status`.
+    ``classes``: Graph, GraphExec, Node, EmptyNode, MemsetNode, MemcpyNode and KernelNode by
+    name (graph/_graph's ``install_hot`` hands them; the calls after it may leave them out)."""
+    if classes is not None:
+        _classes.update(classes)
     hot = _fast.hot_module(backend)
     if hot is None or "_hot_methods" in backend.__dict__:
         return
+    if not _classes:
+        raise RuntimeError("graph/_hot.install: no classes yet (pygraphrt.graph._graph.install_hot hands them)")
     from ..device import DeviceBuffer, Stream
-    from ._node import EmptyNode, MemcpyNode, MemsetNode, Node
 
     with _lock:
         if "_hot_methods" in backend.__dict__:
@@ -92,15 +97,15 @@ def install(backend: Any) -> None:
                 ffi, prefix = backend.ffi, backend.ops.prefix
                 ctypes = tuple(ffi.typeof(t) for t in (f"{prefix}GraphExec_t", f"{prefix}Stream_t",
                                                        f"{prefix}Graph_t", f"{prefix}GraphNode_t", "void *"))
-                classes = _classes()
-                bound = (classes["Graph"], classes["GraphExec"], Stream, Node, EmptyNode, MemsetNode, DeviceBuffer,
-                         MemcpyNode)
+                c = _classes
+                bound = (c["Graph"], c["GraphExec"], Stream, c["Node"], c["EmptyNode"], c["MemsetNode"],
+                         DeviceBuffer, c["MemcpyNode"])
                 hot.bind(backend, backend.ops.error, api, ctypes, bound)
                 _python_with_several_devices(backend, hot, api, ctypes, bound)
                 for i, ((cls_name, method, _name), on) in enumerate(zip(HOT_METHODS, api)):
                     if i == _KERNEL:
                         continue  # (add_kernel: install_kernel_nodes)
-                    _fast.put_method(hot, classes[cls_name], method, method)
+                    _fast.put_method(hot, c[cls_name], method, method)
                     if on:
                         done.append(f"{cls_name}.{method}")
                 # The runtime calls behind them (and Stream.is_capturing's) go straight to the
@@ -137,7 +142,6 @@ def install_kernel_nodes(backend: Any) -> bool:
         return "Graph.add_kernel" in done
     from ..kernels._library import Kernel, Library
     from ..mempool import AsyncBuffer
-    from ._node import KernelNode
 
     with _lock:
         if "_hot_kernels" not in backend.__dict__:
@@ -146,8 +150,8 @@ def install_kernel_nodes(backend: Any) -> bool:
                 why = "the runtime does not export its function"
             if why is None:
                 try:
-                    hot.bind_kernels((Kernel, Library, KernelNode, AsyncBuffer))
-                    _fast.put_method(hot, _classes()["Graph"], "add_kernel", "add_kernel")
+                    hot.bind_kernels((Kernel, Library, _classes["KernelNode"], AsyncBuffer))
+                    _fast.put_method(hot, _classes["Graph"], "add_kernel", "add_kernel")
                     done.append("Graph.add_kernel")
                 except (TypeError, ValueError, RuntimeError) as exc:
                     why = f"{type(exc).__name__}: {exc}"

@@ -27,8 +27,8 @@ from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lo
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
-from ._graph import _check_edges
 from ._node import Dim3, KernelNode, Node
+from ._node import check_edges as _check_edges
 
 if TYPE_CHECKING:
     from ._graph import Graph

@@ -7,9 +7,10 @@ Python object while the graph lives (the graph's node table).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import errors
+from .._operands import listed as _listed
 from ..enums import DEFAULT_EDGE, EdgeData, NodeType
 
 if TYPE_CHECKING:
@@ -30,6 +31,19 @@ def _as_dim3(v: Any, what: str) -> Dim3:
     from ..kernels._library import as_dims  # the one check of launch dimensions (ints in 1..2**32-1)
 
     return Dim3(*as_dims(v, what))
+
+
+def check_edges(deps: Sequence["Node"], edges: Sequence[EdgeData] | None) -> list[EdgeData] | None:
+    """``edges`` (None: none) as a list, checked to be EdgeData, one per dependency in ``deps``."""
+    if edges is None:
+        return None
+    edges = _listed(edges, "edges", "EdgeData")
+    if len(edges) != len(deps):
+        raise errors.InvalidValue("edges", detail=f"{len(edges)} edge data for {len(deps)} dependencies")
+    for e in edges:
+        if not isinstance(e, EdgeData):
+            raise errors.InvalidValue("edges", detail=f"{e!r} is not an EdgeData")
+    return edges
 
 
 def _builder(add: str) -> Callable[..., "Node"]:
@@ -194,10 +208,9 @@ class Node:
 
         Same keywords as :meth:`Graph.add_node` for this node's type.
         """
-        from . import _params  # here: _params needs the graph module, which needs this one
-
         g = self._graph
-        p = _params.fill(g, self.type, params, g._sink, g._keep.append)
+        # (filled by the graph, which keeps the operands: graph/_params sits above this module)
+        p = g._node_params(self.type, params)
         g._backend.ops.call("GraphNodeSetParams", self.handle, p)
 
     def destroy(self) -> None:
@@ -281,10 +294,8 @@ class ChildGraphNode(Node):
     @property
     def child(self) -> "Graph":
         """The node's own copy of the child graph (owned by the node)."""
-        from ._graph import Graph
-
         out = self._query(f"{self._graph._backend.ops.prefix}Graph_t", "GraphChildGraphNodeGetGraph")
-        return Graph._borrow(out[0], owner=self)
+        return self._graph._borrow(out[0], owner=self)
 
     @property
     def params(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ share them.  The union's member names are the same on CUDA and HIP (``memset``,
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import errors
 from .._handles import HostPayload, trampoline
@@ -18,6 +18,9 @@ from .._operands import count as _count
 from .._operands import ordinal as _ordinal
 from .._operands import ptr as _ptr
 from ..enums import NodeType
+
+if TYPE_CHECKING:
+    from ._graph import Graph
 
 
 def memset_fields(backend: Any, target: Any, dst: Any, value: int, count: int,
@@ -121,10 +124,10 @@ PARAMS: dict[NodeType, tuple[set[str], set[str]]] = {
 
 
 def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
-         keep: Callable[[Any], None]) -> Any:
-    """A filled node-params union for ``node_type``; operands go to ``keep``."""
+         keep: Callable[[Any], None], graph_class: "type[Graph]") -> Any:
+    """A filled node-params union for ``node_type``; operands go to ``keep``.  ``graph_class``:
+    Graph, what a child graph must be (graph/_graph, its caller, sits above this module)."""
     from ..device import DeviceBuffer, Event
-    from ._graph import Graph
     from ._node import MemAllocNode
 
     b = graph._backend
@@ -159,7 +162,7 @@ def fill(graph: Any, node_type: NodeType, kw: dict[str, Any], sink: Any,
             p.host.syncMode = ops.const("HostTaskSpinWait")
     elif node_type is NodeType.GRAPH:
         child = kw["child"]
-        if not isinstance(child, Graph) or child is graph:
+        if not isinstance(child, graph_class) or child is graph:
             raise errors.InvalidValue("add_node", detail="child must be another Graph")
         p.graph.graph = child.handle
         keep(child._keep)

@@ -66,9 +66,7 @@ def host_callable(backend: Any, fn: Any, user: Any) -> Any:
 
 
 def _child(graph: "Graph", p: Any, owner: Any) -> dict[str, Any]:
-    from ._graph import Graph
-
-    return {"nodes": len(Graph._borrow(p.graph.graph, owner=owner).nodes())}
+    return {"nodes": len(graph._borrow(p.graph.graph, owner=owner).nodes())}
 
 
 def _event(field: str) -> Callable[["Graph", Any], dict[str, Any]]:
@@ -89,8 +87,6 @@ def _free(graph: "Graph", p: Any) -> dict[str, Any]:
 
 
 def _conditional(graph: "Graph", p: Any, owner: Any) -> dict[str, Any]:
-    from ._graph import Graph
-
     b = graph._backend
     c = p.conditional
     kinds = {int(getattr(b.lib, member)): kind for kind, (member, _) in b.ops.conditional_kinds.items()
@@ -98,7 +94,7 @@ def _conditional(graph: "Graph", p: Any, owner: Any) -> dict[str, Any]:
     kind = kinds.get(int(c.type), str(int(c.type)))
     if kind == "if" and c.size == 2:
         kind = "if_else"
-    bodies = [Graph._borrow(c.phGraph_out[i], owner=owner) for i in range(c.size)] \
+    bodies = [graph._borrow(c.phGraph_out[i], owner=owner) for i in range(c.size)] \
         if c.phGraph_out != b.ffi.NULL else []
     return {"kind": kind, "handle": int(c.handle), "size": int(c.size),
             "bodies": [len(body.nodes()) for body in bodies]}
@@ -216,8 +212,6 @@ def tools_id(node: "Node") -> int:
 
 def containing_graph(node: "Node") -> "Graph":
     """The graph the runtime says holds ``node``: ``node.graph`` itself when it is that graph."""
-    from ._graph import Graph
-
     b = node._graph._backend
     out = b.ffi.new(f"{b.ops.prefix}Graph_t *")
     b.ops.call("GraphNodeGetContainingGraph", node.handle, out)
@@ -226,4 +220,4 @@ def containing_graph(node: "Node") -> "Graph":
     if out[0] == b.ffi.NULL:
         raise errors.InvalidValue(f"{b.ops.prefix}GraphNodeGetContainingGraph",
                                   detail="the runtime returned no graph")
-    return Graph._borrow(out[0], owner=node)
+    return node._graph._borrow(out[0], owner=node)
