@@ -661,13 +661,14 @@ def _refusal_of_the_value(call: Any, exc: errors.GraphRTError) -> bool:
     has; the runtime's own refusal, named by the vendor's error (a kernel name it does not have, a
     path it cannot open); NotSupported naming the versions for a value that asks for an API the
     loaded runtime lacks (``spin_wait=True`` needs cudaLaunchHostFunc_v2, CUDA 13.2: the GPU API
-    fuzz on CUDA 13.0)."""
+    fuzz on CUDA 13.0, where the binding names the version, and on 12.9, whose binding lacks it)."""
     tokens = [t for t in [call[0], *call[3], *call[4].values()] if isinstance(t, str)]  # (the target too)
     return (isinstance(exc, errors.InvalidValue)
             or (isinstance(exc, errors.InvalidDevice) and "does not exist" in str(exc))
             or (isinstance(exc, errors.InvalidResourceHandle) and any("dead_" in t for t in tokens))
             or (isinstance(exc, errors.OutOfMemory) and any(t in HUGE for t in tokens))
-            or (isinstance(exc, errors.NotSupported) and " or newer; " in str(exc))
+            or (isinstance(exc, errors.NotSupported)
+                and (" or newer; " in str(exc) or " is not exported by this runtime" in str(exc)))
             or bool(exc.name and exc.vendor))
 
 
