@@ -105,6 +105,32 @@ def violations() -> list[str]:
     return problems
 
 
+def graph_order_violations() -> list[str]:
+    """Imports inside graph/ against ARCHITECTURE.md's ``graph-order`` rows: each module of the
+    folder in one row; an import goes to a lower row, or within a row only between the modules of
+    a named one-concept circle (a circle the test above already requires to be named)."""
+    rows = [line.split() for line in fenced("graph-order")]
+    rank = {m: i for i, row in enumerate(rows) for m in row}
+    problems = [f"{m} is not placed in ARCHITECTURE.md's graph-order table"
+                for m in sorted(_imports.module_files()) if m.startswith("pygraphrt.graph.") and m not in rank]
+    problems += [f"graph-order places {m}, which is no module" for m in rank if m not in _imports.module_files()]
+    circles = one_concept_circles()
+    edges, _ = _imports.import_graph()
+    for e in edges:
+        if e.own_child or e.source not in rank or e.target not in rank:
+            continue
+        rs, rt = rank[e.source], rank[e.target]
+        if rt > rs or (rt == rs and not any(e.source in c and e.target in c for c in circles)):
+            problems.append(f"{e.source} (graph-order row {rs + 1}) imports {e.target} (row {rt + 1}) at line "
+                            f"{e.line}: against ARCHITECTURE.md's order inside graph/")
+    return problems
+
+
+def test_imports_inside_graph_follow_its_order():
+    problems = graph_order_violations()
+    assert not problems, "\n".join(problems)
+
+
 def test_imports_follow_architecture_md():
     problems = violations()
     assert not problems, "\n".join(problems)
@@ -140,6 +166,6 @@ def test_module_placement_takes_the_longest_package_entry():
     assert layer_of("pygraphrt", rows)[1] == "facade"
 
 
-@pytest.mark.parametrize("table", ["layers", "upward-imports", "one-concept-circles"])
+@pytest.mark.parametrize("table", ["layers", "upward-imports", "one-concept-circles", "graph-order"])
 def test_tables_are_present(table):
     assert fenced(table)
