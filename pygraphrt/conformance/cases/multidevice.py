@@ -435,11 +435,12 @@ def _(t: CaseContext) -> str:
 
 
 @case("multidevice.kernel.graph_memory_not_granted",
-      cite="CUDA Runtime API 13.5, Data types, cudaMemAllocNodeParams::accessDescs: \"in: number of memory "
-           "access descriptors. Must not exceed the number of GPUs\" -- the header's comment on accessDescs "
-           "describes only its count; no documentation sentence states that a kernel on a device the "
-           "allocation was not granted to faults (cudaErrorIllegalAddress; sticky on a GPU, so simulated "
-           "only)",
+      cite="CUDA Programming Guide, Graph Memory Nodes, Peer Access: \"Graph allocations can be configured "
+           "for access from multiple GPUs, in which case CUDA will map the allocations onto the peer GPUs as "
+           "required\" ... \"an allocation may sometimes allow more peer access than was requested during its "
+           "creation; however, relying on these extra mappings is still an error\" -- a device the allocation "
+           "was not granted to has no mapping of it: a kernel there touching it faults (cudaErrorIllegalAddress; "
+           "sticky on a GPU, so simulated only)",
       apis=("GraphAddMemAllocNode", "GraphLaunch"), requires=SIM_K + ("graph_memory_nodes",),
       expect="ErrorIllegalAddress")
 def _(t: CaseContext) -> str:
