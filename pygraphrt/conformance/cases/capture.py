@@ -356,6 +356,52 @@ def _u32s(buf: Any, n: int) -> list[int]:
     return list(struct.unpack(f"{n}I", buf.to_bytes(4 * n)))
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_STREAM_BEGIN_CAPTURE_CAPTURE_ENDED = ("CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: "
+                                          "\"Capture must be ended on the same stream in which it was "
+                                          "initiated, and it may only be initiated if the stream is not "
+                                          "already in capture mode\"")
+DOC_STREAM_BEGIN_CAPTURE_WHEN_STREAM = ("CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: "
+                                        "\"When a stream is in capture mode, all operations pushed into the "
+                                        "stream will not be executed, but will instead be captured into a "
+                                        "graph, which will be returned via cudaStreamEndCapture\"")
+DOC_STREAM_END_CAPTURE_WHEN_STREAM = ("CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a "
+                                      "stream is in capture mode, all operations pushed into the stream will "
+                                      "not be executed, but will instead be captured into a graph, which will "
+                                      "be returned via cudaStreamEndCapture\"")
+DOC_STREAM_GET_CAPTURE_INFO_ID_OUT = ("CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: "
+                                      "\"id_out - Optional location to return an id for the capture sequence, "
+                                      "which is unique over the lifetime of the process\"")
+DOC_STREAM_GET_CAPTURE_INFO_NEXT_NODE = ("CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: "
+                                         "\"The next node to be captured in the stream will depend on this set "
+                                         "of nodes, absent operations such as event wait which modify this set\"")
+DOC_STREAM_GET_CAPTURE_INFO_VALID_DATA = ("CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: "
+                                          "\"Valid data (other than capture status) is returned only if both of "
+                                          "the following are true: - the call returns cudaSuccess - the "
+                                          "returned capture status is cudaStreamCaptureStatusActive\"")
+DOC_STREAM_IS_CAPTURING_AFTER_SUCCESSFUL = ("CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: "
+                                            "\"After a successful call, *pCaptureStatus will contain one of the "
+                                            "following: - cudaStreamCaptureStatusNone: The stream is not "
+                                            "capturing. - cudaStreamCaptureStatusActive: The stream is "
+                                            "capturing. - cudaStreamCaptureStatusInvalidated: The stream was "
+                                            "capturing but an error has invalidated the capture sequence\"")
+DOC_STREAM_IS_CAPTURING_NOTE_CALLED = ("CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Note "
+                                       "that, if this is called on cudaStreamLegacy (the \"null stream\") while "
+                                       "a blocking stream on the same device is capturing, it will return "
+                                       "cudaErrorStreamCaptureImplicit and *pCaptureStatus is unspecified "
+                                       "after the call\"")
+DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCYDATA_OPTIONAL = ("CUDA Runtime API 13.5, Stream Management, "
+                                                                  "cudaStreamUpdateCaptureDependencies: "
+                                                                  "\"dependencyData - Optional array of data "
+                                                                  "associated with each dependency\"")
+DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCY_SET = ("CUDA Runtime API 13.5, Stream Management, "
+                                                         "cudaStreamUpdateCaptureDependencies: \"The dependency "
+                                                         "set is the set of nodes that the next captured node "
+                                                         "in the stream will depend on ... These control "
+                                                         "whether the set passed to the API is added to the "
+                                                         "existing set or replaces it\"")
+
+
 def _register(id: str, doc: str, fn: Callable[[CaseContext], Any], **kw: Any) -> None:
     """Register a generated case (``doc`` becomes its title)."""
     fn.__doc__ = doc
@@ -364,11 +410,8 @@ def _register(id: str, doc: str, fn: Callable[[CaseContext], Any], **kw: Any) ->
 
 # ============================================================================ begin / end
 @case("capture.begin_end.empty_capture",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
-           "capture mode, all operations pushed into the stream will not be executed, but will instead "
-           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- all operations "
-           "pushed into a capturing stream are captured into the graph cudaStreamEndCapture returns; "
-           "with none, that graph has no nodes",
+      cite=DOC_STREAM_BEGIN_CAPTURE_WHEN_STREAM + " -- all operations pushed into a capturing stream are "
+           "captured into the graph cudaStreamEndCapture returns; with none, that graph has no nodes",
       apis=BEGIN_END + ("GraphGetNodes",), expect=0)
 def _(t: CaseContext) -> Any:
     """A capture with no work ends with an empty graph (the count GraphGetNodes writes)."""
@@ -426,10 +469,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.host_function_not_run",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
-           "capture mode, all operations pushed into the stream will not be executed, but will instead "
-           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- operations "
-           "pushed into a capturing stream are not executed",
+      cite=DOC_STREAM_BEGIN_CAPTURE_WHEN_STREAM + " -- operations pushed into a capturing stream are not executed",
       apis=BEGIN_END + ("LaunchHostFunc",), expect=((NodeType.HOST,), 0))
 def _(t: CaseContext) -> Any:
     """A captured host function is not called at capture time; it becomes a host node."""
@@ -441,11 +481,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.graph_executes_captured_work",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
-           "mode, all operations pushed into the stream will not be executed, but will instead be "
-           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- the graph "
-           "returned holds the captured work; CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: "
-           "\"Executes graphExec in stream\" -- launching its executable graph executes that work",
+      cite=DOC_STREAM_END_CAPTURE_WHEN_STREAM + " -- the graph returned holds the captured work; CUDA Runtime "
+           "API 13.5, Graph Management, cudaGraphLaunch: \"Executes graphExec in stream\" -- launching its "
+           "executable graph executes that work",
       apis=BEGIN_END + ("MemsetAsync", "MemcpyAsync", "GraphInstantiateWithFlags", "GraphLaunch"),
       expect=(b"\x22" * 8, b"\x22" * 8))
 def _(t: CaseContext) -> Any:
@@ -463,10 +501,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.stream_reusable",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
-           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
-           "already in capture mode\" -- capture may be initiated if the stream is not already in capture "
-           "mode, e.g. again after cudaStreamEndCapture",
+      cite=DOC_STREAM_BEGIN_CAPTURE_CAPTURE_ENDED + " -- capture may be initiated if the stream is not already "
+           "in capture mode, e.g. again after cudaStreamEndCapture",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), (NodeType.MEMCPY,)))
 def _(t: CaseContext) -> Any:
     """Two captures one after the other on the same stream give two separate graphs."""
@@ -479,12 +515,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.begin_end.stream_executes_after_end",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"When a stream is in capture "
-           "mode, all operations pushed into the stream will not be executed, but will instead be "
-           "captured into a graph, which will be returned via cudaStreamEndCapture\" -- that holds only "
-           "while the stream is in capture mode; CUDA Runtime API 13.5, Stream Management, "
-           "cudaStreamEndCapture: \"Ends capture on a stream, returning the captured graph\" -- after the "
-           "end the stream is not in capture mode, so later work executes",
+      cite=DOC_STREAM_END_CAPTURE_WHEN_STREAM + " -- that holds only while the stream is in capture mode; CUDA "
+           "Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"Ends capture on a stream, returning the "
+           "captured graph\" -- after the end the stream is not in capture mode, so later work executes",
       apis=BEGIN_END + ("MemsetAsync",), expect=b"\x33" * 8)
 def _(t: CaseContext) -> Any:
     """After the capture ended, work on the stream executes again."""
@@ -756,10 +789,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.nested.first_capture_intact",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
-           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
-           "already in capture mode\" -- capture may only be initiated if the stream is not already in "
-           "capture mode; the refused begin does not disturb the capture in progress",
+      cite=DOC_STREAM_BEGIN_CAPTURE_CAPTURE_ENDED + " -- capture may only be initiated if the stream is not "
+           "already in capture mode; the refused begin does not disturb the capture in progress",
       apis=BEGIN_END + ("MemsetAsync",), expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """Work before and after a refused nested begin all lands in the first capture's graph."""
@@ -799,10 +830,8 @@ def _(t: CaseContext) -> Any:
 # unsure: the runtime's code for a begin on a capturing stream (IllegalState on HIP; CUDA's
 # reference lists none) and whether the refused begin invalidates the capture running there.
 @case("capture.nested.raw_begin_on_capturing_stream",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
-           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
-           "already in capture mode\" -- capture may only be initiated if the stream is not already in "
-           "capture mode",
+      cite=DOC_STREAM_BEGIN_CAPTURE_CAPTURE_ENDED + " -- capture may only be initiated if the stream is not "
+           "already in capture mode",
       apis=("StreamBeginCapture",), raises=errors.IllegalState)
 def _(t: CaseContext) -> Any:
     """The runtime itself refuses ``StreamBeginCapture`` on a capturing stream."""
@@ -819,10 +848,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.nested.concurrent_captures",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
-           "location to return an id for the capture sequence, which is unique over the lifetime of the "
-           "process\" -- id_out: an id for the capture sequence, unique over the lifetime of the process; "
-           "two streams capture independently",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_ID_OUT + " -- id_out: an id for the capture sequence, unique over the "
+           "lifetime of the process; two streams capture independently",
       apis=BEGIN_END + ("StreamGetCaptureInfo",), expect=((NodeType.MEMSET,), (NodeType.MEMCPY,), True))
 def _(t: CaseContext) -> Any:
     """Two streams capturing at once build two independent graphs with distinct capture ids."""
@@ -875,11 +902,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.status_none_when_idle",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"After a successful call, "
-           "*pCaptureStatus will contain one of the following: - cudaStreamCaptureStatusNone: The stream "
-           "is not capturing. - cudaStreamCaptureStatusActive: The stream is capturing. - "
-           "cudaStreamCaptureStatusInvalidated: The stream was capturing but an error has invalidated "
-           "the capture sequence\" -- cudaStreamCaptureStatusNone when no capture involves the stream",
+      cite=DOC_STREAM_IS_CAPTURING_AFTER_SUCCESSFUL + " -- cudaStreamCaptureStatusNone when no capture involves "
+           "the stream",
       apis=("StreamIsCapturing",), expect=CaptureStatus.NONE)
 def _(t: CaseContext) -> Any:
     """With nothing capturing, the legacy stream's status is NONE (as StreamIsCapturing writes it)."""
@@ -887,11 +911,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.status_implicit_during_blocking_capture",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Note that, if this is "
-           "called on cudaStreamLegacy (the \"null stream\") while a blocking stream on the same device is "
-           "capturing, it will return cudaErrorStreamCaptureImplicit and *pCaptureStatus is unspecified "
-           "after the call\" -- if called on cudaStreamLegacy while a blocking stream on the same device "
-           "is capturing, returns cudaErrorStreamCaptureImplicit",
+      cite=DOC_STREAM_IS_CAPTURING_NOTE_CALLED + " -- if called on cudaStreamLegacy while a blocking stream on "
+           "the same device is capturing, returns cudaErrorStreamCaptureImplicit",
       apis=("StreamIsCapturing", "StreamBeginCapture"), raises=errors.StreamCaptureImplicit)
 def _(t: CaseContext) -> Any:
     """Querying the legacy stream while a blocking stream captures raises StreamCaptureImplicit."""
@@ -919,10 +940,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.legacy.is_capturing_implicit",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"Note that, if this is "
-           "called on cudaStreamLegacy (the \"null stream\") while a blocking stream on the same device is "
-           "capturing, it will return cudaErrorStreamCaptureImplicit and *pCaptureStatus is unspecified "
-           "after the call\" -- on cudaStreamLegacy while a blocking stream is capturing: "
+      cite=DOC_STREAM_IS_CAPTURING_NOTE_CALLED + " -- on cudaStreamLegacy while a blocking stream is capturing: "
            "cudaErrorStreamCaptureImplicit",
       apis=("StreamIsCapturing",), raises=errors.StreamCaptureImplicit)
 def _(t: CaseContext) -> Any:
@@ -1021,10 +1039,8 @@ def _(t: CaseContext) -> Any:
 
 # ============================================================================ capture info
 @case("capture.info.active_with_id",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
-           "location to return an id for the capture sequence, which is unique over the lifetime of the "
-           "process\" -- captureStatus_out is Active during a capture; id_out is an id for the capture "
-           "sequence, unique over the lifetime of the process",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_ID_OUT + " -- captureStatus_out is Active during a capture; id_out is an "
+           "id for the capture sequence, unique over the lifetime of the process",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, True))
 def _(t: CaseContext) -> Any:
     """``cap.info()`` during a capture: status ACTIVE and a non-zero id."""
@@ -1036,10 +1052,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.no_dependencies_at_begin",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The next node to be "
-           "captured in the stream will depend on this set of nodes, absent operations such as event "
-           "wait which modify this set\" -- dependencies_out: the set of nodes the next captured node "
-           "will depend on; empty before anything was captured",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_NEXT_NODE + " -- dependencies_out: the set of nodes the next captured "
+           "node will depend on; empty before anything was captured",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, []))
 def _(t: CaseContext) -> Any:
     """Right after begin the capture is ACTIVE with no dependencies (as StreamGetCaptureInfo writes them)."""
@@ -1051,10 +1065,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.dependency_is_last_node",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"The next node to be "
-           "captured in the stream will depend on this set of nodes, absent operations such as event "
-           "wait which modify this set\" -- the next node to be captured in the stream will depend on the "
-           "dependencies_out set, each with its edge data (default: full dependency)",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_NEXT_NODE + " -- the next node to be captured in the stream will depend "
+           "on the dependencies_out set, each with its edge data (default: full dependency)",
       apis=("StreamGetCaptureInfo", "MemsetAsync"), expect=[(NodeType.MEMSET, EdgeData())])
 def _(t: CaseContext) -> Any:
     """After one memset the dependency set is that memset node, with default edge data."""
@@ -1128,9 +1140,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.ids_distinct_sequential",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"id_out - Optional "
-           "location to return an id for the capture sequence, which is unique over the lifetime of the "
-           "process\" -- id_out: unique over the lifetime of the process",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_ID_OUT + " -- id_out: unique over the lifetime of the process",
       apis=("StreamGetCaptureInfo",) + BEGIN_END,
       expect={"first id non-zero": True, "second id non-zero": True, "ids differ": True})
 def _(t: CaseContext) -> Any:
@@ -1146,11 +1156,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.info.after_end",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"Valid data (other than "
-           "capture status) is returned only if both of the following are true: - the call returns "
-           "cudaSuccess - the returned capture status is cudaStreamCaptureStatusActive\" -- valid data "
-           "(other than capture status) is returned only if the status is Active; after "
-           "cudaStreamEndCapture the status is None",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_VALID_DATA + " -- valid data (other than capture status) is returned only "
+           "if the status is Active; after cudaStreamEndCapture the status is None",
       apis=("StreamGetCaptureInfo",), expect=(CaptureStatus.ACTIVE, CaptureStatus.NONE, (None, [])))
 def _(t: CaseContext) -> Any:
     """After the end StreamGetCaptureInfo reports status NONE (ACTIVE before it), and ``cap.info()`` then
@@ -1483,12 +1490,10 @@ def _(t: CaseContext) -> Any:
 
 # unsure: whether the refused end on the joined stream invalidates the capture.
 @case("capture.fork.end_on_joined_stream",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"Capture must be ended on "
-           "the same stream in which it was initiated, and it may only be initiated if the stream is not "
-           "already in capture mode\" -- capture must be ended on the same stream in which it was "
-           "initiated (cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream); "
-           "CUDA Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnmatched: The "
-           "capture was not initiated in this stream\"",
+      cite=DOC_STREAM_BEGIN_CAPTURE_CAPTURE_ENDED + " -- capture must be ended on the same stream in which it "
+           "was initiated (cudaErrorStreamCaptureUnmatched: the capture was not initiated in this stream); CUDA "
+           "Runtime API 13.5, Data types, enum cudaError: \"cudaErrorStreamCaptureUnmatched: The capture was not "
+           "initiated in this stream\"",
       apis=("StreamEndCapture", "EventRecord", "StreamWaitEvent"), raises=errors.StreamCaptureUnmatched)
 def _(t: CaseContext) -> Any:
     """``StreamEndCapture`` on a stream that only joined the capture raises StreamCaptureUnmatched."""
@@ -1866,11 +1871,8 @@ def _with_manual_node(t: CaseContext, replace: bool | None, nodes: str = "e") ->
 
 
 @case("capture.update_dependencies.add",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
-           "dependency set is the set of nodes that the next captured node in the stream will depend on ... "
-           "These control whether the set passed to the API is added to the existing set or replaces it\" "
-           "-- cudaStreamAddCaptureDependencies: the nodes passed are added to the set the next captured "
-           "node depends on",
+      cite=DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCY_SET + " -- cudaStreamAddCaptureDependencies: the "
+           "nodes passed are added to the set the next captured node depends on",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty", "memset"]))
 def _(t: CaseContext) -> Any:
     """Adding a node made in the capture graph: the next captured node depends on it and on A."""
@@ -1879,10 +1881,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.update_dependencies.replace",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"The "
-           "dependency set is the set of nodes that the next captured node in the stream will depend on ... "
-           "These control whether the set passed to the API is added to the existing set or replaces it\" "
-           "-- cudaStreamSetCaptureDependencies: the nodes passed replace the dependency set",
+      cite=DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCY_SET + " -- cudaStreamSetCaptureDependencies: the "
+           "nodes passed replace the dependency set",
       apis=_UPD, expect=((NodeType.MEMSET, NodeType.EMPTY, NodeType.MEMSET), ["empty"]))
 def _(t: CaseContext) -> Any:
     """Replacing the set by one node: the next captured node depends on it alone, and the end succeeds."""
@@ -2022,9 +2022,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.update_dependencies.default_edge_data",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: "
-           "\"dependencyData - Optional array of data associated with each dependency\" -- dependencyData: "
-           "edge data of each dependency; shown again by cudaStreamGetCaptureInfo edgeData_out",
+      cite=DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCYDATA_OPTIONAL + " -- dependencyData: edge data of "
+           "each dependency; shown again by cudaStreamGetCaptureInfo edgeData_out",
       apis=_UPD, requires=("edge_data",), expect=[(NodeType.EMPTY, EdgeData())])
 def _(t: CaseContext) -> Any:
     """Setting the set with default edge data: info shows the node with default edge data."""
@@ -2040,12 +2039,11 @@ def _(t: CaseContext) -> Any:
 # unsure: that programmatic edge data set on the capture dependencies reaches the next
 # captured kernel's edge (and is reported back by capture info).
 @case("capture.update_dependencies.programmatic_edge",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamUpdateCaptureDependencies: \"dependencyData "
-           "- Optional array of data associated with each dependency\" -- the data of the edges to the next "
-           "captured node; CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used"
-           " between kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
-           "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- a programmatic edge from kernel k1 to"
-           " the next captured kernel k2",
+      cite=DOC_STREAM_UPDATE_CAPTURE_DEPENDENCIES_DEPENDENCYDATA_OPTIONAL + " -- the data of the edges to the "
+           "next captured node; CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used "
+           "between kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
+           "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- a programmatic edge from kernel k1 to the "
+           "next captured kernel k2",
       apis=_UPD + ("LaunchKernel", "GraphGetEdges"), requires=("edge_data", "kernels"),
       expect=([(NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))],
               [(NodeType.KERNEL, NodeType.KERNEL, EdgeData(PORT_PROGRAMMATIC, 0, DependencyType.PROGRAMMATIC))]))

@@ -15,7 +15,8 @@ from pygraphrt import errors
 from pygraphrt.enums import CaptureMode, CaptureStatus, NodeType
 
 from .._case import CaseContext, case
-from .capture import (BEGIN, BEGIN_END, END, ERROR_TYPES, EXCHANGE, N,
+from .capture import (BEGIN, BEGIN_END, DOC_STREAM_BEGIN_CAPTURE_WHEN_STREAM, DOC_STREAM_GET_CAPTURE_INFO_VALID_DATA,
+                      DOC_STREAM_IS_CAPTURING_AFTER_SUCCESSFUL, END, ERROR_TYPES, EXCHANGE, N,
                       PG_INVALIDATION, PG_PROHIBITED, PYGRAPHRT, PYGRAPHRT_BEGIN, _event_query,
                       _fails_then_clean, _force_end, _graph, _in_thread, _malloc, _not_capturing, _raw_end,
                       _raises_here, _raw_end_keep, _register, _rt_status, _thread_mode, _types)
@@ -145,18 +146,43 @@ def _done_event(t: CaseContext) -> Any:
     return ev
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_EXCHANGE_CAPTURE_MODE_GLOBAL = ("CUDA Runtime API 13.5, Stream Management, "
+                                    "cudaThreadExchangeStreamCaptureMode: \"During stream capture (see "
+                                    "cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+                                    "be unsafe\" ... \"If the local thread has an ongoing capture sequence that "
+                                    "was not initiated with cudaStreamCaptureModeRelaxed at "
+                                    "cuStreamBeginCapture, or if any other thread has a concurrent capture "
+                                    "sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
+                                    "prohibited from potentially unsafe API calls\"")
+DOC_EXCHANGE_CAPTURE_MODE_RELAXED = ("CUDA Runtime API 13.5, Stream Management, "
+                                     "cudaThreadExchangeStreamCaptureMode: \"During stream capture (see "
+                                     "cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
+                                     "be unsafe\" ... \"The local thread is not prohibited from potentially "
+                                     "unsafe API calls\"")
+DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL = ("CUDA Runtime API 13.5, Stream Management, "
+                                          "cudaThreadExchangeStreamCaptureMode: \"During stream capture (see "
+                                          "cudaStreamBeginCapture), some actions, such as a call to "
+                                          "cudaMalloc, may be unsafe\" ... \"If the local thread has an ongoing "
+                                          "capture sequence not initiated with cudaStreamCaptureModeRelaxed, "
+                                          "it is prohibited from potentially unsafe API calls. Concurrent "
+                                          "capture sequences in other threads are ignored\"")
+DOC_STREAM_BEGIN_CAPTURE_MODE_CALLED = ("CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"If "
+                                        "mode is not cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must "
+                                        "be called on this stream from the same thread\"")
+DOC_STREAM_END_CAPTURE_MODE_ARGUMENT = ("CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If "
+                                        "the mode argument to cudaStreamBeginCapture was not "
+                                        "cudaStreamCaptureModeRelaxed, this call must be from the same thread "
+                                        "as cudaStreamBeginCapture\"")
+
+
 # ============================================================================ modes: synchronous allocation
 @case("capture.mode.global_sync_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
-           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
-           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
-           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
-           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
-           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
-           "prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite=DOC_EXCHANGE_CAPTURE_MODE_GLOBAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with Relaxed, "
+           "or any other thread has a concurrent capture initiated with Global, this thread is prohibited from "
+           "potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A synchronous allocation on the thread of a global-mode capture raises StreamCaptureUnsupported."""
     _refused(t, errors.StreamCaptureUnsupported, lambda s: _malloc(t), "global")
@@ -170,15 +196,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_local_sync_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """A synchronous allocation on the thread of a thread-local capture raises StreamCaptureUnsupported."""
     _refused(t, errors.StreamCaptureUnsupported, lambda s: _malloc(t), "thread_local")
@@ -192,13 +214,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.relaxed_sync_malloc_allowed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls; a capture initiated with Relaxed "
-           "does not prohibit its own thread",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls; "
+           "a capture initiated with Relaxed does not prohibit its own thread",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """A synchronous allocation during a relaxed capture succeeds and the capture goes on."""
@@ -206,13 +225,10 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_relaxed_in_global_capture",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls; a thread may switch to Relaxed "
-           "around an unsafe call (push-pop use of the API)",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls; "
+           "a thread may switch to Relaxed around an unsafe call (push-pop use of the API)",
       apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",), expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, the capturing thread switched to relaxed mode may allocate."""
@@ -224,15 +240,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_thread_local_in_global_capture",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """Switching the capturing thread to thread-local mode (the exchange checked: the runtime reports
@@ -246,15 +258,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.mode.thread_thread_local_in_relaxed_capture",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored (a Relaxed capture of the thread's own does not count)",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored (a Relaxed capture of the thread's own does not count)",
       apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=((CaptureMode.THREAD_LOCAL, True), _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
@@ -320,16 +328,11 @@ def _other_thread(t: CaseContext, fn: Callable[[], Any]) -> Op:
 
 
 @case("capture.thread.global_capture_other_thread_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
-           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
-           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
-           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
-           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
-           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
-           "prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
+      cite=DOC_EXCHANGE_CAPTURE_MODE_GLOBAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with Relaxed, "
+           "or any other thread has a concurrent capture initiated with Global, this thread is prohibited from "
+           "potentially unsafe API calls", apis=BEGIN_END + _MALLOC, raises=errors.StreamCaptureUnsupported)
 def _(t: CaseContext) -> Any:
     """While this thread captures in global mode, another (global-mode) thread may not allocate synchronously."""
     _refused(t, errors.StreamCaptureUnsupported, _other_thread(t, lambda: _malloc(t)), "global")
@@ -345,17 +348,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.thread_local_capture_other_thread_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
-           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
-           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
-           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
-           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
-           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
-           "prohibited from potentially unsafe API calls (only captures initiated with Global restrict "
-           "other threads)",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_GLOBAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with Relaxed, "
+           "or any other thread has a concurrent capture initiated with Global, this thread is prohibited from "
+           "potentially unsafe API calls (only captures initiated with Global restrict other threads)",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may allocate synchronously."""
@@ -363,16 +360,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.relaxed_capture_other_thread_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence that was not initiated "
-           "with cudaStreamCaptureModeRelaxed at cuStreamBeginCapture, or if any other thread has a "
-           "concurrent capture sequence initiated with cudaStreamCaptureModeGlobal, this thread is "
-           "prohibited from potentially unsafe API calls\" -- during stream capture some actions, such as "
-           "a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with "
-           "Relaxed, or any other thread has a concurrent capture initiated with Global, this thread is "
-           "prohibited from potentially unsafe API calls (a Relaxed capture restricts no other thread)",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_GLOBAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeGlobal: if the local thread has an ongoing capture not initiated with Relaxed, "
+           "or any other thread has a concurrent capture initiated with Global, this thread is prohibited from "
+           "potentially unsafe API calls (a Relaxed capture restricts no other thread)",
       apis=BEGIN_END + _MALLOC, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture another thread may allocate synchronously."""
@@ -380,12 +372,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.other_thread_relaxed_mode_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in relaxed mode may allocate synchronously."""
@@ -397,15 +386,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.other_thread_thread_local_mode_malloc",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored", apis=BEGIN_END + _MALLOC + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in thread-local mode (no capture of its own) may allocate."""
@@ -417,10 +402,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.work_from_other_thread_is_captured",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"When a stream is in "
-           "capture mode, all operations pushed into the stream will not be executed, but will instead "
-           "be captured into a graph, which will be returned via cudaStreamEndCapture\" -- all operations "
-           "pushed into a capturing stream are captured, whichever thread pushes them",
+      cite=DOC_STREAM_BEGIN_CAPTURE_WHEN_STREAM + " -- all operations pushed into a capturing stream are "
+           "captured, whichever thread pushes them",
       apis=BEGIN_END + ("MemsetAsync",), expect=(NodeType.MEMSET, NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
     """Work another thread issues on the capturing stream lands in the capture, in order."""
@@ -433,15 +416,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.captures_on_two_threads",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored; each thread captures its own stream independently",
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored; each thread captures its own stream independently",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), (NodeType.MEMCPY,)))
 def _(t: CaseContext) -> Any:
     """Two threads capture two streams at the same time in thread-local mode; both graphs are complete."""
@@ -471,9 +450,7 @@ def _end_elsewhere(t: CaseContext, mode: str) -> None:
 
 
 @case("capture.thread.end_wrong_thread_global",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If the mode argument to "
-           "cudaStreamBeginCapture was not cudaStreamCaptureModeRelaxed, this call must be from the same "
-           "thread as cudaStreamBeginCapture\" -- if the mode argument to cudaStreamBeginCapture was not "
+      cite=DOC_STREAM_END_CAPTURE_MODE_ARGUMENT + " -- if the mode argument to cudaStreamBeginCapture was not "
            "Relaxed, this call must be from the same thread as cudaStreamBeginCapture "
            "(cudaErrorStreamCaptureWrongThread)", apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
 def _(t: CaseContext) -> Any:
@@ -482,9 +459,7 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.end_wrong_thread_thread_local",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamEndCapture: \"If the mode argument to "
-           "cudaStreamBeginCapture was not cudaStreamCaptureModeRelaxed, this call must be from the same "
-           "thread as cudaStreamBeginCapture\" -- if the mode argument to cudaStreamBeginCapture was not "
+      cite=DOC_STREAM_END_CAPTURE_MODE_ARGUMENT + " -- if the mode argument to cudaStreamBeginCapture was not "
            "Relaxed, this call must be from the same thread as cudaStreamBeginCapture "
            "(cudaErrorStreamCaptureWrongThread)", apis=BEGIN_END, raises=errors.StreamCaptureWrongThread)
 def _(t: CaseContext) -> Any:
@@ -539,11 +514,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.end_other_thread_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"If mode is not "
-           "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
-           "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
-           "thread; the documentation states the restriction only, that a relaxed capture may be ended "
-           "from another thread is read from it",
+      cite=DOC_STREAM_BEGIN_CAPTURE_MODE_CALLED + " -- only captures not initiated with Relaxed must be ended on "
+           "the beginning thread; the documentation states the restriction only, that a relaxed capture may be "
+           "ended from another thread is read from it",
       apis=BEGIN_END, expect=((NodeType.MEMSET,), CaptureStatus.NONE))
 def _(t: CaseContext) -> Any:
     """A relaxed capture may be ended from another thread."""
@@ -559,10 +532,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.thread.begin_elsewhere_end_here_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamBeginCapture: \"If mode is not "
-           "cudaStreamCaptureModeRelaxed, cudaStreamEndCapture must be called on this stream from the "
-           "same thread\" -- only captures not initiated with Relaxed must be ended on the beginning "
-           "thread; the documentation states the restriction only, that a relaxed capture may be "
+      cite=DOC_STREAM_BEGIN_CAPTURE_MODE_CALLED + " -- only captures not initiated with Relaxed must be ended on "
+           "the beginning thread; the documentation states the restriction only, that a relaxed capture may be "
            "continued and ended on another thread is read from it",
       apis=BEGIN_END, expect=(NodeType.MEMSET, NodeType.MEMSET))
 def _(t: CaseContext) -> Any:
@@ -689,12 +660,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_stream_sync_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _SYNC + _QUERY, expect=(True, _TWO_MEMSETS))
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _SYNC + _QUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, an unrelated stream can be synchronized (then queries complete)."""
     other = _idle_stream(t)
@@ -707,15 +675,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_stream_query_other_thread",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored", apis=BEGIN_END + _QUERY, expect=(True, _TWO_MEMSETS))
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored", apis=BEGIN_END + _QUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may query an unrelated idle stream."""
     other = _idle_stream(t)
@@ -723,15 +687,11 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_other_thread_thread_local",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"If the local thread has an ongoing capture sequence not initiated with "
-           "cudaStreamCaptureModeRelaxed, it is prohibited from potentially unsafe API calls. Concurrent "
-           "capture sequences in other threads are ignored\" -- during stream capture some actions, such "
-           "as a call to cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
-           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated "
-           "with Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in "
-           "other threads are ignored", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
+      cite=DOC_EXCHANGE_CAPTURE_MODE_THREAD_LOCAL + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeThreadLocal: if the local thread has an ongoing capture not initiated with "
+           "Relaxed, it is prohibited from potentially unsafe API calls; concurrent captures in other threads "
+           "are ignored", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a thread-local capture another thread may query an unrelated complete event."""
     ev = _done_event(t)
@@ -739,12 +699,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_other_thread_relaxed_mode",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY + ("ThreadExchangeStreamCaptureMode",),
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY + ("ThreadExchangeStreamCaptureMode",),
       expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a global capture, another thread in relaxed mode may query an unrelated complete event."""
@@ -758,12 +715,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_query_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _EQUERY, expect=(True, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, the capturing thread may query an unrelated complete event."""
     ev = _done_event(t)
@@ -771,12 +725,9 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.sync.unrelated_event_sync_relaxed",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaThreadExchangeStreamCaptureMode: \"During "
-           "stream capture (see cudaStreamBeginCapture), some actions, such as a call to cudaMalloc, may "
-           "be unsafe\" ... \"The local thread is not prohibited from potentially unsafe API calls\" -- "
-           "during stream capture some actions, such as a call to cudaMalloc, may be unsafe; the "
-           "thread's mode decides whether it may make them: cudaStreamCaptureModeRelaxed: the local "
-           "thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _ESYNC, expect=(None, _TWO_MEMSETS))
+      cite=DOC_EXCHANGE_CAPTURE_MODE_RELAXED + " -- during stream capture some actions, such as a call to "
+           "cudaMalloc, may be unsafe; the thread's mode decides whether it may make them: "
+           "cudaStreamCaptureModeRelaxed: the local thread is not prohibited from potentially unsafe API calls", apis=BEGIN_END + _ESYNC, expect=(None, _TWO_MEMSETS))
 def _(t: CaseContext) -> Any:
     """During a relaxed capture, the capturing thread may synchronize an unrelated complete event."""
     ev = _done_event(t)
@@ -906,12 +857,9 @@ def _invalidated_capture(t: CaseContext, s: Any, a: Any) -> Any:
 
 
 @case("capture.invalidation.status_invalidated",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamIsCapturing: \"After a successful call, "
-           "*pCaptureStatus will contain one of the following: - cudaStreamCaptureStatusNone: The stream "
-           "is not capturing. - cudaStreamCaptureStatusActive: The stream is capturing. - "
-           "cudaStreamCaptureStatusInvalidated: The stream was capturing but an error has invalidated "
-           "the capture sequence\" -- cudaStreamCaptureStatusInvalidated: the stream was capturing but an "
-           "error has invalidated the capture sequence; it must be terminated with cudaStreamEndCapture",
+      cite=DOC_STREAM_IS_CAPTURING_AFTER_SUCCESSFUL + " -- cudaStreamCaptureStatusInvalidated: the stream was "
+           "capturing but an error has invalidated the capture sequence; it must be terminated with "
+           "cudaStreamEndCapture",
       apis=("StreamIsCapturing", "StreamSynchronize"), expect=(CaptureStatus.INVALIDATED, False))
 def _(t: CaseContext) -> Any:
     """After an invalidating error the stream reports INVALIDATED (``is_capturing`` is False)."""
@@ -925,10 +873,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("capture.invalidation.info_invalidated",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamGetCaptureInfo: \"Valid data (other than "
-           "capture status) is returned only if both of the following are true: - the call returns "
-           "cudaSuccess - the returned capture status is cudaStreamCaptureStatusActive\" -- valid data "
-           "other than the capture status is returned only if the status is Active",
+      cite=DOC_STREAM_GET_CAPTURE_INFO_VALID_DATA + " -- valid data other than the capture status is returned "
+           "only if the status is Active",
       apis=("StreamGetCaptureInfo", "StreamSynchronize"), expect=(CaptureStatus.INVALIDATED, None, []))
 def _(t: CaseContext) -> Any:
     """``cap.info()`` of an invalidated capture: status INVALIDATED, no graph, no dependencies."""

@@ -110,6 +110,13 @@ def _rt_count(t: CaseContext, graph: Any) -> int:
     return int(n[0])
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_CONDITIONAL_HANDLE_CREATE_APPLIED_AT = ("CUDA Runtime API 13.5, Graph Management, "
+                                                  "cudaGraphConditionalHandleCreate: \"Applied at the beginning "
+                                                  "of each graph execution if cudaGraphCondAssignDefault is "
+                                                  "set in flags\"")
+
+
 # ------------------------------------------------------------------ handles and nodes
 @case("control.handle.other_graph_refused", kind="binding",
       cite=ADD_NODE + "the handle must belong to the graph the node is "
@@ -293,10 +300,9 @@ def _(t: CaseContext) -> Any:
     return runs
 
 
-@case("control.handle.default_each_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphConditionalHandleCreate: \"Applied at the "
-                                                 "beginning of each graph execution if cudaGraphCondAssignDefault is set in flags\" -- with "
-                                                 "cudaGraphCondAssignDefault the value is reset to defaultLaunchValue at the start of each "
-                                                 "launch", apis=ADD_APIS + ("GraphLaunch",), requires=COND,
+@case("control.handle.default_each_launch", cite=DOC_GRAPH_CONDITIONAL_HANDLE_CREATE_APPLIED_AT + " -- with "
+                                                 "cudaGraphCondAssignDefault the value is reset to "
+                                                 "defaultLaunchValue at the start of each launch", apis=ADD_APIS + ("GraphLaunch",), requires=COND,
       expect=[7, 7, 7])
 def _(t: CaseContext) -> Any:
     """An IF whose handle defaults to 1 at every launch runs its body at every launch."""
@@ -316,9 +322,8 @@ def _(t: CaseContext) -> Any:
     return seen
 
 
-@case("control.handle.default_zero_skips", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphConditionalHandleCreate: \"Applied at the "
-                                                "beginning of each graph execution if cudaGraphCondAssignDefault is set in flags\" -- a handle "
-                                                "reset to 0 at each launch leaves an IF body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=(9, 0))
+@case("control.handle.default_zero_skips", cite=DOC_GRAPH_CONDITIONAL_HANDLE_CREATE_APPLIED_AT + " -- a handle reset to 0 at "
+                                                "each launch leaves an IF body unrun unless a kernel sets it", apis=ADD_APIS + ("GraphLaunch",), requires=COND, expect=(9, 0))
 def _(t: CaseContext) -> Any:
     """An IF whose handle resets to 0 and that no kernel sets does not run its body, while a memset beside
     it in the same graph runs (the launch happened)."""

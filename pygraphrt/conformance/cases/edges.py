@@ -74,6 +74,32 @@ def _launch(t: CaseContext, g: Any) -> None:
     s.synchronize()
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_DEPENDENCY_TYPE_ONLY_USED = ("CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may "
+                                       "only be used between kernel nodes, and must be used with either the "
+                                       "cudaGraphKernelNodePortProgrammatic or "
+                                       "cudaGraphKernelNodePortLaunchCompletion outgoing port\"")
+DOC_GRAPH_GET_EDGES_EDGES_RETURNED = ("CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Edges are "
+                                      "returned via corresponding indices in from, to and edgeData; that is, "
+                                      "the node in to[i] has a dependency on the node in from[i] with data "
+                                      "edgeData[i]. from and to may both be NULL, in which case this function "
+                                      "only returns the number of edges in numEdges\"")
+DOC_GRAPH_INSTANTIATE_WITH_FLAGS_GRAPH_VALIDATED = ("CUDA Runtime API 13.5, Graph Management, "
+                                                    "cudaGraphInstantiateWithFlags: \"The graph is validated "
+                                                    "for any structural constraints or intra-node constraints "
+                                                    "which were not previously validated\"")
+DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE = ("CUDA Runtime API 13.5, Graph Management, "
+                                              "cudaGraphRemoveDependencies: \"Specifying an edge that does not "
+                                              "exist in the graph, with data matching edgeData, results in an "
+                                              "error\"")
+DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE_NULLABLE_DATA = ("CUDA Runtime API 13.5, Graph Management, "
+                                                            "cudaGraphRemoveDependencies: \"Specifying an edge "
+                                                            "that does not exist in the graph, with data "
+                                                            "matching edgeData, results in an error. edgeData "
+                                                            "is nullable, which is equivalent to passing "
+                                                            "default (zeroed) data for each edge\"")
+
+
 # ============================================================================ add
 @case("edges.add.one", cite=ADD + "elements in pFrom and pTo at corresponding indices define a dependency",
       apis=("GraphAddDependencies", "GraphGetEdges"), expect=([("a", "b")], [EdgeData()]))
@@ -203,15 +229,15 @@ def _(t: CaseContext) -> Any:
     return type(err).__name__, raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("edges.add.self_edge", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
-                                  "validated for any structural constraints or intra-node constraints which were not previously "
-                                  "validated\" -- the graph is validated for any structural constraints or intra-node "
-                                  "constraints which were not previously validated; returns cudaSuccess, cudaErrorInvalidValue; "
-                                  "CUDA Runtime API 13.5, Data types, cudaGraphInstantiateResult: \"Instantiation failed due to "
-                                  "invalid structure, such as cycles\" -- cudaGraphInstantiateInvalidStructure: instantiation "
-                                  "failed due to invalid structure, such as cycles; CUDA Runtime API 13.5, Graph Management, "
-                                  "cudaGraphAddDependencies: \"cudaSuccess, cudaErrorInvalidValue\" -- returns cudaSuccess, "
-                                  "cudaErrorInvalidValue",
+@case("edges.add.self_edge", cite=DOC_GRAPH_INSTANTIATE_WITH_FLAGS_GRAPH_VALIDATED + " -- the graph is validated "
+                                  "for any structural constraints or intra-node constraints which were not "
+                                  "previously validated; returns cudaSuccess, cudaErrorInvalidValue; CUDA "
+                                  "Runtime API 13.5, Data types, cudaGraphInstantiateResult: \"Instantiation "
+                                  "failed due to invalid structure, such as cycles\" -- "
+                                  "cudaGraphInstantiateInvalidStructure: instantiation failed due to invalid "
+                                  "structure, such as cycles; CUDA Runtime API 13.5, Graph Management, "
+                                  "cudaGraphAddDependencies: \"cudaSuccess, cudaErrorInvalidValue\" -- returns "
+                                  "cudaSuccess, cudaErrorInvalidValue",
       apis=("GraphAddDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph with an edge from a node to itself (a one-node cycle) never becomes executable: InvalidValue,
@@ -301,13 +327,14 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ cycles and order
-@case("edges.cycle.instantiate_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
-                                              "validated for any structural constraints or intra-node constraints which were not previously "
-                                              "validated\" -- the graph is validated for any structural constraints or intra-node "
-                                              "constraints which were not previously validated; returns cudaSuccess, cudaErrorInvalidValue; "
-                                              "CUDA Runtime API 13.5, Data types, cudaGraphInstantiateResult: \"Instantiation failed due to "
-                                              "invalid structure, such as cycles\" -- cudaGraphInstantiateInvalidStructure: instantiation "
-                                              "failed due to invalid structure, such as cycles",
+@case("edges.cycle.instantiate_refused", cite=DOC_GRAPH_INSTANTIATE_WITH_FLAGS_GRAPH_VALIDATED + " -- the graph is validated "
+                                              "for any structural constraints or intra-node constraints which "
+                                              "were not previously validated; returns cudaSuccess, "
+                                              "cudaErrorInvalidValue; CUDA Runtime API 13.5, Data types, "
+                                              "cudaGraphInstantiateResult: \"Instantiation failed due to invalid "
+                                              "structure, such as cycles\" -- "
+                                              "cudaGraphInstantiateInvalidStructure: instantiation failed due to "
+                                              "invalid structure, such as cycles",
       apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A two-node cycle does not instantiate: InvalidValue from instantiation, the graph left as it was."""
@@ -425,9 +452,8 @@ def _(t: CaseContext) -> Any:
     return len(g.edges())
 
 
-@case("edges.remove.missing", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
-                                   "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
-                                   "specifying a non-existing dependency will return an error (cudaErrorInvalidValue)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+@case("edges.remove.missing", cite=DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE + " -- specifying a non-existing "
+                                   "dependency will return an error (cudaErrorInvalidValue)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing an edge that does not exist is refused."""
     g = t.graph()
@@ -439,9 +465,8 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused remove")
 
 
-@case("edges.remove.reverse_direction", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
-                                             "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
-                                             "specifying a non-existing dependency will return an error (edges are directed)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
+@case("edges.remove.reverse_direction", cite=DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE + " -- specifying a non-existing "
+                                             "dependency will return an error (edges are directed)", apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing b -> a when only a -> b exists is refused."""
     g = t.graph()
@@ -454,9 +479,8 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused remove (a -> b stays)")
 
 
-@case("edges.remove.twice", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
-                                 "that does not exist in the graph, with data matching edgeData, results in an error\" -- "
-                                 "specifying a non-existing dependency will return an error",
+@case("edges.remove.twice", cite=DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE + " -- specifying a non-existing "
+                                 "dependency will return an error",
       apis=("GraphRemoveDependencies",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Removing the same edge a second time is refused."""
@@ -564,10 +588,7 @@ def _(t: CaseContext) -> Any:
     return edge_labels(named, g.edges()), edge_labels(named, by_deps), edge_labels(named, by_dependents)
 
 
-@case("edges.list.raw_count_query", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Edges are returned via "
-                                         "corresponding indices in from, to and edgeData; that is, the node in to[i] has a dependency "
-                                         "on the node in from[i] with data edgeData[i]. from and to may both be NULL, in which case "
-                                         "this function only returns the number of edges in numEdges\" -- if from and to are both NULL, "
+@case("edges.list.raw_count_query", cite=DOC_GRAPH_GET_EDGES_EDGES_RETURNED + " -- if from and to are both NULL, "
                                          "numEdges returns the number of edges", apis=("GraphGetEdges",), expect=2)
 def _(t: CaseContext) -> Any:
     """The runtime counts the edges when given no arrays."""
@@ -643,11 +664,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ edge data
-@case("edges.data.programmatic_between_kernels", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
-                                                      "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
-                                                      "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
-                                                      "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes, with the "
-                                                      "cudaGraphKernelNodePortProgrammatic or LaunchCompletion port",
+@case("edges.data.programmatic_between_kernels", cite=DOC_GRAPH_DEPENDENCY_TYPE_ONLY_USED + " -- "
+                                                      "cudaGraphDependencyTypeProgrammatic may only be used between "
+                                                      "kernel nodes, with the cudaGraphKernelNodePortProgrammatic or "
+                                                      "LaunchCompletion port",
       apis=("GraphAddDependencies", "GraphGetEdges", "GraphNodeGetDependencies", "GraphNodeGetDependentNodes"),
       requires=EDGE_KERNELS,
       expect=([("k1", "k2", PROGRAMMATIC)], [("k1", PROGRAMMATIC)], [("k2", PROGRAMMATIC)]))
@@ -739,10 +759,8 @@ def _(t: CaseContext) -> Any:
     return [e for n, e in k1.dependents if n is k2]
 
 
-@case("edges.data.remove_matching", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
-                                         "that does not exist in the graph, with data matching edgeData, results in an error. edgeData "
-                                         "is nullable, which is equivalent to passing default (zeroed) data for each edge\" -- "
-                                         "specifying an edge that does not exist in the graph, with data matching edgeData, results in "
+@case("edges.data.remove_matching", cite=DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE_NULLABLE_DATA + " -- specifying an edge that "
+                                         "does not exist in the graph, with data matching edgeData, results in "
                                          "an error (matching data removes it)", apis=("GraphRemoveDependencies",),
       requires=EDGE_KERNELS, expect=[])
 def _(t: CaseContext) -> Any:
@@ -753,11 +771,9 @@ def _(t: CaseContext) -> Any:
     return g.edges()
 
 
-@case("edges.data.remove_with_other_data", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphRemoveDependencies: \"Specifying an edge "
-                                                "that does not exist in the graph, with data matching edgeData, results in an error. edgeData "
-                                                "is nullable, which is equivalent to passing default (zeroed) data for each edge\" -- "
-                                                "specifying an edge that does not exist in the graph, with data matching edgeData, results in "
-                                                "an error; a NULL edgeData means default data",
+@case("edges.data.remove_with_other_data", cite=DOC_GRAPH_REMOVE_DEPENDENCIES_MISSING_EDGE_NULLABLE_DATA + " -- specifying an edge that "
+                                                "does not exist in the graph, with data matching edgeData, "
+                                                "results in an error; a NULL edgeData means default data",
       apis=("GraphRemoveDependencies",), requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge cannot be removed as a default edge."""
@@ -768,11 +784,9 @@ def _(t: CaseContext) -> Any:
     return raw_count(t, "GraphGetEdges", g.handle)
 
 
-@case("edges.data.programmatic_to_memset", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
-                                                "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
-                                                "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
-                                                "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes; returns "
-                                                "cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_to_memset", cite=DOC_GRAPH_DEPENDENCY_TYPE_ONLY_USED + " -- "
+                                                "cudaGraphDependencyTypeProgrammatic may only be used between "
+                                                "kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
       requires=EDGE_KERNELS, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from a kernel node to a memset node is refused."""
@@ -802,11 +816,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_between_empty", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
-                                                    "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
-                                                    "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
-                                                    "cudaGraphDependencyTypeProgrammatic may only be used between kernel nodes; returns "
-                                                    "cudaErrorInvalidValue", apis=("GraphAddDependencies",),
+@case("edges.data.programmatic_between_empty", cite=DOC_GRAPH_DEPENDENCY_TYPE_ONLY_USED + " -- "
+                                                    "cudaGraphDependencyTypeProgrammatic may only be used between "
+                                                    "kernel nodes; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",),
       requires=("edge_data",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge between empty nodes is refused."""
@@ -848,12 +860,11 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused edge")
 
 
-@case("edges.data.programmatic_default_port", cite="CUDA Runtime API 13.5, Data types, cudaGraphDependencyType: \"It may only be used between "
-                                                   "kernel nodes, and must be used with either the cudaGraphKernelNodePortProgrammatic or "
-                                                   "cudaGraphKernelNodePortLaunchCompletion outgoing port\" -- "
+@case("edges.data.programmatic_default_port", cite=DOC_GRAPH_DEPENDENCY_TYPE_ONLY_USED + " -- "
                                                    "cudaGraphDependencyTypeProgrammatic must be used with the "
-                                                   "cudaGraphKernelNodePortProgrammatic or cudaGraphKernelNodePortLaunchCompletion outgoing "
-                                                   "port; returns cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
+                                                   "cudaGraphKernelNodePortProgrammatic or "
+                                                   "cudaGraphKernelNodePortLaunchCompletion outgoing port; returns "
+                                                   "cudaErrorInvalidValue", apis=("GraphAddDependencies",), requires=EDGE_KERNELS,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A programmatic edge from the default port is refused."""
@@ -968,11 +979,9 @@ def _(t: CaseContext) -> Any:
             raise t.backend.ops.error(rc, f"{prefix}GraphNodeGetDependencies")
 
 
-@case("edges.data.count_query_not_lossy", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphGetEdges: \"Edges are returned via "
-                                               "corresponding indices in from, to and edgeData; that is, the node in to[i] has a dependency "
-                                               "on the node in from[i] with data edgeData[i]. from and to may both be NULL, in which case "
-                                               "this function only returns the number of edges in numEdges\" -- with from, to and edgeData "
-                                               "NULL only the number of edges is returned (nothing is lost)", apis=("GraphGetEdges",), requires=EDGE_KERNELS, expect=1)
+@case("edges.data.count_query_not_lossy", cite=DOC_GRAPH_GET_EDGES_EDGES_RETURNED + " -- with from, to and "
+                                               "edgeData NULL only the number of edges is returned (nothing is "
+                                               "lost)", apis=("GraphGetEdges",), requires=EDGE_KERNELS, expect=1)
 def _(t: CaseContext) -> Any:
     """Counting the edges of a graph with a programmatic edge is not lossy."""
     g, k1, k2, _x, _y = _two_kernels(t)

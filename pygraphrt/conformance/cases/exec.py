@@ -24,6 +24,7 @@ from pygraphrt import errors
 from pygraphrt.enums import InstantiateFlags, UpdateResult
 
 from .._case import CaseContext, Snapshot, case
+from .edges import DOC_GRAPH_INSTANTIATE_WITH_FLAGS_GRAPH_VALIDATED
 
 N = 4096  # bytes per scratch buffer
 
@@ -184,11 +185,72 @@ def _instantiate_with_params(t: CaseContext, g: Any, flags: int, upload_stream: 
     return t.track(GraphExec(g, out[0])), result()
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS_TOPOLOGY_CHILDGRAPH = ("CUDA Runtime API 13.5, Graph Management, "
+                                                                  "cudaGraphExecChildGraphNodeSetParams: \"The "
+                                                                  "topology of childGraph, as well as the node "
+                                                                  "insertion order, must match that of the "
+                                                                  "graph contained in node\"")
+DOC_GRAPH_EXEC_GET_FLAGS_RETURNS_FLAGS = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: "
+                                          "\"Returns the flags that were passed to instantiation for the given "
+                                          "executable graph. cudaGraphInstantiateFlagUpload will not be "
+                                          "returned by this API as it does not affect the resulting executable "
+                                          "graph\"")
+DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES = ("CUDA Runtime API 13.5, Graph Management, "
+                                                  "cudaGraphExecNodeSetParams: \"Allowed changes to parameters "
+                                                  "on executable graphs are as follows: Node type Allowed "
+                                                  "changes kernel See cudaGraphExecKernelNodeSetParams memcpy "
+                                                  "Addresses for 1-dimensional copies if allocated in same "
+                                                  "context; see cudaGraphExecMemcpyNodeSetParams memset "
+                                                  "Addresses for 1-dimensional memsets if allocated in same "
+                                                  "context; see cudaGraphExecMemsetNodeSetParams host "
+                                                  "Unrestricted child graph Topology must match and "
+                                                  "restrictions apply recursively; see cudaGraphExecUpdate "
+                                                  "event wait Unrestricted event record Unrestricted external "
+                                                  "semaphore signal Number of semaphore operations cannot "
+                                                  "change external semaphore wait Number of semaphore "
+                                                  "operations cannot change memory allocation API unsupported "
+                                                  "memory free API unsupported\"")
+DOC_GRAPH_EXEC_UPDATE_PRESENT_AT = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such "
+                                    "calls were present at instantiation, these updates cannot be performed at "
+                                    "all. - Neither hGraph nor hGraphExec may contain device-updatable kernel "
+                                    "nodes. - Memset and memcpy nodes: - The CUDA device(s) to which the "
+                                    "operand(s) was allocated/mapped cannot change. - The source/destination "
+                                    "memory must be allocated from the same contexts as the original "
+                                    "source/destination memory. - For 2d memsets, only address and assigned "
+                                    "value may be updated. - For 1d memsets, updating dimensions is also "
+                                    "allowed, but may fail if the resulting operation doesn't map onto the "
+                                    "work resources already allocated for the node. - Additional memcpy node "
+                                    "restrictions: - Changing either the source or destination memory type(i.e\"")
+DOC_GRAPH_EXEC_UPDATE_RETURNS_GRAPH = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"It "
+                                       "returns cudaErrorGraphExecUpdateFailure if the graph update was not "
+                                       "performed because it included changes which violated constraints "
+                                       "specific to instantiated graph update\"")
+DOC_GRAPH_EXEC_UPDATE_SETS_RESULT = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: "
+                                     "\"cudaGraphExecUpdate sets the result member of resultInfo to "
+                                     "cudaGraphExecUpdateErrorTopologyChanged under the following conditions: "
+                                     "- The count of nodes directly in hGraphExec and hGraph differ, in which "
+                                     "case resultInfo->errorNode is set to NULL. - hGraph has more exit nodes "
+                                     "than hGraph, in which case resultInfo->errorNode is set to one of the "
+                                     "exit nodes in hGraph. - A node in hGraph has a different number of "
+                                     "dependencies than the node from hGraphExec it is paired with, in which "
+                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in "
+                                     "hGraph has a dependency that does not match with the corresponding "
+                                     "dependency of the paired node from hGraphExec. resultInfo->errorNode "
+                                     "will be set to the node from hGraph. resultInfo->errorFromNode will be "
+                                     "set to the mismatched dependency\"")
+DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates "
+                                      "the node parameters in the instantiated graph specified by hGraphExec "
+                                      "with the node parameters in a topologically identical graph specified "
+                                      "by hGraph\"")
+DOC_GRAPH_LAUNCH_EACH_LAUNCH = ("CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Each launch is "
+                                "ordered behind both any previous work in stream and any previous launches of "
+                                "graphExec\"")
+
+
 # ============================================================================ instantiate: flags
-@case("exec.instantiate.flags_none", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
-                                          "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
-                                          "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
-                                          "the flags that were passed to instantiate for the given executable graph", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
+@case("exec.instantiate.flags_none", cite=DOC_GRAPH_EXEC_GET_FLAGS_RETURNS_FLAGS + " -- returns the flags that "
+                                          "were passed to instantiate for the given executable graph", apis=("GraphInstantiateWithFlags", "GraphExecGetFlags"),
       expect=InstantiateFlags.NONE)
 def _(t: CaseContext) -> Any:
     """An executable graph instantiated without flags reports none."""
@@ -198,10 +260,9 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g))
 
 
-@case("exec.instantiate.auto_free_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
-                                              "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
-                                              "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
-                                              "the flags that were passed to instantiate (cudaGraphInstantiateFlagAutoFreeOnLaunch)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.auto_free_flag", cite=DOC_GRAPH_EXEC_GET_FLAGS_RETURNS_FLAGS + " -- returns the flags that "
+                                              "were passed to instantiate "
+                                              "(cudaGraphInstantiateFlagAutoFreeOnLaunch)", apis=("GraphInstantiateWithFlags",
                                                                        "GraphExecGetFlags"),
       expect=InstantiateFlags.AUTO_FREE_ON_LAUNCH)
 def _(t: CaseContext) -> Any:
@@ -211,10 +272,9 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g, auto_free_on_launch=True))
 
 
-@case("exec.instantiate.use_node_priority_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
-                                                      "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
-                                                      "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
-                                                      "the flags that were passed to instantiate (cudaGraphInstantiateFlagUseNodePriority)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.use_node_priority_flag", cite=DOC_GRAPH_EXEC_GET_FLAGS_RETURNS_FLAGS + " -- returns the flags that "
+                                                      "were passed to instantiate "
+                                                      "(cudaGraphInstantiateFlagUseNodePriority)", apis=("GraphInstantiateWithFlags",
                                                                       "GraphExecGetFlags"),
       expect=InstantiateFlags.USE_NODE_PRIORITY)
 def _(t: CaseContext) -> Any:
@@ -226,10 +286,9 @@ def _(t: CaseContext) -> Any:
     return _flags(t, t.instantiate(g, use_node_priority=True))
 
 
-@case("exec.instantiate.device_launch_flag", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecGetFlags: \"Returns the flags that were "
-                                                  "passed to instantiation for the given executable graph. cudaGraphInstantiateFlagUpload will "
-                                                  "not be returned by this API as it does not affect the resulting executable graph\" -- returns "
-                                                  "the flags that were passed to instantiate (cudaGraphInstantiateFlagDeviceLaunch)", apis=("GraphInstantiateWithFlags",
+@case("exec.instantiate.device_launch_flag", cite=DOC_GRAPH_EXEC_GET_FLAGS_RETURNS_FLAGS + " -- returns the flags that "
+                                                  "were passed to instantiate "
+                                                  "(cudaGraphInstantiateFlagDeviceLaunch)", apis=("GraphInstantiateWithFlags",
                                                                    "GraphExecGetFlags", "GraphUpload"),
       requires=("device_launch",), expect=InstantiateFlags.DEVICE_LAUNCH)
 def _(t: CaseContext) -> Any:
@@ -384,11 +443,10 @@ def _(t: CaseContext) -> Any:
     return t.snapshot(graph=g), _flags(t, exe)
 
 
-@case("exec.instantiate.cycle", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiateWithFlags: \"The graph is "
-                                     "validated for any structural constraints or intra-node constraints which were not previously "
-                                     "validated\" -- instantiates graph as an executable graph. The graph is validated for any "
-                                     "structural constraints or intra-node constraints which were not previously validated; "
-                                     "returns cudaSuccess, cudaErrorInvalidValue",
+@case("exec.instantiate.cycle", cite=DOC_GRAPH_INSTANTIATE_WITH_FLAGS_GRAPH_VALIDATED + " -- instantiates graph as an "
+                                     "executable graph. The graph is validated for any structural constraints or "
+                                     "intra-node constraints which were not previously validated; returns "
+                                     "cudaSuccess, cudaErrorInvalidValue",
       apis=("GraphAddDependencies", "GraphInstantiateWithFlags"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph whose edges form a cycle is accepted edge by edge and refused at instantiation."""
@@ -526,9 +584,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("exec.launch.relaunch", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Each launch is ordered behind "
-                                   "both any previous work in stream and any previous launches of graphExec\" -- each launch is "
-                                   "ordered behind any previous launches of graphExec; an executable graph can be launched any "
+@case("exec.launch.relaunch", cite=DOC_GRAPH_LAUNCH_EACH_LAUNCH + " -- each launch is ordered behind any "
+                                   "previous launches of graphExec; an executable graph can be launched any "
                                    "number of times", apis=("GraphLaunch", "GraphAddHostNode"),
       expect=5)
 def _(t: CaseContext) -> Any:
@@ -544,9 +601,8 @@ def _(t: CaseContext) -> Any:
     return len(calls)
 
 
-@case("exec.launch.ordered_after_stream_work", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphLaunch: \"Each launch is ordered behind "
-                                                    "both any previous work in stream and any previous launches of graphExec\" -- each launch is "
-                                                    "ordered behind any previous work in stream", apis=("GraphLaunch", "MemsetAsync"), expect=b"\x4d" * 8)
+@case("exec.launch.ordered_after_stream_work", cite=DOC_GRAPH_LAUNCH_EACH_LAUNCH + " -- each launch is ordered "
+                                                    "behind any previous work in stream", apis=("GraphLaunch", "MemsetAsync"), expect=b"\x4d" * 8)
 def _(t: CaseContext) -> Any:
     """A launch sees the results of work issued before it on the same stream."""
     src, out = _zeroed(t), _zeroed(t)
@@ -780,10 +836,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ exec update: success
-@case("exec.update.memset_value", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                       "topologically identical graph specified by hGraph\" -- updates the node parameters in the "
-                                       "instantiated graph with the node parameters in a topologically identical graph", apis=("GraphExecUpdate", "GraphLaunch"),
+@case("exec.update.memset_value", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates the node parameters in "
+                                       "the instantiated graph with the node parameters in a topologically "
+                                       "identical graph", apis=("GraphExecUpdate", "GraphLaunch"),
       expect=(UpdateResult.SUCCESS, b"\x02" * 8))
 def _(t: CaseContext) -> Any:
     """A memset whose value changed updates: SUCCESS, and the new value is written."""
@@ -796,17 +851,9 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.memset_destination", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
-                                             "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
-                                             "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
-                                             "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
-                                             "must be allocated from the same contexts as the original source/destination memory. - For 2d "
-                                             "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
-                                             "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
-                                             "work resources already allocated for the node. - Additional memcpy node restrictions: - "
-                                             "Changing either the source or destination memory type(i.e\" -- memset nodes: the CUDA "
-                                             "device(s) to which the operand(s) was allocated/mapped cannot change (another address on the "
-                                             "same device may)",
+@case("exec.update.memset_destination", cite=DOC_GRAPH_EXEC_UPDATE_PRESENT_AT + " -- memset nodes: the CUDA "
+                                             "device(s) to which the operand(s) was allocated/mapped cannot "
+                                             "change (another address on the same device may)",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x00" * 8, b"\x03" * 8))
 def _(t: CaseContext) -> Any:
     """A memset moved to another buffer of the same device updates."""
@@ -819,17 +866,9 @@ def _(t: CaseContext) -> Any:
     return r, a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.update.memcpy_addresses", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
-                                           "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
-                                           "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
-                                           "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
-                                           "must be allocated from the same contexts as the original source/destination memory. - For 2d "
-                                           "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
-                                           "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
-                                           "work resources already allocated for the node. - Additional memcpy node restrictions: - "
-                                           "Changing either the source or destination memory type(i.e\" -- memcpy nodes: the "
-                                           "source/destination memory must be allocated from the same contexts as the original "
-                                           "(addresses may change)",
+@case("exec.update.memcpy_addresses", cite=DOC_GRAPH_EXEC_UPDATE_PRESENT_AT + " -- memcpy nodes: the "
+                                           "source/destination memory must be allocated from the same contexts "
+                                           "as the original (addresses may change)",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x00" * 8, b"\x77" * 8))
 def _(t: CaseContext) -> Any:
     """A device-to-device copy with new source and destination updates."""
@@ -925,10 +964,9 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.same_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                     "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                     "topologically identical graph specified by hGraph\" -- updates from a topologically identical "
-                                     "graph (the graph the executable was instantiated from, after its parameters changed)",
+@case("exec.update.same_graph", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates from a topologically "
+                                     "identical graph (the graph the executable was instantiated from, after its "
+                                     "parameters changed)",
       apis=("GraphExecUpdate", "GraphMemcpyNodeSetParams1D"), expect=(UpdateResult.SUCCESS, b"\x13" * 8))
 def _(t: CaseContext) -> Any:
     """Changing the original graph's node, then updating from it, takes the change."""
@@ -943,10 +981,8 @@ def _(t: CaseContext) -> Any:
     return r, out.to_bytes(8)
 
 
-@case("exec.update.diamond_all_parameters", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                                 "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                                 "topologically identical graph specified by hGraph\" -- updates the node parameters of every "
-                                                 "node paired by topology", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x09" * 4 + b"\x0a" * 4))
+@case("exec.update.diamond_all_parameters", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates the node "
+                                                 "parameters of every node paired by topology", apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.SUCCESS, b"\x09" * 4 + b"\x0a" * 4))
 def _(t: CaseContext) -> Any:
     """A diamond whose every node changed value updates as a whole."""
     buf = _zeroed(t)
@@ -965,10 +1001,8 @@ def _(t: CaseContext) -> Any:
     return r, buf.to_bytes(8)
 
 
-@case("exec.update.empty_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                       "topologically identical graph specified by hGraph\" -- updates from a topologically identical "
-                                       "graph (two graphs without nodes are identical)", apis=("GraphExecUpdate",), expect=UpdateResult.SUCCESS)
+@case("exec.update.empty_graphs", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates from a topologically "
+                                       "identical graph (two graphs without nodes are identical)", apis=("GraphExecUpdate",), expect=UpdateResult.SUCCESS)
 def _(t: CaseContext) -> Any:
     """An executable graph of an empty graph updates from another empty graph."""
     exe = t.instantiate(t.graph())
@@ -992,18 +1026,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ exec update: refused
-@case("exec.update.node_count_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                             "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                             "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                             "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                             "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                             "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                             "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                             "dependency that does not match with the corresponding dependency of the paired node from "
-                                             "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                             "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                             "cudaGraphExecUpdateErrorTopologyChanged when the count of nodes directly in hGraphExec and "
-                                             "hGraph differ, in which case errorNode is set to NULL",
+@case("exec.update.node_count_changed", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                             "cudaGraphExecUpdateErrorTopologyChanged when the count of nodes "
+                                             "directly in hGraphExec and hGraph differ, in which case errorNode "
+                                             "is set to NULL",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """An update from a graph with one node more is refused: TOPOLOGY_CHANGED, no error node."""
@@ -1016,19 +1042,10 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is None)
 
 
-@case("exec.update.edge_added", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                     "dependency that does not match with the corresponding dependency of the paired node from "
-                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a different number of "
-                                     "dependencies than the node from hGraphExec it is paired with; errorNode is the node from "
-                                     "hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.edge_added", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a "
+                                     "different number of dependencies than the node from hGraphExec it is "
+                                     "paired with; errorNode is the node from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """The same nodes with one edge more: TOPOLOGY_CHANGED naming a node of the new graph."""
     g1 = t.graph()
@@ -1044,18 +1061,9 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED, lambda n: n is not None and n.graph is g2)
 
 
-@case("exec.update.edge_removed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                       "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                       "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                       "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                       "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                       "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                       "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                       "dependency that does not match with the corresponding dependency of the paired node from "
-                                       "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                       "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                       "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a different number of "
-                                       "dependencies than the node it is paired with",
+@case("exec.update.edge_removed", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                       "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a "
+                                       "different number of dependencies than the node it is paired with",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """The same nodes with one edge less: TOPOLOGY_CHANGED."""
@@ -1070,18 +1078,10 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.edge_moved", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                     "dependency that does not match with the corresponding dependency of the paired node from "
-                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a dependency that does not "
-                                     "match with the corresponding dependency of the paired node",
+@case("exec.update.edge_moved", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                     "cudaGraphExecUpdateErrorTopologyChanged when a node in hGraph has a "
+                                     "dependency that does not match with the corresponding dependency of the "
+                                     "paired node",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """Same nodes and edge count, but the host node depends on the empty node instead of the memset."""
@@ -1097,18 +1097,10 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.node_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                            "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                            "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                            "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                            "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                            "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                            "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                            "dependency that does not match with the corresponding dependency of the paired node from "
-                                            "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                            "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                            "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a different type than the "
-                                            "node from hGraphExec it is paired with; errorNode is the node from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.node_type_changed", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                            "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a "
+                                            "different type than the node from hGraphExec it is paired with; "
+                                            "errorNode is the node from hGraph", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A memset paired with a memcpy: NODE_TYPE_CHANGED naming the memcpy node."""
     a, b = _zeroed(t), _zeroed(t)
@@ -1120,18 +1112,9 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED, lambda n: n is c)
 
 
-@case("exec.update.empty_to_host_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"cudaGraphExecUpdate sets the "
-                                                     "result member of resultInfo to cudaGraphExecUpdateErrorTopologyChanged under the following "
-                                                     "conditions: - The count of nodes directly in hGraphExec and hGraph differ, in which case "
-                                                     "resultInfo->errorNode is set to NULL. - hGraph has more exit nodes than hGraph, in which "
-                                                     "case resultInfo->errorNode is set to one of the exit nodes in hGraph. - A node in hGraph has "
-                                                     "a different number of dependencies than the node from hGraphExec it is paired with, in which "
-                                                     "case resultInfo->errorNode is set to the node from hGraph. - A node in hGraph has a "
-                                                     "dependency that does not match with the corresponding dependency of the paired node from "
-                                                     "hGraphExec. resultInfo->errorNode will be set to the node from hGraph. "
-                                                     "resultInfo->errorFromNode will be set to the mismatched dependency\" -- "
-                                                     "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph has a different type than the "
-                                                     "node it is paired with", apis=("GraphExecUpdate",),
+@case("exec.update.empty_to_host_type_changed", cite=DOC_GRAPH_EXEC_UPDATE_SETS_RESULT + " -- "
+                                                     "cudaGraphExecUpdateErrorNodeTypeChanged when a node in hGraph "
+                                                     "has a different type than the node it is paired with", apis=("GraphExecUpdate",),
       raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """An empty node paired with a host node: NODE_TYPE_CHANGED."""
@@ -1171,17 +1154,10 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.PARAMETERS_CHANGED)
 
 
-@case("exec.update.memcpy_memory_type_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"If no such calls were present "
-                                                     "at instantiation, these updates cannot be performed at all. - Neither hGraph nor hGraphExec "
-                                                     "may contain device-updatable kernel nodes. - Memset and memcpy nodes: - The CUDA device(s) "
-                                                     "to which the operand(s) was allocated/mapped cannot change. - The source/destination memory "
-                                                     "must be allocated from the same contexts as the original source/destination memory. - For 2d "
-                                                     "memsets, only address and assigned value may be updated. - For 1d memsets, updating "
-                                                     "dimensions is also allowed, but may fail if the resulting operation doesn't map onto the "
-                                                     "work resources already allocated for the node. - Additional memcpy node restrictions: - "
-                                                     "Changing either the source or destination memory type(i.e\" -- additional memcpy node "
-                                                     "restrictions: changing either the source or destination memory type (device, host, array) is "
-                                                     "not supported (cudaGraphExecUpdateErrorParametersChanged)", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
+@case("exec.update.memcpy_memory_type_changed", cite=DOC_GRAPH_EXEC_UPDATE_PRESENT_AT + " -- additional memcpy node "
+                                                     "restrictions: changing either the source or destination memory "
+                                                     "type (device, host, array) is not supported "
+                                                     "(cudaGraphExecUpdateErrorParametersChanged)", apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A device-to-device copy paired with a device-to-host copy: PARAMETERS_CHANGED."""
     # unsure: pageable host memory may count as another context rather than another memory type;
@@ -1216,11 +1192,9 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.TOPOLOGY_CHANGED)
 
 
-@case("exec.update.refused_leaves_exec", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"It returns "
-                                              "cudaErrorGraphExecUpdateFailure if the graph update was not performed because it included "
-                                              "changes which violated constraints specific to instantiated graph update\" -- "
-                                              "cudaErrorGraphExecUpdateFailure: the graph update was not performed because it included "
-                                              "changes which violated constraints",
+@case("exec.update.refused_leaves_exec", cite=DOC_GRAPH_EXEC_UPDATE_RETURNS_GRAPH + " -- "
+                                              "cudaErrorGraphExecUpdateFailure: the graph update was not "
+                                              "performed because it included changes which violated constraints",
       apis=("GraphExecUpdate", "GraphLaunch"), expect=(UpdateResult.TOPOLOGY_CHANGED, b"\x01" * 8, b"\x00" * 8))
 def _(t: CaseContext) -> Any:
     """After a refused update the executable graph still does its original work."""
@@ -1234,11 +1208,10 @@ def _(t: CaseContext) -> Any:
     return getattr(e, "result", None), a.to_bytes(8), b.to_bytes(8)
 
 
-@case("exec.update.result_error_is_update_failure", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"It returns "
-                                                         "cudaErrorGraphExecUpdateFailure if the graph update was not performed because it included "
-                                                         "changes which violated constraints specific to instantiated graph update\" -- returns "
-                                                         "cudaErrorGraphExecUpdateFailure when the update was not performed; pygraphrt exec API: "
-                                                         "GraphExecUpdateError is a GraphExecUpdateFailure",
+@case("exec.update.result_error_is_update_failure", cite=DOC_GRAPH_EXEC_UPDATE_RETURNS_GRAPH + " -- returns "
+                                                         "cudaErrorGraphExecUpdateFailure when the update was not "
+                                                         "performed; pygraphrt exec API: GraphExecUpdateError is a "
+                                                         "GraphExecUpdateFailure",
       apis=("GraphExecUpdate",), raises=errors.GraphExecUpdateFailure)
 def _(t: CaseContext) -> Any:
     """A refused update raises the vendor-neutral update-failure class."""
@@ -1573,10 +1546,10 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), node.child.nodes()[0].params["value"]
 
 
-@case("exec.set_child_graph.topology_differs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecChildGraphNodeSetParams: \"The topology "
-                                                    "of childGraph, as well as the node insertion order, must match that of the graph contained "
-                                                    "in node\" -- the topology of childGraph, as well as the node insertion order, must match that "
-                                                    "of the graph contained in node; returns cudaErrorInvalidValue",
+@case("exec.set_child_graph.topology_differs", cite=DOC_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS_TOPOLOGY_CHILDGRAPH + " -- the topology of "
+                                                    "childGraph, as well as the node insertion order, must match "
+                                                    "that of the graph contained in node; returns "
+                                                    "cudaErrorInvalidValue",
       apis=("GraphExecChildGraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A child graph with another number of nodes is refused."""
@@ -1591,9 +1564,8 @@ def _(t: CaseContext) -> Any:
         exe.set_child_graph(node, c2)
 
 
-@case("exec.set_child_graph.node_type_differs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecChildGraphNodeSetParams: \"The topology "
-                                                     "of childGraph, as well as the node insertion order, must match that of the graph contained "
-                                                     "in node\" -- the topology of childGraph must match that of the graph contained in node (node "
+@case("exec.set_child_graph.node_type_differs", cite=DOC_GRAPH_EXEC_CHILD_GRAPH_NODE_SET_PARAMS_TOPOLOGY_CHILDGRAPH + " -- the topology of "
+                                                     "childGraph must match that of the graph contained in node (node "
                                                      "types included); returns cudaErrorInvalidValue",
       apis=("GraphExecChildGraphNodeSetParams",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
@@ -1746,17 +1718,10 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ generic setter
-@case("exec.set_node_params.memset", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
-                                          "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
-                                          "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
-                                          "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
-                                          "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
-                                          "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
-                                          "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
-                                          "semaphore operations cannot change external semaphore wait Number of semaphore operations "
-                                          "cannot change memory allocation API unsupported memory free API unsupported\" -- memset: "
-                                          "addresses for 1-dimensional memsets if allocated in same context; the modifications only "
-                                          "affect future launches of hGraphExec; node is not modified by this call", apis=("GraphExecNodeSetParams",), requires=("node_set_params",),
+@case("exec.set_node_params.memset", cite=DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES + " -- memset: addresses for "
+                                          "1-dimensional memsets if allocated in same context; the modifications "
+                                          "only affect future launches of hGraphExec; node is not modified by "
+                                          "this call", apis=("GraphExecNodeSetParams",), requires=("node_set_params",),
       expect=(b"\x1d" * 8, 1))
 def _(t: CaseContext) -> Any:
     """The generic setter changes a memset in the executable graph only."""
@@ -1768,16 +1733,7 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8), m.params["value"]
 
 
-@case("exec.set_node_params.host", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
-                                        "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
-                                        "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
-                                        "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
-                                        "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
-                                        "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
-                                        "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
-                                        "semaphore operations cannot change external semaphore wait Number of semaphore operations "
-                                        "cannot change memory allocation API unsupported memory free API unsupported\" -- host: "
-                                        "unrestricted", apis=("GraphExecNodeSetParams",),
+@case("exec.set_node_params.host", cite=DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES + " -- host: unrestricted", apis=("GraphExecNodeSetParams",),
       requires=("node_set_params",), expect=["second"])
 def _(t: CaseContext) -> Any:
     """The generic setter replaces a host node's function in the executable graph."""
@@ -1791,16 +1747,8 @@ def _(t: CaseContext) -> Any:
     return calls
 
 
-@case("exec.set_node_params.child_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
-                                               "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
-                                               "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
-                                               "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
-                                               "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
-                                               "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
-                                               "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
-                                               "semaphore operations cannot change external semaphore wait Number of semaphore operations "
-                                               "cannot change memory allocation API unsupported memory free API unsupported\" -- child graph: "
-                                               "topology must match and restrictions apply recursively", apis=("GraphExecNodeSetParams",), requires=("node_set_params",), expect=b"\x1e" * 8)
+@case("exec.set_node_params.child_graph", cite=DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES + " -- child graph: topology "
+                                               "must match and restrictions apply recursively", apis=("GraphExecNodeSetParams",), requires=("node_set_params",), expect=b"\x1e" * 8)
 def _(t: CaseContext) -> Any:
     """The generic setter takes a child graph of the same shape."""
     buf = _zeroed(t)

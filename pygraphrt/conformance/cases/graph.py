@@ -192,6 +192,15 @@ def diamond(t: CaseContext, buf: Any = None) -> tuple[Any, list[Any]]:
     return g, [a, b, c, d]
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_NODE_FIND_IN_CLONE_CLONEDGRAPH_HAVE = ("CUDA Runtime API 13.5, Graph Management, "
+                                                 "cudaGraphNodeFindInClone: \"clonedGraph must have been cloned "
+                                                 "from originalGraph via cudaGraphClone. originalNode must "
+                                                 "have been in originalGraph at the time of the call to "
+                                                 "cudaGraphClone, and the corresponding cloned node in "
+                                                 "clonedGraph must not have been removed\"")
+
+
 # ============================================================================ create / destroy
 @case("graph.create.empty", cite=CREATE + "creates an empty graph",
       apis=("GraphCreate", "GraphGetNodes", "GraphGetEdges", "GraphGetRootNodes"), expect=(0, 0, 0))
@@ -814,11 +823,9 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.clone.find_clone_node_added_later", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
-                                                      "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
-                                                      "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
-                                                      "in clonedGraph must not have been removed\" -- originalNode must have been in originalGraph "
-                                                      "at the time of the call to cudaGraphClone; returns cudaErrorInvalidValue",
+@case("graph.clone.find_clone_node_added_later", cite=DOC_GRAPH_NODE_FIND_IN_CLONE_CLONEDGRAPH_HAVE + " -- originalNode must have "
+                                                      "been in originalGraph at the time of the call to "
+                                                      "cudaGraphClone; returns cudaErrorInvalidValue",
       apis=("GraphNodeFindInClone",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node added after cloning has no counterpart in the clone."""
@@ -829,11 +836,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(g.find_clone, later, c)
 
 
-@case("graph.clone.find_clone_removed_in_clone", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
-                                                      "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
-                                                      "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
-                                                      "in clonedGraph must not have been removed\" -- the corresponding cloned node in clonedGraph "
-                                                      "must not have been removed; returns cudaErrorInvalidValue",
+@case("graph.clone.find_clone_removed_in_clone", cite=DOC_GRAPH_NODE_FIND_IN_CLONE_CLONEDGRAPH_HAVE + " -- the corresponding cloned "
+                                                      "node in clonedGraph must not have been removed; returns "
+                                                      "cudaErrorInvalidValue",
       apis=("GraphNodeFindInClone", "GraphDestroyNode"), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A node whose counterpart was removed from the clone is not found."""
@@ -845,11 +850,9 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(g.find_clone, a, c)
 
 
-@case("graph.clone.find_clone_not_a_clone", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphNodeFindInClone: \"clonedGraph must have "
-                                                 "been cloned from originalGraph via cudaGraphClone. originalNode must have been in "
-                                                 "originalGraph at the time of the call to cudaGraphClone, and the corresponding cloned node "
-                                                 "in clonedGraph must not have been removed\" -- clonedGraph must have been cloned from "
-                                                 "originalGraph via cudaGraphClone; returns cudaErrorInvalidValue", apis=("GraphNodeFindInClone",),
+@case("graph.clone.find_clone_not_a_clone", cite=DOC_GRAPH_NODE_FIND_IN_CLONE_CLONEDGRAPH_HAVE + " -- clonedGraph must have "
+                                                 "been cloned from originalGraph via cudaGraphClone; returns "
+                                                 "cudaErrorInvalidValue", apis=("GraphNodeFindInClone",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A graph of the same shape that is not a clone is refused."""

@@ -21,7 +21,7 @@ from pygraphrt import errors
 from pygraphrt.enums import InstantiateFlags, NodeType, UpdateResult
 
 from .._case import CaseContext, case
-from .exec import _expect_update_error, _update
+from .exec import DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE, _expect_update_error, _update
 
 n64 = 64  # elements each kernel covers
 NB = 4 * n64  # bytes of a buffer of n64 unsigned ints
@@ -95,6 +95,30 @@ def _dims(node: Any) -> tuple[Any, Any]:
     return tuple(p["grid"]), tuple(p["block"])
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_ADD_KERNEL_NODE_CREATES_NEW = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: "
+                                         "\"Creates a new kernel execution node and adds it to graph with "
+                                         "numDependencies dependencies specified via pDependencies and "
+                                         "arguments specified in pNodeParams\"")
+DOC_GRAPH_ADD_KERNEL_NODE_WHEN_GRAPH = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: "
+                                        "\"When the graph is launched, the node will invoke kernel func on a "
+                                        "(gridDim.x x gridDim.y x gridDim.z) grid of blocks\"")
+DOC_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_ALREADY_ENQUEUED = ("CUDA Runtime API 13.5, Graph Management, "
+                                                          "cudaGraphExecKernelNodeSetParams: \"Already enqueued "
+                                                          "or running launches of hGraphExec are not affected "
+                                                          "by this call. node is also not modified by this "
+                                                          "call\"")
+DOC_GRAPH_EXEC_UPDATE_KERNEL_NODES = ("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel "
+                                      "nodes: - The owning context of the function cannot change. - A node "
+                                      "whose function originally did not use CUDA dynamic parallelism cannot "
+                                      "be updated to a function which uses CDP. - A node whose function "
+                                      "originally did not make device-side update calls cannot be updated to a "
+                                      "function which makes device-side update calls. - A cooperative node "
+                                      "cannot be updated to a non-cooperative node, and vice-versa. - If the "
+                                      "graph was instantiated with cudaGraphInstantiateFlagUseNodePriority, "
+                                      "the priority attribute cannot change\"")
+
+
 # ============================================================================ kernel nodes
 @case("kernels.node.type", cite=ADD + "creates a new kernel execution node", apis=("GraphAddKernelNode",
                                                                                    "GraphNodeGetType"),
@@ -150,10 +174,8 @@ def _(t: CaseContext) -> Any:
     return k.params["shared_mem_bytes"]
 
 
-@case("kernels.node.runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
-                                "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
-                                "blocks\" -- when the graph is launched, the node will invoke kernel func on a (gridDim) grid "
-                                "of (blockDim) blocks", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K,
+@case("kernels.node.runs", cite=DOC_GRAPH_ADD_KERNEL_NODE_WHEN_GRAPH + " -- when the graph is launched, the node "
+                                "will invoke kernel func on a (gridDim) grid of (blockDim) blocks", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K,
       expect=(NodeType.KERNEL, [7] * n64))
 def _(t: CaseContext) -> Any:
     """A launched kernel node writes what its kernel writes."""
@@ -163,9 +185,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.partial_grid", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
-                                        "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
-                                        "blocks\" -- the node invokes the kernel on gridDim x blockDim threads",
+@case("kernels.node.partial_grid", cite=DOC_GRAPH_ADD_KERNEL_NODE_WHEN_GRAPH + " -- the node invokes the kernel "
+                                        "on gridDim x blockDim threads",
       apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=(NodeType.KERNEL, [6] * 32 + [0] * 32))
 def _(t: CaseContext) -> Any:
     """A launch of 32 threads fills 32 of 64 elements."""
@@ -175,9 +196,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.multi_block", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"When the graph is "
-                                       "launched, the node will invoke kernel func on a (gridDim.x x gridDim.y x gridDim.z) grid of "
-                                       "blocks\" -- the node invokes the kernel on a grid of gridDim blocks",
+@case("kernels.node.multi_block", cite=DOC_GRAPH_ADD_KERNEL_NODE_WHEN_GRAPH + " -- the node invokes the kernel "
+                                       "on a grid of gridDim blocks",
       apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=(NodeType.KERNEL, [8] * n64))
 def _(t: CaseContext) -> Any:
     """Four blocks of 16 threads fill all 64 elements."""
@@ -187,10 +207,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(k), _u32(buf)  # the node the add returned, as the runtime reports it
 
 
-@case("kernels.node.chain", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Creates a new kernel "
-                                 "execution node and adds it to graph with numDependencies dependencies specified via "
-                                 "pDependencies and arguments specified in pNodeParams\" -- dependencies order the kernels: the "
-                                 "dependent kernel sees the first one's writes", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=[7] * n64)
+@case("kernels.node.chain", cite=DOC_GRAPH_ADD_KERNEL_NODE_CREATES_NEW + " -- dependencies order the kernels: "
+                                 "the dependent kernel sees the first one's writes", apis=("GraphAddKernelNode", "GraphLaunch"), requires=K, expect=[7] * n64)
 def _(t: CaseContext) -> Any:
     """fill 3 then add 4 gives 7 everywhere."""
     buf = _zeroed(t)
@@ -200,10 +218,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.node.diamond", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: \"Creates a new kernel "
-                                   "execution node and adds it to graph with numDependencies dependencies specified via "
-                                   "pDependencies and arguments specified in pNodeParams\" -- kernel nodes with dependencies run "
-                                   "after them", apis=("GraphAddKernelNode",
+@case("kernels.node.diamond", cite=DOC_GRAPH_ADD_KERNEL_NODE_CREATES_NEW + " -- kernel nodes with dependencies "
+                                   "run after them", apis=("GraphAddKernelNode",
                                                                                                "GraphLaunch"),
       requires=K, expect=([5] * n64, [5] * n64, [5] * n64))
 def _(t: CaseContext) -> Any:
@@ -814,10 +830,9 @@ def _(t: CaseContext) -> Any:
 
 
 # ============================================================================ executable graphs
-@case("kernels.exec.set_args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"Already enqueued "
-                                    "or running launches of hGraphExec are not affected by this call. node is also not modified "
-                                    "by this call\" -- updates the work represented by node in hGraphExec as though node had "
-                                    "contained pNodeParams at instantiation; node is not modified", apis=("GraphExecKernelNodeSetParams",
+@case("kernels.exec.set_args", cite=DOC_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_ALREADY_ENQUEUED + " -- updates the work "
+                                    "represented by node in hGraphExec as though node had contained pNodeParams "
+                                    "at instantiation; node is not modified", apis=("GraphExecKernelNodeSetParams",
                                                                                     "GraphLaunch"),
       requires=K, expect=([21] * n64, 1))
 def _(t: CaseContext) -> Any:
@@ -871,9 +886,8 @@ def _(t: CaseContext) -> Any:
     return _u32(buf)
 
 
-@case("kernels.exec.set_launch_dims", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecKernelNodeSetParams: \"Already enqueued "
-                                           "or running launches of hGraphExec are not affected by this call. node is also not modified "
-                                           "by this call\" -- gridDim and blockDim may change; node is not modified",
+@case("kernels.exec.set_launch_dims", cite=DOC_GRAPH_EXEC_KERNEL_NODE_SET_PARAMS_ALREADY_ENQUEUED + " -- gridDim and blockDim may "
+                                           "change; node is not modified",
       apis=("GraphExecKernelNodeSetParams", "GraphLaunch"), requires=K, expect=([15] * 32 + [0] * 32, (n64, 1, 1)))
 def _(t: CaseContext) -> Any:
     """set_kernel_launch_dims changes the executable graph only."""
@@ -959,10 +973,8 @@ def _(t: CaseContext) -> Any:
     return off, _u32(buf)
 
 
-@case("kernels.update.args", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                  "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                  "topologically identical graph specified by hGraph\" -- updates kernel node parameters from a "
-                                  "topologically identical graph",
+@case("kernels.update.args", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates kernel node parameters from "
+                                  "a topologically identical graph",
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [17] * n64))
 def _(t: CaseContext) -> Any:
     """A kernel node with new arguments updates."""
@@ -977,16 +989,9 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.function", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
-                                      "context of the function cannot change. - A node whose function originally did not use CUDA "
-                                      "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
-                                      "originally did not make device-side update calls cannot be updated to a function which makes "
-                                      "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
-                                      "and vice-versa. - If the graph was instantiated with "
-                                      "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
-                                      "nodes: the owning context of the function cannot change "
-                                      "(cudaGraphExecUpdateErrorFunctionChanged only for CUDA drivers < 11.2): another kernel "
-                                      "updates",
+@case("kernels.update.function", cite=DOC_GRAPH_EXEC_UPDATE_KERNEL_NODES + " -- kernel nodes: the owning context "
+                                      "of the function cannot change (cudaGraphExecUpdateErrorFunctionChanged "
+                                      "only for CUDA drivers < 11.2): another kernel updates",
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [7] * n64))
 def _(t: CaseContext) -> Any:
     """A kernel node running another kernel of the same context updates."""
@@ -1002,10 +1007,9 @@ def _(t: CaseContext) -> Any:
     return r, _u32(buf)
 
 
-@case("kernels.update.dims", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters in the "
-      "instantiated graph specified by hGraphExec with the node parameters in a topologically identical "
-      "graph specified by hGraph\" -- updates node parameters; \"- Kernel nodes: - The owning context of the "
-      "function cannot change\" -- the kernel-node restrictions do not include launch dimensions"),
+@case("kernels.update.dims", cite=(DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates node parameters; \"- Kernel "
+                                   "nodes: - The owning context of the function cannot change\" -- the "
+                                   "kernel-node restrictions do not include launch dimensions"),
       apis=("GraphExecUpdate", "GraphLaunch"), requires=K, expect=(UpdateResult.SUCCESS, [18] * 8 + [0] * 56))
 def _(t: CaseContext) -> Any:
     """A kernel node with a smaller block updates."""
@@ -1036,15 +1040,10 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.NODE_TYPE_CHANGED)
 
 
-@case("kernels.update.priority_with_node_priority", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
-                                                         "context of the function cannot change. - A node whose function originally did not use CUDA "
-                                                         "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
-                                                         "originally did not make device-side update calls cannot be updated to a function which makes "
-                                                         "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
-                                                         "and vice-versa. - If the graph was instantiated with "
-                                                         "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- if the "
-                                                         "graph was instantiated with cudaGraphInstantiateFlagUseNodePriority, the priority attribute "
-                                                         "cannot change (cudaGraphExecUpdateErrorAttributesChanged)", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
+@case("kernels.update.priority_with_node_priority", cite=DOC_GRAPH_EXEC_UPDATE_KERNEL_NODES + " -- if the graph was "
+                                                         "instantiated with cudaGraphInstantiateFlagUseNodePriority, the "
+                                                         "priority attribute cannot change "
+                                                         "(cudaGraphExecUpdateErrorAttributesChanged)", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """With node priorities in use, a kernel node whose priority changed does not update."""
@@ -1059,14 +1058,9 @@ def _(t: CaseContext) -> Any:
         _expect_update_error(t, exe, g2, UpdateResult.ATTRIBUTES_CHANGED)
 
 
-@case("kernels.update.cooperative_changed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"- Kernel nodes: - The owning "
-                                                 "context of the function cannot change. - A node whose function originally did not use CUDA "
-                                                 "dynamic parallelism cannot be updated to a function which uses CDP. - A node whose function "
-                                                 "originally did not make device-side update calls cannot be updated to a function which makes "
-                                                 "device-side update calls. - A cooperative node cannot be updated to a non-cooperative node, "
-                                                 "and vice-versa. - If the graph was instantiated with "
-                                                 "cudaGraphInstantiateFlagUseNodePriority, the priority attribute cannot change\" -- kernel "
-                                                 "nodes: a cooperative node cannot be updated to a non-cooperative node, and vice-versa", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
+@case("kernels.update.cooperative_changed", cite=DOC_GRAPH_EXEC_UPDATE_KERNEL_NODES + " -- kernel nodes: a "
+                                                 "cooperative node cannot be updated to a non-cooperative node, "
+                                                 "and vice-versa", apis=("GraphExecUpdate", "GraphKernelNodeSetAttribute"),
       requires=("kernels", "cuda"), raises=errors.GraphExecUpdateError)
 def _(t: CaseContext) -> Any:
     """A kernel node that became cooperative does not update."""

@@ -23,6 +23,8 @@ from pygraphrt import errors
 from pygraphrt.enums import GraphMemAttr, MemPoolAttr, NodeType
 
 from .._case import CaseContext, case
+from .exec import (DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES,
+                   DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE)
 
 N = 4096
 BIG = 8 << 20  # graph allocations whose effect on the device attributes is measured
@@ -158,6 +160,38 @@ def _release(t: CaseContext, *execs: Any) -> None:
     dev.graph_mem_trim()
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_DEVICE_GET_GRAPH_MEM_ATTRIBUTE_AMOUNT_MEMORY = ("CUDA Runtime API 13.5, Graph Management, "
+                                                    "cudaDeviceGetGraphMemAttribute: \"- "
+                                                    "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in "
+                                                    "bytes, currently associated with graphs - "
+                                                    "cudaGraphMemAttrUsedMemHigh: High watermark of memory, in "
+                                                    "bytes, associated with graphs since the last time it was "
+                                                    "reset\"")
+DOC_DEVICE_GRAPH_MEM_TRIM_FREE_UNUSED = ("CUDA Runtime API 13.5, Graph Management, cudaDeviceGraphMemTrim: "
+                                         "\"Free unused memory that was cached on the specified device for use "
+                                         "with graphs back to the OS\"")
+DOC_GRAPH_ADD_MEM_ALLOC_NODE_ALLOCATION_FREED = ("CUDA Runtime API 13.5, Graph Management, "
+                                                 "cudaGraphAddMemAllocNode: \"If the allocation is not freed in "
+                                                 "the same graph, then it can be accessed not only by nodes in "
+                                                 "the graph which are ordered after the allocation node, but "
+                                                 "also by stream operations ordered after the graph's "
+                                                 "execution but before the allocation is freed\"")
+DOC_GRAPH_INSTANTIATE_GRAPH_CONTAINS = ("CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"If "
+                                        "graph contains any allocation or free nodes, there can be at most one "
+                                        "executable graph in existence for that graph at a time\"")
+DOC_MEM_POOL_SET_ATTRIBUTE_ILLEGAL_SET = ("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, "
+                                          "cudaMemPoolSetAttribute: \"It is illegal to set this attribute to a "
+                                          "non-zero value. - cudaMemPoolAttrUsedMemHigh: (value type = "
+                                          "cuuint64_t) Reset the high watermark that tracks the amount of used "
+                                          "memory that was allocated for the memory pool\"")
+DOC_MEM_POOL_SET_ATTRIBUTE_WHEN_MORE = ("CUDA Runtime API 13.5, Stream Ordered Memory Allocator, "
+                                        "cudaMemPoolSetAttribute: \"When more than the release threshold bytes "
+                                        "of memory are held by the memory pool, the allocator will try to "
+                                        "release memory back to the OS on the next call to stream, event or "
+                                        "context synchronize\"")
+
+
 # ============================================================================ graph memory attributes
 @case("memory.attributes.all_four", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"High watermark can "
                                          "only be reset to zero. - cudaGraphMemAttrReservedMemCurrent: Amount of memory, in bytes, "
@@ -191,11 +225,9 @@ def _(t: CaseContext) -> Any:
             "reserved high": after[GraphMemAttr.RESERVED_MEM_HIGH] - reserved0 >= BIG}
 
 
-@case("memory.attributes.high_not_below_current", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"- "
-                                                       "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs "
-                                                       "- cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs "
-                                                       "since the last time it was reset\" -- UsedMemHigh / ReservedMemHigh are the high watermarks "
-                                                       "of UsedMemCurrent / ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
+@case("memory.attributes.high_not_below_current", cite=DOC_DEVICE_GET_GRAPH_MEM_ATTRIBUTE_AMOUNT_MEMORY + " -- UsedMemHigh / "
+                                                       "ReservedMemHigh are the high watermarks of UsedMemCurrent / "
+                                                       "ReservedMemCurrent since the last reset", apis=("DeviceGetGraphMemAttribute",
                                                                                       "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(True, True, True))
 def _(t: CaseContext) -> Any:
@@ -213,12 +245,11 @@ def _(t: CaseContext) -> Any:
             a[GraphMemAttr.RESERVED_MEM_HIGH] >= a[GraphMemAttr.RESERVED_MEM_CURRENT])
 
 
-@case("memory.attributes.used_after_launch", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGetGraphMemAttribute: \"- "
-                                                  "cudaGraphMemAttrUsedMemCurrent: Amount of memory, in bytes, currently associated with graphs "
-                                                  "- cudaGraphMemAttrUsedMemHigh: High watermark of memory, in bytes, associated with graphs "
-                                                  "since the last time it was reset\" -- cudaGraphMemAttrUsedMemCurrent: amount of memory "
-                                                  "currently associated with graphs; CUDA Programming Guide, CUDA Graphs, Graph Memory Nodes: "
-                                                  "the executable graph keeps the physical memory of its allocations for its next launch", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
+@case("memory.attributes.used_after_launch", cite=DOC_DEVICE_GET_GRAPH_MEM_ATTRIBUTE_AMOUNT_MEMORY + " -- "
+                                                  "cudaGraphMemAttrUsedMemCurrent: amount of memory currently "
+                                                  "associated with graphs; CUDA Programming Guide, CUDA Graphs, "
+                                                  "Graph Memory Nodes: the executable graph keeps the physical "
+                                                  "memory of its allocations for its next launch", apis=("DeviceGetGraphMemAttribute", "GraphLaunch"),
       requires=("graph_memory_nodes",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """A launched graph's allocation counts as used and reserved graph memory (growth within the case)."""
@@ -236,10 +267,10 @@ def _(t: CaseContext) -> Any:
     return used - used0 >= BIG, reserved - reserved0 >= BIG
 
 
-@case("memory.attributes.destroy_and_trim_release", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGraphMemTrim: \"Free unused memory that "
-                                                         "was cached on the specified device for use with graphs back to the OS\" -- frees unused "
-                                                         "memory that was cached on the device for use with graphs back to the OS (blocks not in use "
-                                                         "by a graph that is executing or scheduled to execute)", apis=("GraphExecDestroy", "DeviceGraphMemTrim", "DeviceGetGraphMemAttribute"),
+@case("memory.attributes.destroy_and_trim_release", cite=DOC_DEVICE_GRAPH_MEM_TRIM_FREE_UNUSED + " -- frees unused memory that "
+                                                         "was cached on the device for use with graphs back to the OS "
+                                                         "(blocks not in use by a graph that is executing or scheduled to "
+                                                         "execute)", apis=("GraphExecDestroy", "DeviceGraphMemTrim", "DeviceGetGraphMemAttribute"),
       requires=("graph_memory_nodes",), expect=(True, True))
 def _(t: CaseContext) -> Any:
     """Destroying the executable graph and trimming releases its used and reserved graph memory."""
@@ -279,9 +310,8 @@ def _(t: CaseContext) -> Any:
     return used_peak - used_high >= BIG, reserved_peak - reserved_high >= BIG
 
 
-@case("memory.attributes.trim_without_graphs", cite="CUDA Runtime API 13.5, Graph Management, cudaDeviceGraphMemTrim: \"Free unused memory that "
-                                                    "was cached on the specified device for use with graphs back to the OS\" -- frees unused graph "
-                                                    "memory cached on the device (nothing to free is not an error)", apis=("DeviceGraphMemTrim",), requires=("graph_memory_nodes",),
+@case("memory.attributes.trim_without_graphs", cite=DOC_DEVICE_GRAPH_MEM_TRIM_FREE_UNUSED + " -- frees unused graph memory "
+                                                    "cached on the device (nothing to free is not an error)", apis=("DeviceGraphMemTrim",), requires=("graph_memory_nodes",),
       expect=None)
 def _(t: CaseContext) -> Any:
     """Trimming when no graph holds memory succeeds."""
@@ -432,10 +462,8 @@ def _(t: CaseContext) -> Any:
     return _launches(t, s, src, out, lambda: exe.launch(s), (1, 2), between=lambda: s.free_async(a.dptr))
 
 
-@case("memory.free_outside.data_survives_launch", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"If the allocation is not freed "
-      "in the same graph, then it can be accessed not only by nodes in the graph which are ordered after "
-      "the allocation node, but also by stream operations ordered after the graph's execution but before "
-      "the allocation is freed\" -- the unfreed allocation keeps its contents for later stream work"), apis=("GraphLaunch", "MemcpyAsync"),
+@case("memory.free_outside.data_survives_launch", cite=(DOC_GRAPH_ADD_MEM_ALLOC_NODE_ALLOCATION_FREED + " -- the unfreed allocation "
+                                                        "keeps its contents for later stream work"), apis=("GraphLaunch", "MemcpyAsync"),
       requires=("graph_memory_nodes",), expect=b"\x5a" * 8)
 def _(t: CaseContext) -> Any:
     """Memory a graph allocated and left allocated keeps its contents for stream work after the launch."""
@@ -515,11 +543,10 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(f), seen
 
 
-@case("memory.instantiate.second_exec_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"If graph contains any "
-                                                     "allocation or free nodes, there can be at most one executable graph in existence for that "
-                                                     "graph at a time\" -- if graph contains any allocation or free nodes, there can be at most one "
-                                                     "executable graph in existence for that graph at a time; an attempt to instantiate a second "
-                                                     "one results in an error", apis=("GraphInstantiateWithFlags",),
+@case("memory.instantiate.second_exec_refused", cite=DOC_GRAPH_INSTANTIATE_GRAPH_CONTAINS + " -- if graph contains any "
+                                                     "allocation or free nodes, there can be at most one executable "
+                                                     "graph in existence for that graph at a time; an attempt to "
+                                                     "instantiate a second one results in an error", apis=("GraphInstantiateWithFlags",),
       requires=("graph_memory_nodes",), raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
     """A second executable graph of a graph with memory nodes is refused while the first exists."""
@@ -530,10 +557,9 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g)
 
 
-@case("memory.instantiate.after_first_destroyed", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphInstantiate: \"If graph contains any "
-                                                       "allocation or free nodes, there can be at most one executable graph in existence for that "
-                                                       "graph at a time\" -- at most one executable graph of a graph with memory nodes at a time (a "
-                                                       "new one once the first is destroyed)",
+@case("memory.instantiate.after_first_destroyed", cite=DOC_GRAPH_INSTANTIATE_GRAPH_CONTAINS + " -- at most one executable "
+                                                       "graph of a graph with memory nodes at a time (a new one once "
+                                                       "the first is destroyed)",
       apis=("GraphInstantiateWithFlags", "GraphExecDestroy", "GraphLaunch"), requires=("graph_memory_nodes",),
       expect=b"\x18" * 8)
 def _(t: CaseContext) -> Any:
@@ -567,10 +593,9 @@ def _(t: CaseContext) -> Any:
         t.instantiate(g, device_launch=True)
 
 
-@case("memory.update.same_graph", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecUpdate: \"Updates the node parameters "
-                                       "in the instantiated graph specified by hGraphExec with the node parameters in a "
-                                       "topologically identical graph specified by hGraph\" -- updates the node parameters from a "
-                                       "topologically identical graph (here the graph itself, its memory nodes unchanged)", apis=("GraphExecUpdate",
+@case("memory.update.same_graph", cite=DOC_GRAPH_EXEC_UPDATE_UPDATES_NODE + " -- updates the node parameters "
+                                       "from a topologically identical graph (here the graph itself, its memory "
+                                       "nodes unchanged)", apis=("GraphExecUpdate",
                                                                        "GraphMemcpyNodeSetParams1D"),
       requires=("graph_memory_nodes",), expect=(b"\x00" * 8, b"\x19" * 8))
 def _(t: CaseContext) -> Any:
@@ -639,16 +664,8 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=parent), before, "the parent graph after the refused child")
 
 
-@case("memory.exec_set_node_params.alloc_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
-                                                        "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
-                                                        "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
-                                                        "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
-                                                        "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
-                                                        "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
-                                                        "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
-                                                        "semaphore operations cannot change external semaphore wait Number of semaphore operations "
-                                                        "cannot change memory allocation API unsupported memory free API unsupported\" -- memory "
-                                                        "allocation nodes: API unsupported",
+@case("memory.exec_set_node_params.alloc_refused", cite=DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES + " -- memory allocation nodes: "
+                                                        "API unsupported",
       apis=("GraphExecNodeSetParams",), requires=("graph_memory_nodes", "node_set_params"),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -658,16 +675,8 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(exe.set_node_params, a, size=2 * N)
 
 
-@case("memory.exec_set_node_params.free_refused", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphExecNodeSetParams: \"Allowed changes to "
-                                                       "parameters on executable graphs are as follows: Node type Allowed changes kernel See "
-                                                       "cudaGraphExecKernelNodeSetParams memcpy Addresses for 1-dimensional copies if allocated in "
-                                                       "same context; see cudaGraphExecMemcpyNodeSetParams memset Addresses for 1-dimensional "
-                                                       "memsets if allocated in same context; see cudaGraphExecMemsetNodeSetParams host Unrestricted "
-                                                       "child graph Topology must match and restrictions apply recursively; see cudaGraphExecUpdate "
-                                                       "event wait Unrestricted event record Unrestricted external semaphore signal Number of "
-                                                       "semaphore operations cannot change external semaphore wait Number of semaphore operations "
-                                                       "cannot change memory allocation API unsupported memory free API unsupported\" -- memory free "
-                                                       "nodes: API unsupported",
+@case("memory.exec_set_node_params.free_refused", cite=DOC_GRAPH_EXEC_NODE_SET_PARAMS_ALLOWED_CHANGES + " -- memory free nodes: API "
+                                                       "unsupported",
       apis=("GraphExecNodeSetParams",), requires=("graph_memory_nodes", "node_set_params"),
       raises=errors.NotSupported)
 def _(t: CaseContext) -> Any:
@@ -715,11 +724,9 @@ def _(t: CaseContext) -> Any:
     return _typed(f)["dptr"] - a.dptr
 
 
-@case("memory.alloc.used_by_two_graphs_sequentially", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemAllocNode: \"If the allocation is not freed "
-      "in the same graph, then it can be accessed not only by nodes in the graph which are ordered after "
-      "the allocation node, but also by stream operations ordered after the graph's execution but before "
-      "the allocation is freed\" -- a second graph launched after the first reads the allocation; \"launching"
-      " a graph with a free node for that allocation\" -- and frees it"),
+@case("memory.alloc.used_by_two_graphs_sequentially", cite=(DOC_GRAPH_ADD_MEM_ALLOC_NODE_ALLOCATION_FREED + " -- a second graph launched "
+                                                            "after the first reads the allocation; \"launching a graph with a "
+                                                            "free node for that allocation\" -- and frees it"),
       apis=("GraphAddMemAllocNode", "GraphAddMemFreeNode", "GraphLaunch"), requires=("graph_memory_nodes",),
       expect=[b"\x01" * 8, b"\x02" * 8])
 def _(t: CaseContext) -> Any:
@@ -896,11 +903,9 @@ def _(t: CaseContext) -> Any:
     return used >= 1 << 20, _pool_attr(t, pool, MemPoolAttr.USED_MEM_CURRENT)
 
 
-@case("memory.pool.threshold_keeps_reserved", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"When more "
-                                                   "than the release threshold bytes of memory are held by the memory pool, the allocator will "
-                                                   "try to release memory back to the OS on the next call to stream, event or context "
-                                                   "synchronize\" -- when more than the release threshold bytes of memory are held by the pool, "
-                                                   "the allocator releases memory at the next synchronize (less is kept)",
+@case("memory.pool.threshold_keeps_reserved", cite=DOC_MEM_POOL_SET_ATTRIBUTE_WHEN_MORE + " -- when more than the "
+                                                   "release threshold bytes of memory are held by the pool, the "
+                                                   "allocator releases memory at the next synchronize (less is kept)",
       apis=("MallocFromPoolAsync", "FreeAsync", "MemPoolGetAttribute"), expect=(0, 4 << 20))
 def _(t: CaseContext) -> Any:
     """Below the release threshold, freed memory (no longer used) stays reserved across a synchronize."""
@@ -914,11 +919,10 @@ def _(t: CaseContext) -> Any:
             min(_pool_attr(t, pool, MemPoolAttr.RESERVED_MEM_CURRENT), 4 << 20))
 
 
-@case("memory.pool.zero_threshold_releases", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"When more "
-                                                  "than the release threshold bytes of memory are held by the memory pool, the allocator will "
-                                                  "try to release memory back to the OS on the next call to stream, event or context "
-                                                  "synchronize\" -- cudaMemPoolAttrReleaseThreshold (default 0): memory above the threshold is "
-                                                  "released back to the OS on the next stream, event or context synchronize",
+@case("memory.pool.zero_threshold_releases", cite=DOC_MEM_POOL_SET_ATTRIBUTE_WHEN_MORE + " -- "
+                                                  "cudaMemPoolAttrReleaseThreshold (default 0): memory above the "
+                                                  "threshold is released back to the OS on the next stream, event "
+                                                  "or context synchronize",
       apis=("MallocFromPoolAsync", "FreeAsync", "StreamSynchronize", "MemPoolGetAttribute"), expect=0)
 def _(t: CaseContext) -> Any:
     """With a zero threshold, a synchronize after the free releases the pool's memory."""
@@ -964,11 +968,9 @@ def _(t: CaseContext) -> Any:
     return kept
 
 
-@case("memory.pool.reset_used_high", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"It is "
-                                          "illegal to set this attribute to a non-zero value. - cudaMemPoolAttrUsedMemHigh: (value type "
-                                          "= cuuint64_t) Reset the high watermark that tracks the amount of used memory that was "
-                                          "allocated for the memory pool\" -- cudaMemPoolAttrUsedMemHigh: high watermark of the used "
-                                          "memory since the last reset; it can only be reset to zero", apis=("MemPoolSetAttribute",
+@case("memory.pool.reset_used_high", cite=DOC_MEM_POOL_SET_ATTRIBUTE_ILLEGAL_SET + " -- "
+                                          "cudaMemPoolAttrUsedMemHigh: high watermark of the used memory since "
+                                          "the last reset; it can only be reset to zero", apis=("MemPoolSetAttribute",
                                                                          "MemPoolGetAttribute"),
       expect=(True, 0))
 def _(t: CaseContext) -> Any:
@@ -997,10 +999,8 @@ def _(t: CaseContext) -> Any:
         t.track(t.rt.MemPool()).set_attribute(MemPoolAttr.USED_MEM_CURRENT, 0)
 
 
-@case("memory.pool.reset_high_to_nonzero_refused", cite="CUDA Runtime API 13.5, Stream Ordered Memory Allocator, cudaMemPoolSetAttribute: \"It is "
-                                                        "illegal to set this attribute to a non-zero value. - cudaMemPoolAttrUsedMemHigh: (value type "
-                                                        "= cuuint64_t) Reset the high watermark that tracks the amount of used memory that was "
-                                                        "allocated for the memory pool\" -- cudaMemPoolAttrReservedMemHigh can only be reset to zero; "
+@case("memory.pool.reset_high_to_nonzero_refused", cite=DOC_MEM_POOL_SET_ATTRIBUTE_ILLEGAL_SET + " -- "
+                                                        "cudaMemPoolAttrReservedMemHigh can only be reset to zero; "
                                                         "returns cudaErrorInvalidValue", apis=("MemPoolSetAttribute",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Setting a pool's high watermark to a non-zero value is refused."""

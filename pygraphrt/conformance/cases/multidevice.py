@@ -70,6 +70,13 @@ def _no_peer_hardware() -> Iterator[None]:
         sim.set_peer_access(previous)
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_STREAM_WAIT_EVENT_SYNCHRONIZATION_PERFORMED = ("CUDA Runtime API 13.5, Stream Management, "
+                                                   "cudaStreamWaitEvent: \"The synchronization will be "
+                                                   "performed efficiently on the device when applicable. event "
+                                                   "may be from a different device than stream\"")
+
+
 # ---------------------------------------------------------------------------- events and streams
 @case("multidevice.event.record_on_another_devices_stream",
       cite="CUDA Runtime API 13.5, Event Management, cudaEventRecord: \"Captures in event the contents of "
@@ -100,9 +107,8 @@ def _(t: CaseContext) -> tuple[Any, bool, bool]:
 
 
 @case("multidevice.event.wait_on_another_devices_event",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamWaitEvent: \"The synchronization will be "
-           "performed efficiently on the device when applicable. event may be from a different device "
-           "than stream\" -- the event may be from a different device than the stream",
+      cite=DOC_STREAM_WAIT_EVENT_SYNCHRONIZATION_PERFORMED + " -- the event may be from a different device than "
+           "the stream",
       apis=("EventRecord", "StreamWaitEvent"), requires=TWO, expect=None)
 def _(t: CaseContext) -> None:
     """A device-0 stream waits on an event recorded on a device-1 stream."""
@@ -115,12 +121,10 @@ def _(t: CaseContext) -> None:
 
 
 @case("multidevice.event.capture_fork_join_across_devices",
-      cite="CUDA Runtime API 13.5, Stream Management, cudaStreamWaitEvent: \"The synchronization will be "
-           "performed efficiently on the device when applicable. event may be from a different device "
-           "than stream\" -- the event may be from a different device than the stream; CUDA Runtime API "
-           "13.5, Event Management, cudaEventRecord: \"Captures in event the contents of stream at the "
-           "time of this call. event and stream must be on the same CUDA context\" -- event and stream "
-           "must be on the same device",
+      cite=DOC_STREAM_WAIT_EVENT_SYNCHRONIZATION_PERFORMED + " -- the event may be from a different device than "
+           "the stream; CUDA Runtime API 13.5, Event Management, cudaEventRecord: \"Captures in event the "
+           "contents of stream at the time of this call. event and stream must be on the same CUDA context\" -- "
+           "event and stream must be on the same device",
       apis=("StreamBeginCapture", "EventRecord", "StreamWaitEvent", "StreamEndCapture"), requires=TWO, expect=2)
 def _(t: CaseContext) -> int:
     """A capture forks to a device-1 stream and joins back, each event of its stream's device: two

@@ -69,6 +69,30 @@ def _zeroed(t: CaseContext, size: int = N) -> Any:
     return buf
 
 
+# Documentation passages several cases quote (each case adds its own gloss after them).
+DOC_GRAPH_ADD_MEMCPY_NODE_WHEN_GRAPH = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: "
+                                        "\"When the graph is launched, the node will perform the memcpy "
+                                        "described by pCopyParams\"")
+DOC_GRAPH_ADD_MEMSET_NODE_SETS_SPECIFIED = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / "
+                                            "cudaMemset2D: \"Sets to the specified value value a matrix (height "
+                                            "rows of width bytes each) pointed to by dstPtr. pitch is the "
+                                            "width in bytes of the 2D array pointed to by dstPtr, including "
+                                            "any padding added to the end of each row\"")
+DOC_GRAPH_ADD_MEM_FREE_NODE_RETURN_USER = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: "
+                                           "\"cudaGraphAddMemFreeNode will return cudaErrorInvalidValue if the "
+                                           "user attempts to free: - an allocation twice in the same graph. - "
+                                           "an address that was not returned by an allocation node. - an "
+                                           "invalid address\"")
+DOC_GRAPH_ADD_NODE_CREATES_NEW = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new "
+                                  "node in graph described by nodeParams with numDependencies dependencies "
+                                  "specified via pDependencies. numDependencies may be 0. pDependencies may be "
+                                  "null if numDependencies is 0. pDependencies may not have any duplicate "
+                                  "entries\"")
+DOC_GRAPH_ADD_NODE_NODE_TYPE = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type "
+                                "should be specified in the type field, and type-specific parameters in the "
+                                "corresponding union member\"")
+
+
 # ============================================================================ empty
 @case("graph.empty.type_and_params", cite=EMPTY + "creates a new node which performs no operation, and adds "
       "it to graph; " + f"{_RT}, cudaGraphNodeGetType: returns the node type of node in pType",
@@ -180,11 +204,8 @@ def _(t: CaseContext) -> Any:
     return p["element_size"], p["value"], p["width"]
 
 
-@case("graph.memset.params_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
-                                     "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
-                                     "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
-                                     "the end of each row\" -- a memset of width elements in height rows pitch bytes apart "
-                                     "(cudaMemsetParams width, height, pitch)", apis=("GraphAddMemsetNode", "GraphMemsetNodeGetParams"),
+@case("graph.memset.params_2d", cite=DOC_GRAPH_ADD_MEMSET_NODE_SETS_SPECIFIED + " -- a memset of width elements "
+                                     "in height rows pitch bytes apart (cudaMemsetParams width, height, pitch)", apis=("GraphAddMemsetNode", "GraphMemsetNodeGetParams"),
       expect=(100, 4, 256, 1))
 def _(t: CaseContext) -> Any:
     """A 2-D memset node reads back width, height and pitch."""
@@ -217,10 +238,8 @@ def _(t: CaseContext) -> Any:
     return buf.to_bytes(8)
 
 
-@case("graph.memset.runs_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemsetNode / cudaMemset2D: \"Sets to the "
-                                   "specified value value a matrix (height rows of width bytes each) pointed to by dstPtr. pitch "
-                                   "is the width in bytes of the 2D array pointed to by dstPtr, including any padding added to "
-                                   "the end of each row\" -- sets width elements in each of height rows, pitch bytes apart", apis=("GraphAddMemsetNode", "GraphLaunch"), expect=(b"\x09" * 16 + b"\x00" * 16) * 3)
+@case("graph.memset.runs_2d", cite=DOC_GRAPH_ADD_MEMSET_NODE_SETS_SPECIFIED + " -- sets width elements in each "
+                                   "of height rows, pitch bytes apart", apis=("GraphAddMemsetNode", "GraphLaunch"), expect=(b"\x09" * 16 + b"\x00" * 16) * 3)
 def _(t: CaseContext) -> Any:
     """Launched, a 2-D memset writes each row and leaves the pitch padding alone."""
     buf = _zeroed(t)
@@ -380,9 +399,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(m), p["width"], p["height"], p["depth"], p["dst"] == buf.ptr + 1024, p["src"] == buf.ptr
 
 
-@case("graph.memcpy.params_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: \"When the graph is "
-                                     "launched, the node will perform the memcpy described by pCopyParams\" -- the node will "
-                                     "perform the memcpy described by pCopyParams (see cudaMemcpy3D)", apis=("GraphAddMemcpyNode", "GraphMemcpyNodeGetParams"), expect=(64, 4, 1, 128, 96))
+@case("graph.memcpy.params_2d", cite=DOC_GRAPH_ADD_MEMCPY_NODE_WHEN_GRAPH + " -- the node will perform the "
+                                     "memcpy described by pCopyParams (see cudaMemcpy3D)", apis=("GraphAddMemcpyNode", "GraphMemcpyNodeGetParams"), expect=(64, 4, 1, 128, 96))
 def _(t: CaseContext) -> Any:
     """A pitched 2-D memcpy node reads back extent and pitches."""
     buf = t.malloc(N)
@@ -419,9 +437,8 @@ def _(t: CaseContext) -> Any:
     return out[1024:1088], out[1088:1096]
 
 
-@case("graph.memcpy.runs_2d", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemcpyNode: \"When the graph is "
-                                   "launched, the node will perform the memcpy described by pCopyParams\" -- the node will "
-                                   "perform the memcpy described by pCopyParams: width bytes of height rows, each at its pitch", apis=("GraphAddMemcpyNode", "GraphLaunch"),
+@case("graph.memcpy.runs_2d", cite=DOC_GRAPH_ADD_MEMCPY_NODE_WHEN_GRAPH + " -- the node will perform the memcpy "
+                                   "described by pCopyParams: width bytes of height rows, each at its pitch", apis=("GraphAddMemcpyNode", "GraphLaunch"),
       expect=(b"\x07" * 16 + b"\x00" * 16) * 3)
 def _(t: CaseContext) -> Any:
     """Launched, a pitched copy writes each row's width and leaves the rest of the pitch."""
@@ -695,9 +712,8 @@ def _(t: CaseContext) -> Any:
     t.call_under_test(t.call, "GraphEventRecordNodeGetEvent", n.handle, out)
 
 
-@case("graph.event_record.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
-      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
-      "cudaGraphNodeTypeEventRecord makes that node type"), apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_record.generic", cite=(DOC_GRAPH_ADD_NODE_NODE_TYPE + " -- nodeParams.type "
+                                          "cudaGraphNodeTypeEventRecord makes that node type"), apis=("GraphAddNode", "GraphEventRecordNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.EVENT_RECORD, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event record node."""
@@ -706,9 +722,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), typed(n)["event"] == int(ev)
 
 
-@case("graph.event_wait.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
-      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
-      "cudaGraphNodeTypeWaitEvent makes that node type"), apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
+@case("graph.event_wait.generic", cite=(DOC_GRAPH_ADD_NODE_NODE_TYPE + " -- nodeParams.type "
+                                        "cudaGraphNodeTypeWaitEvent makes that node type"), apis=("GraphAddNode", "GraphEventWaitNodeGetEvent", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.WAIT_EVENT, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes an event wait node."""
@@ -826,9 +841,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(a), p["bytesize"], p["dptr"] != 0
 
 
-@case("graph.mem_free.generic", cite=("CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be specified in the"
-      " type field, and type-specific parameters in the corresponding union member\" -- nodeParams.type "
-      "cudaGraphNodeTypeMemFree makes that node type"), apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
+@case("graph.mem_free.generic", cite=(DOC_GRAPH_ADD_NODE_NODE_TYPE + " -- nodeParams.type "
+                                      "cudaGraphNodeTypeMemFree makes that node type"), apis=("GraphAddNode", "GraphMemFreeNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node", "graph_memory_nodes"), expect=(NodeType.MEM_FREE, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes a free node for an allocation of the graph."""
@@ -838,11 +852,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(f), typed(f)["dptr"] == typed(a)["dptr"]
 
 
-@case("graph.mem_free.not_allocated_address", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
-                                                   "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
-                                                   "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
-                                                   "-- returns cudaErrorInvalidValue if the user attempts to free an address that was not "
-                                                   "returned by an allocation node",
+@case("graph.mem_free.not_allocated_address", cite=DOC_GRAPH_ADD_MEM_FREE_NODE_RETURN_USER + " -- returns "
+                                                   "cudaErrorInvalidValue if the user attempts to free an address "
+                                                   "that was not returned by an allocation node",
       apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """Memory from malloc cannot be freed by a free node."""
@@ -855,11 +867,8 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused add")
 
 
-@case("graph.mem_free.twice", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
-                                   "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
-                                   "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
-                                   "-- returns cudaErrorInvalidValue if the user attempts to free an allocation twice in the "
-                                   "same graph", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_free.twice", cite=DOC_GRAPH_ADD_MEM_FREE_NODE_RETURN_USER + " -- returns cudaErrorInvalidValue "
+                                   "if the user attempts to free an allocation twice in the same graph", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An allocation cannot be freed twice in one graph."""
@@ -873,10 +882,9 @@ def _(t: CaseContext) -> Any:
         t.check_equal(t.snapshot(graph=g), before, "the graph after the refused second free")
 
 
-@case("graph.mem_free.invalid_address", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddMemFreeNode: \"cudaGraphAddMemFreeNode "
-                                             "will return cudaErrorInvalidValue if the user attempts to free: - an allocation twice in the "
-                                             "same graph. - an address that was not returned by an allocation node. - an invalid address\" "
-                                             "-- returns cudaErrorInvalidValue if the user attempts to free an invalid address", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
+@case("graph.mem_free.invalid_address", cite=DOC_GRAPH_ADD_MEM_FREE_NODE_RETURN_USER + " -- returns "
+                                             "cudaErrorInvalidValue if the user attempts to free an invalid "
+                                             "address", apis=("GraphAddMemFreeNode",), requires=("graph_memory_nodes",),
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """An address inside no allocation cannot be freed."""
@@ -994,10 +1002,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), count, listed == [int(n)]
 
 
-@case("graph.add_node.memset_params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"The node type should be "
-                                           "specified in the type field, and type-specific parameters in the corresponding union member\" "
-                                           "-- nodeParams is a tagged union: the node type in the type field, type-specific parameters "
-                                           "in the corresponding union member",
+@case("graph.add_node.memset_params", cite=DOC_GRAPH_ADD_NODE_NODE_TYPE + " -- nodeParams is a tagged union: the "
+                                           "node type in the type field, type-specific parameters in the "
+                                           "corresponding union member",
       apis=("GraphAddNode", "GraphMemsetNodeGetParams", "GraphNodeGetType"), requires=("generic_add_node",),
       expect=(NodeType.MEMSET, 5, 64, 2))
 def _(t: CaseContext) -> Any:
@@ -1008,11 +1015,8 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), p["value"], p["width"], p["element_size"]
 
 
-@case("graph.add_node.host_params", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
-                                         "described by nodeParams with numDependencies dependencies specified via pDependencies. "
-                                         "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
-                                         "may not have any duplicate entries\" -- creates a new node described by nodeParams "
-                                         "(cudaGraphNodeTypeHost)", apis=("GraphAddNode", "GraphHostNodeGetParams", "GraphNodeGetType"),
+@case("graph.add_node.host_params", cite=DOC_GRAPH_ADD_NODE_CREATES_NEW + " -- creates a new node described by "
+                                         "nodeParams (cudaGraphNodeTypeHost)", apis=("GraphAddNode", "GraphHostNodeGetParams", "GraphNodeGetType"),
       requires=("generic_add_node",), expect=(NodeType.HOST, True))
 def _(t: CaseContext) -> Any:
     """The generic form makes a host node that reads back its function."""
@@ -1023,11 +1027,9 @@ def _(t: CaseContext) -> Any:
     return t.runtime_type(n), typed(n)["fn"] is fn
 
 
-@case("graph.add_node.with_dependencies", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
-                                               "described by nodeParams with numDependencies dependencies specified via pDependencies. "
-                                               "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
-                                               "may not have any duplicate entries\" -- creates a new node with numDependencies dependencies "
-                                               "specified via pDependencies (edge data NULL: default)", apis=("GraphAddNode", "GraphGetEdges"),
+@case("graph.add_node.with_dependencies", cite=DOC_GRAPH_ADD_NODE_CREATES_NEW + " -- creates a new node with "
+                                               "numDependencies dependencies specified via pDependencies (edge "
+                                               "data NULL: default)", apis=("GraphAddNode", "GraphGetEdges"),
       requires=("generic_add_node",), expect=([("e", "m")], [EdgeData()]))
 def _(t: CaseContext) -> Any:
     """The generic form adds the node after its dependencies with default edges."""
@@ -1038,11 +1040,8 @@ def _(t: CaseContext) -> Any:
     return edge_labels({"e": e, "m": m}, edges), [d for _, _, d in edges]
 
 
-@case("graph.add_node.runs", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
-                                  "described by nodeParams with numDependencies dependencies specified via pDependencies. "
-                                  "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
-                                  "may not have any duplicate entries\" -- creates a new node described by nodeParams (which "
-                                  "does its work when the graph is launched)", apis=("GraphAddNode", "GraphNodeGetType", "GraphLaunch"),
+@case("graph.add_node.runs", cite=DOC_GRAPH_ADD_NODE_CREATES_NEW + " -- creates a new node described by "
+                                  "nodeParams (which does its work when the graph is launched)", apis=("GraphAddNode", "GraphNodeGetType", "GraphLaunch"),
       requires=("generic_add_node",), expect=(NodeType.MEMSET, b"\x3c" * 8))
 def _(t: CaseContext) -> Any:
     """A memset node made by the generic form is a memset node of the graph and does its work."""
@@ -1119,11 +1118,8 @@ def _(t: CaseContext) -> Any:
     g2.add_node(NodeType.EMPTY, dependencies=[a])
 
 
-@case("graph.add_node.duplicate_dependency", cite="CUDA Runtime API 13.5, Graph Management, cudaGraphAddNode: \"Creates a new node in graph "
-                                                  "described by nodeParams with numDependencies dependencies specified via pDependencies. "
-                                                  "numDependencies may be 0. pDependencies may be null if numDependencies is 0. pDependencies "
-                                                  "may not have any duplicate entries\" -- pDependencies may not have any duplicate entries; "
-                                                  "returns cudaErrorInvalidValue",
+@case("graph.add_node.duplicate_dependency", cite=DOC_GRAPH_ADD_NODE_CREATES_NEW + " -- pDependencies may not "
+                                                  "have any duplicate entries; returns cudaErrorInvalidValue",
       apis=("GraphAddNode",), requires=("generic_add_node",), raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """The generic form refuses the same dependency twice."""
