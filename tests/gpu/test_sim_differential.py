@@ -13,12 +13,13 @@ after adding a regression, record it on every runtime and commit the files under
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
 from .. import differential as D
-from ..regression_record import internal_errors, make_record, write_record
+from ..regression_record import PREFIX, PREFIX_2DEV, internal_errors, make_record, write_record
 
 pytestmark = pytest.mark.gpu
 
@@ -109,33 +110,44 @@ def test_cuda_and_sim_agree_on_two_device_regressions(program):
     _check(program)
 
 
-def test_record_regression_outcomes(tmp_path):
-    """Run every regression program on the runtime and write its outcomes to
-    ``regressions-<vendor>-<runtime>.json`` in ``$PYGRAPHRT_REGRESSION_RECORD_DIR`` (else
-    ``$PYGRAPHRT_GPU_REPORT_DIR``, scripts/gpu-test's $OUT; else a temporary folder), for
-    tests/expected/ -- what tests/test_differential_cpu.py compares ``sim`` with."""
+def _record_outcomes(tmp_path, programs, device_label, prefix, what: str) -> None:
+    """Run ``programs`` (name, program) on the runtime and write their outcomes as a regression
+    record of ``prefix``'s kind to ``$PYGRAPHRT_REGRESSION_RECORD_DIR`` (else
+    ``$PYGRAPHRT_GPU_REPORT_DIR``, scripts/gpu-test's $OUT; else a temporary folder).
+    ``device_label()``: the record's device name."""
     import pygraphrt
 
     info = pygraphrt.backend()
     assert info.vendor != "sim", "the record is the real runtime's"
     traces = {}
-    for name, program in D.REGRESSIONS:
+    for name, program in programs:
         _announce(program)
         trace = D.run_program(program, info.vendor)
         py = internal_errors(trace)
         assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) in {name}:\n{trace!r}"
         traces[name] = (program, trace)
-    try:
-        device = pygraphrt.current_device().info().name
-    except Exception as e:  # the record stays useful without the name
-        device = f"unknown ({type(e).__name__})"
     record = make_record(info.vendor, info.runtime_version_str, info.runtime_version, info.driver_version,
-                         device, traces)
+                         device_label(), traces)
     directory = os.environ.get("PYGRAPHRT_REGRESSION_RECORD_DIR") or os.environ.get("PYGRAPHRT_GPU_REPORT_DIR") \
         or str(tmp_path)
     os.makedirs(directory, exist_ok=True)
-    path = write_record(directory, record)
-    print(f"recorded {len(traces)} regression programs to {path}")
+    path = write_record(Path(directory), record, prefix)
+    print(f"recorded {len(traces)} {what} to {path}")
+
+
+def test_record_regression_outcomes(tmp_path):
+    """Run every regression program on the runtime and write its outcomes to
+    ``regressions-<vendor>-<runtime>.json`` (:func:`_record_outcomes`), for tests/expected/ --
+    what tests/test_differential_cpu.py compares ``sim`` with."""
+    import pygraphrt
+
+    def device_label() -> str:
+        try:
+            return pygraphrt.current_device().info().name
+        except Exception as e:  # the record stays useful without the name
+            return f"unknown ({type(e).__name__})"
+
+    _record_outcomes(tmp_path, D.REGRESSIONS, device_label, PREFIX, "regression programs")
 
 
 def test_record_two_device_regression_outcomes(tmp_path):
@@ -146,22 +158,5 @@ def test_record_two_device_regression_outcomes(tmp_path):
     from ..conftest import require_devices
 
     require_devices(2)
-    info = pygraphrt.backend()
-    assert info.vendor != "sim", "the record is the real runtime's"
-    traces = {}
-    for name, program in D.REGRESSIONS_2DEV:
-        _announce(program)
-        trace = D.run_program(program, info.vendor)
-        py = internal_errors(trace)
-        assert not py, f"a non-pygraphrt exception ({py[0].split(chr(39))[0]}) in {name}:\n{trace!r}"
-        traces[name] = (program, trace)
-    device = pygraphrt.current_device().info().name
-    record = make_record(info.vendor, info.runtime_version_str, info.runtime_version, info.driver_version,
-                         f"2 x {device}", traces)
-    directory = os.environ.get("PYGRAPHRT_REGRESSION_RECORD_DIR") or os.environ.get("PYGRAPHRT_GPU_REPORT_DIR") \
-        or str(tmp_path)
-    os.makedirs(directory, exist_ok=True)
-    from ..regression_record import PREFIX_2DEV
-
-    path = write_record(directory, record, PREFIX_2DEV)
-    print(f"recorded {len(traces)} two-device regression programs to {path}")
+    _record_outcomes(tmp_path, D.REGRESSIONS_2DEV, lambda: f"2 x {pygraphrt.current_device().info().name}",
+                     PREFIX_2DEV, "two-device regression programs")
