@@ -472,8 +472,8 @@ DEVICE_KEYWORD_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.headers
-@pytest.mark.parametrize("mode, placed", [("0", "0"), ("1", "0")])
-def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_cudart, tmp_path, mode, placed):
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_cudart, tmp_path, mode):
     """On a one-device runtime ``device=0`` is the current device: the C add_memset and
     add_kernel take it themselves (no Python placement); another ordinal, a negative one or a
     string still reach the Python method, which refuses them (InvalidDevice naming the count,
@@ -491,5 +491,5 @@ def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_c
                PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:6] == [f"{placed} 8", "InvalidDevice", "InvalidValue", "InvalidValue",
-                                        f"{int(placed) + 3} 8", f"{int(placed) // 2} 11"], r.stdout
+    # (no add placed by Python; the three refusals reach it; none after one_device(False) either)
+    assert r.stdout.split("\n")[:6] == ["0 8", "InvalidDevice", "InvalidValue", "InvalidValue", "3 8", "0 11"], r.stdout
