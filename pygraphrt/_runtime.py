@@ -47,11 +47,6 @@ def _binding_of(vendor: str, version: int) -> str | None:
 class Backend:
     """A loaded runtime: its binding's ``ffi``/``lib`` and the vendor table."""
 
-    #: True once pygraphrt saw a device other than 0 in use with this backend (made current, or
-    #: holding an object made through it): the launch paths then check kernel arguments' devices
-    #: and graphs record the device of each node (pygraphrt.multidevice.now_several).
-    several = False
-
     def __init__(self, vendor: str, path: str, version: int,
                  driver_init: threading.Thread | None = None) -> None:
         binding = _binding_of(vendor, version)
@@ -71,6 +66,12 @@ class Backend:
         # Milliseconds each stage of loading took (library search, dlopen and version,
         # binding, driver version, vendor tables): what benchmarks/breakdown.py reports.
         self.load_ms: dict[str, float] = {}
+        #: True once pygraphrt saw a device other than 0 in use with this backend (made current,
+        #: or holding an object made through it): the launch paths then check kernel arguments'
+        #: devices and graphs record the device of each node (pygraphrt.multidevice.now_several).
+        #: An instance attribute, not a class default: the hot paths read it for every node and
+        #: launch, and CPython specializes that read only where no class attribute has the name.
+        self.several = False
         self.vendor = vendor
         self.binding = binding
         self.path = path

@@ -592,7 +592,7 @@ def _reset_several(backend: Any) -> None:
     with _several_lock:
         if not backend.several:
             return
-        backend.__dict__.pop("several", None)
+        backend.several = False
         hooks = list(backend.__dict__.get("_several_hooks", ()))
     for _off, on in hooks:
         on()

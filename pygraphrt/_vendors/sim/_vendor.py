@@ -194,6 +194,7 @@ class SimBackend(Backend):
         self.current_pools: dict[int, Any] = {}
         self._info = None
         self.load_ms: dict[str, float] = {}  # nothing found or dlopened: no loading stages
+        self.several = False  # (see Backend.__init__)
 
     def nccl_library(self) -> Any:
         """The simulator's stand-in for libnccl (:mod:`._nccl`): what ``pygraphrt.nccl`` calls
