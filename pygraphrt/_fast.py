@@ -158,6 +158,7 @@ def method_doc(fn: Any) -> str:
     method say what the Python one says.  Read from the code object, not with ``inspect``, which a
     program's first stream would otherwise import (cold start); the hot methods' defaults are
     literals, whose ``repr`` a text signature takes."""
+    fn = getattr(fn, "__wrapped__", fn)  # the signature a method documents (pygraphrt._keywords)
     code = getattr(fn, "__code__", None)
     if code is None:  # a C method already (another binding's, or this one's): its own text signature
         return f"{fn.__name__}{fn.__text_signature__ or '($self, /, *args, **kwargs)'}\n--\n\n{fn.__doc__ or ''}"

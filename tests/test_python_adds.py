@@ -12,7 +12,12 @@ Three things the hot paths do to cost less, and what must not change because of 
   is still refused, and whoever else writes the struct (the generic validation, ``add_nodes``'
   loop) makes the next call pack again;
 * a kernel's hot adder keeps each buffer given as an object once per run of nodes (the keep
-  list's last entries, tested inline), never dropping one.
+  list's last entries, tested inline), never dropping one; and does not check and pack again
+  the very same objects it packed last for that graph (``Graph._kernel_last``), unless another
+  graph's node of that kernel, or the general path, filled the kernel's struct since, and
+  still refuses a buffer closed since;
+* ``add_memset`` and ``add_kernel`` take their keyword-only parameters as ordinary ones behind a
+  guard (``pygraphrt._keywords``): the call forms, errors and signature stay keyword-only.
 """
 
 from __future__ import annotations
@@ -223,10 +228,10 @@ def test_kernel_nodes_keep_every_buffer_given_as_an_object():
 
 
 def test_kernel_nodes_pack_again_unless_given_the_same_values():
-    """A kernel's hot adder packs its arguments only when they differ from the last it packed:
-    pointers and ints by value, floats by identity (0.0 == -0.0, and the node must get the bits
-    it was given); the general path packing into the same buffer in between (a node with edge
-    data) makes the next node pack again."""
+    """A kernel's hot adder packs its arguments only when they are not the very objects it
+    packed last (0.0 == -0.0, and the node must get the bits it was given); the general path
+    packing into the same buffer in between (a node with edge data), or a node of that kernel in
+    another graph, makes the next node pack again; a buffer closed since is refused."""
     from pygraphrt.enums import DEFAULT_EDGE
 
     k = rt.Program('extern "C" __global__ void f(float *x, float v, int n) {}').kernel(
@@ -246,3 +251,50 @@ def test_kernel_nodes_pack_again_unless_given_the_same_values():
     g.add_kernel(k, 1, 32, (other, 2.0, 5), dependencies=[prev], edges=[DEFAULT_EDGE])
     again = g.add_kernel(k, 1, 32, (buf.ptr, 0.0, 4), dependencies=[prev])
     assert again.params["args"][1:] == [0.0, 4] and again.params["args"][0] == buf.ptr
+    # another graph's node of the kernel fills its struct: this graph's next node packs again
+    v, n = 5.0, 6
+    g.add_kernel(k, 1, 32, (buf, v, n))
+    g.add_kernel(k, 1, 32, (buf, v, n))
+    rt.Graph().add_kernel(k, 2, 64, (other, 1.0, 2))
+    back = g.add_kernel(k, 1, 32, (buf, v, n))
+    assert back.params["args"] == [buf.ptr, 5.0, 6] and tuple(back.params["grid"]) == (1, 1, 1)
+    assert tuple(back.params["block"]) == (32, 1, 1)
+    # a buffer closed since the very same call succeeded is refused, as a fresh graph refuses it
+    gone = rt.malloc(64)
+    g.add_kernel(k, 1, 32, (gone, v, n))
+    g.add_kernel(k, 1, 32, (gone, v, n))
+    gone.close()
+
+    def outcome(graph):
+        try:
+            graph.add_kernel(k, 1, 32, (gone, v, n))
+        except rt.errors.GraphRTError as exc:
+            return type(exc).__name__, str(exc)
+        return "made"
+
+    assert outcome(g) == outcome(rt.Graph()) and outcome(g)[0] == "InvalidResourceHandle"
+
+
+def test_the_hot_adds_keyword_only_parameters_stay_keyword_only():
+    import inspect
+
+    from pygraphrt.graph import Graph
+
+    k = rt.Program('extern "C" __global__ void f(float *x) {}').kernel("f", signature="float *x")
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    for call in (lambda: g.add_memset(buf, 0, 16, 1), lambda: g.add_memset(buf, 0, 16, 1, 1, 0),
+                 lambda: g.add_kernel(k, 1, 32, (buf,), 0), lambda: Graph.add_memset(g, buf, 0, 16, 4),
+                 lambda: g.add_memset(buf, 0, 16, _kw_only=None)):
+        with pytest.raises(TypeError, match="keyword-only"):
+            call()
+    assert g.nodes() == []  # nothing was made
+    for method, positional in ((Graph.add_memset, ["self", "dst", "value", "count"]),
+                               (Graph.add_kernel, ["self", "kernel", "grid", "block", "args"])):
+        params = inspect.signature(method).parameters
+        assert [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD] == positional
+        assert "_kw_only" not in params and all(p.kind is p.KEYWORD_ONLY for n, p in params.items()
+                                                if n not in positional)
+    assert inspect.signature(Graph.add_memset).parameters["element_size"].default == 1
+    node = g.add_memset(buf, 0, 8, element_size=2, height=1, pitch=0)
+    assert node.params["element_size"] == 2

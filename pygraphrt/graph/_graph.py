@@ -9,6 +9,7 @@ from weakref import ReferenceType as _WeakRef
 
 from .. import _runtime, errors
 from .._handles import ErrorSink, Owned
+from .._keywords import KEYWORDS, KeywordsFollow, keywords_follow, positional_error
 from .._operands import count as _count
 from .._operands import keep as _keep_alive
 from .._operands import listed as _listed
@@ -21,6 +22,7 @@ from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, Ev
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
 from ._node import check_edges as _check_edges
+from ._node import new_node as _node_of
 
 if TYPE_CHECKING:
     from ._conditional import ConditionalHandle
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from ._nodelist import NodeList
 
 
-_new = object.__new__  # a Node without running __init__: its two slots are set by the caller
 _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it can hold
 
 
@@ -185,6 +186,9 @@ class Graph(Owned):
         # into the cell's struct, and the struct; None when it holds anything else (whoever else
         # writes it -- the generic validation, add_nodes' loop -- sets None).
         self._memset_last: tuple[Any, ...] | None = None
+        # The same for the kernel nodes' hot adders (graph/_kernel.build_adder): a token its
+        # kernel's scratch holds, and the objects that scratch was filled from.
+        self._kernel_last: tuple[Any, ...] | None = None
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive
         # add_nodes' results whose entries are still handles (see _nodelist), told when
@@ -261,6 +265,7 @@ class Graph(Owned):
         super().close()
         self._nodes.clear()
         self._fresh.clear()
+        self._memset_last = self._kernel_last = None  # (what they hold is the keep list's)
 
     # -- node table ---------------------------------------------------------
     def _table(self) -> dict[Any, Node | _WeakRef[Node]]:
@@ -301,8 +306,7 @@ class Graph(Owned):
         if node is None:
             if cls is None:
                 cls = NODE_CLASSES.get(self._node_type(handle), OtherNode)
-            node = cls(self, handle)
-            self._nodes[handle] = node
+            node = self._nodes[handle] = _node_of(cls, self, handle)
         return node
 
     def _forget(self, handle: Any) -> None:
@@ -349,9 +353,7 @@ class Graph(Owned):
         handle = b.ffi.cast(f"{b.ops.prefix}GraphNode_t", address)
         node = _live(self._table().get(handle))
         if node is None:
-            node = _new(cls)
-            node._graph = self
-            node._handle = handle
+            node = _node_of(cls, self, handle)
             if self._handle is not None:  # a closed graph's table stays empty
                 self._nodes[handle] = _WeakRef(node)
         return node
@@ -399,13 +401,8 @@ class Graph(Owned):
         return arr
 
     def _new_node(self, cls: type[Node], node_handle: Any) -> Node:
-        """The node object of a handle the runtime just made, entered in the node table (made
-        without ``__init__``: its slots are set here)."""
-        node = _new(cls)
-        node._graph = self
-        node._handle = node_handle
-        if cls is ConditionalNode:
-            node._cond = None  # type: ignore[attr-defined]
+        """The node object of a handle the runtime just made, entered in the node table."""
+        node = _node_of(cls, self, node_handle)
         self._fresh.append(node)
         if self._backend.several:  # several devices in use: where it runs (multidevice.node_device)
             _record_node(self, node)
@@ -493,7 +490,7 @@ class Graph(Owned):
                                 ops = self._backend.ops
                                 raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
                         # _new_node, inlined: a Python call costs a fifth of this path
-                        node = _new(EmptyNode)
+                        node = EmptyNode()
                         node._graph = self
                         node._handle = out[0]
                         self._fresh.append(node)
@@ -502,7 +499,8 @@ class Graph(Owned):
                         return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
-    def add_memset(self, dst: Any, value: int, count: int, *, element_size: int = 1,
+    @keywords_follow
+    def add_memset(self, dst: Any, value: int, count: int, _kw_only: KeywordsFollow = KEYWORDS, element_size: int = 1,
                    height: int = 1, pitch: int = 0, dependencies: Iterable[Node] | None = None,
                    edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> Node:
         """Set ``count`` elements of ``element_size`` (1, 2 or 4) bytes to ``value`` (2D with height/pitch).
@@ -515,10 +513,12 @@ class Graph(Owned):
         # still take the checks that refuse them.)  last: those six objects and the struct.
         last = self._memset_last
         if (last is not None and dst is last[0] and value is last[1] and count is last[2]
-                and element_size is last[3] and height is last[4] and pitch is last[5]
+                and element_size is last[3] and height is last[4] and pitch is last[5] and _kw_only is KEYWORDS
                 and (device is None or _only_device(self, device))
                 and (dst.__class__ is int or dst._handle is not None)):
             p = last[6]
+        elif _kw_only is not KEYWORDS:
+            raise positional_error("Graph.add_memset")
         elif device is not None and not _only_device(self, device):
             # (a partial, not a lambda: a closure would make every argument a cell variable,
             # created on every call of this method, the hot ones included)
@@ -584,7 +584,7 @@ class Graph(Owned):
                         ops = self._backend.ops
                         raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
                 # _new_node, inlined (as in add_empty)
-                node = _new(MemsetNode)
+                node = MemsetNode()
                 node._graph = self
                 node._handle = out[0]
                 self._fresh.append(node)
@@ -819,7 +819,9 @@ class Graph(Owned):
         operands kept by the graph: :meth:`add_node`'s and ``Node.set_params``'."""
         return _params.fill(self, node_type, params, self._sink, self._keep.append, Graph)
 
-    def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (), *,
+    @keywords_follow
+    def add_kernel(self, kernel: Any, grid: Any, block: Any, args: Sequence[Any] = (),
+                   _kw_only: KeywordsFollow = KEYWORDS,
                    shared_mem: int = 0, attributes: dict[str, Any] | None = None,
                    dependencies: Iterable[Node] | None = None,
                    edges: Sequence[EdgeData] | None = None, device: "Device | int | None" = None) -> KernelNode:
@@ -849,13 +851,15 @@ class Graph(Owned):
         """
         # A kernel with a hot adder (its later nodes: graph/_kernel.build_adder) goes straight
         # to it, as _kernel.add would send it (a Python call less on the hot path).
-        if device is not None and _only_device(self, device):
-            device = None
-        if (device is None and edges is None and attributes is None and kernel.__class__ is _Kernel
-                and not self._backend.several):
+        if (kernel.__class__ is _Kernel and attributes is None and edges is None and _kw_only is KEYWORDS
+                and (device is None or _only_device(self, device)) and not self._backend.several):
             hot = kernel._node_hot
             if hot:
                 return hot(self, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
+        if _kw_only is not KEYWORDS:
+            raise positional_error("Graph.add_kernel")
+        if device is not None and _only_device(self, device):
+            device = None
         if device is not None:
             from ..multidevice import check_kernel_buffers
 

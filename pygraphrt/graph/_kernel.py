@@ -22,7 +22,7 @@ from .. import errors
 from .._operands import device_address
 from .._operands import keep as keep_alive
 from ..enums import EdgeData
-from ..kernels._hot import _KIND_FLOAT, argument_lines, c_layout, memory_types
+from ..kernels._hot import _KIND_INT, _KIND_POINTER, c_layout, memory_types
 from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
@@ -165,22 +165,34 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     kinds = sig._fast
     library = kernel._owner if isinstance(kernel._owner, Library) else None
     slow = "return slow(graph, kernel, grid, block, args, smem, None, deps, None)"
+    n = len(kinds)
+    names = [f"a{i}" for i in range(n)]
+    pointers = [i for i, k in enumerate(kinds) if k == _KIND_POINTER]
+    # The objects the kernel's struct and buffer were last filled from, for this graph
+    # (graph._kernel_last: a token, then grid, block, shared memory and the arguments; the
+    # scratch holds the token, which is fresh each time it is filled -- so that kernel's
+    # scratch, with nothing filled in it since).  The same objects again -- a loop's -- were
+    # checked and packed then (identity, not equality: True == 1 and 0.0 == -0.0); of those, only
+    # an open buffer's being open may have changed.  Only ints and pygraphrt's buffers are
+    # remembered: another object's pointer (pointer_of) is asked afresh each time.  (The graph
+    # holds them, not the kernel: a graph keeps the buffers its nodes were given anyway.)
+    same = " and ".join(["last is not None", "scratch[4] is last[0]", "grid is last[1]", "block is last[2]",
+                         "smem is last[3]"] + [f"{a} is last[{4 + i}]" for i, a in enumerate(names)])
+    open_ = " and ".join(f"({names[i]}.__class__ is int or {names[i]}._handle is not None)" for i in pointers) or "True"
+    checks, values = _argument_checks(kinds, "            ")
+    vals = ", ".join(values)
+    remembered = " and ".join(f"({names[i]}.__class__ is int or {names[i]}.__class__ in memory)"
+                              for i in pointers) or "True"
     body = [
         "def hot(graph, kernel, grid, block, args, smem, deps):",
-        "    h = graph._handle",
         "    ta = args.__class__",
-        "    if (h is None or graph._backend is not backend or kernel._func is None"
-        + (" or library._handle is None" if library is not None else "")
-        + " or grid.__class__ is not int or block.__class__ is not int or smem.__class__ is not int"
-        f" or (ta is not tuple and ta is not list) or len(args) != {len(kinds)}):",
+        "    if ta is not tuple and ta is not list:",
         f"        {slow}",
     ]
-    lines, values = argument_lines(kinds, slow)
-    body += lines
-    vals = ", ".join(values)
-    same_values = " and ".join(f"{v} {'is' if k == _KIND_FLOAT else '=='} last[{i}]" for i, (v, k) in enumerate(zip(values, kinds))) \
-        or "True"
-    pointers = [v for v, k in zip(values, kinds) if k == 0]
+    if names:  # (another number of arguments: ValueError, which costs nothing until raised)
+        body += ["    try:", f"        {', '.join(names)}, = args", "    except ValueError:", f"        {slow}"]
+    else:
+        body += ["    if args:", f"        {slow}"]
     body += [
         # the dependencies: none, or a live node of this graph (checked here), or more (checked
         # by Graph._dep_array, once the arguments have packed: the general path's order)
@@ -198,34 +210,44 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "    scratch = pool.pop() if pool else new_scratch(graph, kernel)",
         "    node = None",
         "    try:",
+        "        last = graph._kernel_last",
+        f"        if {same}:",
+        f"            ok = {open_}",
+        "        else:",
+        "            ok = (graph._backend is backend and grid.__class__ is int and block.__class__ is int"
+        " and smem.__class__ is int)",
+    ]
+    body += checks
+    body += [
+        "            if ok:",
         # the launch dimensions are in range where they equal what the struct holds (ints, as
         # checked above): checked only when they change, and written then
-        "        key = (grid, block, smem)",
-        "        same = scratch[3] == key",
-        "        try:",
-        "            if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
-        "                raise StructError  # (out of range: the general path says which)",
-        # the buffer holds the values packed last (scratch[4]; None: unknown): the same again
-        # are not packed again (pointers and ints by value, exact ints; floats by identity:
-        # 0.0 == -0.0)
-        "            last = scratch[4]",
-        f"            if last is None or not ({same_values}):",
-        "                scratch[4] = None",
-        f"                pack_into(scratch[0], 0{', ' + vals if vals else ''})",
-        f"                scratch[4] = ({vals}{',' if len(values) == 1 else ''})",
-        "        except (StructError, OverflowError):",
-        "            pass",
-        "        else:",
-        "            p = scratch[1]",
-        "            if not same:  # written only when they change",
-        "                scratch[3] = None  # (until every field is written)",
-        "                p.func = kernel._func",
-        "                dims = p.gridDim",
-        "                dims.x, dims.y, dims.z = grid, 1, 1",
-        "                dims = p.blockDim",
-        "                dims.x, dims.y, dims.z = block, 1, 1",
-        "                p.sharedMemBytes = smem",
-        "                scratch[3] = key",
+        "                key = (grid, block, smem)",
+        "                same = scratch[3] == key",
+        "                scratch[4] = None  # (until the buffer and the struct hold them)",
+        "                try:",
+        "                    if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
+        "                        raise StructError  # (out of range: the general path says which)",
+        f"                    pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        "                except (StructError, OverflowError):",
+        "                    ok = False",
+        "                else:",
+        "                    if not same:  # written only when they change",
+        "                        scratch[3] = None  # (until every field is written)",
+        "                        p = scratch[1]",
+        "                        p.func = kernel._func",
+        "                        dims = p.gridDim",
+        "                        dims.x, dims.y, dims.z = grid, 1, 1",
+        "                        dims = p.blockDim",
+        "                        dims.x, dims.y, dims.z = block, 1, 1",
+        "                        p.sharedMemBytes = smem",
+        "                        scratch[3] = key",
+        f"                    if {remembered}:",
+        f"                        token = scratch[4] = Token()",
+        f"                        graph._kernel_last = (token, grid, block, smem{', ' + ', '.join(names) if names else ''})",
+        "        h = graph._handle",
+        "        if ok and h is not None and kernel._func is not None"
+        + (" and library._handle is not None" if library is not None else "") + ":",
         "            if nd == 1:",
         "                arr = graph._dep1",
         "                arr[0] = d._handle",
@@ -234,12 +256,13 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "            else:",
         "                arr = graph._dep_array(deps, nd)",
         "            out = graph._out1",
+        "            p = scratch[1]",
         "            rc = add_fn(out, h, arr, nd, p)",
         "            if rc:",
         "                rc = calls.refused(API, rc, out, h, arr, nd, p)",
         "                if rc:",
         "                    raise error(rc, NAME)",
-        "            node = new(KernelNode)",
+        "            node = KernelNode()",
         "            node._graph = graph",
         "            node._handle = out[0]",
         "            graph._fresh.append(node)",
@@ -247,25 +270,25 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "        pool.append(scratch)",
         "    if node is None:",
         f"        {slow}",
-        # the runtime copied the values: the graph keeps what pointers came from, and the kernel
-        # (which keeps its library), as _add_reusing_scratch does
+        # the runtime copied the values: the graph keeps the objects pointers came from, and
+        # the kernel (which keeps its library), as _add_reusing_scratch does
         "    kept = graph._keep",
     ]
-    names = ["a" + v[1:] for v in pointers]
+    objs = [names[i] for i in pointers]
     # The common case of a loop: every pointer given as an object, distinct, and the keep list
     # ending with them, in order, and the kernel -- what this function leaves it as -- so
     # nothing is to be kept; tested first, in one condition.
-    tail = [f"kept[{-2 - i}] is {a}" for i, a in enumerate(reversed(names))]
+    tail = [f"kept[{-2 - i}] is {a}" for i, a in enumerate(reversed(objs))]
     body += [
         "    try:",
-        "        done = (" + " and ".join([f"p{a[1:]} is not {a}" for a in names] + ["kept[-1] is kernel"] + tail) + ")",
+        "        done = (" + " and ".join([f"{a}.__class__ is not int" for a in objs] + ["kept[-1] is kernel"] + tail) + ")",
         "    except IndexError:",
         "        done = False",
         "    if done:",
         "        return node",
     ]
-    for v, a in zip(pointers, names):
-        body += [f"    if {v} is not {a} and {a} is not None and (not kept or kept[-1] is not {a}):",
+    for a in objs:
+        body += [f"    if {a}.__class__ is not int and {a} is not None and (not kept or kept[-1] is not {a}):",
                  f"        keep_alive(kept, {a})"]
     body += [
         "    if not kept or kept[-1] is not kernel:",
@@ -277,7 +300,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "backend": backend, "library": library, "slow": _add_general, "memory": memory_types(),
         "pointer_of": functools.partial(device_address, backend), "StructError": struct.error,
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
-        "Node": Node, "KernelNode": KernelNode, "new": object.__new__, "NULL": backend.ffi.NULL,
+        "Node": Node, "KernelNode": KernelNode, "NULL": backend.ffi.NULL, "Token": object,
         "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "error": ops.error,
         "NAME": ops.prefix + "GraphAddKernelNode", "keep_alive": keep_alive,
     }
@@ -285,6 +308,39 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     hot = env["hot"]
     hot.source = "\n".join(body)  # for tests
     return hot  # type: ignore[no-any-return]
+
+
+def _argument_checks(kinds: tuple[int, ...], indent: str) -> tuple[list[str], list[str]]:
+    """The lines (at ``indent``) of :func:`build_adder`'s function that check its arguments
+    ``a0``, ``a1``, ... for their kinds (``Signature._fast``), as the launches' do
+    (``kernels._hot.argument_lines``), setting ``ok`` false at the first that does not fit
+    instead of returning; and the names of the values to pack (a pointer's: ``p<i>``, a plain
+    int as it is, an open pygraphrt buffer's ``_address``, else ``pointer_of``'s)."""
+    lines: list[str] = []
+    values: list[str] = []
+    for i, k in enumerate(kinds):
+        a = f"a{i}"
+        if k == _KIND_POINTER:
+            v = f"p{i}"
+            lines += [f"if ok:",
+                      f"    t = {a}.__class__",
+                      f"    if t is int:",
+                      f"        {v} = {a}",
+                      f"    elif t in memory and {a}._handle is not None and {a}._backend is backend:",
+                      f"        {v} = {a}._address",
+                      f"    else:",
+                      f"        try:",
+                      f"            {v} = pointer_of({a})",
+                      f"        except Exception:",
+                      f"            ok = False"]
+            values.append(v)
+        elif k == _KIND_INT:
+            lines.append(f"ok = ok and {a}.__class__ is int")
+            values.append(a)
+        else:
+            lines += [f"t = {a}.__class__", "ok = ok and (t is float or t is int)"]
+            values.append(a)
+    return [indent + line for line in lines], values
 
 
 def _filled_scratch(graph: "Graph", k: Kernel, values: Any, grid: Any, block: Any, smem: Any) -> Any:

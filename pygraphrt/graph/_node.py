@@ -58,14 +58,19 @@ def _builder(add: str) -> Callable[..., "Node"]:
 
 
 class Node:
-    """A node of a :class:`~pygraphrt.graph.Graph`."""
+    """A node of a :class:`~pygraphrt.graph.Graph`.
+
+    Node objects come from a graph (its ``add_*`` methods, :meth:`Graph.nodes`, captures,
+    readback): the classes have no ``__init__``, since a class without one is the cheapest object
+    CPython makes, and graphs of 10^4+ nodes make one per node.  The graph sets ``_graph`` and
+    ``_handle`` (:func:`new_node`).
+    """
 
     node_type: NodeType | None = None
     __slots__ = ("_graph", "_handle", "__weakref__")
+    _graph: "Graph"
+    _handle: Any  # the runtime's handle; None once the node is destroyed
 
-    def __init__(self, graph: "Graph", handle: Any) -> None:
-        self._graph = graph
-        self._handle = handle
 
     # builder methods: ``a.memset(...)`` returns a node that depends on ``a``
     empty = _builder("add_empty")
@@ -467,9 +472,7 @@ class ConditionalNode(Node):
     __slots__ = ("_cond",)
     node_type = NodeType.CONDITIONAL
 
-    def __init__(self, graph: "Graph", handle: Any) -> None:
-        super().__init__(graph, handle)
-        self._cond: Any = None  # (kind, ConditionalHandle, [body Graphs]) when pygraphrt made it
+    _cond: Any  # (kind, ConditionalHandle, [body Graphs]) when pygraphrt made it, else None
 
     def _info(self) -> Any:
         if self._cond is None:
@@ -576,3 +579,14 @@ NODE_CLASSES: dict[NodeType, type[Node]] = {
                                    KernelNode, ConditionalNode, ExternalSemaphoreSignalNode,
                                    ExternalSemaphoreWaitNode)
 }
+
+
+def new_node(cls: type[Node], graph: "Graph", handle: Any) -> Node:
+    """The ``cls`` object of node ``handle`` of ``graph`` (a handle of None: a destroyed node's).
+    The graph's hot add paths inline these lines."""
+    node = cls()
+    node._graph = graph
+    node._handle = handle
+    if cls is ConditionalNode:
+        node._cond = None  # type: ignore[attr-defined]
+    return node

@@ -24,7 +24,7 @@ from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Callable, Iterator, overload
 
-from ._node import EmptyNode, MemsetNode, Node
+from ._node import EmptyNode, MemsetNode, Node, new_node
 
 if TYPE_CHECKING:
     from ._graph import Graph
@@ -96,9 +96,7 @@ class NodeList(Sequence[Node]):
         self._handles[i] = 0
         if self._cache[i] is None:  # a made object is the graph's, which its destroyer invalidates
             if node is None:
-                node = object.__new__(KIND_CLASSES[self._kinds[i]])
-                node._graph = self._graph
-                node._handle = None
+                node = new_node(KIND_CLASSES[self._kinds[i]], self._graph, None)
             self._cache[i] = node
 
     # -- the sequence ---------------------------------------------------------
