@@ -259,6 +259,12 @@ def test_kernel_nodes_pack_again_unless_given_the_same_values():
     back = g.add_kernel(k, 1, 32, (buf, v, n))
     assert back.params["args"] == [buf.ptr, 5.0, 6] and tuple(back.params["grid"]) == (1, 1, 1)
     assert tuple(back.params["block"]) == (32, 1, 1)
+    # two kernels of one signature in turn, with the same objects: each node is its own kernel's
+    twin = rt.Program('extern "C" __global__ void g(float *x, float v, int n) {}').kernel(
+        "g", signature="float *x, float v, int n")
+    for kernel in (k, k, twin, twin, k, twin):
+        made = g.add_kernel(kernel, 1, 32, (buf, v, n))
+        assert made.params["kernel"] is kernel and made.params["args"] == [buf.ptr, 5.0, 6]
     # a buffer closed since the very same call succeeded is refused, as a fresh graph refuses it
     gone = rt.malloc(64)
     g.add_kernel(k, 1, 32, (gone, v, n))

@@ -186,8 +186,9 @@ class Graph(Owned):
         # into the cell's struct, and the struct; None when it holds anything else (whoever else
         # writes it -- the generic validation, add_nodes' loop -- sets None).
         self._memset_last: tuple[Any, ...] | None = None
-        # The same for the kernel nodes' hot adders (graph/_kernel.build_adder): a token its
-        # kernel's scratch holds, and the objects that scratch was filled from.
+        # The same for the kernel nodes' hot adders (graph/_kernel.build_adder): the kernel of
+        # the last node one made, the scratch (out of the kernel's pool while here) and struct
+        # it was made from, and the objects they were filled from.
         self._kernel_last: tuple[Any, ...] | None = None
         self._sink = ErrorSink()
         self._owner = _owner  # a borrowed graph keeps what owns it alive

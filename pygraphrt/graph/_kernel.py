@@ -148,10 +148,12 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     struct and buffer (``_node_scratch``); grid, block and shared memory as plain ints, written
     into the struct only when they differ from the last node's; at most one dependency, a live
     node of this graph (more: ``Graph._dep_array``, which raises what ``Graph._add`` would); the
-    node made as ``Graph._add`` makes it.  Anything else -- a value of another type or out of
-    range, dims as tuples, another backend, a closed graph, an unloaded library -- takes
-    :func:`_add_general`, which raises the error that names it: the hot adder decides no other
-    error but the runtime's result code.
+    node made as ``Graph._add`` makes it.  A node of the very objects the graph's last
+    hot-added node was made from (``Graph._kernel_last``, which holds that scratch) is made
+    from the struct as it is, with none of that work but a buffer's being open.  Anything else
+    -- a value of another type or out of range, dims as tuples, another backend, a closed
+    graph, an unloaded library -- takes :func:`_add_general`, which raises the error that names
+    it: the hot adder decides no other error but the runtime's result code.
     """
     sig = kernel._signature
     if sig is None or sig._fast is None or sig._struct is None or not kernel._checked:
@@ -168,18 +170,19 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     n = len(kinds)
     names = [f"a{i}" for i in range(n)]
     pointers = [i for i, k in enumerate(kinds) if k == _KIND_POINTER]
-    # The objects the kernel's struct and buffer were last filled from, for this graph
-    # (graph._kernel_last: a token, then grid, block, shared memory and the arguments; the
-    # scratch holds the token, which is fresh each time it is filled -- so that kernel's
-    # scratch, with nothing filled in it since).  The same objects again -- a loop's -- were
-    # checked and packed then (identity, not equality: True == 1 and 0.0 == -0.0); of those, only
-    # an open buffer's being open may have changed.  Only ints and pygraphrt's buffers are
+    # What this graph's last node of a hot adder was made from (graph._kernel_last): the kernel,
+    # its scratch -- the graph's own while it is remembered (out of the kernel's pool: nothing
+    # else fills it) --, that scratch's parameter struct, then grid, block, shared memory and
+    # the arguments.  The same objects again -- a loop's -- were checked and packed then, and
+    # kept by the graph (identity, not equality: True == 1 and 0.0 == -0.0); of those, only an
+    # open buffer's being open may have changed.  Only ints and pygraphrt's buffers are
     # remembered: another object's pointer (pointer_of) is asked afresh each time.  (The graph
-    # holds them, not the kernel: a graph keeps the buffers its nodes were given anyway.)
-    same = " and ".join(["last is not None", "scratch[4] is last[0]", "grid is last[1]", "block is last[2]",
-                         "smem is last[3]"] + [f"{a} is last[{4 + i}]" for i, a in enumerate(names)])
-    open_ = " and ".join(f"({names[i]}.__class__ is int or {names[i]}._handle is not None)" for i in pointers) or "True"
-    checks, values = _argument_checks(kinds, "            ")
+    # holds them: it keeps the buffers its nodes were given anyway.)
+    same = " and ".join(["last is not None", "kernel is last[0]", "grid is last[3]", "block is last[4]",
+                         "smem is last[5]"] + [f"{a} is last[{6 + i}]" for i, a in enumerate(names)])
+    open_ = "".join(f" and ({names[i]}.__class__ is int or {names[i]}._handle is not None)" for i in pointers)
+    lib_open = " and library._handle is not None" if library is not None else ""
+    checks, values = _argument_checks(kinds, "        ")
     vals = ", ".join(values)
     remembered = " and ".join(f"({names[i]}.__class__ is int or {names[i]}.__class__ in memory)"
                               for i in pointers) or "True"
@@ -207,69 +210,69 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "            d = deps[0]",
         "            if not isinstance(d, Node) or d._graph is not graph or d._handle is None:",
         f"                {slow}",
-        "    scratch = pool.pop() if pool else new_scratch(graph, kernel)",
-        "    node = None",
-        "    try:",
-        "        last = graph._kernel_last",
-        f"        if {same}:",
-        f"            ok = {open_}",
-        "        else:",
-        "            ok = (graph._backend is backend and grid.__class__ is int and block.__class__ is int"
-        " and smem.__class__ is int)",
+        "    last = graph._kernel_last",
+        "    h = graph._handle",
+        f"    if {same} and h is not None{open_} and kernel._func is not None{lib_open}:",
+        "        p = last[2]",
+        "        scratch = None",
+        "    else:",
+        "        if last is not None:  # (the scratch it holds goes back to its kernel's pool)",
+        "            graph._kernel_last = None",
+        "            last[0]._node_scratch.append(last[1])",
+        "        ok = (h is not None and graph._backend is backend and kernel._func is not None" + lib_open
+        + " and grid.__class__ is int and block.__class__ is int and smem.__class__ is int)",
     ]
     body += checks
     body += [
-        "            if ok:",
+        "        if not ok:",
+        f"            {slow}",
+        "        scratch = pool.pop() if pool else new_scratch(graph, kernel)",
+        "        p = scratch[1]",
         # the launch dimensions are in range where they equal what the struct holds (ints, as
         # checked above): checked only when they change, and written then
-        "                key = (grid, block, smem)",
-        "                same = scratch[3] == key",
-        "                scratch[4] = None  # (until the buffer and the struct hold them)",
-        "                try:",
-        "                    if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
-        "                        raise StructError  # (out of range: the general path says which)",
-        f"                    pack_into(scratch[0], 0{', ' + vals if vals else ''})",
-        "                except (StructError, OverflowError):",
-        "                    ok = False",
-        "                else:",
-        "                    if not same:  # written only when they change",
-        "                        scratch[3] = None  # (until every field is written)",
-        "                        p = scratch[1]",
-        "                        p.func = kernel._func",
-        "                        dims = p.gridDim",
-        "                        dims.x, dims.y, dims.z = grid, 1, 1",
-        "                        dims = p.blockDim",
-        "                        dims.x, dims.y, dims.z = block, 1, 1",
-        "                        p.sharedMemBytes = smem",
-        "                        scratch[3] = key",
-        f"                    if {remembered}:",
-        f"                        token = scratch[4] = Token()",
-        f"                        graph._kernel_last = (token, grid, block, smem{', ' + ', '.join(names) if names else ''})",
-        "        h = graph._handle",
-        "        if ok and h is not None and kernel._func is not None"
-        + (" and library._handle is not None" if library is not None else "") + ":",
-        "            if nd == 1:",
-        "                arr = graph._dep1",
-        "                arr[0] = d._handle",
-        "            elif nd == 0:",
-        "                arr = NULL",
-        "            else:",
-        "                arr = graph._dep_array(deps, nd)",
-        "            out = graph._out1",
-        "            p = scratch[1]",
-        "            rc = add_fn(out, h, arr, nd, p)",
+        "        key = (grid, block, smem)",
+        "        same = scratch[3] == key",
+        "        try:",
+        "            if not same and not (0 < grid < 4294967296 and 0 < block < 4294967296 and 0 <= smem < 4294967296):",
+        "                raise StructError  # (out of range: the general path says which)",
+        f"            pack_into(scratch[0], 0{', ' + vals if vals else ''})",
+        "        except (StructError, OverflowError):",
+        "            pool.append(scratch)",
+        f"            {slow}",
+        "        if not same:  # written only when they change",
+        "            scratch[3] = None  # (until every field is written)",
+        "            p.func = kernel._func",
+        "            dims = p.gridDim",
+        "            dims.x, dims.y, dims.z = grid, 1, 1",
+        "            dims = p.blockDim",
+        "            dims.x, dims.y, dims.z = block, 1, 1",
+        "            p.sharedMemBytes = smem",
+        "            scratch[3] = key",
+        # the runtime's call and the node, as Graph._add makes them
+        "    try:",
+        "        if nd == 1:",
+        "            arr = graph._dep1",
+        "            arr[0] = d._handle",
+        "        elif nd == 0:",
+        "            arr = NULL",
+        "        else:",
+        "            arr = graph._dep_array(deps, nd)",
+        "        out = graph._out1",
+        "        rc = add_fn(out, h, arr, nd, p)",
+        "        if rc:",
+        "            rc = calls.refused(API, rc, out, h, arr, nd, p)",
         "            if rc:",
-        "                rc = calls.refused(API, rc, out, h, arr, nd, p)",
-        "                if rc:",
-        "                    raise error(rc, NAME)",
-        "            node = KernelNode()",
-        "            node._graph = graph",
-        "            node._handle = out[0]",
-        "            graph._fresh.append(node)",
-        "    finally:",
-        "        pool.append(scratch)",
-        "    if node is None:",
-        f"        {slow}",
+        "                raise error(rc, NAME)",
+        "    except BaseException:",
+        "        if scratch is not None:",
+        "            pool.append(scratch)",
+        "        raise",
+        "    node = KernelNode()",
+        "    node._graph = graph",
+        "    node._handle = out[0]",
+        "    graph._fresh.append(node)",
+        "    if scratch is None:  # the objects of the graph's last node: kept already",
+        "        return node",
         # the runtime copied the values: the graph keeps the objects pointers came from, and
         # the kernel (which keeps its library), as _add_reusing_scratch does
         "    kept = graph._keep",
@@ -281,18 +284,22 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     tail = [f"kept[{-2 - i}] is {a}" for i, a in enumerate(reversed(objs))]
     body += [
         "    try:",
-        "        done = (" + " and ".join([f"{a}.__class__ is not int" for a in objs] + ["kept[-1] is kernel"] + tail) + ")",
+        "        done = (" + " and ".join([f"p{a[1:]} is not {a}" for a in objs] + ["kept[-1] is kernel"] + tail) + ")",
         "    except IndexError:",
         "        done = False",
-        "    if done:",
-        "        return node",
+        "    if not done:",
     ]
     for a in objs:
-        body += [f"    if {a}.__class__ is not int and {a} is not None and (not kept or kept[-1] is not {a}):",
-                 f"        keep_alive(kept, {a})"]
+        body += [f"        if p{a[1:]} is not {a} and (not kept or kept[-1] is not {a}):",
+                 f"            keep_alive(kept, {a})"]
     body += [
-        "    if not kept or kept[-1] is not kernel:",
-        "        keep_alive(kept, kernel)",
+        "        if not kept or kept[-1] is not kernel:",
+        "            keep_alive(kept, kernel)",
+        # made and its objects kept: remembered, the scratch the graph's from now on
+        f"    if {remembered}:",
+        f"        graph._kernel_last = (kernel, scratch, p, grid, block, smem{', ' + ', '.join(names) if names else ''})",
+        "    else:",
+        "        pool.append(scratch)",
         "    return node",
     ]
     ops = backend.ops
@@ -300,7 +307,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "backend": backend, "library": library, "slow": _add_general, "memory": memory_types(),
         "pointer_of": functools.partial(device_address, backend), "StructError": struct.error,
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
-        "Node": Node, "KernelNode": KernelNode, "NULL": backend.ffi.NULL, "Token": object,
+        "Node": Node, "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
         "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "error": ops.error,
         "NAME": ops.prefix + "GraphAddKernelNode", "keep_alive": keep_alive,
     }
@@ -354,7 +361,6 @@ def _filled_scratch(graph: "Graph", k: Kernel, values: Any, grid: Any, block: An
     pool = k._node_scratch
     scratch = pool.pop() if pool else _new_node_scratch(graph, k)
     try:
-        scratch[4] = None  # (the values build_adder's function packed last are gone)
         k._signature._struct.pack_into(scratch[0], 0, *values)  # type: ignore[union-attr]
     except (struct.error, OverflowError):
         pool.append(scratch)
@@ -447,14 +453,15 @@ def set_in_exec_reusing_scratch(exe: Any, node_handle: Any, kernel: Any, grid: A
 
 def _new_node_scratch(graph: "Graph", k: Kernel) -> list[Any]:
     """[writable view of an argument buffer, kernel-node parameter struct whose argument array
-    points into it, the array, (grid, block, shared memory) the struct holds or None, the values
-    build_adder's function packed into the buffer last or None]
-    for :func:`_add_reusing_scratch`: the launch's buffer and array (``Kernel._new_scratch``,
-    which keeps the buffer) with a parameter struct."""
+    points into it, the array, (grid, block, shared memory) the struct holds or None]
+    for :func:`_add_reusing_scratch` and :func:`build_adder`'s function: the launch's buffer and
+    array (``Kernel._new_scratch``, which keeps the buffer) with a parameter struct.  A kernel's
+    pool (``Kernel._node_scratch``) holds those not in use; a graph whose last hot-added node
+    was the kernel's holds the one it was made from (``Graph._kernel_last``) until its next."""
     view, argv = k._new_scratch(k.signature)  # type: ignore[arg-type]
     p = graph._backend.ffi.new(f"{graph._backend.ops.kernel_params_type} *")
     p.kernelParams = argv
-    return [view, p, argv, None, None]
+    return [view, p, argv, None]
 
 
 def read(node: "KernelNode") -> dict[str, Any]:
