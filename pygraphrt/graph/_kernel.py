@@ -22,7 +22,7 @@ from .. import errors
 from .._operands import device_address
 from .._operands import keep as keep_alive
 from ..enums import EdgeData
-from ..kernels._hot import _KIND_INT, _KIND_POINTER, c_layout, memory_types
+from ..kernels._hot import _KIND_POINTER, argument_lines, c_layout, memory_types
 from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
@@ -182,7 +182,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
                          "smem is last[5]"] + [f"{a} is last[{6 + i}]" for i, a in enumerate(names)])
     open_ = "".join(f" and ({names[i]}.__class__ is int or {names[i]}._handle is not None)" for i in pointers)
     lib_open = " and library._handle is not None" if library is not None else ""
-    checks, values = _argument_checks(kinds, "        ")
+    checks, values = argument_lines(kinds, slow, unpack=False)  # (unpacked above, in the body's first lines)
     vals = ", ".join(values)
     remembered = " and ".join(f"({names[i]}.__class__ is int or {names[i]}.__class__ in memory)"
                               for i in pointers) or "True"
@@ -219,13 +219,12 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "        if last is not None:  # (the scratch it holds goes back to its kernel's pool)",
         "            graph._kernel_last = None",
         "            last[0]._node_scratch.append(last[1])",
-        "        ok = (h is not None and graph._backend is backend and kernel._func is not None" + lib_open
-        + " and grid.__class__ is int and block.__class__ is int and smem.__class__ is int)",
-    ]
-    body += checks
-    body += [
-        "        if not ok:",
+        "        if not (h is not None and graph._backend is backend and kernel._func is not None" + lib_open
+        + " and grid.__class__ is int and block.__class__ is int and smem.__class__ is int):",
         f"            {slow}",
+    ]
+    body += ["    " + line for line in checks]  # (their lines are indented for a body: this is the else)
+    body += [
         "        scratch = pool.pop() if pool else new_scratch(graph, kernel)",
         "        p = scratch[1]",
         # the launch dimensions are in range where they equal what the struct holds (ints, as
@@ -315,39 +314,6 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     hot = env["hot"]
     hot.source = "\n".join(body)  # for tests
     return hot  # type: ignore[no-any-return]
-
-
-def _argument_checks(kinds: tuple[int, ...], indent: str) -> tuple[list[str], list[str]]:
-    """The lines (at ``indent``) of :func:`build_adder`'s function that check its arguments
-    ``a0``, ``a1``, ... for their kinds (``Signature._fast``), as the launches' do
-    (``kernels._hot.argument_lines``), setting ``ok`` false at the first that does not fit
-    instead of returning; and the names of the values to pack (a pointer's: ``p<i>``, a plain
-    int as it is, an open pygraphrt buffer's ``_address``, else ``pointer_of``'s)."""
-    lines: list[str] = []
-    values: list[str] = []
-    for i, k in enumerate(kinds):
-        a = f"a{i}"
-        if k == _KIND_POINTER:
-            v = f"p{i}"
-            lines += [f"if ok:",
-                      f"    t = {a}.__class__",
-                      f"    if t is int:",
-                      f"        {v} = {a}",
-                      f"    elif t in memory and {a}._handle is not None and {a}._backend is backend:",
-                      f"        {v} = {a}._address",
-                      f"    else:",
-                      f"        try:",
-                      f"            {v} = pointer_of({a})",
-                      f"        except Exception:",
-                      f"            ok = False"]
-            values.append(v)
-        elif k == _KIND_INT:
-            lines.append(f"ok = ok and {a}.__class__ is int")
-            values.append(a)
-        else:
-            lines += [f"t = {a}.__class__", "ok = ok and (t is float or t is int)"]
-            values.append(a)
-    return [indent + line for line in lines], values
 
 
 def _filled_scratch(graph: "Graph", k: Kernel, values: Any, grid: Any, block: Any, smem: Any) -> Any:

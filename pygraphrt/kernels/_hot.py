@@ -136,17 +136,18 @@ def memory_types() -> tuple[type, ...]:
     return (DeviceBuffer, AsyncBuffer)
 
 
-def argument_lines(kinds: tuple[int, ...], slow: str) -> tuple[list[str], list[str]]:
+def argument_lines(kinds: tuple[int, ...], slow: str, unpack: bool = True) -> tuple[list[str], list[str]]:
     """The lines of a generated hot function (indented for its body) that unpack ``args`` -- a
-    tuple or list of ``len(kinds)`` -- into ``a0``, ``a1``, ... and check each for its kind
-    (``Signature._fast``), running ``slow`` (a ``return``) for anything else; and the names of
-    the values to pack.  A pointer's value is ``p<i>``: a plain int as it is, the address of one
-    of pygraphrt's open buffers of ``backend`` (``_address``), else ``pointer_of``'s.  The
-    function's globals hold ``memory`` (:func:`memory_types`), ``backend`` and ``pointer_of``."""
+    tuple or list of ``len(kinds)`` -- into ``a0``, ``a1``, ... (``unpack``: else the caller
+    has) and check each for its kind (``Signature._fast``), running ``slow`` (a ``return``) for
+    anything else; and the names of the values to pack.  A pointer's value is ``p<i>``: a plain
+    int as it is, the address of one of pygraphrt's open buffers of ``backend`` (``_address``),
+    else ``pointer_of``'s.  The function's globals hold ``memory`` (:func:`memory_types`),
+    ``backend`` and ``pointer_of``."""
     lines: list[str] = []
     values: list[str] = []
     names = [f"a{i}" for i in range(len(kinds))]
-    if names:
+    if names and unpack:
         lines.append(f"    {', '.join(names)}, = args")
     for i, (a, k) in enumerate(zip(names, kinds)):
         if k == _KIND_POINTER:
