@@ -95,6 +95,13 @@ def _dims(node: Any) -> tuple[Any, Any]:
     return tuple(p["grid"]), tuple(p["block"])
 
 
+# The gloss of the kernel-dimension observations (kernels.dims.*): what they were seen against.
+_DIMS_NOT_STATED = (" (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
+                    "cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" "
+                    "-- the return list names cudaErrorInvalidValue; no sentence states the device's "
+                    "launch-dimension and shared-memory limits for a kernel node, nor that they are "
+                    "checked when the node is added")
+
 # Documentation passages several cases quote (each case adds its own gloss after them).
 DOC_GRAPH_ADD_KERNEL_NODE_CREATES_NEW = ("CUDA Runtime API 13.5, Graph Management, cudaGraphAddKernelNode: "
                                          "\"Creates a new kernel execution node and adds it to graph with "
@@ -625,10 +632,7 @@ def _refused_add(t: CaseContext, add: Any) -> None:
 
 @case("kernels.dims.block_too_large", cite=(
           "Observed, cudaGraphAddKernelNode: a block of 4096 threads is refused with cudaErrorInvalidValue "
-          "when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
-          "cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- "
-          "the return list names cudaErrorInvalidValue; no sentence states the device's launch-dimension and "
-          "shared-memory limits for a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+          "when the node is added" + _DIMS_NOT_STATED), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block of 4096 threads is refused when the node is added; the graph is unchanged."""
@@ -638,11 +642,7 @@ def _(t: CaseContext) -> Any:
 
 @case("kernels.dims.block_z_too_large", cite=(
           "Observed, cudaGraphAddKernelNode: a block 128 threads deep in z is refused with "
-          "cudaErrorInvalidValue when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
-          "Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, "
-          "cudaErrorInvalidDeviceFunction\" -- the return list names cudaErrorInvalidValue; no sentence states "
-          "the device's launch-dimension and shared-memory limits for a kernel node, nor that they are checked "
-          "when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+          "cudaErrorInvalidValue when the node is added" + _DIMS_NOT_STATED), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A block 128 threads deep in z is refused when the node is added; the graph is unchanged."""
@@ -651,11 +651,8 @@ def _(t: CaseContext) -> Any:
 
 
 @case("kernels.dims.grid_y_too_large", cite=(
-          "Observed, cudaGraphAddKernelNode: a grid of 70000 blocks in y is refused with cudaErrorInvalidValue "
-          "when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, Graph Management, "
-          "cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, cudaErrorInvalidDeviceFunction\" -- "
-          "the return list names cudaErrorInvalidValue; no sentence states the device's launch-dimension and "
-          "shared-memory limits for a kernel node, nor that they are checked when the node is added"), apis=("GraphAddKernelNode",), requires=K,
+          "Observed, cudaGraphAddKernelNode: a grid of 70000 blocks in y is refused with "
+          "cudaErrorInvalidValue when the node is added" + _DIMS_NOT_STATED), apis=("GraphAddKernelNode",), requires=K,
       raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """A grid of 70000 blocks in y is refused when the node is added; the graph is unchanged."""
@@ -665,11 +662,7 @@ def _(t: CaseContext) -> Any:
 
 @case("kernels.dims.shared_mem_too_large", cite=(
           "Observed, cudaGraphAddKernelNode: 1 GiB of dynamic shared memory is refused with "
-          "cudaErrorInvalidValue when the node is added (deviations.OBSERVATIONS); CUDA Runtime API 13.5, "
-          "Graph Management, cudaGraphAddKernelNode: \"cudaSuccess, cudaErrorInvalidValue, "
-          "cudaErrorInvalidDeviceFunction\" -- the return list names cudaErrorInvalidValue; no sentence states "
-          "the device's launch-dimension and shared-memory limits for a kernel node, nor that they are checked "
-          "when the node is added"),
+          "cudaErrorInvalidValue when the node is added" + _DIMS_NOT_STATED),
       apis=("GraphAddKernelNode",), requires=K, raises=errors.InvalidValue)
 def _(t: CaseContext) -> Any:
     """1 GiB of dynamic shared memory is refused when the node is added; the graph is unchanged."""
