@@ -69,7 +69,7 @@ def keywords_follow(fn: F) -> F:
     declared.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != names[guard]}
     declared.__doc__, declared.__qualname__, declared.__module__ = fn.__doc__, fn.__qualname__, fn.__module__
     fn.__wrapped__ = declared  # type: ignore[attr-defined]
-    given = [n for n in names[1:guard]] if names and names[0] == "self" else list(names[:guard])
+    given = list(names[1:guard] if names and names[0] == "self" else names[:guard])
     _errors[fn.__qualname__] = (f"{fn.__qualname__}() takes {len(given)} positional argument"
                    f"{'' if len(given) == 1 else 's'} ({', '.join(given)}); "
                    f"{', '.join(names[guard + 1:])} are keyword-only")
