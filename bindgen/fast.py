@@ -71,16 +71,20 @@ int _pgr_add_nodes(void *graph, int n, const int *kinds, const int *dep_start, c
 
 #: The runtime calls of the hot paths that may go straight to the driver (``_pgr_set_direct``'s
 #: slots, in order): the graph launch, the empty-, memset- and kernel-node adds, the
-#: capture-status query, and the current-context query the memset add needs (the driver's
-#: memset node names its context).  pygraphrt._fast.DIRECT_SLOTS says the same (a test checks).
-DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context")
+#: capture-status query, the current-context query the memset add needs (the driver's
+#: memset node names its context), and the current-device query of an add's ``device=``
+#: (the device of the current context is the runtime's current device; none current, the
+#: runtime answers).  pygraphrt._fast.DIRECT_SLOTS says the same (a test checks).
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context",
+                "current_device")
 #: The driver function each slot is generated for; the memset and kernel adds take the driver's
 #: own parameter structs, laid out from the driver binding's IR (:func:`driver_struct`).  The
 #: CUDA vendor table (pygraphrt._vendors.cuda, ``direct_calls``) hands over the same functions
 #: (a test checks).
 DIRECT_DRIVER = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
                  "capture_status": "cuStreamIsCapturing", "add_memset": "cuGraphAddMemsetNode",
-                 "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent"}
+                 "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent",
+                 "current_device": "cuCtxGetDevice"}
 #: The driver binding whose IR lays out those structs, by runtime binding.
 DRIVER_BINDINGS = {"cuda12": "cudadrv12", "cuda13": "cudadrv13"}
 
@@ -473,11 +477,14 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
                   "    return -1;"]
     lines.append("}")
     # The current device, for an add's device= (hot_methods.c, _pgr_device_here): -1 where the
-    # library lacks the function (the C then hands the call to Python).
+    # library lacks the function (the C then hands the call to Python).  The driver's
+    # cuCtxGetDevice answers first where handed over (a fifth of cudaGetDevice's time on an
+    # H200); with no context current it refuses, and the runtime's answer stands.
     get_device = by_api.get("cudaGetDevice") or by_api.get("hipGetDevice")
     lines.append("static int _pgr_hot_get_device(int *device) {")
     if get_device is not None:
         lines += [f"    if (_pgr_p_{get_device.symbol} == NULL) return -1;",
+                  *_direct_first("current_device", "int (*)(int *)", "device"),
                   f"    return (int){get_device.symbol}({_call_args(get_device, ['device'])});"]
     else:
         lines.append("    (void)device; return -1;")

@@ -43,7 +43,8 @@ NO_FUNCTION = -0x7FFFFFFF
 BUILD_HINT = "build it with `python -m bindgen build-fast` (needs a C compiler)"
 # The compiled runtime calls that may go straight to the driver, in the order of the extension's
 # ``_pgr_set_direct`` slots (bindgen.fast.DIRECT_SLOTS; a test checks they agree).
-DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context")
+DIRECT_SLOTS = ("launch", "add_empty", "capture_status", "add_memset", "add_kernel", "current_context",
+                "current_device")
 
 
 def requested() -> str:

@@ -124,15 +124,17 @@ def current(backend: Any) -> int:
 
 def _device_getter(backend: Any) -> Callable[[], int]:
     """``current`` for ``backend``: the library's GetDevice looked up once (the build path's
-    ``device=`` asks it on every placed node)."""
+    ``device=`` asks it on every placed node) -- the driver's own query first where the vendor
+    hands it over (``Vendor.hot_fn``: CUDA's cuCtxGetDevice, the current context's device),
+    the runtime's where that refuses (no context current yet)."""
     ops = backend.ops
-    fn = ops.fn("GetDevice")
+    fn = ops.hot_fn("GetDevice")
     new = backend.ffi.new
 
     def get_device() -> int:
         cell = new("int *")
         rc = fn(cell)
-        if rc:
+        if rc and (rc := ops.refused("GetDevice", fn, rc, cell)):
             raise ops.error(rc, ops.prefix + "GetDevice")
         return cell[0]
 

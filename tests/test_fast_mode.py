@@ -360,6 +360,7 @@ DIRECT = """
     drv, rtm, refuse, no_context, field = (
         C.c_int.in_dll(fake, n) for n in ("fake_driver_calls", "fake_runtime_calls", "fake_driver_refuses",
                                           "fake_no_context", "fake_kernel_field"))
+    C.c_int.in_dll(fake, "fake_device_count").value = 2  # (device=0 is then asked of the library)
     SIG = "float *x, int n, double a, unsigned char c, short h, float f, long long q, unsigned int u"
     ARGS = (a, 7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
     library_kernel = Kernel.wrap(0x5000, signature=SIG, kind="kernel", name="k")
@@ -385,6 +386,15 @@ DIRECT = """
         p = dict(made[0].params)
         p["dst"] -= a  # where in the probe's buffer
         return counts, p
+    from pygraphrt import multidevice
+    queries = [C.c_int.in_dll(fake, n) for n in ("fake_driver_device_queries", "fake_runtime_device_queries")]
+    def asked(what):  # (the driver's cuCtxGetDevice, the runtime's cudaGetDevice) calls what() made
+        before = [q.value for q in queries]
+        what()
+        return tuple(q.value - b for q, b in zip(queries, before))
+    def device():  # an add's device=0 (the hot add asks in C), and the scopes' query (Python)
+        return asked(lambda: g.add_memset(a, 1, 1, device=0)), asked(
+            lambda: multidevice.current(rt.lowlevel.backend_object()))
     g.add_kernel(library_kernel, 1, 1, ARGS), g.add_kernel(function, 1, 1, ARGS)  # each one's first: Python
     e = g.add_empty()
     m = e.memset(a, 7, 16)
@@ -396,14 +406,17 @@ DIRECT = """
     print("kernel", *kernel(library_kernel))
     print("function", *kernel(function))
     print(buf.raw[:16] == b"\\x07" * 16)
+    print("device", *device())
     buf.raw = bytes(64)
     refuse.value = 1  # the driver refuses: each call is made again through the runtime
+    print("device", *device())
     print("add", calls(lambda: g.add_empty()), "launch", calls(lambda: exe.launch(s)),
           "capturing", calls(lambda: s.is_capturing), buf.raw[:16] == b"\\x07" * 16)
     print("memset", memset()[0], "kernel", kernel(library_kernel)[:2])
     refuse.value = 0
     no_context.value = 1  # no current context: the memset and library-kernel adds take the runtime
     print("memset", memset()[0], "kernel", kernel(library_kernel)[:2], "function", kernel(function)[:2])
+    print("device", *device())
     no_context.value = 0
     try:  # refused by both: the runtime's error is raised
         rt.Stream.legacy_default().is_capturing
@@ -435,27 +448,36 @@ def test_hot_calls_go_straight_to_the_driver_and_through_the_runtime_when_it_ref
     on, off = (1, 0), (0, 1)
     d, r = (on, off) if direct == "1" else (off, off)  # a call the driver makes / the runtime makes
     both = (1, 1) if direct == "1" else off  # the driver refuses, the runtime makes it
+    # device=0 with two devices: the compiled add asks in C (the driver's cuCtxGetDevice where
+    # handed over; refused, or no context current: the runtime's cudaGetDevice); the scopes'
+    # query in Python does the same in ABI mode and asks the runtime in compiled mode
     if mode == "1":
         lines = [f"add {d} launch {d} capturing {d} bulk {(3, 0) if direct == '1' else (0, 3)}",
                  f"memset {d} {memset}",
                  f"kernel {d} {1 if direct == '1' else 0} ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
                  f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
                  "True",
+                 f"device {d} {off}",
+                 f"device {both} {off}",
                  f"add {both} launch {both} capturing {both} True",
                  f"memset {both} kernel ({both}, 0)",
-                 f"memset {r} kernel ({both}, 0) function ({on}, 2)"]
+                 f"memset {r} kernel ({both}, 0) function ({on}, 2)",
+                 f"device {both} {off}"]
         head = ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, "
-                "cuGraphAddKernelNode, cuCtxGetCurrent")
+                "cuGraphAddKernelNode, cuCtxGetCurrent, cuCtxGetDevice")
     else:
         lines = [f"add {d} launch {d} capturing {d} bulk {(2, 1) if direct == '1' else (0, 3)}",
                  f"memset {off} {memset}",
                  f"kernel {off} 0 ('k', (2, 3, 1), (64, 1, 1), 16, {values})",
                  f"function {on} 2 ('f', (2, 3, 1), (64, 1, 1), 16, {values})",
                  "True",
+                 f"device {d} {d}",
+                 f"device {both} {both}",
                  f"add {both} launch {both} capturing {both} True",
                  f"memset {off} kernel ({off}, 0)",
-                 f"memset {off} kernel ({off}, 0) function ({on}, 2)"]
-        head = "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing"
+                 f"memset {off} kernel ({off}, 0) function ({on}, 2)",
+                 f"device {both} {both}"]
+        head = "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuCtxGetDevice"
     lines.append("StreamCaptureUnsupported cudaErrorStreamCaptureUnsupported")
     assert out == [head if direct == "1" else "off (PYGRAPHRT_DIRECT=0)"] + lines
 

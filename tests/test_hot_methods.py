@@ -654,9 +654,8 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
 def test_copy_nodes_same_results_c_for_the_common_calls(either_fake):
     paths = _same_results_and_paths(either_fake, COPY)
     assert {label for label, path in paths.items() if path == "c"} == {
-        "copy ints", "copy keywords", "copy zero bytes", "copy buffer dst", "copy buffer src, kept once",
-        "copy sixteen", "copy builder", "copy unbound call", "full graph, copy"}
-    # (device=0 takes C only where the runtime says device 0 is current: the fake has no GetDevice)
+        "copy ints", "copy keywords", "copy device 0", "copy zero bytes", "copy buffer dst",
+        "copy buffer src, kept once", "copy sixteen", "copy builder", "copy unbound call", "full graph, copy"}
     assert {label for label, path in paths.items() if path == "?"} == {"copy too few", "copy count twice"}
     assert len(paths) == COPY.count("case(\"")  # every other case took the Python method
 
@@ -666,11 +665,10 @@ def test_copy_nodes_results(fake_cudart):  # noqa: F811
     rows = {label: result for label, result, _ in _rows(run_mode(fake_cudart, "0", COPY))}
     assert rows["copy ints"] == "('MemcpyNode', 'n18', 0, 16, 8, 4, ['r'], True)"
     assert rows["copy keywords"] == "('MemcpyNode', 'n19', 4, 8, 4, 4, ['r', 'm0'], True)"
-    # device= asks the runtime for the current device, which the fake does not export
-    assert rows["copy device 0"].startswith("NotSupported: cudaGetDevice failed")
-    assert rows["copy zero bytes"] == "('MemcpyNode', 'n20', 0, 0, 0, 4, [], True)"
-    assert rows["copy buffer dst"] == "(('MemcpyNode', 'n21', 32, 0, 4, 4, [], True), 1)"
-    assert rows["copy buffer src, kept once"] == "(('MemcpyNode', 'n22', 0, 32, 4, 4, [], True), 1)"
+    assert rows["copy device 0"] == "('MemcpyNode', 'n20', 0, 8, 2, 4, [], True)"
+    assert rows["copy zero bytes"] == "('MemcpyNode', 'n21', 0, 0, 0, 4, [], True)"
+    assert rows["copy buffer dst"] == "(('MemcpyNode', 'n22', 32, 0, 4, 4, [], True), 1)"
+    assert rows["copy buffer src, kept once"] == "(('MemcpyNode', 'n23', 0, 32, 4, 4, [], True), 1)"
     assert rows["copy sixteen"].endswith(str([f"m{i}" for i in range(16)]) + ", True)")
     assert rows["copy seventeen"].endswith(str([f"m{i}" for i in range(17)]) + ", True)")
     assert rows["copy builder"].endswith(", ['r'], True)")

@@ -771,6 +771,42 @@ class TestTwoDevices:
         s.synchronize()
         assert out.to_bytes() == bytes([0x5A]) * (4 * n)
 
+    def test_device_keyword_asks_which_device_is_current_each_time(self, two_devices):
+        """``device=0`` lands on device 0 while another device was made current behind
+        pygraphrt's back (the runtime's own SetDevice, as torch.cuda.set_device does), which
+        it restores; and from a thread where no context is current yet (CUDA's driver query
+        refuses there and the runtime's answers: device 0).  The compiled adds ask in C."""
+        from pygraphrt import multidevice
+
+        backend = two_devices
+        buf = rt.malloc(256)
+        g = rt.Graph()
+        backend.ops.call("SetDevice", 1)
+        try:
+            assert multidevice.current(backend) == 1
+            first = g.add_memset(buf, 7, 256, device=0)
+            assert multidevice.current(backend) == 1
+        finally:
+            backend.ops.call("SetDevice", 0)
+        seen: list[Any] = []
+
+        def in_a_new_thread() -> None:
+            try:
+                seen.append(multidevice.current(backend))
+                seen.append(g.add_memset(buf, 9, 128, dependencies=[first], device=0))
+            except BaseException as exc:  # (reported by the test's own thread)
+                seen.append(exc)
+
+        thread = threading.Thread(target=in_a_new_thread)
+        thread.start()
+        thread.join(timeout=60)
+        assert not thread.is_alive() and seen[0] == 0 and len(seen) == 2, seen
+        assert (first.device, seen[1].device) == (0, 0)
+        s = rt.Stream()
+        g.instantiate().launch(s)
+        s.synchronize()
+        assert buf.to_bytes() == bytes([9]) * 128 + bytes([7]) * 128
+
     def test_node_device_without_the_keyword_from_the_runtime_where_it_tells(self, two_devices):
         with rt.Device(1):
             buf = rt.malloc(64)

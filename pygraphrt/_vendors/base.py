@@ -167,8 +167,9 @@ class Vendor:
     gate_by_driver: bool = False
 
     # The compiled runtime calls the driver can make directly (pygraphrt._fast.DIRECT_SLOTS:
-    # "launch", "add_empty", "capture_status", "add_memset", "add_kernel", and the
-    # "current_context" query the memset needs) -> the driver function doing that work.  None
+    # "launch", "add_empty", "capture_status", "add_memset", "add_kernel", the
+    # "current_context" query the memset needs and the "current_device" query of device=)
+    # -> the driver function doing that work.  None
     # here: every call goes through the runtime.
     direct_calls: dict[str, str] = {}
     # The runtime calls (prefix-less) whose driver function there takes the very same

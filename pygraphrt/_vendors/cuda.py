@@ -73,15 +73,19 @@ class CudaVendor(Vendor):
     # binding: bindgen.fast.DIRECT_DRIVER, which a test holds to this table); the runtime's
     # cudaGraphAddKernelNode also finds a library kernel's function anew per call (about
     # 0.35 us of 0.9 on an H100), the driver's takes the kernel and the current context.
+    # cudaGetDevice (an add's device=) costs some 60 ns on an H200 host, the driver's
+    # cuCtxGetDevice 17: the runtime's current device is the current context's (its driver
+    # interoperability section); with none current the driver refuses and the runtime answers.
     direct_calls = {"launch": "cuGraphLaunch", "add_empty": "cuGraphAddEmptyNode",
                     "capture_status": "cuStreamIsCapturing", "add_memset": "cuGraphAddMemsetNode",
-                    "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent"}
+                    "add_kernel": "cuGraphAddKernelNode", "current_context": "cuCtxGetCurrent",
+                    "current_device": "cuCtxGetDevice"}
     # Of those, the runtime calls whose driver function takes the very same arguments (the same
     # handles, the same capture-status values) -> its slot: ABI mode calls these through the
     # runtime function's own type (direct_fn); the memset and kernel adds need the driver's
     # structs, which only the compiled extension lays out.
     direct_same_args = {"GraphLaunch": "launch", "GraphAddEmptyNode": "add_empty",
-                        "StreamIsCapturing": "capture_status"}
+                        "StreamIsCapturing": "capture_status", "GetDevice": "current_device"}
     prefix = "cuda"
     error_enum = "cudaError_t"
     error_classes = {

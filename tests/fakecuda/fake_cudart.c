@@ -16,7 +16,7 @@
  * (cudaFuncGetParamInfo says so).  Built with -DFAKE_DRIVER_DIRECT, it also hands out
  * (cudaGetDriverEntryPointByVersion) stand-ins for the driver functions pygraphrt's compiled
  * paths call straight (cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
- * cuGraphAddMemsetNode, cuGraphAddKernelNode, cuCtxGetCurrent; cuFuncGetParamInfo for a
+ * cuGraphAddMemsetNode, cuGraphAddKernelNode, cuCtxGetCurrent, cuCtxGetDevice; cuFuncGetParamInfo for a
  * CUfunction's signature check; cuLaunchKernel, with the runtime's cudaLaunchKernel that a
  * launch the driver refuses for want of a context is made again through), typed from the
  * pinned cuda.h:
@@ -66,7 +66,18 @@ static cudaError_t fail(cudaError_t e) { last_error = e; return e; }
 
 cudaError_t cudaRuntimeGetVersion(int *v) { *v = CUDART_VERSION; return cudaSuccess; }
 cudaError_t cudaDriverGetVersion(int *v) { *v = FAKE_DRIVER_VERSION; return cudaSuccess; }
-cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+/* fake_device_count devices (1 unless a test says otherwise), of which device 0 is current
+ * and the only one usable (there is no cudaSetDevice); fake_runtime_device_queries counts
+ * the runtime's answers to "which device" (fake_driver_device_queries the driver's
+ * cuCtxGetDevice's, with FAKE_DRIVER_DIRECT). */
+int fake_device_count = 1;
+cudaError_t cudaGetDeviceCount(int *n) { *n = fake_device_count; return cudaSuccess; }
+int fake_runtime_device_queries;
+cudaError_t cudaGetDevice(int *d) {
+  fake_runtime_device_queries++;
+  *d = 0;
+  return cudaSuccess;
+}
 cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
 const char *cudaGetErrorName(cudaError_t e) { (void)e; return "cudaErrorUnknown"; }
 const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "fake cuda error"; }
@@ -317,6 +328,15 @@ static CUresult drv_ctx_get_current(CUcontext *ctx) {
   *ctx = fake_no_context ? NULL : (CUcontext)(void *)&fake_context;
   return CUDA_SUCCESS;
 }
+/* The current context's device; none current: the driver's CUDA_ERROR_INVALID_CONTEXT. */
+int fake_driver_device_queries;
+static CUresult drv_ctx_get_device(CUdevice *d) {
+  fake_driver_device_queries++;
+  if (fake_driver_refuses) return CUDA_ERROR_UNKNOWN;
+  if (fake_no_context) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
 static CUresult drv_add_memset(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
                                const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
   fake_driver_calls++;
@@ -426,6 +446,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsi
       : !strcmp(symbol, "cuGraphAddMemsetNode") ? (void *)drv_add_memset
       : !strcmp(symbol, "cuGraphAddKernelNode") && version >= 12000 ? (void *)drv_add_kernel
       : !strcmp(symbol, "cuCtxGetCurrent") ? (void *)drv_ctx_get_current
+      : !strcmp(symbol, "cuCtxGetDevice") ? (void *)drv_ctx_get_device
       : !strcmp(symbol, "cuFuncGetParamInfo") ? (void *)drv_func_get_param_info
       : !strcmp(symbol, "cuLaunchKernel") ? (void *)drv_launch_kernel : NULL;
   if (status) *status = *fn ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;

@@ -631,14 +631,14 @@ def test_node_adds_with_host_functions_waiting_for_the_gil(stream, bufs):
 
 def test_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     """Compiled mode calls the driver's cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing,
-    cuGraphAddMemsetNode and cuGraphAddKernelNode in place of the runtime's
-    (pygraphrt._fast.set_direct), ABI mode the first three (Vendor.direct_fn).  On a thread the runtime has never run on, each call, made
+    cuGraphAddMemsetNode, cuGraphAddKernelNode and cuCtxGetDevice in place of the runtime's
+    (pygraphrt._fast.set_direct), ABI mode the first three and the last (Vendor.direct_fn).  On a thread the runtime has never run on, each call, made
     first there, does what the runtime's would (where the driver refuses one, or finds no
     current context for a memset or a library kernel, the runtime makes it, setting its
     context current), and so does the next, which the driver makes."""
     import os
 
-    from pygraphrt import lowlevel
+    from pygraphrt import lowlevel, multidevice
     from pygraphrt.graph import _hot
 
     backend = lowlevel.backend_object()
@@ -647,9 +647,9 @@ def test_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
     direct = os.environ.get("PYGRAPHRT_DIRECT", "1") != "0"
     if backend.ffi_mode.startswith("api") and direct:
         assert status == ("cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuGraphAddMemsetNode, "
-                          "cuGraphAddKernelNode, cuCtxGetCurrent"), status
+                          "cuGraphAddKernelNode, cuCtxGetCurrent, cuCtxGetDevice"), status
     elif backend.ffi_mode.startswith("abi") and direct:  # the calls whose arguments are the runtime's
-        assert status == "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing", status
+        assert status == "cuGraphLaunch, cuGraphAddEmptyNode, cuStreamIsCapturing, cuCtxGetDevice", status
     else:
         assert status.startswith("off ("), status
     root = g.add_empty()
@@ -683,9 +683,14 @@ def test_calls_go_straight_to_the_driver_from_any_thread(stream, bufs):
         a = kg.add_kernel(k, 1, 32, (bufs[2], 3, 8))
         seen.append(len(kg.add_kernel(k, 1, 16, (bufs[2].ptr + 32, 4, 4), dependencies=[a]).dependencies))
 
-    for first in (launch_first, memset_first, kernel_first):
+    def device_first() -> None:  # no context current: the driver's query refuses, the runtime answers
+        seen.append(multidevice.current(backend))
+        cell = backend.ffi.new("int *")
+        seen.append((backend.ops.fn("GetDevice")(cell), cell[0]))  # the runtime's own answer
+
+    for first in (launch_first, memset_first, kernel_first, device_first):
         on_a_new_thread(first)
-    assert seen == [True, 1, False, 1, 1]
+    assert seen == [True, 1, False, 1, 1, 0, (0, 0)]
     for graph in (mg, kg):
         graph.instantiate().launch(stream)
     stream.synchronize()

@@ -145,10 +145,10 @@ static const char *_pgr_abi_hash(void) { return "ca1507397cd3f1e767b7fd9df791e60
 /* The sha256 of this extension's whole source (cdef and C, this line's value left out):
  * the binding package's FAST_SHA256, checked at load, so that an extension built from
  * an older hot_methods.c or generator is refused as stale. */
-static const char *_pgr_source_hash(void) { return "a36133fd16767f1f138f78e1942c3c0c0a59ffee3b4e9a2066bbd643b90b9f87"; }
+static const char *_pgr_source_hash(void) { return "e77a4d3bc4ef4199c7692e550342e8ecdabdb219dface5f0bd74f906e7c62212"; }
 
 /* -- calls straight to the driver (see bindgen/fast.py, DIRECT_TABLE) -- */
-#define _PGR_DIRECT_N 6
+#define _PGR_DIRECT_N 7
 static void *_pgr_direct[_PGR_DIRECT_N];
 static int _pgr_set_direct(int slot, void *fn) {
     if (slot < 0 || slot >= _PGR_DIRECT_N) return -1;
