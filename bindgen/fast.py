@@ -478,8 +478,8 @@ def _hot_calls(binding: str, functions: dict[str, Function], module: Module,
     lines.append("}")
     # The current device, for an add's device= (hot_methods.c, _pgr_device_here): -1 where the
     # library lacks the function (the C then hands the call to Python).  The driver's
-    # cuCtxGetDevice answers first where handed over (a fifth of cudaGetDevice's time on an
-    # H200); with no context current it refuses, and the runtime's answer stands.
+    # cuCtxGetDevice answers first where handed over (why: CudaVendor.direct_calls); with no
+    # context current it refuses, and the runtime's answer stands.
     get_device = by_api.get("cudaGetDevice") or by_api.get("hipGetDevice")
     lines.append("static int _pgr_hot_get_device(int *device) {")
     if get_device is not None:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import pygraphrt as rt
-from pygraphrt import errors, sim
+from pygraphrt import errors, multidevice, sim
 from pygraphrt.enums import CaptureStatus, NodeType, UpdateResult
 
 from .backends import simulator
@@ -776,8 +776,6 @@ class TestTwoDevices:
         pygraphrt's back (the runtime's own SetDevice, as torch.cuda.set_device does), which
         it restores; and from a thread where no context is current yet (CUDA's driver query
         refuses there and the runtime's answers: device 0).  The compiled adds ask in C."""
-        from pygraphrt import multidevice
-
         backend = two_devices
         buf = rt.malloc(256)
         g = rt.Graph()
