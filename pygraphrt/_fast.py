@@ -99,7 +99,7 @@ def compiled_helper(backend: Any, name: str) -> Any:
     """The compiled fast path's helper ``name`` (``_pgr_capture_status``, ``_pgr_add_nodes``,
     ``_pgr_launch_packed``: see bindgen.fast), or None -- ABI mode, the sim, or an extension
     built before the helper existed.  Looked up once per backend."""
-    cache = backend.__dict__.setdefault("_compiled_helpers", {})
+    cache = backend.memo.setdefault("_compiled_helpers", {})
     if name not in cache:
         f = None
         if backend.ffi_mode.startswith("api"):

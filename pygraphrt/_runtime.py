@@ -105,6 +105,13 @@ class Backend:
         self.live: weakref.WeakSet[Any] = weakref.WeakSet()
         self.current_pools: dict[int, Any] = {}  # device -> owned MemPool set as its current pool (kept alive)
         self._info: BackendInfo | None = None
+        #: What the modules above work out once per backend and keep, each under its own name
+        #: (``"_device_count"``: pygraphrt.multidevice's, ``"_hot_methods"``: graph/_hot's ...).
+        #: A dict of its own, not the instance's ``__dict__``: reading an instance's ``__dict__``
+        #: turns its attributes into a dict that CPython 3.11 and 3.12 no longer specialize
+        #: reads of, and every later ``backend.several`` (read per node and launch) would cost
+        #: about 300 machine instructions instead of 20 (tests/test_runtime_dispatch.py).
+        self.memo: dict[str, Any] = {}
 
     @property
     def enums(self) -> Any:

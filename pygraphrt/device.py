@@ -338,10 +338,10 @@ class Stream(Owned):
         # by waiting on an event recorded inside it): its operands go to the graph.
         self._capture: Capture | None = None
         self._capture_failure: str | None = None
-        if "_stream_launch" not in backend.__dict__:
+        if "_stream_launch" not in backend.memo:
             # Compiled mode: Stream.launch in C from the backend's first stream on (it runs the
             # Python method until a kernel's first launch binds the launches: kernels._hot).
-            backend.__dict__["_stream_launch"] = _fast.install_method(backend, Stream, "launch", "stream_launch")
+            backend.memo["_stream_launch"] = _fast.install_method(backend, Stream, "launch", "stream_launch")
 
     @classmethod
     def wrap(cls, obj: Any) -> "Stream":

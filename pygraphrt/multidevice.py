@@ -85,11 +85,11 @@ def device_count() -> int:
 
 def _count(backend: Any) -> int:
     """The runtime's device count (asked once per backend: it does not change in a process)."""
-    n: int | None = backend.__dict__.get("_device_count")
+    n: int | None = backend.memo.get("_device_count")
     if n is None:
         cell = backend.ffi.new("int *")
         backend.ops.call("GetDeviceCount", cell)
-        n = backend.__dict__["_device_count"] = int(cell[0])
+        n = backend.memo["_device_count"] = int(cell[0])
         hot = _fast.hot_module(backend)
         if hot is not None:  # (the compiled adds then take device=0 themselves: see placed)
             hot.one_device(n == 1)
@@ -116,9 +116,9 @@ def device_exists(backend: Any, device: Any, what: str) -> bool:
 def current(backend: Any) -> int:
     """This thread's current device (``GetDevice``).  Asked of the runtime each time: torch,
     CuPy or the user may switch devices behind pygraphrt's back, so no copy is kept."""
-    get = backend.__dict__.get("_get_device")
+    get = backend.memo.get("_get_device")
     if get is None:
-        get = backend.__dict__["_get_device"] = _device_getter(backend)
+        get = backend.memo["_get_device"] = _device_getter(backend)
     return get()
 
 
@@ -218,9 +218,9 @@ def properties(device: Any) -> DeviceProperties:
 # -------------------------------------------------------------------- peer access
 def _peer_record(backend: Any) -> set[tuple[int, int]]:
     """(device, peer) pairs pygraphrt enabled peer access for (blind to other libraries')."""
-    record: set[tuple[int, int]] | None = backend.__dict__.get("_peer_access")
+    record: set[tuple[int, int]] | None = backend.memo.get("_peer_access")
     if record is None:
-        record = backend.__dict__["_peer_access"] = set()
+        record = backend.memo["_peer_access"] = set()
     return record
 
 
@@ -317,9 +317,9 @@ def can_reach(backend: Any, device: int, memory_device: int) -> bool:
 
 def node_devices(graph: Any) -> dict[Any, int]:
     """node handle -> the device a graph's node was made on, for nodes made with ``device=``."""
-    table: dict[Any, int] | None = graph.__dict__.get("_node_devices")
+    table: dict[Any, int] | None = graph._node_devices
     if table is None:
-        table = graph.__dict__["_node_devices"] = {}
+        table = graph._node_devices = {}
     return table
 
 
@@ -328,7 +328,7 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
     node it made recorded as ``device``'s.  A refused call leaves no node (the runtime made
     none) and the previous device current."""
     b = graph._backend
-    count = b.__dict__.get("_device_count", 0)
+    count = b.memo.get("_device_count", 0)
     if type(device) is int and 0 <= device < count:
         if count == 1:
             # The one device there is: current, and every node's device (node_device's answer
@@ -413,7 +413,7 @@ def node_device(node: Any) -> int | None:
     not make (captured, or a borrowed graph's) after several devices came into use, on a
     runtime that does not tell."""
     handle = node.handle  # raises once the node or its graph is gone
-    table = node._graph.__dict__.get("_node_devices")
+    table = node._graph._node_devices
     if table and handle in table:
         return int(table[handle])
     from .enums import NodeType
@@ -458,7 +458,7 @@ def kernel_devices(graph: Any) -> list[int | None] | None:
     """The recorded device of each kernel node of ``graph``, in the runtime's node order (the
     order exec update pairs nodes in), or None where no node of it was made with ``device=``
     (a one-device graph: nothing to compare, nothing asked of the runtime)."""
-    table = graph.__dict__.get("_node_devices")
+    table = graph._node_devices
     if not table:
         return None
     from .enums import NodeType
@@ -514,7 +514,7 @@ def now_several(backend: Any) -> None:
         if backend.several:
             return
         backend.several = True
-        hooks = list(backend.__dict__.get("_several_hooks", ()))
+        hooks = list(backend.memo.get("_several_hooks", ()))
     from ._handles import Owned
 
     for obj in list(backend.live):  # (graphs by name: the graph layer sits above this one)
@@ -543,7 +543,7 @@ def when_several(backend: Any, off: Callable[[], None], on: Callable[[], None]) 
     """Run ``off()`` when ``backend`` becomes used with several devices (now, if it is);
     ``on()`` undoes it (:func:`_reset_several`)."""
     with _several_lock:
-        backend.__dict__.setdefault("_several_hooks", []).append((off, on))
+        backend.memo.setdefault("_several_hooks", []).append((off, on))
         if not backend.several:
             return
     off()
@@ -595,6 +595,6 @@ def _reset_several(backend: Any) -> None:
         if not backend.several:
             return
         backend.several = False
-        hooks = list(backend.__dict__.get("_several_hooks", ()))
+        hooks = list(backend.memo.get("_several_hooks", ()))
     for _off, on in hooks:
         on()

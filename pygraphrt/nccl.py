@@ -297,10 +297,10 @@ def library() -> Library:
     backend = _runtime.active()
     plugin = getattr(backend, "nccl_library", None)
     if plugin is not None and not os.environ.get("PYGRAPHRT_NCCL"):
-        own = backend.__dict__.get("_nccl_library")
+        own = backend.memo.get("_nccl_library")
         if own is None:
             stand_in = plugin()
-            own = backend.__dict__["_nccl_library"] = Library(getattr(stand_in, "PATH", repr(stand_in)),
+            own = backend.memo["_nccl_library"] = Library(getattr(stand_in, "PATH", repr(stand_in)),
                                                               f"the {backend.vendor} backend's collectives",
                                                               stand_in)
         return own

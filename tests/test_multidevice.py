@@ -116,12 +116,12 @@ def runtime_calls(backend: Any) -> Iterator[list[str]]:
 
     gc.collect()  # (an earlier test's objects finalized mid-block would make calls of their own)
     ops.call, ops.fn = call, fn
-    backend.__dict__.pop("_get_device", None)
+    backend.memo.pop("_get_device", None)
     try:
         yield seen
     finally:
         del ops.call, ops.fn
-        backend.__dict__.pop("_get_device", None)
+        backend.memo.pop("_get_device", None)
 
 
 def ints(buf: Any, n: int) -> np.ndarray:

@@ -23,6 +23,7 @@ Three things the hot paths do to cost less, and what must not change because of 
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import pytest
@@ -120,6 +121,50 @@ def test_nodes_made_before_and_after_a_second_device_came_into_use_know_their_de
             assert [n.device for n in (a, b, c, d, d2, e)] == [0, 0, 1, 1, 1, 0]
             assert _same(g.nodes(), [a, b, c, d, d2, e])
             assert {g._wrap(n.handle).device for n in (c, d, d2)} == {1}
+        finally:
+            multidevice._reset_several(backend)
+
+
+def _attributes_in_a_dict(obj, marker: str) -> bool:
+    """Whether ``obj``'s attributes moved out of its inline values into a dict (one holding the
+    attribute ``marker``): what reading ``obj.__dict__`` does in CPython 3.11 and 3.12, which
+    then stops specializing reads of its attributes (see ``_runtime.Backend.memo``).  Told from
+    what the collector visits, which reading ``__dict__`` here would change."""
+    return any(type(r) is dict and marker in r for r in gc.get_referents(obj))
+
+
+@pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                    reason="the cost of a read __dict__ was measured in CPython 3.11 and 3.12; other "
+                           "versions lay instance attributes out otherwise")
+def test_backend_graphs_and_executables_keep_their_attributes_out_of_a_dict():
+    from pygraphrt import multidevice
+
+    with simulator(2) as backend:
+        try:
+            buf = rt.malloc(64)
+            g = rt.Graph()
+            a = g.add_memset(buf, 0, 64, device=0)  # (Backend.memo's device count, one device yet)
+            with rt.Device(1):  # (its GetDevice getter; several devices from here on)
+                buf1 = rt.malloc(64)
+            b = g.add_memset(buf1, 1, 64, dependencies=[a], device=1)  # (the graph's node devices)
+            assert b.device == 1
+            rt.Device(0).can_access_peer(1)
+            clone = g.clone()
+            wrapped = rt.Graph.wrap(int(backend.ffi.cast("uintptr_t", clone.handle)), owner=clone)
+            wrapped.add_empty()
+            exe = g.instantiate()
+            assert exe.update(g) is rt.UpdateResult.SUCCESS
+            exe.set_memset(a, value=3)  # (the setters' record)
+            s = rt.Stream()
+            exe.launch(s)
+            s.synchronize()
+            assert buf.to_bytes(4) == bytes([3]) * 4
+            control = rt.Graph()
+            control.__dict__  # noqa: B018  (what the check below must see)
+            assert _attributes_in_a_dict(control, "_fresh")
+            for obj, marker in ((backend, "several"), (g, "_fresh"), (clone, "_fresh"), (wrapped, "_fresh"),
+                                (exe, "_launch_fn")):
+                assert not _attributes_in_a_dict(obj, marker), obj
         finally:
             multidevice._reset_several(backend)
 

@@ -371,7 +371,10 @@ class CudaVendor(Vendor):
         return None
 
     def _driver_call(self, api: str, *args: Any) -> None:
-        cache = self.__dict__.setdefault("_driver_fns", {})
+        cache: dict[str, Any] | None = getattr(self, "_driver_fns", None)
+        if cache is None:  # (an attribute, not a __dict__ entry: see _runtime.Backend.memo)
+            cache = {}
+            self._driver_fns: dict[str, Any] = cache
         fn = cache.get(api)
         dffi = self._driver_ffi()
         if fn is None:

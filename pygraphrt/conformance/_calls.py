@@ -183,7 +183,7 @@ class CallRecorder:
         """Forget the function references pygraphrt cached from the library before."""
         ops = self.backend.ops
         ops._fns.clear()
-        calls = self.backend.__dict__.get("_graph_calls")
+        calls = self.backend.memo.get("_graph_calls")
         if calls is not None:
             for k in [k for k in calls.__dict__ if k != "_ops"]:
                 del calls.__dict__[k]

@@ -46,7 +46,7 @@ class GraphExec(Owned):
         # The recorded device of each kernel node (only for graphs with nodes made with device=):
         # what update() holds the new graph's to (pygraphrt.multidevice.check_update_devices).
         self._kernel_devices: list[int | None] | None = None
-        if "_node_devices" in graph.__dict__:
+        if graph._node_devices is not None:
             from ..multidevice import kernel_devices
 
             self._kernel_devices = kernel_devices(graph)
@@ -60,7 +60,19 @@ class GraphExec(Owned):
         # stream's next synchronize: the others skip that on every launch.
         self._host_payloads: tuple[HostPayload, ...] = ()
         self._host_sinks: tuple[Any, ...] = ()
+        self._init_setters()
         self._add_host(host_payloads(graph._keep), graph._sink)
+
+    def _init_setters(self) -> None:
+        """The setters' state, none yet: attributes set here, never entries put in the instance's
+        ``__dict__`` (reading that makes every later attribute read -- ``_launch_fn`` on each
+        launch among them -- unspecialized: see ``_runtime.Backend.memo``)."""
+        # node handle -> what the per-node setters set in this executable graph (the source
+        # graph's node knows nothing of it); None until the first such call
+        self._set_values: dict[Any, dict[str, Any]] | None = None
+        self._kernels_kept: dict[int, Any] | None = None  # id -> kernel set on a node (_retain_kernel)
+        self._last_kernel_kept: Any = None  # the kernel _set_kernel retained last
+        self._copy_kind: Any = None  # the vendor's MemcpyDefault (_set_memcpy), looked up once
 
     def _add_host(self, payloads: tuple[HostPayload, ...], sink: Any) -> None:
         """Host callables its nodes run: each launch holds them until they have run (see
@@ -103,9 +115,9 @@ class GraphExec(Owned):
     def _retain_kernel(self, kernel: Any) -> None:
         """Keep a kernel set on a node (and its library) as long as this executable graph: once
         per kernel, however often nodes are set to it."""
-        kernels = self.__dict__.get("_kernels_kept")
+        kernels = self._kernels_kept
         if kernels is None:
-            kernels = self.__dict__["_kernels_kept"] = {}
+            kernels = self._kernels_kept = {}
         if id(kernel) not in kernels:
             kernels[id(kernel)] = kernel
             self._retain([kernel, kernel._owner], self._sinks[0], False)
@@ -168,6 +180,7 @@ class GraphExec(Owned):
         self._params_kept = []
         self._host_payloads = ()
         self._host_sinks = ()
+        self._init_setters()
         return self
 
     @property
@@ -297,14 +310,14 @@ class GraphExec(Owned):
         from ._graph import Graph
 
         self._same_backend(graph, "GraphExec.update", Graph)
-        if "_draws" in graph.__dict__:
+        if graph._draws is not None:
             from ._foreign import check_draws
 
-            check_draws(graph.__dict__["_draws"], "GraphExec.update", "through a pygraphrt executable graph",
+            check_draws(graph._draws, "GraphExec.update", "through a pygraphrt executable graph",
                         False)
         ops = self._backend.ops
         devices = self._kernel_devices
-        if devices is not None or "_node_devices" in graph.__dict__:  # (several devices: before the runtime)
+        if devices is not None or graph._node_devices is not None:  # (several devices: before the runtime)
             from ..multidevice import check_update_devices
 
             devices = check_update_devices(devices, graph, self._backend)
@@ -313,7 +326,7 @@ class GraphExec(Owned):
             self._retain(graph._keep, graph._sink, True)
             self._kernel_devices = devices
             # the nodes now hold ``graph``'s parameters: what the setters set before is gone
-            self.__dict__.pop("_set_values", None)
+            self._set_values = None
             return result
         err_node = None
         if node is not None and node != self._backend.ffi.NULL:
@@ -366,7 +379,9 @@ class GraphExec(Owned):
         pygraphrt, and the source graph's node fills in again)."""
         h = self._node(node, MemsetNode)
         b = self._backend
-        values = self.__dict__.setdefault("_set_values", {})
+        values = self._set_values
+        if values is None:
+            values = self._set_values = {}
         cur = values.get(h) or node.params
         now = {"dst": cur["dst"] if dst is None else dst, "value": cur["value"] if value is None else value,
                "width": cur["width"] if count is None else count, "element_size": cur["element_size"],
@@ -389,9 +404,9 @@ class GraphExec(Owned):
         handle): what the compute graph's updates call."""
         b = self._backend
         ops = b.ops
-        kind = self.__dict__.get("_copy_kind")
+        kind = self._copy_kind
         if kind is None:
-            kind = self.__dict__["_copy_kind"] = ops.const("MemcpyDefault")
+            kind = self._copy_kind = ops.const("MemcpyDefault")
         ops.call("GraphExecMemcpyNodeSetParams1D", self.handle, node_handle, _ptr(b, dst), _ptr(b, src),
                  _count(count), kind)
         # operands given as objects live while they are this node's (in place of the previous
@@ -484,7 +499,9 @@ class GraphExec(Owned):
         h = self._node(node, KernelNode)
         ops = self._backend.ops
         k = ops.kernel_params(h)
-        values = self.__dict__.setdefault("_set_values", {})
+        values = self._set_values
+        if values is None:
+            values = self._set_values = {}
         before = values.get(h)
         if before is not None:  # what earlier calls set in this executable graph, not the source's
             from ..kernels._library import as_dims
@@ -516,9 +533,9 @@ class GraphExec(Owned):
             from . import _kernel as module
 
             _kernel = module
-        values = self.__dict__.get("_set_values")
+        values = self._set_values
         if values is None:
-            values = self.__dict__["_set_values"] = {}
+            values = self._set_values = {}
         before = values.get(node_handle)
         if before is not None and (kernel is None or args is None or grid is None or block is None
                                    or shared_mem is None):
@@ -536,9 +553,9 @@ class GraphExec(Owned):
                 and shared_mem is not None
                 and _kernel.set_in_exec_reusing_scratch(self, node_handle, kernel, grid, block, shared_mem, args)):
             # the runtime copied the values: nothing of the node's earlier packed arguments is needed
-            if kernel is not self.__dict__.get("_last_kernel_kept"):
+            if kernel is not self._last_kernel_kept:
                 self._retain_kernel(kernel)
-                self.__dict__["_last_kernel_kept"] = kernel
+                self._last_kernel_kept = kernel
             slot = self._params_slot.get(node_handle)
             if slot is not None:
                 self._params_kept[slot] = None

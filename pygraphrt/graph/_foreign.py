@@ -169,7 +169,7 @@ def exec_handle(obj: Any, api: str, allow_fixed_rng: bool) -> tuple[int, Any]:
 
 
 def draws_of(graph: "Graph") -> RandomDraws | None:
-    return graph.__dict__.get("_draws")
+    return graph._draws
 
 
 def check_draws(draws: RandomDraws | None, api: str, path: str, allow_fixed_rng: bool) -> None:

@@ -27,6 +27,7 @@ from ._node import new_node as _node_of
 if TYPE_CHECKING:
     from ._conditional import ConditionalHandle
     from ._exec import GraphExec
+    from ._foreign import RandomDraws
     from ._nodelist import NodeList
 
 
@@ -67,9 +68,9 @@ class _Calls:
 
 
 def _calls(backend: Any) -> _Calls:
-    c = backend.__dict__.get("_graph_calls")
+    c = backend.memo.get("_graph_calls")
     if c is None:
-        c = backend.__dict__["_graph_calls"] = _Calls(backend.ops)
+        c = backend.memo["_graph_calls"] = _Calls(backend.ops)
         # The backend's first graph: where its compiled extension has them, the C versions of
         # the hot methods take over (graph/_hot.py; nothing happens in ABI mode or on the sim).
         install_hot(backend)
@@ -99,7 +100,7 @@ def _only_device(graph: "Graph", device: Any) -> bool:
     node goes where it would go without ``device=``, with nothing to switch, check or record --
     the ABI build path then skips the placing call (its cost was measured in
     benchmarks/multidevice: "the cost of device= on the one-device build path")."""
-    return device.__class__ is int and device == 0 and graph._backend.__dict__.get("_device_count") == 1
+    return device.__class__ is int and device == 0 and graph._backend.memo.get("_device_count") == 1
 
 
 def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
@@ -195,6 +196,14 @@ class Graph(Owned):
         # add_nodes' results whose entries are still handles (see _nodelist), told when
         # nodes go; None until the first.
         self._node_lists: list[_WeakRef[NodeList]] | None = None
+        # Another library's graph (wrap) or a clone of one: child-graph use checks its nodes.
+        self._foreign = False
+        # What a wrapped torch graph (or a clone of one) draws (graph/_foreign.RandomDraws), else None.
+        self._draws: RandomDraws | None = None
+        # node handle -> device of the nodes made with device= (multidevice.node_devices), else None.
+        # (These are attributes set here, as every state of a graph is, never entries put in its
+        # __dict__: see _runtime.Backend.memo for what reading __dict__ costs every later read.)
+        self._node_devices: dict[Any, int] | None = None
 
     @staticmethod
     def _borrow(handle: Any, owner: Any) -> "Graph":
@@ -244,9 +253,8 @@ class Graph(Owned):
         b = _runtime.active()
         g = cls._adopt(b.ffi.cast(f"{b.ops.prefix}Graph_t", value), False, owner)
         g._keep.append(owner)  # (what holds it as a child, or instantiates it, keeps the owner too)
-        g.__dict__["_foreign"] = True
-        if draws is not None:
-            g.__dict__["_draws"] = draws
+        g._foreign = True
+        g._draws = draws
         return g
 
     def _conditional_owner(self) -> Any:
@@ -663,7 +671,7 @@ class Graph(Owned):
         if child is self:
             raise errors.InvalidValue("add_child_graph", detail="a graph cannot contain itself")
         in_body = self._owner is not None and self._conditional_owner() is not None
-        if in_body or "_foreign" in child.__dict__:
+        if in_body or child._foreign:
             from ._foreign import check_child_nodes, check_draws, draws_of
 
             check_child_nodes(child, "Graph.add_child_graph", in_body)
@@ -1079,9 +1087,9 @@ class Graph(Owned):
         self._backend.ops.call("GraphClone", out, self.handle)
         g = Graph._adopt(out[0])
         g._keep.append(self._keep)
-        if "_draws" in self.__dict__:  # (a copy draws as the original does)
-            g.__dict__["_draws"] = self.__dict__["_draws"]
-            g.__dict__["_foreign"] = True
+        if self._draws is not None:  # (a copy draws as the original does)
+            g._draws = self._draws
+            g._foreign = True
         return g
 
     def find_clone(self, node: Node, clone: "Graph") -> Node:
@@ -1200,10 +1208,10 @@ class Graph(Owned):
         """
         from ._exec import GraphExec
 
-        if "_draws" in self.__dict__:
+        if self._draws is not None:
             from ._foreign import check_draws
 
-            check_draws(self.__dict__["_draws"], "Graph.instantiate", "through its pygraphrt executable graph",
+            check_draws(self._draws, "Graph.instantiate", "through its pygraphrt executable graph",
                         allow_fixed_rng)
 
         f = flag_set(InstantiateFlags, flags, "Graph.instantiate")
@@ -1218,7 +1226,7 @@ class Graph(Owned):
         for bit in InstantiateFlags:
             if bit and bit in f and bit is not InstantiateFlags.UPLOAD:
                 vendor_flags |= ops.value(ops.instantiate_flags, bit, f"{ops.prefix}GraphInstantiate")
-        if InstantiateFlags.DEVICE_LAUNCH in f and "_node_devices" in self.__dict__:
+        if InstantiateFlags.DEVICE_LAUNCH in f and self._node_devices is not None:
             from ..multidevice import check_one_device
 
             check_one_device(self, "Graph.instantiate")

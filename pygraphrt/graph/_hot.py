@@ -81,14 +81,14 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
     if classes is not None:
         _classes.update(classes)
     hot = _fast.hot_module(backend)
-    if hot is None or "_hot_methods" in backend.__dict__:
+    if hot is None or "_hot_methods" in backend.memo:
         return
     if not _classes:
         raise RuntimeError("graph/_hot.install: no classes yet (pygraphrt.graph._graph.install_hot hands them)")
     from ..device import DeviceBuffer, Stream
 
     with _lock:
-        if "_hot_methods" in backend.__dict__:
+        if "_hot_methods" in backend.memo:
             return
         api, why = _check(backend, hot)
         done: list[str] = []
@@ -110,10 +110,10 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
                         done.append(f"{cls_name}.{method}")
                 # The runtime calls behind them (and Stream.is_capturing's) go straight to the
                 # driver where the vendor names a driver function doing the same work.
-                backend.__dict__["_direct_calls"] = _fast.set_direct(backend)
+                backend.memo["_direct_calls"] = _fast.set_direct(backend)
         except (TypeError, ValueError, RuntimeError) as exc:  # the classes changed under the C: stay Python
             why = f"{type(exc).__name__}: {exc}"
-        backend.__dict__["_hot_methods"] = done if why is None else why
+        backend.memo["_hot_methods"] = done if why is None else why
 
 
 def _python_with_several_devices(backend: Any, hot: Any, api: tuple[str | None, ...], ctypes: tuple[Any, ...],
@@ -135,16 +135,16 @@ def install_kernel_nodes(backend: Any) -> bool:
     if hot is None:
         return False
     install(backend)
-    done = backend.__dict__["_hot_methods"]
+    done = backend.memo["_hot_methods"]
     if not isinstance(done, list):
         return False
-    if "_hot_kernels" in backend.__dict__:  # tried once already
+    if "_hot_kernels" in backend.memo:  # tried once already
         return "Graph.add_kernel" in done
     from ..kernels._library import Kernel, Library
     from ..mempool import AsyncBuffer
 
     with _lock:
-        if "_hot_kernels" not in backend.__dict__:
+        if "_hot_kernels" not in backend.memo:
             api, why = _check(backend, hot)
             if why is None and api[_KERNEL] is None:
                 why = "the runtime does not export its function"
@@ -155,7 +155,7 @@ def install_kernel_nodes(backend: Any) -> bool:
                     done.append("Graph.add_kernel")
                 except (TypeError, ValueError, RuntimeError) as exc:
                     why = f"{type(exc).__name__}: {exc}"
-            backend.__dict__["_hot_kernels"] = why or "installed"  # why it stays Python, if it does
+            backend.memo["_hot_kernels"] = why or "installed"  # why it stays Python, if it does
     return "Graph.add_kernel" in done
 
 
@@ -176,7 +176,7 @@ def in_c(backend: Any) -> bool:
     if _fast.hot_module(backend) is None:
         return False
     install(backend)
-    done = backend.__dict__["_hot_methods"]
+    done = backend.memo["_hot_methods"]
     return (isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
             and not backend.several)  # (several devices: the Python adds record node devices)
 
@@ -189,7 +189,7 @@ def status(backend: Any) -> str:
         return f"Python ({why})"
     install(backend)
     install_kernel_nodes(backend)  # as the first kernel node would
-    done = backend.__dict__["_hot_methods"]
+    done = backend.memo["_hot_methods"]
     return f"C ({', '.join(done)})" if isinstance(done, list) else f"Python ({done})"
 
 
@@ -202,7 +202,7 @@ def direct_status(backend: Any) -> str:
     if _fast.hot_module(backend) is None:
         return "off (the compiled hot methods only)"
     install(backend)
-    return backend.__dict__.get("_direct_calls", "off (the hot methods stay Python)")
+    return backend.memo.get("_direct_calls", "off (the hot methods stay Python)")
 
 
 def _abi_direct_status(ops: Any) -> str:

@@ -87,14 +87,14 @@ def install_launch(backend: Any) -> bool:
     hot = _fast.hot_module(backend)
     if hot is None:
         return False
-    state = backend.__dict__.get("_hot_launch")
+    state = backend.memo.get("_hot_launch")
     if state is None:
         from ..device import DeviceBuffer, Stream
         from ..mempool import AsyncBuffer
         from ._library import Kernel, Library
 
         with _lock:
-            state = backend.__dict__.get("_hot_launch")
+            state = backend.memo.get("_hot_launch")
             if state is None:
                 try:
                     ffi = backend.ffi
@@ -114,7 +114,7 @@ def install_launch(backend: Any) -> bool:
                     state = "installed" if all(done) else "the hot module refused Stream.launch or Kernel.launch"
                 except (TypeError, ValueError, RuntimeError, AttributeError, backend.ffi.error) as exc:
                     state = f"{type(exc).__name__}: {exc}"  # the classes changed under the C: stay Python
-                backend.__dict__["_hot_launch"] = state
+                backend.memo["_hot_launch"] = state
     return state == "installed"
 
 
@@ -125,7 +125,7 @@ def status(backend: Any) -> str:
     if why is not None:
         return f"Python ({why})"
     return "C (Stream.launch, Kernel.launch)" if install_launch(backend) else \
-        f"Python ({backend.__dict__['_hot_launch']})"
+        f"Python ({backend.memo['_hot_launch']})"
 
 
 def memory_types() -> tuple[type, ...]:

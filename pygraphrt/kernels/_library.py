@@ -272,9 +272,9 @@ class Kernel(Launchable):
         key = (id(backend), int(backend.ffi.cast("uintptr_t", func)))
         if key not in _registry or signature is not None:
             _registry[key] = self
-        if "_kernel_launch" not in backend.__dict__:
+        if "_kernel_launch" not in backend.memo:
             # Compiled mode: Kernel.launch in C from the backend's first kernel on (kernels._hot).
-            backend.__dict__["_kernel_launch"] = _fast.install_method(backend, Kernel, "launch", "kernel_launch")
+            backend.memo["_kernel_launch"] = _fast.install_method(backend, Kernel, "launch", "kernel_launch")
 
     @classmethod
     def wrap(cls, obj: Any, signature: Any = None, *, kind: str | None = None,

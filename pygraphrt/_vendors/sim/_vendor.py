@@ -195,13 +195,14 @@ class SimBackend(Backend):
         self._info = None
         self.load_ms: dict[str, float] = {}  # nothing found or dlopened: no loading stages
         self.several = False  # (see Backend.__init__)
+        self.memo: dict[str, Any] = {}  # (see Backend.__init__)
 
     def nccl_library(self) -> Any:
         """The simulator's stand-in for libnccl (:mod:`._nccl`): what ``pygraphrt.nccl`` calls
         on this backend, unless ``PYGRAPHRT_NCCL`` names a library."""
-        lib = self.__dict__.get("_nccl")
+        lib = self.memo.get("_nccl")
         if lib is None:
             from ._nccl import SimNccl
 
-            lib = self.__dict__["_nccl"] = SimNccl(self)
+            lib = self.memo["_nccl"] = SimNccl(self)
         return lib
