@@ -517,10 +517,11 @@ def now_several(backend: Any) -> None:
         hooks = list(backend.memo.get("_several_hooks", ()))
     from ._handles import Owned
 
-    for obj in list(backend.live):  # (graphs by name: the graph layer sits above this one)
-        if isinstance(obj, Owned) and obj._handle is not None and any(
-                c.__name__ == "Graph" and c.__module__ == "pygraphrt.graph._graph" for c in type(obj).__mro__):
-            _record_existing_nodes(obj)
+    for obj in list(backend.live):  # (graphs by what they answer to: the graph layer sits above this one)
+        if isinstance(obj, Owned) and obj._handle is not None:
+            several = getattr(obj, "_several_devices", None)
+            if several is not None:
+                several()
     for off, _on in hooks:
         off()
 
@@ -528,7 +529,7 @@ def now_several(backend: Any) -> None:
 _several_lock = threading.Lock()
 
 
-def _record_existing_nodes(graph: Any) -> None:
+def record_existing_nodes(graph: Any) -> None:
     """Every node ``graph`` holds now as made on device 0 (where no device is recorded)."""
     table = node_devices(graph)
     try:

@@ -188,16 +188,22 @@ def test_end_of_an_invalidated_capture_into_a_graph(stream, buf):
     """The runtime destroys the target graph (CUDA 12.9/13.0, and the simulator): the Graph
     forgets its handle and says why when used."""
     g = rt.Graph()
-    g.add_memset(buf, 1, N)
+    first = g.add_memset(buf, 1, N)
+    g.add_memset(buf, 1, N, dependencies=[first])  # (add_memset keeps the graph's handle with these objects)
     cap = stream.begin_capture(graph=g)
     stream.memset(buf, 2, N)
     refusal(stream.synchronize, errors.StreamCaptureUnsupported)
     e = refusal(cap.end, errors.StreamCaptureInvalidated)
     assert e.api == "cudaStreamEndCapture" and "invalidated by Stream.StreamSynchronize" in e.detail
     assert not g.is_valid
+    why = ("the runtime destroyed this graph when the capture into it failed "
+           "(cudaStreamEndCapture of an invalidated capture)")
     e = refusal(g.nodes, errors.InvalidResourceHandle)
-    assert e.detail == ("the runtime destroyed this graph when the capture into it failed "
-                        "(cudaStreamEndCapture of an invalidated capture)")
+    assert e.detail == why
+    # the same objects again: refused by pygraphrt, saying why, not passed to the runtime with
+    # the handle it destroyed
+    e = refusal(lambda: g.add_memset(buf, 1, N, dependencies=[first]), errors.InvalidResourceHandle)
+    assert why in e.detail
 
 
 def test_a_target_graph_survives_abort_and_a_dropped_capture(buf):

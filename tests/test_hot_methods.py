@@ -75,6 +75,12 @@ ADD = PROBE + """
     case("sixteen", lambda: node(g.add_empty(dependencies=many[:16])))
     case("seventeen", lambda: node(g.add_empty(dependencies=many)))
     case("generator", lambda: node(g.add_empty(dependencies=(d for d in [r]))))
+    # other sequences of one (the Python methods' pattern takes any; the C hands them over)
+    import collections
+    case("deque of one", lambda: node(g.add_empty(dependencies=collections.deque([r]))))
+    case("range of one", lambda: node(g.add_empty(dependencies=range(1))))
+    case("string of one", lambda: node(g.add_empty(dependencies="r")))
+    case("dict of one", lambda: node(g.add_empty(dependencies={r: 1})))
     case("builder", lambda: node(r.empty()))
     case("default edge data", lambda: node(g.add_empty(dependencies=[r], edges=[DEFAULT_EDGE])))
     other = rt.Graph().add_empty()
@@ -109,6 +115,10 @@ ADD = PROBE + """
     case("memset too few", lambda: g.add_memset(a, 1))
     case("memset edge data", lambda: node(g.add_memset(a, 1, 1, dependencies=[r], edges=[DEFAULT_EDGE])))
     case("memset another graph's node", lambda: g.add_memset(a, 1, 1, dependencies=[other]))
+    case("memset deque of one", lambda: node(g.add_memset(a, 5, 4, dependencies=collections.deque([r]))))
+    case("memset tuple of one", lambda: node(g.add_memset(a, 5, 4, dependencies=(r,))))
+    case("memset range of one", lambda: node(g.add_memset(a, 5, 4, dependencies=range(1))))
+    case("memset string of one", lambda: node(g.add_memset(a, 5, 4, dependencies="r")))
     case("memset, buffer kept once", lambda: (g.add_memset(buf, 1, 1), g._keep.count(buf)))
     others = [borrowed_buffer(a + 8 * i, 8) for i in range(8)]
     case("memset, buffer past the keep window", lambda: ([g.add_memset(o, 1, 1) for o in others],
@@ -610,7 +620,8 @@ def either_fake(request, tmp_path_factory):
 def test_adding_nodes_same_results_c_for_the_common_calls(either_fake):
     paths = _same_results_and_paths(either_fake, ADD)
     c = {"no dependencies", "empty list", "None", "one", "tuple of two", "sixteen", "builder", "unbound call",
-         "memset int", "memset keywords", "memset 4-byte max", "memset buffer", "memset, buffer kept once",
+         "memset int", "memset keywords", "memset 4-byte max", "memset buffer", "memset tuple of one",
+         "memset, buffer kept once",
          "memset, buffer past the keep window",
          "bulk specs", "full graph", "full graph, memset"}  # bulk specs: add_nodes calls the C methods
     assert {label for label, path in paths.items() if path == "c"} == c
@@ -637,6 +648,12 @@ def test_adding_nodes_results(fake_cudart):  # noqa: F811
     assert rows["memset 4-byte max"] == str(2**32 - 1)
     assert rows["memset buffer"].endswith(", True, True)")
     assert rows["memset value too big"].startswith("InvalidValue")
+    for shape in ("deque of one", "dict of one", "memset deque of one", "memset tuple of one"):
+        assert rows[shape].endswith(" deps=['r'] True"), shape  # (a dict: its keys, as iterating it gives)
+    for shape in ("range of one", "memset range of one"):
+        assert rows[shape].startswith("InvalidValue") and "0 is not a Node" in rows[shape], rows[shape]
+    for shape in ("string of one", "memset string of one"):
+        assert rows[shape].startswith("InvalidValue"), rows[shape]
     # the buffer the case before kept: one of the keep list's last entries, so no second entry;
     # once eight other objects came after it, a new one
     assert rows["memset, buffer kept once"].endswith(", 1)")

@@ -112,15 +112,19 @@ def test_nodes_made_before_and_after_a_second_device_came_into_use_know_their_de
             g = rt.Graph()
             a = g.add_empty()  # device 0, the only one in use yet: not in the table
             b = g.add_memset(buf0, 0, 64, dependencies=[a])
+            b2 = g.add_memset(buf0, 0, 64, dependencies=[b])  # (the packed values reused)
             with rt.Device(1):
+                # the very objects add_memset packed before the second device came into use
+                b3 = g.add_memset(buf0, 0, 64, dependencies=[b2])
+                b4 = g.add_memset(buf0, 0, 64, dependencies=[b3])
                 buf1 = rt.malloc(64)
-                c = g.add_empty(dependencies=[b])
+                c = g.add_empty(dependencies=[b2])
                 d = g.add_memset(buf1, 0, 64, dependencies=[c])
-                d2 = g.add_memset(buf1, 0, 64, dependencies=[d])  # (the packed values reused)
+                d2 = g.add_memset(buf1, 0, 64, dependencies=[d])  # (the same objects again)
             e = g.add_memset(buf0, 0, 64, dependencies=[d2], device=0)
-            assert [n.device for n in (a, b, c, d, d2, e)] == [0, 0, 1, 1, 1, 0]
-            assert _same(g.nodes(), [a, b, c, d, d2, e])
-            assert {g._wrap(n.handle).device for n in (c, d, d2)} == {1}
+            assert [n.device for n in (a, b, b2, c, d, d2, b3, b4, e)] == [0, 0, 0, 1, 1, 1, 1, 1, 0]
+            assert _same(g.nodes(), [a, b, b2, c, d, d2, b3, b4, e])
+            assert {g._wrap(n.handle).device for n in (c, d, d2, b3, b4)} == {1}
         finally:
             multidevice._reset_several(backend)
 

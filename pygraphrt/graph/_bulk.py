@@ -205,7 +205,7 @@ def _abi_loop(graph: "Graph", seq: Sequence[Any], i: int, made: NodeList, names:
         return i
     add_memset: Any = None
     p, pack, _ = graph._memset or graph._make_memset_cell()
-    graph._memset_last = None  # this loop refills add_memset's struct (Graph._memset_last)
+    graph._memset_last = _params.NO_MEMSET  # this loop refills add_memset's struct (Graph._memset_last)
     handles, kinds, cache, keep = made._handles, made._kinds, made._cache, graph._keep
     keep_alive = _operands.keep
     # The array is exported while the loop runs (it cannot move); node handles are read from

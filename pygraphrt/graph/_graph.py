@@ -17,8 +17,8 @@ from .._operands import ptr as _ptr
 from ..device import Device, DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
-from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode, EventRecordNode, EventWaitNode,
-                    ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
+from ._node import (DEPENDENCY_CLASSES, NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode,
+                    EventRecordNode, EventWaitNode, ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
 from ._node import check_edges as _check_edges
@@ -65,6 +65,15 @@ class _Calls:
     def refused(self, api: str, rc: int, *args: Any) -> int:
         """What stands where ``calls.<api>(*args)`` returned ``rc`` (non-zero): ``ops.refused``."""
         return self._ops.refused(api, getattr(self, api), rc, *args)
+
+    def retry(self, api: str, rc: int, *args: Any) -> None:
+        """:meth:`refused`, raising the error of what stands (the vendor's code, naming ``api``)
+        unless it is success: the add paths' one line after a non-zero result, which keeps
+        their own code short enough for CPython to jump over it without EXTENDED_ARG."""
+        rc = self._ops.refused(api, getattr(self, api), rc, *args)
+        if rc:
+            ops = self._ops
+            raise ops.error(rc, ops.prefix + api)
 
 
 def _calls(backend: Any) -> _Calls:
@@ -184,9 +193,15 @@ class Graph(Owned):
         self._memset: Any = None  # the memset-params cell (_make_memset_cell), made on first use
         self._memset_fn: Any = None  # (and its function, with it)
         # The plain (dst, value, count, element_size, height, pitch) objects add_memset last packed
-        # into the cell's struct, and the struct; None when it holds anything else (whoever else
-        # writes it -- the generic validation, add_nodes' loop -- sets None).
-        self._memset_last: tuple[Any, ...] | None = None
+        # into the cell's struct, the struct, and what the call takes that stays as long as the
+        # graph -- the runtime's function, the dependency and output cells -- and what says
+        # whether dst is still open (the buffer; _params.OPEN for an address), the graph's
+        # handle (whatever drops it drops this: close, _disown) and the node list's append:
+        # one tuple unpacked per call costs less than reading each.  _params.NO_MEMSET while
+        # the struct holds anything else (whoever else writes it -- the generic validation,
+        # add_nodes' loop -- sets that) and while several devices are in use (the nodes' devices
+        # are recorded then, by the general path: _several_devices).
+        self._memset_last: tuple[Any, ...] = _params.NO_MEMSET
         # The same for the kernel nodes' hot adders (graph/_kernel.build_adder): the kernel of
         # the last node one made, the scratch (out of the kernel's pool while here) and struct
         # it was made from, and the objects they were filled from.
@@ -269,12 +284,29 @@ class Graph(Owned):
             owner = getattr(getattr(owner, "_graph", None), "_owner", None)
         return found
 
+    def _several_devices(self) -> None:
+        """The backend is now used with several devices (pygraphrt.multidevice.now_several,
+        once): the nodes made so far are device 0's (all there was), and add_memset stops taking
+        its remembered struct, whose path records no device."""
+        from ..multidevice import record_existing_nodes
+
+        self._memset_last = _params.NO_MEMSET
+        record_existing_nodes(self)
+
+    def _disown(self) -> Any:
+        self._memset_last = _params.NO_MEMSET  # (it holds the handle this drops)
+        return super()._disown()
+
+    def _take_ownership(self, handle: Any) -> None:
+        self._memset_last = _params.NO_MEMSET
+        super()._take_ownership(handle)
+
     def close(self) -> None:
         """Destroy the graph now.  Executable graphs made from it stay usable."""
         super().close()
         self._nodes.clear()
         self._fresh.clear()
-        self._memset_last = self._kernel_last = None  # (what they hold is the keep list's)
+        self._memset_last, self._kernel_last = _params.NO_MEMSET, None  # (what they hold is the keep list's)
 
     # -- node table ---------------------------------------------------------
     def _table(self) -> dict[Any, Node | _WeakRef[Node]]:
@@ -449,10 +481,7 @@ class Graph(Owned):
         fn = getattr(calls, api)
         rc = fn(out, h, arr, n, args[0]) if len(args) == 1 else fn(out, h, arr, n, *args)
         if rc:
-            rc = calls.refused(api, rc, out, h, arr, n, *args)
-            if rc:
-                ops = self._backend.ops
-                raise ops.error(rc, ops.prefix + api)
+            calls.retry(api, rc, out, h, arr, n, *args)
         return self._new_node(cls, out[0])
 
     def _add_with_edge_data(self, api: str, deps: list[Node], edges: list[EdgeData],
@@ -477,35 +506,31 @@ class Graph(Owned):
     def add_empty(self, *, dependencies: Iterable[Node] | None = None,
                   edges: Sequence[EdgeData] | None = None) -> Node:
         """An empty node: a join point with no work."""
-        # The hot path of explicit building, inlined: a list/tuple of at most one live
-        # node of this graph, no edge data.  Anything else takes _add.
+        # The hot path of explicit building, inlined: a sequence of one live node of this
+        # graph (the pattern tests a list or tuple and its length in fewer steps than type()
+        # and len() would), no edge data.  Anything else takes _add.
         h = self._handle
-        t = dependencies.__class__
-        if edges is None and h is not None and (t is list or t is tuple):
-            n = len(dependencies)  # type: ignore[arg-type]
-            if n == 1:
-                d = dependencies[0]  # type: ignore[index]
-                if isinstance(d, Node) and d._graph is self:
-                    dh = d._handle
+        if edges is None and h is not None:
+            match dependencies:
+                case [d]:
                     fn = self._empty_fn
-                    if dh is not None and fn is not None:
-                        arr = self._dep1
-                        arr[0] = dh
-                        out = self._out1
-                        rc = fn(out, h, arr, 1)
-                        if rc:
-                            rc = self._calls.refused("GraphAddEmptyNode", rc, out, h, arr, 1)
+                    if d.__class__ in DEPENDENCY_CLASSES and d._graph is self and fn is not None:
+                        dh = d._handle
+                        if dh is not None:
+                            arr = self._dep1
+                            arr[0] = dh
+                            out = self._out1
+                            rc = fn(out, h, arr, 1)
                             if rc:
-                                ops = self._backend.ops
-                                raise ops.error(rc, ops.prefix + "GraphAddEmptyNode")
-                        # _new_node, inlined: a Python call costs a fifth of this path
-                        node = EmptyNode()
-                        node._graph = self
-                        node._handle = out[0]
-                        self._fresh.append(node)
-                        if self._backend.several:
-                            _record_node(self, node)
-                        return node
+                                self._calls.retry("GraphAddEmptyNode", rc, out, h, arr, 1)
+                            # _new_node, inlined: a Python call costs a fifth of this path
+                            node = EmptyNode()
+                            node._graph = self
+                            node._handle = out[0]
+                            self._fresh.append(node)
+                            if self._backend.several:
+                                _record_node(self, node)
+                            return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     @keywords_follow
@@ -519,28 +544,31 @@ class Graph(Owned):
         # The struct holds the last plain values this method packed (their checks passed then):
         # the same objects again -- a loop's constants -- are neither checked nor packed again;
         # only a buffer's being open is.  (Identity, not equality: True == 1 and 0.0 == 0 must
-        # still take the checks that refuse them.)  last: those six objects and the struct.
-        last = self._memset_last
-        if (last is not None and dst is last[0] and value is last[1] and count is last[2]
-                and element_size is last[3] and height is last[4] and pitch is last[5] and _kw_only is KEYWORDS
-                and (device is None or _only_device(self, device))
-                and (dst.__class__ is int or dst._handle is not None)):
-            p = last[6]
-        elif _kw_only is not KEYWORDS:
-            raise positional_error("Graph.add_memset")
-        elif device is not None and not _only_device(self, device):
-            # (a partial, not a lambda: a closure would make every argument a cell variable,
-            # created on every call of this method, the hot ones included)
-            return _placed(self, device, "add_memset", _partial(
-                self.add_memset, dst, value, count, element_size=element_size, height=height, pitch=pitch,
-                dependencies=dependencies, edges=edges))
-        else:
+        # still take the checks that refuse them.)  last: those six objects, the struct, and
+        # what the call takes from this graph, read once when it was packed (see _memset_last
+        # in __init__).  (The test is written as "anything differs" so that each failing part
+        # jumps into the block right below it, and the hot path pays one far jump, not one per
+        # part: a jump past a long block costs CPython an EXTENDED_ARG each.)
+        l_dst, l_value, l_count, l_size, l_height, l_pitch, p, fn, arr, out, l_open, h, append = self._memset_last
+        if (dst is not l_dst or value is not l_value or count is not l_count
+                or element_size is not l_size or height is not l_height or pitch is not l_pitch
+                or l_open._handle is None or _kw_only is not KEYWORDS or edges is not None
+                or (device is not None and not _only_device(self, device))):
+            if _kw_only is not KEYWORDS:
+                raise positional_error("Graph.add_memset")
+            if device is not None and not _only_device(self, device):
+                # (a partial, not a lambda: a closure would make every argument a cell variable,
+                # created on every call of this method, the hot ones included)
+                return _placed(self, device, "add_memset", _partial(
+                    self.add_memset, dst, value, count, element_size=element_size, height=height, pitch=pitch,
+                    dependencies=dependencies, edges=edges))
             # The runtime copies the parameters when it makes the node: one struct per graph,
             # refilled each time.  Plain ints and pygraphrt buffers are written directly;
             # anything else (and every error) takes the generic validation.
             p, pack, _ = self._memset or self._make_memset_cell()
-            self._memset_last = None  # (until pack has written every field)
+            self._memset_last = _params.NO_MEMSET  # (until pack has written every field)
             limit = _MEMSET_LIMIT.get(element_size) if type(element_size) is int else None
+            td: Any = None
             if (limit is not None and type(value) is int and value < limit and type(count) is int
                     and type(height) is int and type(pitch) is int):
                 # The lower bounds and the fields' own upper bounds are pack's: it refuses a value
@@ -559,47 +587,41 @@ class Graph(Owned):
                         td = None
                 except (_StructError, OverflowError):
                     td = None
+            fn = self._memset_fn
+            h = self._handle
+            # (fn or h None: _add raises saying why -- NotSupported, closed; several devices in
+            # use: _add records the node's device, and the struct is not remembered, so that the
+            # path below need not ask -- _several_devices forgets it when that begins)
+            if td is None or fn is None or h is None or self._backend.several:
                 if td is None:
                     _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
                                           what="add_memset")
                     self._keep_operand(dst)
-                else:
-                    self._memset_last = (dst, value, count, element_size, height, pitch, p)
-            else:
-                _params.memset_fields(self._backend, p, dst, value, count, element_size, height, pitch,
-                                      what="add_memset")
-                self._keep_operand(dst)
                 return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
-        # Inlined as in add_empty: at most one live dependency of this graph, no edge data.
-        h = self._handle
-        t = dependencies.__class__
-        fn = self._memset_fn
-        if edges is None and h is not None and (t is list or t is tuple) and fn is not None:
-            n = len(dependencies)  # type: ignore[arg-type]
-            arr = None
-            if n == 1:
-                d = dependencies[0]  # type: ignore[index]
-                if isinstance(d, Node) and d._graph is self and d._handle is not None:
-                    arr = self._dep1
-                    arr[0] = d._handle
-            elif n == 0:
-                arr = self._backend.ffi.NULL
-            if arr is not None:
-                out = self._out1
-                rc = fn(out, h, arr, n, p)
-                if rc:
-                    rc = self._calls.refused("GraphAddMemsetNode", rc, out, h, arr, n, p)
-                    if rc:
-                        ops = self._backend.ops
-                        raise ops.error(rc, ops.prefix + "GraphAddMemsetNode")
-                # _new_node, inlined (as in add_empty)
-                node = MemsetNode()
-                node._graph = self
-                node._handle = out[0]
-                self._fresh.append(node)
-                if self._backend.several:
-                    _record_node(self, node)
-                return node
+            arr, out, append = self._dep1, self._out1, self._fresh.append
+            self._memset_last = (dst, value, count, element_size, height, pitch, p, fn, arr, out,
+                                 dst if td is DeviceBuffer else _params.OPEN, h, append)
+            if edges is not None:
+                return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
+        # Inlined as in add_empty: one live dependency of this graph, in a sequence of one (a
+        # list, as a loop building a chain or a fan-out gives, or a tuple: the pattern below
+        # tests that, and the length, in fewer steps than type() and len() would); anything
+        # else takes _add with the struct.
+        match dependencies:
+            case [d]:
+                if d.__class__ in DEPENDENCY_CLASSES and d._graph is self:
+                    dh = d._handle
+                    if dh is not None:
+                        arr[0] = dh
+                        rc = fn(out, h, arr, 1, p)
+                        if rc:
+                            self._calls.retry("GraphAddMemsetNode", rc, out, h, arr, 1, p)
+                        # _new_node, inlined (as in add_empty)
+                        node = MemsetNode()
+                        node._graph = self
+                        node._handle = out[0]
+                        append(node)
+                        return node
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,

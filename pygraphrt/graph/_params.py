@@ -42,6 +42,22 @@ def memset_fields(backend: Any, target: Any, dst: Any, value: int, count: int,
 _MEMSET_FIELDS = ("dst", "value", "elementSize", "width", "height", "pitch")
 
 
+class Open:
+    """What stands for a buffer in ``Graph._memset_last`` where ``dst`` was an address: as a
+    buffer's, its ``_handle`` is not None while the memory may be set (always, for an address)."""
+
+    __slots__ = ("_handle",)
+
+    def __init__(self) -> None:
+        self._handle = True
+
+
+OPEN = Open()
+#: Graph._memset_last when the struct holds nothing add_memset packed: no argument is its first
+#: object (a private one), so the test finds a difference at once.
+NO_MEMSET: tuple[Any, ...] = (Open(),) * 13
+
+
 def memset_packer(ffi: Any, ctype: str) -> tuple[Any, Callable[..., None], Callable[..., None]]:
     """A zeroed memset-params struct of ``ctype``, ``pack(dst, value, element_size, width,
     height, pitch)`` writing already validated values into it (``dst`` an int address) in
