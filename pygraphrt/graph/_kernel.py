@@ -259,9 +259,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "        out = graph._out1",
         "        rc = add_fn(out, h, arr, nd, p)",
         "        if rc:",
-        "            rc = calls.refused(API, rc, out, h, arr, nd, p)",
-        "            if rc:",
-        "                raise error(rc, NAME)",
+        "            calls.retry(API, rc, out, h, arr, nd, p)",
         "    except BaseException:",
         "        if scratch is not None:",
         "            pool.append(scratch)",
@@ -301,14 +299,12 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "        pool.append(scratch)",
         "    return node",
     ]
-    ops = backend.ops
     env: dict[str, Any] = {
         "backend": backend, "library": library, "slow": _add_general, "memory": memory_types(),
         "pointer_of": functools.partial(device_address, backend), "StructError": struct.error,
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
         "Node": Node, "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
-        "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "error": ops.error,
-        "NAME": ops.prefix + "GraphAddKernelNode", "keep_alive": keep_alive,
+        "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "keep_alive": keep_alive,
     }
     exec(compile("\n".join(body) + "\n", f"<pygraphrt kernel node of {kernel.name}>", "exec"), env)
     hot = env["hot"]
