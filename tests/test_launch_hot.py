@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import struct
 import subprocess
@@ -238,6 +239,9 @@ def test_kernel_nodes_hot_adder_agrees_with_the_general_path(backend):
     buf, other_buf = rt.malloc(64), rt.malloc(64)
     g, other = rt.Graph(), rt.Graph()
     root, second, foreign = g.add_empty(), g.add_empty(), other.add_empty()
+    dead = g.add_empty()
+    dead.destroy()
+    exe = g.instantiate()  # has _graph (this graph) and _handle, and is no node
     hot_k_first = g.add_kernel(hot_k, 1, 32, [buf, 1, 1.0])
     plain_k_first = g.add_kernel(plain_k, 1, 32, [buf, 1, 1.0])
     hot = hot_k._node_hot
@@ -268,6 +272,10 @@ def test_kernel_nodes_hot_adder_agrees_with_the_general_path(backend):
         ("another graph's node", 1, 1, (buf, 1, 1.0), 0, [foreign], False),
         ("another graph's node among two", 1, 1, (buf, 1, 1.0), 0, [root, foreign], True),
         ("not a node", 1, 1, (buf, 1, 1.0), 0, ["root"], False),
+        ("an executable graph of this graph", 1, 1, (buf, 1, 1.0), 0, [exe], False),
+        ("a destroyed node", 1, 1, (buf, 1, 1.0), 0, [dead], False),
+        ("a deque of one", 1, 1, (buf, 1, 1.0), 0, collections.deque([root]), True),
+        ("a set of one", 1, 1, (buf, 1, 1.0), 0, {root}, False),
         ("a closed buffer", 1, 1, (other_buf, 1, 1.0), 0, [root], False),
         ("back to ints", 2, 64, (0x1000, 5, 2), 0, [root], True),
     ]

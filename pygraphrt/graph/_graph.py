@@ -17,7 +17,7 @@ from .._operands import ptr as _ptr
 from ..device import Device, DeviceBuffer, Event, Stream
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
-from ._node import (DEPENDENCY_CLASSES, NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode,
+from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode,
                     EventRecordNode, EventWaitNode, ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
                     HostNode, KernelNode, MemAllocNode, MemcpyNode, MemFreeNode, MemsetNode, Node,
                     OtherNode)
@@ -508,29 +508,35 @@ class Graph(Owned):
         """An empty node: a join point with no work."""
         # The hot path of explicit building, inlined: a sequence of one live node of this
         # graph (the pattern tests a list or tuple and its length in fewer steps than type()
-        # and len() would), no edge data.  Anything else takes _add.
+        # and len() would; the node's class by the mark every node class has, Node._is_node),
+        # no edge data.  Anything else takes _add, which says what is wrong.
         h = self._handle
         if edges is None and h is not None:
             match dependencies:
                 case [d]:
-                    fn = self._empty_fn
-                    if d.__class__ in DEPENDENCY_CLASSES and d._graph is self and fn is not None:
-                        dh = d._handle
-                        if dh is not None:
-                            arr = self._dep1
-                            arr[0] = dh
-                            out = self._out1
-                            rc = fn(out, h, arr, 1)
-                            if rc:
-                                self._calls.retry("GraphAddEmptyNode", rc, out, h, arr, 1)
-                            # _new_node, inlined: a Python call costs a fifth of this path
-                            node = EmptyNode()
-                            node._graph = self
-                            node._handle = out[0]
-                            self._fresh.append(node)
-                            if self._backend.several:
-                                _record_node(self, node)
-                            return node
+                    try:
+                        d.__class__._is_node
+                    except AttributeError:
+                        pass
+                    else:
+                        fn = self._empty_fn
+                        if d._graph is self and fn is not None:
+                            dh = d._handle
+                            if dh is not None:
+                                arr = self._dep1
+                                arr[0] = dh
+                                out = self._out1
+                                rc = fn(out, h, arr, 1)
+                                if rc:
+                                    self._calls.retry("GraphAddEmptyNode", rc, out, h, arr, 1)
+                                # _new_node, inlined: a Python call costs a fifth of this path
+                                node = EmptyNode()
+                                node._graph = self
+                                node._handle = out[0]
+                                self._fresh.append(node)
+                                if self._backend.several:
+                                    _record_node(self, node)
+                                return node
         return self._add("GraphAddEmptyNode", dependencies, edges, cls=EmptyNode)
 
     @keywords_follow
@@ -605,23 +611,28 @@ class Graph(Owned):
                 return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
         # Inlined as in add_empty: one live dependency of this graph, in a sequence of one (a
         # list, as a loop building a chain or a fan-out gives, or a tuple: the pattern below
-        # tests that, and the length, in fewer steps than type() and len() would); anything
-        # else takes _add with the struct.
+        # tests that, and the length, in fewer steps than type() and len() would; its class
+        # by Node._is_node); anything else takes _add with the struct.
         match dependencies:
             case [d]:
-                if d.__class__ in DEPENDENCY_CLASSES and d._graph is self:
-                    dh = d._handle
-                    if dh is not None:
-                        arr[0] = dh
-                        rc = fn(out, h, arr, 1, p)
-                        if rc:
-                            self._calls.retry("GraphAddMemsetNode", rc, out, h, arr, 1, p)
-                        # _new_node, inlined (as in add_empty)
-                        node = MemsetNode()
-                        node._graph = self
-                        node._handle = out[0]
-                        append(node)
-                        return node
+                try:
+                    d.__class__._is_node
+                except AttributeError:
+                    pass
+                else:
+                    if d._graph is self:
+                        dh = d._handle
+                        if dh is not None:
+                            arr[0] = dh
+                            rc = fn(out, h, arr, 1, p)
+                            if rc:
+                                self._calls.retry("GraphAddMemsetNode", rc, out, h, arr, 1, p)
+                            # _new_node, inlined (as in add_empty)
+                            node = MemsetNode()
+                            node._graph = self
+                            node._handle = out[0]
+                            append(node)
+                            return node
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 
     def add_memcpy(self, dst: Any, src: Any, count: int, *,

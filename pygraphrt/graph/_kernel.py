@@ -27,7 +27,7 @@ from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lo
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
-from ._node import Dim3, KernelNode, Node
+from ._node import Dim3, KernelNode
 from ._node import check_edges as _check_edges
 
 if TYPE_CHECKING:
@@ -197,19 +197,25 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
     else:
         body += ["    if args:", f"        {slow}"]
     body += [
-        # the dependencies: none, or a live node of this graph (checked here), or more (checked
-        # by Graph._dep_array, once the arguments have packed: the general path's order)
-        "    if deps is None:",
-        "        nd = 0",
-        "    else:",
-        "        td = deps.__class__",
-        "        if td is not list and td is not tuple:",
-        f"            {slow}",
-        "        nd = len(deps)",
-        "        if nd == 1:",
-        "            d = deps[0]",
-        "            if not isinstance(d, Node) or d._graph is not graph or d._handle is None:",
+        # the dependencies: none, or a live node of this graph (checked here: a sequence of one,
+        # by the pattern; its class by the mark every node class has, Node._is_node), or a list or
+        # tuple of more (checked by Graph._dep_array, once the arguments have packed: the general
+        # path's order); anything else takes the general path, which says what is wrong
+        "    match deps:",
+        "        case [d]:",
+        "            nd = 1",
+        "            try:",
+        "                d.__class__._is_node",
+        "            except AttributeError:",
         f"                {slow}",
+        "            if d._graph is not graph or d._handle is None:",
+        f"                {slow}",
+        "        case None:",
+        "            nd = 0",
+        "        case list() | tuple():",
+        "            nd = len(deps)",
+        "        case _:",
+        f"            {slow}",
         "    last = graph._kernel_last",
         "    h = graph._handle",
         f"    if {same} and h is not None{open_} and kernel._func is not None{lib_open}:",
@@ -303,7 +309,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "backend": backend, "library": library, "slow": _add_general, "memory": memory_types(),
         "pointer_of": functools.partial(device_address, backend), "StructError": struct.error,
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
-        "Node": Node, "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
+        "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
         "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "keep_alive": keep_alive,
     }
     exec(compile("\n".join(body) + "\n", f"<pygraphrt kernel node of {kernel.name}>", "exec"), env)

@@ -67,6 +67,13 @@ class Node:
     """
 
     node_type: NodeType | None = None
+    #: What the Python add paths tell a dependency's class by (a subclass's too, as
+    #: isinstance would): ``d.__class__._is_node`` is a read CPython 3.11+ specializes (an
+    #: attribute of the class object itself, found by type version), about half of what a set
+    #: of classes or isinstance costs per node; any other class raises AttributeError there,
+    #: and the general path (isinstance) says what is wrong.  Its presence is the mark, not
+    #: its value.
+    _is_node = True
     __slots__ = ("_graph", "_handle", "__weakref__")
     _graph: "Graph"
     _handle: Any  # the runtime's handle; None once the node is destroyed
@@ -579,10 +586,6 @@ NODE_CLASSES: dict[NodeType, type[Node]] = {
                                    KernelNode, ConditionalNode, ExternalSemaphoreSignalNode,
                                    ExternalSemaphoreWaitNode)
 }
-#: The node classes the Python add paths take a dependency of by its class alone: a set lookup
-#: costs CPython less than isinstance.  A node of any other class (HIP's own node types, a
-#: subclass) takes the general path, which checks it with isinstance.
-DEPENDENCY_CLASSES: frozenset[type[Node]] = frozenset(NODE_CLASSES.values())
 
 
 def new_node(cls: type[Node], graph: "Graph", handle: Any) -> Node:
