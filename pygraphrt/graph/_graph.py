@@ -70,7 +70,7 @@ class _Calls:
         """:meth:`refused`, raising the error of what stands (the vendor's code, naming ``api``)
         unless it is success: the add paths' one line after a non-zero result, which keeps
         their own code short enough for CPython to jump over it without EXTENDED_ARG."""
-        rc = self._ops.refused(api, getattr(self, api), rc, *args)
+        rc = self.refused(api, rc, *args)
         if rc:
             ops = self._ops
             raise ops.error(rc, ops.prefix + api)
