@@ -169,6 +169,13 @@ def test_inferred_graph_is_the_hazard_graph(program):
         g.node(f"n{idx}", fn)
     got = {(a.index, b.index): {(h.variable, h.kind.value) for h in hz} for a, b, hz in g.topology()}
     assert got == reference_hazards(program)
+    # The build's edges (index_accesses: no hazards) are these, each once, grouped by target in
+    # order; the variable index an update reads holds each variable's nodes, in order, once each.
+    sources, targets = g._pairs_now()
+    pairs = list(zip(sources, targets))
+    assert len(set(pairs)) == len(pairs) and set(pairs) == set(got) and targets == sorted(targets)
+    assert g._users == {vs[v]: [j for j, (r, w) in enumerate(program) if v in r | w]
+                        for v in range(5) if any(v in r | w for r, w in program)}
     # Independent nodes stay independent: no edge between nodes sharing no written variable.
     for (i, j) in got:
         ri, wi = program[i]
@@ -303,3 +310,96 @@ def test_nested_evaluation_is_refused():
     g2 = ComputeGraph(vars)
     g2.node("after", lambda ctx: None)
     assert g2.topology() == []  # the failed evaluation left no recorder behind
+
+
+def test_a_context_a_closure_keeps_is_never_handed_to_another_evaluation():
+    # Evaluations reuse a context no closure kept (compute._graph._evaluate); a kept one stays
+    # the keeper's: its node, phase and work unchanged by the evaluations after it.
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(4))
+    g = ComputeGraph(vars)
+    kept, seen = [], []
+
+    def keeper(ctx):
+        kept.append(ctx)
+        ctx.memset(x.write(), 0)
+
+    def other(ctx):
+        seen.append((id(ctx), ctx.node, ctx.phase))
+        x.read()
+        ctx.host(print)
+
+    g.node("keeper", keeper)
+    for i in range(3):
+        g.node(f"other{i}", other)
+    g.check()  # two phases: topology, check
+    assert [c.node for c in kept] == ["keeper", "keeper"] and kept[0] is not kept[1]
+    assert [c.phase for c in kept] == ["topology", "check"]
+    assert all([w.describe() for w in c.items] == ["memset 32 B"] for c in kept)
+    # (a kept context lives on, so no other object takes its id)
+    assert all(i != id(kept[0]) for i, _, _ in seen)
+    assert all(i != id(kept[1]) for i, _, p in seen if p == "check")
+    assert [(n, p) for _, n, p in seen] == [(f"other{i}", p) for p in ("topology", "check") for i in range(3)]
+    assert [n.name for n in g["other0"].dependencies] == ["keeper"]
+
+
+def test_closures_evaluated_in_two_threads_at_once_record_their_own_accesses():
+    # Each thread has its own active recorder: a closure running in one thread while another
+    # thread evaluates records into its own node, and a read outside any closure is refused
+    # even while another thread is inside one.  Every wait is bounded.
+    import threading
+
+    vars = VarManager()
+    a, b = vars.buffer("a", np.zeros(4)), vars.buffer("b", np.zeros(4))
+    inside, release = threading.Event(), threading.Event()
+    g1, g2 = ComputeGraph(vars, "g1"), ComputeGraph(vars, "g2")
+
+    def slow_writer(ctx):
+        a.write()
+        inside.set()
+        assert release.wait(30)
+        ctx.host(print)
+
+    g1.node("w", slow_writer)
+    g1.node("r", lambda ctx: (a.read(), ctx.host(print)))
+    g2.node("w", lambda ctx: (b.write(), ctx.host(print)))
+    g2.node("r", lambda ctx: (b.read(), ctx.host(print)))
+    out: dict[str, object] = {}
+
+    def run_g1():
+        try:
+            out["g1"] = [(x.name, y.name) for x, y, _ in g1.topology()]
+        except BaseException as e:  # (reported below)
+            out["g1"] = e
+
+    t = threading.Thread(target=run_g1)
+    t.start()
+    try:
+        assert inside.wait(30)
+        # g1's closure is running in t: this thread evaluates g2 and reads outside any closure
+        assert [(x.name, y.name) for x, y, _ in g2.topology()] == [("w", "r")]
+        with pytest.raises(errors.IllegalState, match="inside a compute-graph node"):
+            a.read()
+    finally:
+        release.set()
+        t.join(30)
+    assert not t.is_alive()
+    assert out["g1"] == [("w", "r")]
+    assert (g1["w"].reads, g1["w"].writes) == ((), (a,)) and (g2["w"].reads, g2["w"].writes) == ((), (b,))
+
+
+def test_a_variable_accessed_twice_is_recorded_once_in_the_order_first_accessed():
+    vars = VarManager()
+    x, y, z = (vars.buffer(n, np.zeros(4)) for n in "xyz")
+    g = ComputeGraph(vars)
+
+    def twice(ctx):
+        y.read(), x.read(), y.read(), z.read_write(), z.write(), x.write()
+        ctx.host(print)
+
+    g.node("twice", twice)
+    g.node("one", lambda ctx: (y.read(), y.read(), ctx.host(print)))
+    g.check()  # (the two phases' records compare equal)
+    assert g["twice"].reads == (y, x, z) and g["twice"].writes == (z, x)
+    assert g["one"].reads == (y,) and g["one"].writes == ()
+    assert g._users == {y: [0, 1], x: [0], z: [0]}

@@ -132,7 +132,7 @@ def test_an_update_runs_and_sets_only_the_rebound_variables_nodes(sim1):
     assert g._users[vs[2]] == sorted(users)
     evaluated: list[str] = []
     real = g._evaluate
-    g._evaluate = lambda n, phase: (evaluated.append(n.name), real(n, phase))[1]  # type: ignore[method-assign]
+    g._evaluate = lambda n, *rest: (evaluated.append(n.name), real(n, *rest))[1]  # type: ignore[method-assign]
     with counted_calls(sim1) as calls:
         vs[2].update(others[2])
         report = g.update()

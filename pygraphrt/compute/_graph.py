@@ -18,14 +18,24 @@ called in several phases and must issue the same work each time:
 
 from __future__ import annotations
 
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
-from ._topology import PAIR_LOW, PAIR_SHIFT, Hazard, edge_pairs, infer
-from ._vars import Var, VarManager, _active
+from ._topology import Hazard, index_accesses, infer
+from ._vars import Var, VarManager, _Slot, thread_slot
 from ._work import CannotSet, NodeContext, Work, same_shapes
+
+# A NodeContext nothing but the evaluating frame holds has this reference count (its local name,
+# and getrefcount's argument) in the CPython versions whose counting this relies on; elsewhere
+# (3.14's borrowed references, free-threaded builds, other interpreters) every evaluation makes
+# its own context.
+_refcount: Callable[[object], int] | None = (
+    sys.getrefcount if sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
+    and sys.implementation.name == "cpython" else None)
+_UNKEPT = 2
 
 if TYPE_CHECKING:
     from ..device import Device, Stream
@@ -94,14 +104,16 @@ class ComputeNode:
     def dependencies(self) -> list["ComputeNode"]:
         """The nodes this node runs after: those the compute graph inferred from the variables they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[k >> PAIR_SHIFT] for k in sorted(k for k in self.graph._pairs_now() if k & PAIR_LOW == me)]
+        sources, targets = self.graph._pairs_now()
+        return [nodes[i] for i in sorted(i for i, j in zip(sources, targets) if j == me)]
 
     @property
     def dependents(self) -> list["ComputeNode"]:
         """The nodes that run after this one: those the compute graph inferred from the variables
         they share."""
         nodes, me = self.graph._nodes, self.index
-        return [nodes[k & PAIR_LOW] for k in sorted(k for k in self.graph._pairs_now() if k >> PAIR_SHIFT == me)]
+        sources, targets = self.graph._pairs_now()
+        return [nodes[j] for j in sorted(j for i, j in zip(sources, targets) if i == me)]
 
 
 def _key(accesses: Iterable[Var]) -> frozenset[Var]:
@@ -138,9 +150,9 @@ class ComputeGraph:
         self._by_name: dict[str, ComputeNode] = {}
         # The topology: the edges (_pairs), made with the nodes' recorded accesses; their
         # hazards (_edges) only when asked for (why, edges, the pictures); the variable -> nodes
-        # index that updates look up.  _pairs None: not inferred, or out of date; its keys are
-        # edges (i, j) as i << PAIR_SHIFT | j (_topology.edge_pairs).
-        self._pairs: dict[int, None] | None = None
+        # index that updates look up.  _pairs None: not inferred, or out of date; else the
+        # edges' sources and targets (_topology.index_accesses).
+        self._pairs: tuple[list[int], list[int]] | None = None
         self._edges: dict[tuple[int, int], list[Hazard]] | None = None
         self._users: dict[Var, list[int]] = {}
         self._topology_fresh = False  # the topology phase ran with the bindings as they are
@@ -229,12 +241,24 @@ class ComputeGraph:
             raise errors.InvalidValue("ComputeGraph", detail=f"graph {self.name!r} has no node {n!r}") from None
 
     # -- phases ---------------------------------------------------------------
-    def _evaluate(self, n: ComputeNode, phase: str) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
-        if getattr(_active, "recorder", None) is not None:
+    def _evaluate(self, n: ComputeNode, phase: str,
+                  slot: _Slot | None = None) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
+        """Run ``n``'s closure once, recording its accesses and work.  ``slot``: this thread's
+        (:func:`thread_slot`; the phases' loops fetch it once, not once a node)."""
+        if slot is None:
+            slot = thread_slot()
+        if slot.rec is not None:
             raise errors.IllegalState("compute node", detail="a compute-graph node's closure cannot "
                                       "evaluate another node (nested evaluation)")
-        ctx = rec = NodeContext(n.name, phase, self)  # (its own recorder: one object per evaluation)
-        _active.recorder = rec
+        # A context of its own for each evaluation (a closure may keep it), made anew only where
+        # the previous one was kept: creating one is about a fifth of a plain closure's evaluation.
+        ctx = slot.spare
+        if ctx is None:
+            ctx = NodeContext(n.name, phase, self)
+        else:
+            slot.spare = None
+            ctx.node, ctx.phase, ctx.items, ctx.graph, ctx.manager = n.name, phase, [], self, self.manager
+        slot.rec = ctx
         try:
             if n.device is None:
                 n.fn(ctx)
@@ -244,20 +268,18 @@ class ComputeGraph:
                 with Device(n.device):
                     n.fn(ctx)
         finally:
-            _active.recorder = None
-        # (one variable, the common case: its own 1-tuple, so no tuple per node and phase)
-        r, w = rec.reads, rec.writes
-        if len(r) == 1:
-            (v,) = r
-            reads = v._solo
-        else:
-            reads = tuple(r)
-        if len(w) == 1:
-            (v,) = w
-            writes = v._solo
-        else:
-            writes = tuple(w)
-        return reads, writes, ctx.items
+            slot.rec = None
+        # Each variable once, in the order first accessed.  (One variable, the common case: its
+        # own 1-tuple, so no tuple per node and phase.)
+        r, w = ctx.reads, ctx.writes
+        reads = r[0]._solo if len(r) == 1 else tuple(dict.fromkeys(r))
+        writes = w[0]._solo if len(w) == 1 else tuple(dict.fromkeys(w))
+        items = ctx.items
+        if _refcount is not None and _refcount(ctx) == _UNKEPT:  # nothing but this frame holds it
+            r.clear()
+            w.clear()
+            slot.spare = ctx
+        return reads, writes, items
 
     @staticmethod
     def _on_device(n: ComputeNode, call: Callable[[], Any]) -> Any:
@@ -287,36 +309,15 @@ class ComputeGraph:
     def _infer_topology(self) -> None:
         """The topology phase: every closure evaluated, the edges and the variable index made
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
-        evaluate = self._evaluate
-        users: dict[Var, list[int]] = {}
-        ordered_reads: list[Sequence[Var]] = []
-        ordered_writes: list[Sequence[Var]] = []
-        for j, n in enumerate(self._nodes):
-            n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology")
-            orders = True  # (every access orders work, the common case: no filtered copies to make)
-            for v in reads:
-                got = users.get(v)
-                if got is None:
-                    users[v] = [j]
-                else:
-                    got.append(j)
-                if not v.orders:
-                    orders = False
-            for v in writes:
-                got = users.get(v)
-                if got is None:
-                    users[v] = [j]
-                elif got[-1] != j:
-                    got.append(j)
-                if not v.orders:
-                    orders = False
-            if orders:
-                ordered_reads.append(reads)
-                ordered_writes.append(writes)
-            else:
-                ordered_reads.append([v for v in reads if v.orders])
-                ordered_writes.append([v for v in writes if v.orders])
-        self._pairs = edge_pairs(ordered_reads, ordered_writes)
+        evaluate, slot = self._evaluate, thread_slot()
+        reads_of: list[tuple[Var, ...]] = []
+        writes_of: list[tuple[Var, ...]] = []
+        for n in self._nodes:
+            n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology", slot)
+            reads_of.append(reads)
+            writes_of.append(writes)
+        sources, targets, users = index_accesses(reads_of, writes_of)
+        self._pairs = sources, targets
         self._edges = None
         self._users = users
         self._topology_fresh = True
@@ -325,7 +326,7 @@ class ComputeGraph:
         """Each node's recorded accesses of the variables that order work (buffer variables)."""
         return [([v for v in n.reads if v.orders], [v for v in n.writes if v.orders]) for n in self._nodes]
 
-    def _pairs_now(self) -> dict[int, None]:
+    def _pairs_now(self) -> tuple[list[int], list[int]]:
         """The inferred edges (the topology phase run first where it is not current)."""
         if self._pairs is None:
             self._infer_topology()
@@ -386,7 +387,7 @@ class ComputeGraph:
         if not self._topology_fresh or self._pairs is None:
             self._infer_topology()
         g = Graph()
-        evaluate, mismatch = self._evaluate, self._mismatch
+        evaluate, mismatch, slot = self._evaluate, self._mismatch, thread_slot()
         # The edges' ends as runtime handles: every node is made here, in g, so the per-node
         # checks of Graph.add_dependencies (a live node of this graph) hold.  first[i] / last[i]:
         # node i's first and last graph node (its own work runs in the order it was issued).
@@ -396,7 +397,7 @@ class ComputeGraph:
         last: list[Any] = []
         try:
             for n in self._nodes:
-                reads, writes, items = evaluate(n, "build")
+                reads, writes, items = evaluate(n, "build", slot)
                 if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
                     diff = mismatch(n, "topology", "build", reads, writes, items)
                     if diff:
@@ -423,9 +424,9 @@ class ComputeGraph:
                     tos.extend(x._handle for x in gnodes[1:])
                 first.append(gnodes[0]._handle)
                 last.append(gnodes[-1]._handle)
-            pairs = self._pairs_now()
-            froms += [last[k >> PAIR_SHIFT] for k in pairs]
-            tos += [first[k & PAIR_LOW] for k in pairs]
+            sources, targets = self._pairs_now()
+            froms += [last[i] for i in sources]
+            tos += [first[j] for j in targets]
             if froms:
                 g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
@@ -511,9 +512,9 @@ class ComputeGraph:
         # set before it do not matter).
         calls = 0
         exe, lag = self._exec, self._template_lag
-        evaluate, mismatch = self._evaluate, self._mismatch
+        evaluate, mismatch, slot = self._evaluate, self._mismatch, thread_slot()
         for n in affected:
-            reads, writes, items = evaluate(n, "update")
+            reads, writes, items = evaluate(n, "update", slot)
             if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
                 diff = mismatch(n, "previous", "update", reads, writes, items)
                 if diff:

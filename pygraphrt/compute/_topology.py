@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 from .. import errors
 from .._operands import listed
@@ -90,47 +90,77 @@ def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
     return dict(sorted(edges.items()))
 
 
-#: An edge ``(i, j)`` as :func:`edge_pairs` keeps it: ``i << PAIR_SHIFT | j`` (an int: no tuple per
-#: edge for the cyclic collector to track; node indices stay below ``2**PAIR_SHIFT``).
-PAIR_SHIFT = 32
-PAIR_LOW = (1 << PAIR_SHIFT) - 1
+class _Uses:
+    """One variable's accesses so far, as :func:`index_accesses` goes through the nodes."""
+
+    __slots__ = ("nodes", "writer", "readers")
+
+    def __init__(self, j: int) -> None:
+        self.nodes = [j]  # every node that accesses it, in order, each once
+        self.writer = -1  # its last writer (-1: none yet)
+        self.readers: list[int] = []  # its readers since that write
 
 
-def edge_pairs(reads_of: Sequence[Sequence[Hashable]], writes_of: Sequence[Sequence[Hashable]]) -> dict[int, None]:
-    """The edges of :func:`infer` without their hazards, in the order they are found (an
-    insertion-ordered set of ``i << PAIR_SHIFT | j``): what a build needs.  ``reads_of[j]`` and
-    ``writes_of[j]``: node ``j``'s accesses as for :func:`infer`, each without repeats (a node's
-    recorded reads and writes); not checked.
+def index_accesses(reads_of: Sequence[Sequence[Any]], writes_of: Sequence[Sequence[Any]]
+                   ) -> tuple[list[int], list[int], dict[Any, list[int]]]:
+    """What a build and its updates need of the nodes' accesses, in one pass: the edges of
+    :func:`infer` without their hazards, and each variable's nodes.
 
-    Per variable the same rules: a node depends on the last writer of what it reads or
-    writes, and a writer on every reader since that write.
+    ``reads_of[j]`` and ``writes_of[j]``: node ``j``'s recorded variables (compute ``Var``s, each
+    once); those whose ``orders`` is false (value variables) are indexed but make no edge.
+    Returns ``(sources, targets, nodes_of)``: edge ``k`` is ``sources[k] -> targets[k]``, in the
+    order found (ints the build indexes with: no tuple per edge); ``nodes_of[var]`` the nodes that
+    access ``var``, in order.
+
+    The edge rules are :func:`infer`'s, per variable: a node depends on the last writer of what it
+    reads or writes, and a writer on every reader since that write.  Every edge found while node
+    ``j`` is visited ends at ``j``: ``to[i] == j`` marks a source ``i`` found already.
     """
-    last_writer: dict[Hashable, int] = {}
-    readers: dict[Hashable, list[int]] = {}
-    edges: dict[int, None] = {}
+    uses: dict[Any, _Uses] = {}
+    sources: list[int] = []
+    targets: list[int] = []
+    to = [-1] * len(reads_of)
+    add_source, add_target = sources.append, targets.append
     for j, (reads, writes) in enumerate(zip(reads_of, writes_of)):
         for v in writes:  # (first: a variable both read and written is written)
-            i = last_writer.get(v)
-            if i is not None:
-                edges[i << PAIR_SHIFT | j] = None
-            rs = readers.get(v)
+            u = uses.get(v)
+            if u is None:
+                uses[v] = u = _Uses(j)
+            else:
+                u.nodes.append(j)
+            if not v.orders:
+                continue
+            i = u.writer
+            if i >= 0 and to[i] != j:
+                to[i] = j
+                add_source(i)
+                add_target(j)
+            rs = u.readers
             if rs:
                 for r in rs:
-                    edges[r << PAIR_SHIFT | j] = None
-            last_writer[v] = j
-            readers[v] = []
+                    if to[r] != j:
+                        to[r] = j
+                        add_source(r)
+                        add_target(j)
+                rs.clear()
+            u.writer = j
         for v in reads:
-            i = last_writer.get(v)
+            u = uses.get(v)
+            if u is None:
+                uses[v] = u = _Uses(j)
+            elif u.nodes[-1] != j:
+                u.nodes.append(j)
+            if not v.orders:
+                continue
+            i = u.writer
             if i == j:  # also written by this node: its edges are the write's
                 continue
-            if i is not None:
-                edges[i << PAIR_SHIFT | j] = None
-            rs = readers.get(v)
-            if rs is None:
-                readers[v] = [j]
-            else:
-                rs.append(j)
-    return edges
+            if i >= 0 and to[i] != j:
+                to[i] = j
+                add_source(i)
+                add_target(j)
+            u.readers.append(j)
+    return sources, targets, {v: u.nodes for v, u in uses.items()}
 
 
 __all__ = ["Hazard", "HazardKind", "infer"]

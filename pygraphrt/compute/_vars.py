@@ -31,15 +31,39 @@ class _Recorder:
         self.graph = graph
         self.manager = graph.manager  # (what every access is checked against)
         self.node = node
-        self.reads: dict[Var, None] = {}   # insertion-ordered sets
-        self.writes: dict[Var, None] = {}
+        self.reads: list[Var] = []   # in the order made, repeats kept (the evaluation drops them)
+        self.writes: list[Var] = []
 
 
-_active = threading.local()
+class _Slot:
+    """A thread's active recorder (``rec``: the NodeContext of the closure being evaluated, or
+    None).  The thread-local holds one slot per thread, so an evaluation sets a plain attribute
+    (cheap) rather than the thread-local's own (a lookup of the thread's dictionary each)."""
+
+    __slots__ = ("rec", "spare")
+
+    def __init__(self) -> None:
+        self.rec: _Recorder | None = None
+        self.spare: Any = None  # a NodeContext no closure kept, for the thread's next evaluation
+
+
+class _Active(threading.local):
+    slot: _Slot
+
+    def __init__(self) -> None:  # (run once in each thread that uses it)
+        self.slot = _Slot()
+
+
+_active = _Active()
+
+
+def thread_slot() -> _Slot:
+    """This thread's slot (see :class:`_Slot`)."""
+    return _active.slot
 
 
 def _current(var: "Var", how: str) -> _Recorder:
-    rec: _Recorder | None = getattr(_active, "recorder", None)
+    rec = _active.slot.rec
     if rec is None:
         raise errors.IllegalState(f"Var.{how}", detail=f"{var.name}.{how}() records an access and "
                                   "belongs inside a compute-graph node's closure; use "
@@ -93,29 +117,29 @@ class Var:
     def read(self) -> Any:
         """The bound object; inside a node's closure, records that the node reads this variable."""
         # (the common case inline: every node's every access runs this, in every phase)
-        rec = getattr(_active, "recorder", None)
+        rec = _active.slot.rec
         if rec is not None and rec.manager is self.manager and self._bound:
-            rec.reads[self] = None
+            rec.reads.append(self)
             return self._obj
         rec = _current(self, "read")
-        rec.reads[self] = None
+        rec.reads.append(self)
         return self._bound_obj("read", rec)
 
     def write(self) -> Any:
         """The bound object; inside a node's closure, records that the node writes this variable."""
-        rec = getattr(_active, "recorder", None)
+        rec = _active.slot.rec
         if rec is not None and rec.manager is self.manager and self._bound:
-            rec.writes[self] = None
+            rec.writes.append(self)
             return self._obj
         rec = _current(self, "write")
-        rec.writes[self] = None
+        rec.writes.append(self)
         return self._bound_obj("write", rec)
 
     def read_write(self) -> Any:
         """The bound object; records both a read and a write (an in-place update)."""
         rec = _current(self, "read_write")
-        rec.reads[self] = None
-        rec.writes[self] = None
+        rec.reads.append(self)
+        rec.writes.append(self)
         return self._bound_obj("read_write", rec)
 
     def update(self, obj: Any) -> None:

@@ -24,7 +24,7 @@ class CannotSet(Exception):
     """An item's change cannot be applied to the executable graph in place (so: rebuild)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # (no per-item __dict__: two items a node a build)
 class Work:
     kind: ClassVar[str] = "work"
 
@@ -51,7 +51,7 @@ class Work:
         return self.kind
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class KernelWork(Work):
     kind: ClassVar[str] = "kernel"
     kernel: Any
@@ -93,7 +93,7 @@ class KernelWork(Work):
 _PLAIN_KERNEL = ("kernel", ())  # KernelWork.shape without launch attributes
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class MemcpyWork(Work):
     kind: ClassVar[str] = "memcpy"
     dst: Any
@@ -117,7 +117,7 @@ class MemcpyWork(Work):
         return f"memcpy {self.count} B"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class MemsetWork(Work):
     kind: ClassVar[str] = "memset"
     dst: Any
@@ -141,7 +141,7 @@ class MemsetWork(Work):
         return f"memset {self.count} B"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class HostWork(Work):
     kind: ClassVar[str] = "host"
     fn: Callable[[], Any]
@@ -163,7 +163,7 @@ class HostWork(Work):
         return f"host {getattr(self.fn, '__name__', 'fn')}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ChildGraphWork(Work):
     kind: ClassVar[str] = "graph"
     graph: "Graph"
@@ -184,7 +184,7 @@ class ChildGraphWork(Work):
         return "child graph"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class CaptureWork(Work):
     """Stream work (any library's) captured into a child graph: ``ctx.capture(fn)``."""
 
@@ -222,7 +222,7 @@ def _set_child(exe: "GraphExec", node: "Node", child: "Graph") -> None:
         raise CannotSet(f"the child graph changed in a way the runtime cannot set in place ({e})") from e
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _EventWork(Work):
     event: "Event"
 
@@ -234,7 +234,7 @@ class _EventWork(Work):
         node.set_event(self.event)  # type: ignore[attr-defined]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EventRecordWork(_EventWork):
     kind: ClassVar[str] = "event_record"
 
@@ -245,7 +245,7 @@ class EventRecordWork(_EventWork):
         stream.record(self.event)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EventWaitWork(_EventWork):
     kind: ClassVar[str] = "event_wait"
 
@@ -279,8 +279,8 @@ class NodeContext:
         self.items: list[Work] = []
         self.graph = graph
         self.manager = graph.manager if graph is not None else None
-        self.reads: dict[Any, None] = {}
-        self.writes: dict[Any, None] = {}
+        self.reads: list[Any] = []
+        self.writes: list[Any] = []
 
     def __repr__(self) -> str:
         return f"<NodeContext {self.node!r} {self.phase}, {len(self.items)} items>"
@@ -291,7 +291,7 @@ class NodeContext:
         if not callable(getattr(kernel, "launch", None)):
             raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} is "
                                                                    "not a pygraphrt Kernel")
-        self.items.append(KernelWork(kernel, grid, block, args, shared_mem, dict(attributes) if attributes else {}))
+        self.items.append(KernelWork(kernel, grid, block, args, shared_mem, attributes))  # (**attributes: a new dict)
 
     def memcpy(self, dst: Any, src: Any, count: int | None = None) -> None:
         """Copy ``count`` bytes (default: the size of ``src``, which ``dst`` must hold)."""
@@ -359,6 +359,10 @@ def same_shapes(old: "Sequence[Work]", new: "Sequence[Work]") -> bool:
     of one class has one shape but for kernel launches with attributes."""
     if len(old) != len(new):
         return False
+    if len(new) == 1:  # (a node's one item, the common case: no zip to make)
+        a, b = old[0], new[0]
+        return a.__class__ is b.__class__ and not (
+            a.__class__ is KernelWork and (a.attributes or b.attributes) and a.shape() != b.shape())  # type: ignore[attr-defined]
     for a, b in zip(old, new):
         if a.__class__ is not b.__class__:
             return False
