@@ -403,3 +403,24 @@ def test_a_variable_accessed_twice_is_recorded_once_in_the_order_first_accessed(
     assert g["twice"].reads == (y, x, z) and g["twice"].writes == (z, x)
     assert g["one"].reads == (y,) and g["one"].writes == ()
     assert g._users == {y: [0, 1], x: [0], z: [0]}
+
+
+def test_an_evaluated_graph_is_freed_when_its_last_reference_goes():
+    # The context an evaluation leaves for the thread's next one holds nothing of the graph.
+    import gc
+    import weakref
+
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(4))
+    g = ComputeGraph(vars)
+
+    def last_work() -> None:  # (the work of the last node evaluated: what a kept list would hold)
+        pass
+
+    g.node("a", lambda ctx: (x.write(), ctx.host(print)))
+    g.node("b", lambda ctx: (x.read(), ctx.host(last_work)))
+    g.check()
+    work, dead = weakref.ref(last_work), weakref.ref(g)
+    del g, last_work
+    gc.collect()
+    assert dead() is None and work() is None

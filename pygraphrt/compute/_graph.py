@@ -276,8 +276,10 @@ class ComputeGraph:
         writes = w[0]._solo if len(w) == 1 else tuple(dict.fromkeys(w))
         items = ctx.items
         if _refcount is not None and _refcount(ctx) == _UNKEPT:  # nothing but this frame holds it
+            # (kept holding nothing: the spare must not keep this graph, its variables or its work alive)
             r.clear()
             w.clear()
+            ctx.items = ctx.graph = ctx.manager = None  # type: ignore[assignment]
             slot.spare = ctx
         return reads, writes, items
 
