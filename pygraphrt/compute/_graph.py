@@ -276,7 +276,7 @@ class ComputeGraph:
         writes = w[0]._solo if len(w) == 1 else tuple(dict.fromkeys(w))
         items = ctx.items
         if _refcount is not None and _refcount(ctx) == _UNKEPT:  # nothing but this frame holds it
-            # (kept holding nothing: the spare must not keep this graph, its variables or its work alive)
+            # (emptied: a spare keeps neither this graph nor its variables nor its work alive)
             r.clear()
             w.clear()
             ctx.items = ctx.graph = ctx.manager = None  # type: ignore[assignment]
