@@ -424,3 +424,27 @@ def test_an_evaluated_graph_is_freed_when_its_last_reference_goes():
     del g, last_work
     gc.collect()
     assert dead() is None and work() is None
+
+
+def test_evaluations_reuse_a_context_no_closure_kept(monkeypatch):
+    # Where the reference count can tell (CPython 3.10-3.13 with the GIL), an evaluation hands
+    # its context to the thread's next one: one made for a whole check of many nodes.
+    from pygraphrt.compute import _graph, _work
+
+    if _graph._refcount is None:
+        pytest.skip("this interpreter's reference counts are not trusted: a context per evaluation")
+    made = []
+    real = _work.NodeContext.__init__
+
+    def counting(self, *a, **k):
+        made.append(1)
+        real(self, *a, **k)
+
+    monkeypatch.setattr(_work.NodeContext, "__init__", counting)
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(4))
+    g = ComputeGraph(vars)
+    for i in range(50):
+        g.node(f"n{i}", lambda ctx: (x.read(), ctx.host(print)))
+    g.check()  # 100 evaluations
+    assert len(made) <= 1
