@@ -366,8 +366,9 @@ class ComputeGraph:
         single-stream launch, make against the topology phase.
         """
         self._infer_topology()
+        slot = thread_slot()
         for n in self._nodes:
-            reads, writes, items = self._evaluate(n, "check")
+            reads, writes, items = self._evaluate(n, "check", slot)
             diff = self._mismatch(n, "topology", "check", reads, writes, items)
             if diff:
                 raise errors.PhaseMismatch("ComputeGraph.check", detail=diff)
@@ -587,8 +588,9 @@ class ComputeGraph:
         # With the bindings the graph was last evaluated with, the closures must
         # issue what they issued then.
         compare = self._pairs is not None and not self._dirty and not self._structure_changed
+        slot = thread_slot()
         for n in self._nodes:
-            reads, writes, items = self._evaluate(n, "direct")
+            reads, writes, items = self._evaluate(n, "direct", slot)
             if compare:
                 diff = self._mismatch(n, "topology", "direct", reads, writes, items)
                 if diff:
