@@ -323,12 +323,17 @@ def payload_of(ffi: Any, user: Any) -> HostPayload | None:
     return _payloads.get(int(ffi.cast("uintptr_t", user)))
 
 
+_WALKED = (HostPayload, list)  # what host_payloads looks into: a payload, a nested keep list
+
+
 def host_payloads(keep: Any) -> tuple[HostPayload, ...]:
     """The host callables in retained operands (nested for child graphs, once each).
 
     The nesting is a graph of lists, not a tree: a graph added as its own child (legal: the
     runtime copies the child) holds its own list, and a child added twice is there twice.
     So each list is walked once."""
+    if type(keep) is list and not any(issubclass(t, _WALKED) for t in set(map(type, keep))):
+        return ()  # (most graphs: no host callable, no nested list -- told by one pass in C)
     found: dict[int, HostPayload] = {}
     stack, seen = [keep], set()
     while stack:

@@ -180,6 +180,23 @@ def test_set_child_graph_routes_the_new_childs_host_errors(stream):
     assert isinstance(refusal(stream.synchronize, errors.HostCallbackError).__cause__, ValueError)
 
 
+def test_host_callables_found_only_in_nested_graphs_route_their_errors(stream):
+    """A graph whose only host nodes are in a child graph and a conditional body (its keep list
+    holds theirs, nested): the executable finds both callables, so their errors reach the stream."""
+    child = rt.Graph()
+    child.add_host(raise_value_error)
+    g = rt.Graph()
+    g.add_child_graph(child)
+    exe = g.instantiate()
+    exe.launch(stream)
+    assert isinstance(refusal(stream.synchronize, errors.HostCallbackError).__cause__, ValueError)
+    g2 = rt.Graph()
+    g2.add_if(g2.conditional_handle(default=1)).bodies[0].add_host(raise_value_error)
+    exe2 = g2.instantiate()
+    exe2.launch(stream)
+    assert isinstance(refusal(stream.synchronize, errors.HostCallbackError).__cause__, ValueError)
+
+
 # -- per-node setters ----------------------------------------------------------------------------
 
 def test_set_memset_changes_only_what_is_given(stream, bufs):

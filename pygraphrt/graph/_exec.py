@@ -61,7 +61,7 @@ class GraphExec(Owned):
         self._host_payloads: tuple[HostPayload, ...] = ()
         self._host_sinks: tuple[Any, ...] = ()
         self._init_setters()
-        self._add_host(host_payloads(graph._keep), graph._sink)
+        self._add_host(host_payloads(graph._keep))
 
     def _init_setters(self) -> None:
         """The setters' state, none yet: attributes set here, never entries put in the instance's
@@ -74,15 +74,21 @@ class GraphExec(Owned):
         self._last_kernel_kept: Any = None  # the kernel _set_kernel retained last
         self._copy_kind: Any = None  # the vendor's MemcpyDefault (_set_memcpy), looked up once
 
-    def _add_host(self, payloads: tuple[HostPayload, ...], sink: Any) -> None:
+    def _add_host(self, payloads: tuple[HostPayload, ...]) -> None:
         """Host callables its nodes run: each launch holds them until they have run (see
-        ``_handles.HostPayload``), and their errors go to the launching stream."""
+        ``_handles.HostPayload``), and their errors go to the launching stream and to
+        :meth:`synchronize` -- through each one's own sink: a child graph's callables report to
+        the child's."""
         if not payloads:
             return
         known = set(self._host_payloads)
-        self._host_payloads += tuple(p for p in payloads if p not in known)
-        if sink not in self._host_sinks:
-            self._host_sinks = self._host_sinks + (sink,)
+        new = tuple(p for p in payloads if p not in known)
+        self._host_payloads += new
+        for p in new:
+            if p.sink not in self._host_sinks:
+                self._host_sinks = self._host_sinks + (p.sink,)
+            if p.sink not in self._sinks:
+                self._sinks.append(p.sink)
         # Its launches take _launch_slow, which holds the payloads: calling None raises the
         # TypeError the hot path hands there (so graphs without host nodes pay nothing).
         self._launch_fn = None
@@ -94,7 +100,7 @@ class GraphExec(Owned):
         if sink not in self._sinks:
             self._sinks.append(sink)
         if has_host:
-            self._add_host(host_payloads(keep), sink)
+            self._add_host(host_payloads(keep))
 
     def _retain_params(self, node_handle: Any, keep: list[Any]) -> None:
         """Keep what a node's new parameters use (its packed kernel arguments) in place of what
