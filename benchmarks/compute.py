@@ -128,10 +128,11 @@ class _Raw:
         calls = []
         for name in names:
             cn = g[name]
-            (w,), (node,) = cn.items, cn.graph_nodes
-            if w.kind == "memcpy":
-                calls.append((self.set_memcpy, (exe, node.handle, self.ffi.cast("void *", w.dst.ptr),
-                                                self.ffi.cast("void *", w.src.ptr), w.count, self.memcpy_default)))
+            (w,), (node,) = cn.items, cn.graph_nodes  # (w: the node's work item, compute._work.Item)
+            if w[0].kind == "memcpy":
+                _, dst, src, count = w
+                calls.append((self.set_memcpy, (exe, node.handle, self.ffi.cast("void *", dst.ptr),
+                                                self.ffi.cast("void *", src.ptr), count, self.memcpy_default)))
             else:
                 # The node's parameters as the runtime holds them (ops.kernel_params: the runtime's
                 # GetParams, or the driver's for library / NVRTC kernels, which the runtime's

@@ -267,6 +267,25 @@ def test_bad_work_is_refused_when_recorded():
             g.topology()
 
 
+def test_a_kernel_is_told_by_its_class_only_where_the_class_has_launch():
+    """NodeContext.launch remembers classes whose ``launch`` is callable; an object whose
+    ``launch`` is its own (a namespace) is looked at each time, so one without it is refused
+    after one with it was accepted."""
+    from types import SimpleNamespace
+
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(8, np.uint8))
+    kernels = {"good": SimpleNamespace(launch=lambda *a: None, name="ns"), "bad": SimpleNamespace(name="ns")}
+    g = ComputeGraph(vars)
+    g.node("k", lambda ctx: (x.read(), ctx.launch(K, 1, 1)))
+    g.node("good", lambda ctx: ctx.launch(kernels["good"], 1, 1, x.write()))
+    g.topology()
+    assert [n.work for n in g] == [["kernel"], ["kernel"]]
+    g.node("bad", lambda ctx: ctx.launch(kernels["bad"], 1, 1, x.write()))
+    with pytest.raises(errors.InvalidValue, match="node 'bad'.*not a pygraphrt Kernel"):
+        g.topology()
+
+
 def test_closure_that_changes_between_phases_is_detected():
     vars = VarManager()
     x, y = vars.buffer("x", np.zeros(4)), vars.buffer("y", np.zeros(4))
@@ -297,6 +316,28 @@ def test_closure_that_changes_between_phases_is_detected():
         g2.check()
     g3, _ = muda_example()
     g3.check()  # a deterministic graph passes
+
+
+@pytest.mark.parametrize("items", [1, 2])
+def test_launch_attributes_that_change_between_phases_are_detected(items):
+    """A kernel launch's attributes are part of its shape (an in-place update cannot change
+    them): the same attributes pass, different ones are a mismatch, for a node's one item and
+    for a node of several."""
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(4))
+    evaluations = itertools.count()
+
+    def launches(ctx, changing):
+        attributes = {"priority": next(evaluations) % 2} if changing else {"priority": 1}
+        for _ in range(items):
+            ctx.launch(K, 1, 1, x.write(), **attributes)
+
+    g = ComputeGraph(vars)
+    g.node("steady", lambda ctx: launches(ctx, False))
+    g.check()
+    g.node("changing", lambda ctx: launches(ctx, True))
+    with pytest.raises(errors.PhaseMismatch, match="node 'changing' issued"):
+        g.check()
 
 
 def test_nested_evaluation_is_refused():
@@ -335,7 +376,7 @@ def test_a_context_a_closure_keeps_is_never_handed_to_another_evaluation():
     g.check()  # two phases: topology, check
     assert [c.node for c in kept] == ["keeper", "keeper"] and kept[0] is not kept[1]
     assert [c.phase for c in kept] == ["topology", "check"]
-    assert all([w.describe() for w in c.items] == ["memset 32 B"] for c in kept)
+    assert all([w[0].describe(w) for w in c.items] == ["memset 32 B"] for c in kept)
     # (a kept context lives on, so no other object takes its id)
     assert all(i != id(kept[0]) for i, _, _ in seen)
     assert all(i != id(kept[1]) for i, _, p in seen if p == "check")

@@ -24,7 +24,7 @@ def to_dot(g: "ComputeGraph", *, variables: bool = True) -> str:
     edges = g.edges()
     lines = [f"digraph {_q(g.name)} {{", "  node [shape=box, style=rounded];"]
     for n in g.nodes():
-        work = ", ".join(w.describe() for w in n.items) or "empty"
+        work = ", ".join(w[0].describe(w) for w in n.items) or "empty"
         where = () if n.device is None else (f"device {n.device}",)
         lines.append(f"  {_q('node:' + n.name)} [label={_q(n.name, work, *where)}];")
     if variables:

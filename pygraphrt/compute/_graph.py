@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 from .. import errors
 from ._topology import Hazard, index_accesses, infer
 from ._vars import Var, VarManager, _Slot, thread_slot
-from ._work import CannotSet, NodeContext, Work, same_shapes
+from ._work import CannotSet, Item, NodeContext, same_shapes
 
 # A NodeContext nothing but the evaluating frame holds has this reference count (its local name,
 # and getrefcount's argument) in the CPython versions whose counting this relies on; elsewhere
@@ -82,7 +82,7 @@ class ComputeNode:
         self.device = device
         self.reads: tuple[Var, ...] = ()
         self.writes: tuple[Var, ...] = ()
-        self.items: list[Work] = []
+        self.items: list[Item] = []  # the work its closure issued (compute._work.Item)
         self._gnodes: list["Node"] = []
 
     def __repr__(self) -> str:
@@ -92,7 +92,7 @@ class ComputeNode:
     @property
     def work(self) -> list[str]:
         """The kinds of work the closure issued when last evaluated (``"kernel"``, ``"memcpy"``, ...)."""
-        return [w.kind for w in self.items]
+        return [w[0].kind for w in self.items]
 
     @property
     def graph_nodes(self) -> list["Node"]:
@@ -242,7 +242,7 @@ class ComputeGraph:
 
     # -- phases ---------------------------------------------------------------
     def _evaluate(self, n: ComputeNode, phase: str,
-                  slot: _Slot | None = None) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Work]]:
+                  slot: _Slot | None = None) -> tuple[tuple[Var, ...], tuple[Var, ...], list[Item]]:
         """Run ``n``'s closure once, recording its accesses and work.  ``slot``: this thread's
         (:func:`thread_slot`; the phases' loops fetch it once, not once a node)."""
         if slot is None:
@@ -294,7 +294,7 @@ class ComputeGraph:
 
     @staticmethod
     def _mismatch(n: ComputeNode, first: str, second: str, reads: Sequence[Var], writes: Sequence[Var],
-                  items: Sequence[Work]) -> str | None:
+                  items: Sequence[Item]) -> str | None:
         """What differs between the node's recorded evaluation and a new one (None: nothing)."""
         def names(vs: Iterable[Var]) -> list[str]:
             return sorted(v.name for v in vs)
@@ -304,8 +304,8 @@ class ComputeGraph:
             return (f"node {n.name!r} read {names(n.reads)} and wrote {names(n.writes)} in the {first} "
                     f"phase but read {names(reads)} and wrote {names(writes)} in the {second} phase")
         if not same_shapes(n.items, items):
-            return (f"node {n.name!r} issued {[w.describe() for w in n.items]} in the {first} phase "
-                    f"but {[w.describe() for w in items]} in the {second} phase")
+            return (f"node {n.name!r} issued {[w[0].describe(w) for w in n.items]} in the {first} phase "
+                    f"but {[w[0].describe(w) for w in items]} in the {second} phase")
         return None
 
     def _infer_topology(self) -> None:
@@ -407,19 +407,20 @@ class ComputeGraph:
                         raise errors.PhaseMismatch("ComputeGraph.build", detail=diff)
                 n.items = items
                 if n.device is None and len(items) == 1:  # (the common case, without a comprehension's frame)
-                    made = items[0].add(self, g)
+                    w = items[0]
+                    made = w[0].add(w, self, g)
                     n._gnodes = [made]
                     h = made._handle
                     first.append(h)
                     last.append(h)
                     continue
                 if n.device is None:
-                    gnodes = [w.add(self, g) for w in items] or [g.add_empty()]
+                    gnodes = [w[0].add(w, self, g) for w in items] or [g.add_empty()]
                 else:
                     from ..multidevice import placed
 
                     d = n.device
-                    gnodes = ([placed(g, d, "add", lambda w=w: w.add(self, g)) for w in items]  # type: ignore[misc]
+                    gnodes = ([placed(g, d, "add", lambda w=w: w[0].add(w, self, g)) for w in items]  # type: ignore[misc]
                               or [placed(g, d, "add_empty", g.add_empty)])
                 n._gnodes = gnodes
                 if len(gnodes) > 1:
@@ -481,7 +482,7 @@ class ComputeGraph:
     @staticmethod
     def _set_template(n: ComputeNode) -> None:
         for w, gnode in zip(n.items, n._gnodes):
-            w.set_template(gnode)
+            w[0].set_template(w, gnode)
 
     def update(self) -> UpdateReport:
         """Apply variable changes: re-run the nodes that access them, set their new parameters.
@@ -525,7 +526,8 @@ class ComputeGraph:
             gnodes = n._gnodes
             if n.device is None and len(items) == 1:  # (the common case: one item, no device switch)
                 try:
-                    calls += items[0].set(self, exe, gnodes[0])
+                    w = items[0]
+                    calls += w[0].set(w, self, exe, gnodes[0])
                 except CannotSet as e:
                     return self._rebuild(f"node {n.name!r}: {e}")
                 except errors.GraphRTError as e:
@@ -536,9 +538,9 @@ class ComputeGraph:
             for w, gnode in zip(items, gnodes):
                 try:
                     if n.device is None:
-                        calls += w.set(self, exe, gnode)
+                        calls += w[0].set(w, self, exe, gnode)
                     else:
-                        calls += self._on_device(n, lambda: w.set(self, exe, gnode))  # noqa: B023
+                        calls += self._on_device(n, lambda: w[0].set(w, self, exe, gnode))  # noqa: B023
                 except CannotSet as e:
                     return self._rebuild(f"node {n.name!r}: {e}")
                 except errors.GraphRTError as e:
@@ -600,11 +602,11 @@ class ComputeGraph:
             else:
                 self._run_on_other_device(n, items, s)
 
-    def _run_items(self, items: list[Work], s: "Stream") -> None:
+    def _run_items(self, items: list[Item], s: "Stream") -> None:
         for w in items:
-            w.run(self, s)
+            w[0].run(w, self, s)
 
-    def _run_on_other_device(self, n: ComputeNode, items: list[Work], s: "Stream") -> None:
+    def _run_on_other_device(self, n: ComputeNode, items: list[Item], s: "Stream") -> None:
         """A single-stream launch's work of node ``n`` on a stream of its device, after what
         ``s`` holds and before what follows on ``s`` (events of each stream's device)."""
         from ..device import Device, Event, Stream
@@ -621,7 +623,7 @@ class ComputeGraph:
             s.record(forked)
             sd.wait(forked)
             for w in items:
-                w.run(self, sd)
+                w[0].run(w, self, sd)
             sd.record(joined)
         s.wait(joined)
 

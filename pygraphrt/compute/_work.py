@@ -8,7 +8,6 @@ executable graph through the per-node setters (update), or run as plain stream w
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from .. import errors
@@ -24,182 +23,215 @@ class CannotSet(Exception):
     """An item's change cannot be applied to the executable graph in place (so: rebuild)."""
 
 
-@dataclass(eq=False, slots=True)  # (no per-item __dict__: two items a node a build)
+#: A work item: ``(kind, *operands)``, ``kind`` the :class:`Work` subclass that adds, sets and
+#: runs it (e.g. ``(KernelWork, kernel, grid, block, args, shared_mem, attributes)``).  Items are
+#: plain tuples because a first launch records two a node (topology and build phases): a tuple
+#: costs less than half of an object's construction, which runs a Python ``__init__``.
+Item = tuple[Any, ...]
+
+
 class Work:
+    """A kind of work item (never instantiated): what a closure's ``ctx`` call recorded, and how
+    it becomes a graph node, an exec-setter call, or stream work.  Its methods take the item."""
+
     kind: ClassVar[str] = "work"
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
         raise NotImplementedError
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        """Apply to ``exe`` (the executable's node made from the template's ``node``); returns
-        the exec setter calls made.  The template node follows later (:meth:`set_template`)."""
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        """Apply ``item`` to ``exe`` (the executable's node made from the template's ``node``);
+        returns the exec setter calls made.  The template node follows later (:meth:`set_template`)."""
         raise NotImplementedError
 
-    def set_template(self, node: "Node") -> None:
-        """Give the template graph's ``node`` this item's parameters (after :meth:`set`, when
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        """Give the template graph's ``node`` the item's parameters (after :meth:`set`, when
         the template is next used; work whose template cannot be set marks it stale instead)."""
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
         raise NotImplementedError
 
-    def shape(self) -> tuple[Any, ...]:
+    @classmethod
+    def shape(cls, item: Item) -> tuple[Any, ...]:
         """What must stay equal for an in-place update (the kind, launch attributes)."""
-        return (self.kind,)
+        return (cls.kind,)
 
-    def describe(self) -> str:
-        return self.kind
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        return cls.kind
 
 
-@dataclass(eq=False, slots=True)
 class KernelWork(Work):
+    """``(KernelWork, kernel, grid, block, args, shared_mem, attributes)``."""
+
     kind: ClassVar[str] = "kernel"
-    kernel: Any
-    grid: Any
-    block: Any
-    args: tuple[Any, ...]
-    shared_mem: int = 0
-    attributes: dict[str, Any] = field(default_factory=dict)
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_kernel(self.kernel, self.grid, self.block, self.args, shared_mem=self.shared_mem,
-                                attributes=self.attributes or None)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        _, kernel, grid, block, args, shared_mem, attributes = item
+        return graph.add_kernel(kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes or None)
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         # (the node is the build's kernel node of exe's graph: GraphExec.set_kernel_params's
         # check of it is skipped)
-        exe._set_kernel(node, node.handle, self.kernel, self.args, self.grid, self.block,  # type: ignore[arg-type]
-                        self.shared_mem)
+        _, kernel, grid, block, args, shared_mem, _ = item
+        exe._set_kernel(node, node.handle, kernel, args, grid, block, shared_mem)  # type: ignore[arg-type]
         return 1
 
-    def set_template(self, node: "Node") -> None:
-        node.set_params(kernel=self.kernel, grid=self.grid, block=self.block, args=self.args,
-                        shared_mem=self.shared_mem)
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        _, kernel, grid, block, args, shared_mem, _ = item
+        node.set_params(kernel=kernel, grid=grid, block=block, args=args, shared_mem=shared_mem)
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.launch(self.kernel, self.grid, self.block, *self.args, shared_mem=self.shared_mem,
-                      **self.attributes)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        _, kernel, grid, block, args, shared_mem, attributes = item
+        stream.launch(kernel, grid, block, *args, shared_mem=shared_mem, **attributes)
 
-    def shape(self) -> tuple[Any, ...]:
-        if not self.attributes:
+    @classmethod
+    def shape(cls, item: Item) -> tuple[Any, ...]:
+        attributes = item[6]
+        if not attributes:
             return _PLAIN_KERNEL
-        return (self.kind, tuple(sorted((k, repr(v)) for k, v in self.attributes.items())))
+        return (cls.kind, tuple(sorted((k, repr(v)) for k, v in attributes.items())))
 
-    def describe(self) -> str:
-        name = getattr(self.kernel, "name", None)
-        return f"kernel {name}" if name else f"kernel {self.kernel!r}"
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        name = getattr(item[1], "name", None)
+        return f"kernel {name}" if name else f"kernel {item[1]!r}"
 
 
 _PLAIN_KERNEL = ("kernel", ())  # KernelWork.shape without launch attributes
 
 
-@dataclass(eq=False, slots=True)
 class MemcpyWork(Work):
+    """``(MemcpyWork, dst, src, count)``."""
+
     kind: ClassVar[str] = "memcpy"
-    dst: Any
-    src: Any
-    count: int
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_memcpy(self.dst, self.src, self.count)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_memcpy(item[1], item[2], item[3])
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe._set_memcpy(node.handle, self.dst, self.src, self.count)  # (the build's copy node of exe's graph)
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        exe._set_memcpy(node.handle, item[1], item[2], item[3])  # (the build's copy node of exe's graph)
         return 1
 
-    def set_template(self, node: "Node") -> None:
-        node.set_params(dst=self.dst, src=self.src, count=self.count)
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        node.set_params(dst=item[1], src=item[2], count=item[3])
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.memcpy(self.dst, self.src, self.count)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        stream.memcpy(item[1], item[2], item[3])
 
-    def describe(self) -> str:
-        return f"memcpy {self.count} B"
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        return f"memcpy {item[3]} B"
 
 
-@dataclass(eq=False, slots=True)
 class MemsetWork(Work):
+    """``(MemsetWork, dst, value, count)``."""
+
     kind: ClassVar[str] = "memset"
-    dst: Any
-    value: int
-    count: int
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_memset(self.dst, self.value, self.count)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_memset(item[1], item[2], item[3])
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_memset(node, dst=self.dst, value=self.value, count=self.count)  # type: ignore[arg-type]
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        exe.set_memset(node, dst=item[1], value=item[2], count=item[3])  # type: ignore[arg-type]
         return 1
 
-    def set_template(self, node: "Node") -> None:
-        node.set_params(dst=self.dst, value=self.value, count=self.count)
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        node.set_params(dst=item[1], value=item[2], count=item[3])
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.memset(self.dst, self.value, self.count)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        stream.memset(item[1], item[2], item[3])
 
-    def describe(self) -> str:
-        return f"memset {self.count} B"
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        return f"memset {item[3]} B"
 
 
-@dataclass(eq=False, slots=True)
 class HostWork(Work):
+    """``(HostWork, fn)``."""
+
     kind: ClassVar[str] = "host"
-    fn: Callable[[], Any]
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_host(self.fn)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_host(item[1])
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_host(node, self.fn)  # type: ignore[arg-type]
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        exe.set_host(node, item[1])  # type: ignore[arg-type]
         return 1
 
-    def set_template(self, node: "Node") -> None:
-        node.set_params(fn=self.fn)
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        node.set_params(fn=item[1])
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.launch_host_func(self.fn)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        stream.launch_host_func(item[1])
 
-    def describe(self) -> str:
-        return f"host {getattr(self.fn, '__name__', 'fn')}"
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        return f"host {getattr(item[1], '__name__', 'fn')}"
 
 
-@dataclass(eq=False, slots=True)
 class ChildGraphWork(Work):
+    """``(ChildGraphWork, graph)``."""
+
     kind: ClassVar[str] = "graph"
-    graph: "Graph"
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_child_graph(self.graph)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_child_graph(item[1])
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
         # The runtime has no in-graph setter for a child graph: the template goes stale.
-        _set_child(exe, node, self.graph)
+        _set_child(exe, node, item[1])
         cg._template_stale = True
         return 1
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        cg._child_exec(self.graph).launch(stream)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        cg._child_exec(item[1]).launch(stream)
 
-    def describe(self) -> str:
+    @classmethod
+    def describe(cls, item: Item) -> str:
         return "child graph"
 
 
-@dataclass(eq=False, slots=True)
 class CaptureWork(Work):
-    """Stream work (any library's) captured into a child graph: ``ctx.capture(fn)``."""
+    """Stream work (any library's) captured into a child graph, ``ctx.capture(fn)``:
+    ``(CaptureWork, fn)``."""
 
     kind: ClassVar[str] = "capture"
-    fn: Callable[["Stream"], Any]
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        child = cg._capture(self.fn)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        child = cg._capture(item[1])
         try:
             return graph.add_child_graph(child)
         finally:
             child.close()  # the node holds the runtime's own copy (operands stay with `graph`)
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        child = cg._capture(self.fn)
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        child = cg._capture(item[1])
         try:
             _set_child(exe, node, child)
         finally:
@@ -207,11 +239,13 @@ class CaptureWork(Work):
         cg._template_stale = True
         return 1
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        self.fn(stream)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        item[1](stream)
 
-    def describe(self) -> str:
-        return f"capture {getattr(self.fn, '__name__', 'fn')}"
+    @classmethod
+    def describe(cls, item: Item) -> str:
+        return f"capture {getattr(item[1], '__name__', 'fn')}"
 
 
 def _set_child(exe: "GraphExec", node: "Node", child: "Graph") -> None:
@@ -222,38 +256,46 @@ def _set_child(exe: "GraphExec", node: "Node", child: "Graph") -> None:
         raise CannotSet(f"the child graph changed in a way the runtime cannot set in place ({e})") from e
 
 
-@dataclass(eq=False, slots=True)
 class _EventWork(Work):
-    event: "Event"
+    """``(kind, event)``."""
 
-    def set(self, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
-        exe.set_event(node, self.event)  # type: ignore[arg-type]
+    @staticmethod
+    def set(item: Item, cg: "ComputeGraph", exe: "GraphExec", node: "Node") -> int:
+        exe.set_event(node, item[1])  # type: ignore[arg-type]
         return 1
 
-    def set_template(self, node: "Node") -> None:
-        node.set_event(self.event)  # type: ignore[attr-defined]
+    @staticmethod
+    def set_template(item: Item, node: "Node") -> None:
+        node.set_event(item[1])  # type: ignore[attr-defined]
 
 
-@dataclass(eq=False, slots=True)
 class EventRecordWork(_EventWork):
     kind: ClassVar[str] = "event_record"
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_event_record(self.event)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_event_record(item[1])
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.record(self.event)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        stream.record(item[1])
 
 
-@dataclass(eq=False, slots=True)
 class EventWaitWork(_EventWork):
     kind: ClassVar[str] = "event_wait"
 
-    def add(self, cg: "ComputeGraph", graph: "Graph") -> "Node":
-        return graph.add_event_wait(self.event)
+    @staticmethod
+    def add(item: Item, cg: "ComputeGraph", graph: "Graph") -> "Node":
+        return graph.add_event_wait(item[1])
 
-    def run(self, cg: "ComputeGraph", stream: "Stream") -> None:
-        stream.wait(self.event)
+    @staticmethod
+    def run(item: Item, cg: "ComputeGraph", stream: "Stream") -> None:
+        stream.wait(item[1])
+
+
+# Classes whose ``launch`` is callable: NodeContext.launch checks a kernel's class here first
+# (a set lookup instead of a getattr and a callable() a launch).
+_KERNEL_CLASSES: set[type] = set()
 
 
 class NodeContext:
@@ -276,7 +318,7 @@ class NodeContext:
     def __init__(self, node: str, phase: str, graph: "ComputeGraph | None" = None) -> None:
         self.node = node
         self.phase = phase
-        self.items: list[Work] = []
+        self.items: list[Item] = []
         self.graph = graph
         self.manager = graph.manager if graph is not None else None
         self.reads: list[Any] = []
@@ -288,10 +330,13 @@ class NodeContext:
     def launch(self, kernel: Any, grid: Any, block: Any, *args: Any, shared_mem: int = 0,
                **attributes: Any) -> None:
         """A kernel launch (a kernel node): same arguments as :meth:`pygraphrt.Stream.launch`."""
-        if not callable(getattr(kernel, "launch", None)):
-            raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} is "
-                                                                   "not a pygraphrt Kernel")
-        self.items.append(KernelWork(kernel, grid, block, args, shared_mem, attributes))  # (**attributes: a new dict)
+        if type(kernel) not in _KERNEL_CLASSES:
+            if not callable(getattr(kernel, "launch", None)):
+                raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} "
+                                                                       "is not a pygraphrt Kernel")
+            if callable(getattr(type(kernel), "launch", None)):  # (its class's, not the instance's)
+                _KERNEL_CLASSES.add(type(kernel))
+        self.items.append((KernelWork, kernel, grid, block, args, shared_mem, attributes))  # (**attributes: a new dict)
 
     def memcpy(self, dst: Any, src: Any, count: int | None = None) -> None:
         """Copy ``count`` bytes (default: the size of ``src``, which ``dst`` must hold)."""
@@ -301,19 +346,19 @@ class NodeContext:
             if dst_size is not None and dst_size < count:
                 raise errors.InvalidValue("NodeContext.memcpy", detail=f"node {self.node!r}: the "
                                           f"destination holds {dst_size} bytes, the source {count}")
-        self.items.append(MemcpyWork(dst, src, count))
+        self.items.append((MemcpyWork, dst, src, count))
 
     def memset(self, dst: Any, value: int, count: int | None = None) -> None:
         """Set ``count`` bytes (default: all of ``dst``) to the byte ``value``."""
         if count is None:
             count = self._size(dst, "memset destination")
-        self.items.append(MemsetWork(dst, value, count))
+        self.items.append((MemsetWork, dst, value, count))
 
     def host(self, fn: Callable[[], Any]) -> None:
         """Run the Python callable ``fn()`` on a runtime thread (a host node)."""
         if not callable(fn):
             raise errors.InvalidValue("NodeContext.host", detail=f"node {self.node!r}: {fn!r} is not callable")
-        self.items.append(HostWork(fn))
+        self.items.append((HostWork, fn))
 
     def child_graph(self, graph: "Graph") -> None:
         """Run a copy of ``graph`` (a child-graph node)."""
@@ -322,15 +367,15 @@ class NodeContext:
         if not isinstance(graph, Graph):
             raise errors.InvalidValue("NodeContext.child_graph", detail=f"node {self.node!r}: {graph!r} "
                                                                         "is not a Graph")
-        self.items.append(ChildGraphWork(graph))
+        self.items.append((ChildGraphWork, graph))
 
     def record(self, event: "Event") -> None:
         """Record ``event`` (an event-record node)."""
-        self.items.append(EventRecordWork(_event(event, self.node)))
+        self.items.append((EventRecordWork, _event(event, self.node)))
 
     def wait(self, event: "Event") -> None:
         """Wait for ``event`` (an event-wait node)."""
-        self.items.append(EventWaitWork(_event(event, self.node)))
+        self.items.append((EventWaitWork, _event(event, self.node)))
 
     def capture(self, fn: Callable[["Stream"], Any]) -> None:
         """Work ``fn(stream)`` issues on the stream it is given (e.g. another library's calls).
@@ -342,7 +387,7 @@ class NodeContext:
         """
         if not callable(fn):
             raise errors.InvalidValue("NodeContext.capture", detail=f"node {self.node!r}: {fn!r} is not callable")
-        self.items.append(CaptureWork(fn))
+        self.items.append((CaptureWork, fn))
 
     def _size(self, obj: Any, what: str, required: bool = True) -> Any:
         try:
@@ -354,19 +399,19 @@ class NodeContext:
                                       f"({type(obj).__name__}) has no size: pass count=") from None
 
 
-def same_shapes(old: "Sequence[Work]", new: "Sequence[Work]") -> bool:
+def same_shapes(old: "Sequence[Item]", new: "Sequence[Item]") -> bool:
     """Whether two evaluations' work has the same shapes, item by item (:meth:`Work.shape`): work
-    of one class has one shape but for kernel launches with attributes."""
+    of one kind has one shape but for kernel launches with attributes."""
     if len(old) != len(new):
         return False
     if len(new) == 1:  # (a node's one item, the common case: no zip to make)
         a, b = old[0], new[0]
-        return a.__class__ is b.__class__ and not (
-            a.__class__ is KernelWork and (a.attributes or b.attributes) and a.shape() != b.shape())  # type: ignore[attr-defined]
+        return a[0] is b[0] and not (
+            a[0] is KernelWork and (a[6] or b[6]) and KernelWork.shape(a) != KernelWork.shape(b))
     for a, b in zip(old, new):
-        if a.__class__ is not b.__class__:
+        if a[0] is not b[0]:
             return False
-        if a.__class__ is KernelWork and (a.attributes or b.attributes) and a.shape() != b.shape():  # type: ignore[attr-defined]
+        if a[0] is KernelWork and (a[6] or b[6]) and KernelWork.shape(a) != KernelWork.shape(b):
             return False
     return True
 
@@ -379,4 +424,4 @@ def _event(event: Any, node: str) -> "Event":
     return event
 
 
-__all__ = ["NodeContext", "Work"]
+__all__ = ["Item", "NodeContext", "Work"]
