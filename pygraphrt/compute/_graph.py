@@ -257,7 +257,11 @@ class ComputeGraph:
             ctx = NodeContext(n.name, phase, self)
         else:
             slot.spare = None
-            ctx.node, ctx.phase, ctx.items, ctx.graph, ctx.manager = n.name, phase, [], self, self.manager
+            ctx.node = n.name
+            ctx.phase = phase
+            ctx.items = []
+            ctx.graph = self
+            ctx.manager = self.manager
         slot.rec = ctx
         try:
             if n.device is None:

@@ -93,9 +93,10 @@ def infer(accesses: Sequence[tuple[Sequence[Hashable], Sequence[Hashable]]],
 class _Uses:
     """One variable's accesses so far, as :func:`index_accesses` goes through the nodes."""
 
-    __slots__ = ("nodes", "writer", "readers")
+    __slots__ = ("nodes", "writer", "readers", "orders")
 
-    def __init__(self, j: int) -> None:
+    def __init__(self, j: int, orders: bool) -> None:
+        self.orders = orders  # the variable's (read once)
         self.nodes = [j]  # every node that accesses it, in order, each once
         self.writer = -1  # its last writer (-1: none yet)
         self.readers: list[int] = []  # its readers since that write
@@ -125,10 +126,10 @@ def index_accesses(reads_of: Sequence[Sequence[Any]], writes_of: Sequence[Sequen
         for v in writes:  # (first: a variable both read and written is written)
             u = uses.get(v)
             if u is None:
-                uses[v] = u = _Uses(j)
+                uses[v] = u = _Uses(j, v.orders)
             else:
                 u.nodes.append(j)
-            if not v.orders:
+            if not u.orders:
                 continue
             i = u.writer
             if i >= 0 and to[i] != j:
@@ -147,10 +148,10 @@ def index_accesses(reads_of: Sequence[Sequence[Any]], writes_of: Sequence[Sequen
         for v in reads:
             u = uses.get(v)
             if u is None:
-                uses[v] = u = _Uses(j)
+                uses[v] = u = _Uses(j, v.orders)
             elif u.nodes[-1] != j:
                 u.nodes.append(j)
-            if not v.orders:
+            if not u.orders:
                 continue
             i = u.writer
             if i == j:  # also written by this node: its edges are the write's
