@@ -286,6 +286,31 @@ def test_a_kernel_is_told_by_its_class_only_where_the_class_has_launch():
         g.topology()
 
 
+def test_kernel_classes_made_at_run_time_are_not_kept_alive(monkeypatch):
+    """The classes NodeContext.launch remembers are held strongly, so at most
+    _KERNEL_CLASSES_MAX: a class made for each kernel is not kept alive once more than that
+    were seen."""
+    import gc
+    import weakref
+
+    from pygraphrt.compute import _work
+
+    monkeypatch.setattr(_work, "_KERNEL_CLASSES", set())
+    vars = VarManager()
+    x = vars.buffer("x", np.zeros(8, np.uint8))
+    made = []
+    for i in range(_work._KERNEL_CLASSES_MAX + 8):
+        kernel = type(f"Kernel{i}", (FakeKernel,), {})()
+        made.append(weakref.ref(type(kernel)))
+        g = ComputeGraph(vars)
+        g.node("k", lambda ctx, kernel=kernel: ctx.launch(kernel, 1, 1, x.write()))
+        g.topology()
+        del g, kernel
+    gc.collect()
+    assert len(_work._KERNEL_CLASSES) == _work._KERNEL_CLASSES_MAX
+    assert all(r() is None for r in made[_work._KERNEL_CLASSES_MAX:])
+
+
 def test_closure_that_changes_between_phases_is_detected():
     vars = VarManager()
     x, y = vars.buffer("x", np.zeros(4)), vars.buffer("y", np.zeros(4))

@@ -294,8 +294,10 @@ class EventWaitWork(_EventWork):
 
 
 # Classes whose ``launch`` is callable: NodeContext.launch checks a kernel's class here first
-# (a set lookup instead of a getattr and a callable() a launch).
+# (a set lookup instead of a getattr and a callable() a launch).  At most _KERNEL_CLASSES_MAX are
+# remembered (held strongly): classes made at run time, one per kernel, are not kept alive for good.
 _KERNEL_CLASSES: set[type] = set()
+_KERNEL_CLASSES_MAX = 64
 
 
 class NodeContext:
@@ -334,8 +336,8 @@ class NodeContext:
             if not callable(getattr(kernel, "launch", None)):
                 raise errors.InvalidValue("NodeContext.launch", detail=f"node {self.node!r}: {kernel!r} "
                                                                        "is not a pygraphrt Kernel")
-            if callable(getattr(type(kernel), "launch", None)):  # (its class's, not the instance's)
-                _KERNEL_CLASSES.add(type(kernel))
+            if callable(getattr(type(kernel), "launch", None)) and len(_KERNEL_CLASSES) < _KERNEL_CLASSES_MAX:
+                _KERNEL_CLASSES.add(type(kernel))  # (its class's launch, not the instance's)
         self.items.append((KernelWork, kernel, grid, block, args, shared_mem, attributes))  # (**attributes: a new dict)
 
     def memcpy(self, dst: Any, src: Any, count: int | None = None) -> None:
