@@ -5,7 +5,8 @@
  * IR: _pgr_hot_launch, _pgr_hot_add_empty, _pgr_hot_add_memset, _pgr_hot_add_kernel, _pgr_hot_add_memcpy,
  * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
  * file once the cffi module is imported; pygraphrt.graph._hot installs the graph methods,
- * pygraphrt.kernels._hot the launches.
+ * pygraphrt.kernels._hot the launches.  The module also holds a compute graph's index of its
+ * nodes' accesses (index_accesses, which pygraphrt.compute._topology.index_function hands out).
  *
  * Each method does only the common, valid call in C: the argument checks the Python method
  * makes, the runtime call through the pointer _pgr_bind filled, the node object and its entry
@@ -1379,6 +1380,188 @@ static PyObject *_pgr_method(PyObject *mod, PyObject *args) {
     return Py_XNewRef(_pgr_hot.descr[m]);
 }
 
+/* -- compute graphs: pygraphrt.compute._topology.index_accesses in C --
+ *
+ * The same edges in the same order and the same variable -> nodes index as the Python function
+ * (tests/test_compute.py's property test holds the two equal), for a compute graph's topology
+ * phase in compiled mode: in Python the index is about a sixth of a first launch.  Each
+ * variable's state is a C record (its nodes' list, last writer, readers since that write,
+ * whether it orders work: its `orders`, read once), found through a dict keyed by the variable
+ * (its own hash and equality, as the Python dict's); node j's int object is made once and shared
+ * by every list that holds j. */
+typedef struct {
+    PyObject *nodes;       /* list: every node that accesses the variable, in order, each once */
+    Py_ssize_t last;       /* nodes[-1] */
+    Py_ssize_t writer;     /* its last writer (-1: none yet) */
+    Py_ssize_t *readers;   /* its readers since that write */
+    Py_ssize_t n_readers, cap_readers;
+    int orders;
+} _pgr_use;
+
+/* The record of `var` for node j (made at its first access, with `nodes` [j]); -1 on error. */
+static Py_ssize_t _pgr_use_of(PyObject *index, _pgr_use **uses, Py_ssize_t *n_uses, Py_ssize_t *cap,
+                              PyObject *var, Py_ssize_t j, PyObject *jj, int *made) {
+    PyObject *k = PyDict_GetItemWithError(index, var), *orders, *key;
+    _pgr_use *u;
+    int o;
+    *made = 0;
+    if (k != NULL) return PyLong_AsSsize_t(k);
+    if (PyErr_Occurred()) return -1;
+    if ((orders = PyObject_GetAttrString(var, "orders")) == NULL) return -1;
+    o = PyObject_IsTrue(orders);
+    Py_DECREF(orders);
+    if (o < 0) return -1;
+    if (*n_uses == *cap) {
+        Py_ssize_t c = *cap ? 2 * *cap : 64;
+        _pgr_use *grown = PyMem_Realloc(*uses, (size_t)c * sizeof **uses);
+        if (grown == NULL) { PyErr_NoMemory(); return -1; }
+        *uses = grown;
+        *cap = c;
+    }
+    u = &(*uses)[*n_uses];
+    if ((u->nodes = PyList_New(1)) == NULL) return -1;
+    Py_INCREF(jj);
+    PyList_SET_ITEM(u->nodes, 0, jj);
+    u->last = j;
+    u->writer = -1;
+    u->readers = NULL;
+    u->n_readers = u->cap_readers = 0;
+    u->orders = o;
+    (*n_uses)++;  /* (the record is the caller's to free from here on) */
+    if ((key = PyLong_FromSsize_t(*n_uses - 1)) == NULL) return -1;
+    o = PyDict_SetItem(index, var, key);
+    Py_DECREF(key);
+    if (o < 0) return -1;
+    *made = 1;
+    return *n_uses - 1;
+}
+
+/* Edge i -> j, unless found already while visiting j (to[i] == j). */
+static int _pgr_edge(Py_ssize_t *to, PyObject **ints, Py_ssize_t i, Py_ssize_t j, PyObject *sources,
+                     PyObject *targets) {
+    if (to[i] == j) return 0;
+    to[i] = j;
+    if (PyList_Append(sources, ints[i]) < 0 || PyList_Append(targets, ints[j]) < 0) return -1;
+    return 0;
+}
+
+PyDoc_STRVAR(_pgr_index_doc,
+"index_accesses(reads_of, writes_of)\n--\n\n"
+"pygraphrt.compute._topology.index_accesses in C: (sources, targets, nodes_of) from each\n"
+"node's read and written variables (lists or tuples of lists or tuples).");
+
+static PyObject *_pgr_index_accesses(PyObject *mod, PyObject *args) {
+    PyObject *reads_of, *writes_of, *r_seq = NULL, *w_seq = NULL, *index = NULL, *sources = NULL,
+        *targets = NULL, *nodes_of = NULL, *out = NULL, **ints = NULL, *seq = NULL;
+    _pgr_use *uses = NULL;
+    Py_ssize_t n = 0, j, k, n_uses = 0, cap = 0, *to = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO", &reads_of, &writes_of)) return NULL;
+    /* (tuples: what a variable's hash, equality or `orders` runs cannot change under the loop;
+       a node's own list is read an item at a time, each held while it is used) */
+    if ((r_seq = PySequence_Tuple(reads_of)) == NULL || (w_seq = PySequence_Tuple(writes_of)) == NULL)
+        goto done;
+    n = PyTuple_GET_SIZE(r_seq) < PyTuple_GET_SIZE(w_seq) ? PyTuple_GET_SIZE(r_seq)
+                                                           : PyTuple_GET_SIZE(w_seq);  /* (zip's length) */
+    {
+        Py_ssize_t count = n;
+        n = 0;  /* (until ints is made: the cleanup walks ints[:n]) */
+        to = PyMem_Malloc((size_t)(count ? count : 1) * sizeof *to);
+        ints = PyMem_Calloc((size_t)(count ? count : 1), sizeof *ints);
+        if (to == NULL || ints == NULL) { PyErr_NoMemory(); goto done; }
+        n = count;
+    }
+    if ((index = PyDict_New()) == NULL || (sources = PyList_New(0)) == NULL ||
+        (targets = PyList_New(0)) == NULL)
+        goto done;
+    for (j = 0; j < n; j++) {
+        PyObject *jj, *var;
+        to[j] = -1;
+        if ((jj = ints[j] = PyLong_FromSsize_t(j)) == NULL) goto done;
+        /* the writes first: a variable both read and written is written */
+        if ((seq = PySequence_Fast(PyTuple_GET_ITEM(w_seq, j), "a node's writes must be a sequence")) == NULL)
+            goto done;
+        for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+            int made;
+            Py_ssize_t x, i, q;
+            _pgr_use *u;
+            var = PySequence_Fast_GET_ITEM(seq, k);
+            Py_INCREF(var);
+            x = _pgr_use_of(index, &uses, &n_uses, &cap, var, j, jj, &made);
+            Py_DECREF(var);
+            if (x < 0) goto done;
+            u = &uses[x];
+            if (!made) {
+                if (PyList_Append(u->nodes, jj) < 0) goto done;
+                u->last = j;
+            }
+            if (!u->orders) continue;
+            if ((i = u->writer) >= 0 && _pgr_edge(to, ints, i, j, sources, targets) < 0) goto done;
+            for (q = 0; q < u->n_readers; q++)
+                if (_pgr_edge(to, ints, u->readers[q], j, sources, targets) < 0) goto done;
+            u->n_readers = 0;
+            u->writer = j;
+        }
+        Py_CLEAR(seq);
+        if ((seq = PySequence_Fast(PyTuple_GET_ITEM(r_seq, j), "a node's reads must be a sequence")) == NULL)
+            goto done;
+        for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
+            int made;
+            Py_ssize_t x, i;
+            _pgr_use *u;
+            var = PySequence_Fast_GET_ITEM(seq, k);
+            Py_INCREF(var);
+            x = _pgr_use_of(index, &uses, &n_uses, &cap, var, j, jj, &made);
+            Py_DECREF(var);
+            if (x < 0) goto done;
+            u = &uses[x];
+            if (!made && u->last != j) {
+                if (PyList_Append(u->nodes, jj) < 0) goto done;
+                u->last = j;
+            }
+            if (!u->orders) continue;
+            if ((i = u->writer) == j) continue;  /* also written by this node: its edges are the write's */
+            if (i >= 0 && _pgr_edge(to, ints, i, j, sources, targets) < 0) goto done;
+            if (u->n_readers == u->cap_readers) {
+                Py_ssize_t c = u->cap_readers ? 2 * u->cap_readers : 8;
+                Py_ssize_t *grown = PyMem_Realloc(u->readers, (size_t)c * sizeof *grown);
+                if (grown == NULL) { PyErr_NoMemory(); goto done; }
+                u->readers = grown;
+                u->cap_readers = c;
+            }
+            u->readers[u->n_readers++] = j;
+        }
+        Py_CLEAR(seq);
+    }
+    /* nodes_of: each variable (the index's keys, in the order first accessed) -> its nodes */
+    if ((nodes_of = PyDict_New()) == NULL) goto done;
+    {
+        PyObject *var, *key;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(index, &pos, &var, &key))
+            if (PyDict_SetItem(nodes_of, var, uses[PyLong_AsSsize_t(key)].nodes) < 0) goto done;
+    }
+    out = PyTuple_Pack(3, sources, targets, nodes_of);
+done:
+    Py_XDECREF(seq);
+    Py_XDECREF(r_seq);
+    Py_XDECREF(w_seq);
+    Py_XDECREF(index);
+    Py_XDECREF(sources);
+    Py_XDECREF(targets);
+    Py_XDECREF(nodes_of);
+    if (ints != NULL)
+        for (j = 0; j < n; j++) Py_XDECREF(ints[j]);
+    for (k = 0; k < n_uses; k++) {
+        Py_DECREF(uses[k].nodes);
+        PyMem_Free(uses[k].readers);
+    }
+    PyMem_Free(uses);
+    PyMem_Free(ints);
+    PyMem_Free(to);
+    return out;
+}
+
 PyDoc_STRVAR(_pgr_symbols_doc,
 "symbols()\n--\n\n"
 "{method name: the runtime function it calls}, for the methods this build can run (the\n"
@@ -1446,6 +1629,7 @@ static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},
     {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
+    {"index_accesses", _pgr_index_accesses, METH_VARARGS, _pgr_index_doc},
     {"make_nodes", _pgr_make_nodes, METH_VARARGS, _pgr_make_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},

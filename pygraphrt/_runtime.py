@@ -412,6 +412,11 @@ def active() -> Backend:
     return b
 
 
+def active_or_none() -> Backend | None:
+    """The active backend, or None where none was selected yet (selects none)."""
+    return _state.active
+
+
 def attempts() -> list[Attempt]:
     return list(_state.attempts)
 

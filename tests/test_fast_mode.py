@@ -524,3 +524,58 @@ def test_a_runtime_without_driver_entry_points_keeps_every_call(fake_cudart, mod
         print(len(g.nodes()), s.is_capturing)
     """)
     assert out.splitlines() == ["off (the cuda driver offers none of them)", "2 False"]
+
+
+INDEX_PROBE = """
+    import random, sys
+    import pygraphrt as rt
+    from pygraphrt.compute import ComputeGraph, VarManager, _topology as T
+    rt.Stream()  # (a backend active: the topology phase may take the compiled index)
+    f = T.index_function()
+    print("c" if f is not T.index_accesses else "py")
+    vm = VarManager()
+    bufs = [vm.buffer(f"b{i}", a + 8 * i, nbytes=8) for i in range(6)]
+    vals = [vm.value(f"v{i}", i + 1) for i in range(3)]
+    rnd = random.Random(45)
+    same = 0
+    for _ in range(2000):
+        reads, writes = [], []
+        for _ in range(rnd.randint(0, 30)):
+            reads.append(tuple(dict.fromkeys(rnd.sample(bufs + vals, rnd.randint(0, 3)))))
+            writes.append(tuple(dict.fromkeys(rnd.sample(bufs, rnd.randint(0, 2)))))
+        want, got = T.index_accesses(reads, writes), f(reads, writes)
+        same += want[:2] == got[:2] and list(want[2].items()) == list(got[2].items())
+    print(same)
+    for bad in ([[object()]], [None], [(bufs[0],)] * 3):
+        outs = []
+        for fn in (T.index_accesses, f):
+            try:
+                outs.append(fn(bad, bad)[:2])
+            except Exception as exc:
+                outs.append(type(exc).__name__)
+        print(outs[0] == outs[1], outs[1])
+    before = [sys.getrefcount(v) for v in bufs]
+    for _ in range(500):
+        f([(bufs[0], vals[0])] * 4, [(bufs[1],), (bufs[0],)] * 2)
+    print([sys.getrefcount(v) for v in bufs] == before)
+    g = ComputeGraph(vm)
+    for i in range(40):
+        src, dst = bufs[i % 6], bufs[(5 * i + 1) % 6]
+        g.node(f"n{i}", lambda ctx, src=src, dst=dst: (src.read(), dst.write(), vals[0].read()))
+    inferred = [(x.name, y.name) for x, y, _ in g.topology()]
+    print(len(inferred), sorted(inferred) == sorted((g.nodes()[i].name, g.nodes()[j].name)
+                                                   for i, j in zip(*g._pairs)))
+"""
+
+
+@needs_fast
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_a_compute_graphs_index_in_c_equals_the_python_function(fake_cudart, mode):
+    """The compiled index of a compute graph's accesses (bindgen/hot_methods.c) gives what
+    compute._topology.index_accesses gives -- the edges in order, each variable's nodes -- on
+    2 000 random programs, raises where it raises, keeps no reference, and is what a compute
+    graph's topology phase takes in compiled mode (ABI mode: the Python function)."""
+    out = run_mode(fake_cudart, mode, INDEX_PROBE).splitlines()
+    assert out == ["c" if mode == "1" else "py", "2000", "True AttributeError", "True TypeError",
+                   "True ([0, 1], [1, 2])", "True", out[-1]]
+    assert out[-1].endswith(" True") and int(out[-1].split()[0]) > 40
