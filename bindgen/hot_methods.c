@@ -1445,6 +1445,27 @@ static int _pgr_edge(Py_ssize_t *to, PyObject **ints, Py_ssize_t i, Py_ssize_t j
     return 0;
 }
 
+/* The record of variable k of `seq` (a node's reads or writes) for node j, with j added to its
+ * nodes -- where `once`, unless j is its last already (a read of what the node wrote); NULL on
+ * error.  (The variable is held while its hash, equality or `orders` runs.) */
+static _pgr_use *_pgr_use_at(PyObject *seq, Py_ssize_t k, PyObject *index, _pgr_use **uses,
+                             Py_ssize_t *n_uses, Py_ssize_t *cap, Py_ssize_t j, PyObject *jj, int once) {
+    PyObject *var = PySequence_Fast_GET_ITEM(seq, k);
+    Py_ssize_t x;
+    _pgr_use *u;
+    int made;
+    Py_INCREF(var);
+    x = _pgr_use_of(index, uses, n_uses, cap, var, j, jj, &made);
+    Py_DECREF(var);
+    if (x < 0) return NULL;
+    u = &(*uses)[x];
+    if (!made && !(once && u->last == j)) {
+        if (PyList_Append(u->nodes, jj) < 0) return NULL;
+        u->last = j;
+    }
+    return u;
+}
+
 PyDoc_STRVAR(_pgr_index_doc,
 "index_accesses(reads_of, writes_of)\n--\n\n"
 "pygraphrt.compute._topology.index_accesses in C: (sources, targets, nodes_of) from each\n"
@@ -1454,47 +1475,33 @@ static PyObject *_pgr_index_accesses(PyObject *mod, PyObject *args) {
     PyObject *reads_of, *writes_of, *r_seq = NULL, *w_seq = NULL, *index = NULL, *sources = NULL,
         *targets = NULL, *nodes_of = NULL, *out = NULL, **ints = NULL, *seq = NULL;
     _pgr_use *uses = NULL;
-    Py_ssize_t n = 0, j, k, n_uses = 0, cap = 0, *to = NULL;
+    Py_ssize_t n = 0, count, j, k, n_uses = 0, cap = 0, *to = NULL;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OO", &reads_of, &writes_of)) return NULL;
     /* (tuples: what a variable's hash, equality or `orders` runs cannot change under the loop;
        a node's own list is read an item at a time, each held while it is used) */
     if ((r_seq = PySequence_Tuple(reads_of)) == NULL || (w_seq = PySequence_Tuple(writes_of)) == NULL)
         goto done;
-    n = PyTuple_GET_SIZE(r_seq) < PyTuple_GET_SIZE(w_seq) ? PyTuple_GET_SIZE(r_seq)
-                                                           : PyTuple_GET_SIZE(w_seq);  /* (zip's length) */
-    {
-        Py_ssize_t count = n;
-        n = 0;  /* (until ints is made: the cleanup walks ints[:n]) */
-        to = PyMem_Malloc((size_t)(count ? count : 1) * sizeof *to);
-        ints = PyMem_Calloc((size_t)(count ? count : 1), sizeof *ints);
-        if (to == NULL || ints == NULL) { PyErr_NoMemory(); goto done; }
-        n = count;
-    }
+    count = PyTuple_GET_SIZE(r_seq) < PyTuple_GET_SIZE(w_seq) ? PyTuple_GET_SIZE(r_seq)
+                                                               : PyTuple_GET_SIZE(w_seq);  /* (zip's length) */
+    to = PyMem_Malloc((size_t)(count ? count : 1) * sizeof *to);
+    ints = PyMem_Calloc((size_t)(count ? count : 1), sizeof *ints);
+    if (to == NULL || ints == NULL) { PyErr_NoMemory(); goto done; }
+    n = count;  /* (the cleanup walks ints[:n]) */
     if ((index = PyDict_New()) == NULL || (sources = PyList_New(0)) == NULL ||
         (targets = PyList_New(0)) == NULL)
         goto done;
     for (j = 0; j < n; j++) {
-        PyObject *jj, *var;
+        PyObject *jj;
         to[j] = -1;
         if ((jj = ints[j] = PyLong_FromSsize_t(j)) == NULL) goto done;
         /* the writes first: a variable both read and written is written */
         if ((seq = PySequence_Fast(PyTuple_GET_ITEM(w_seq, j), "a node's writes must be a sequence")) == NULL)
             goto done;
         for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
-            int made;
-            Py_ssize_t x, i, q;
-            _pgr_use *u;
-            var = PySequence_Fast_GET_ITEM(seq, k);
-            Py_INCREF(var);
-            x = _pgr_use_of(index, &uses, &n_uses, &cap, var, j, jj, &made);
-            Py_DECREF(var);
-            if (x < 0) goto done;
-            u = &uses[x];
-            if (!made) {
-                if (PyList_Append(u->nodes, jj) < 0) goto done;
-                u->last = j;
-            }
+            Py_ssize_t i, q;
+            _pgr_use *u = _pgr_use_at(seq, k, index, &uses, &n_uses, &cap, j, jj, 0);
+            if (u == NULL) goto done;
             if (!u->orders) continue;
             if ((i = u->writer) >= 0 && _pgr_edge(to, ints, i, j, sources, targets) < 0) goto done;
             for (q = 0; q < u->n_readers; q++)
@@ -1506,19 +1513,9 @@ static PyObject *_pgr_index_accesses(PyObject *mod, PyObject *args) {
         if ((seq = PySequence_Fast(PyTuple_GET_ITEM(r_seq, j), "a node's reads must be a sequence")) == NULL)
             goto done;
         for (k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
-            int made;
-            Py_ssize_t x, i;
-            _pgr_use *u;
-            var = PySequence_Fast_GET_ITEM(seq, k);
-            Py_INCREF(var);
-            x = _pgr_use_of(index, &uses, &n_uses, &cap, var, j, jj, &made);
-            Py_DECREF(var);
-            if (x < 0) goto done;
-            u = &uses[x];
-            if (!made && u->last != j) {
-                if (PyList_Append(u->nodes, jj) < 0) goto done;
-                u->last = j;
-            }
+            Py_ssize_t i;
+            _pgr_use *u = _pgr_use_at(seq, k, index, &uses, &n_uses, &cap, j, jj, 1);
+            if (u == NULL) goto done;
             if (!u->orders) continue;
             if ((i = u->writer) == j) continue;  /* also written by this node: its edges are the write's */
             if (i >= 0 && _pgr_edge(to, ints, i, j, sources, targets) < 0) goto done;

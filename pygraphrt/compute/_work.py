@@ -56,11 +56,6 @@ class Work:
         raise NotImplementedError
 
     @classmethod
-    def shape(cls, item: Item) -> tuple[Any, ...]:
-        """What must stay equal for an in-place update (the kind, launch attributes)."""
-        return (cls.kind,)
-
-    @classmethod
     def describe(cls, item: Item) -> str:
         return cls.kind
 
@@ -95,6 +90,8 @@ class KernelWork(Work):
 
     @classmethod
     def shape(cls, item: Item) -> tuple[Any, ...]:
+        """What must stay equal for an in-place update: the kind and the launch attributes (an item
+        of any other kind has its kind's one shape: :func:`same_shapes`)."""
         attributes = item[6]
         if not attributes:
             return _PLAIN_KERNEL
@@ -402,8 +399,8 @@ class NodeContext:
 
 
 def same_shapes(old: "Sequence[Item]", new: "Sequence[Item]") -> bool:
-    """Whether two evaluations' work has the same shapes, item by item (:meth:`Work.shape`): work
-    of one kind has one shape but for kernel launches with attributes."""
+    """Whether two evaluations' work has the same shapes, item by item: work of one kind has one
+    shape but for kernel launches with attributes (:meth:`KernelWork.shape`)."""
     if len(old) != len(new):
         return False
     if len(new) == 1:  # (a node's one item, the common case: no zip to make)

@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = '497d4d0bda9ab4fecb1308a8d954bb7bc11289f23f3e12c5a7c544dc68595fec'
+FAST_SHA256 = '405d4b4399cd53095bd29e70ecc0e8c1a6167125b09dfc555c6baafb498ef688'
 
 
 def __getattr__(name):
