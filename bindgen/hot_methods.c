@@ -6,7 +6,9 @@
  * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
  * file once the cffi module is imported; pygraphrt.graph._hot installs the graph methods,
  * pygraphrt.kernels._hot the launches.  The module also holds a compute graph's index of its
- * nodes' accesses (index_accesses, which pygraphrt.compute._topology.index_function hands out).
+ * nodes' accesses (index_accesses, which pygraphrt.compute._topology.index_function hands out)
+ * and its evaluation of a node's closure with the variables' accesses (bind_compute, which
+ * pygraphrt.compute._hot installs).
  *
  * Each method does only the common, valid call in C: the argument checks the Python method
  * makes, the runtime call through the pointer _pgr_bind filled, the node object and its entry
@@ -1559,6 +1561,412 @@ done:
     return out;
 }
 
+/* -- compute graphs: a node's evaluation and the variables' read and write in C --
+ *
+ * ComputeGraph._evaluate, Var.read and Var.write (pygraphrt.compute) as method descriptors
+ * (pygraphrt.compute._hot installs them in compiled mode): every node's closure runs through
+ * the first once a phase, and every access it makes through the others, so in Python they
+ * are about half of a compute graph's first launch.  Each does what the Python method does in
+ * the common case -- a node without a device, this thread's slot of the exact class, a context
+ * of NodeContext's exact class; a variable inside a closure of its manager's graph, bound --
+ * and hands every other call, before changing anything, to the Python method it replaced (its
+ * fallback), so errors and semantics stay the Python code's.  The thread's slot (compute._vars'
+ * thread-local _active.slot, made once per thread) is remembered for the thread last seen
+ * (its interpreter and its thread state's unique id), so an access reads no thread-local.
+ * The slot's and the context's attributes are __slots__, read and written at the offsets their
+ * member descriptors give (checked by bind_compute); the variable's and the node's are read
+ * as attributes. */
+enum { _PGR_CG_EVALUATE, _PGR_CG_READ, _PGR_CG_WRITE, _PGR_CG_LAUNCH, _PGR_CG_MEMCPY, _PGR_CG_METHODS };
+static struct {
+    int bound;
+    PyObject *local;                 /* compute._vars._active: the thread-local of each thread's slot */
+    PyTypeObject *slot_cls, *ctx_cls, *node_cls;
+    PyTypeObject *var_cls[4];        /* the variable classes whose slots are read at their offsets */
+    int n_var_cls;
+    /* _Slot's rec, spare; NodeContext's node, phase, items, graph, manager, reads, writes;
+       ComputeNode's name, fn, device; Var's manager, _bound, _obj, _solo */
+    Py_ssize_t s_rec, s_spare, c_node, c_phase, c_items, c_graph, c_manager, c_reads, c_writes, n_name, n_fn,
+        n_device, v_manager, v_bound, v_obj, v_solo;
+    PyObject *fallback[_PGR_CG_METHODS], *descr[_PGR_CG_METHODS], *doc[_PGR_CG_METHODS];
+    PyInterpreterState *interp;      /* the thread whose slot is remembered */
+    uint64_t thread_id;
+    PyObject *slot;
+    PyObject *s_slot, *s_manager, *s_solo;  /* attribute names */
+    /* compute._work's set of kernel classes NodeContext.launch has checked, KernelWork, MemcpyWork */
+    PyObject *kernel_classes, *kernel_work, *memcpy_work;
+    PyObject *zero;  /* NodeContext.launch's default shared_mem */
+} _pgr_cg;
+
+#define _PGR_MEMBER(obj, off) (*(PyObject **)((char *)(obj) + (off)))
+
+/* Set the __slots__ member at `off` of `obj` to `v` (a new reference taken), as the member
+ * descriptor does. */
+static void _pgr_member_set(PyObject *obj, Py_ssize_t off, PyObject *v) {
+    PyObject *old = _PGR_MEMBER(obj, off);
+    _PGR_MEMBER(obj, off) = Py_NewRef(v);
+    Py_XDECREF(old);
+}
+
+/* Whether `v` is a variable of one of the classes bound (their slots at their offsets; a
+ * subclass may make any of them a property, so its objects take the Python method). */
+static int _pgr_cg_plain_var(PyObject *v) {
+    int i;
+    for (i = 0; i < _pgr_cg.n_var_cls; i++)
+        if (Py_TYPE(v) == _pgr_cg.var_cls[i]) return 1;
+    return 0;
+}
+
+/* This thread's slot (borrowed), or NULL with an exception: compute._vars._active.slot. */
+static PyObject *_pgr_cg_slot(void) {
+    PyThreadState *ts = PyThreadState_Get();
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(ts);
+    uint64_t id = PyThreadState_GetID(ts);
+    PyObject *slot;
+    if (_pgr_cg.slot != NULL && id == _pgr_cg.thread_id && interp == _pgr_cg.interp) return _pgr_cg.slot;
+    if ((slot = PyObject_GetAttr(_pgr_cg.local, _pgr_cg.s_slot)) == NULL) return NULL;
+    Py_XSETREF(_pgr_cg.slot, slot);
+    _pgr_cg.thread_id = id;
+    _pgr_cg.interp = interp;
+    return slot;
+}
+
+/* The compute method m's Python fallback, called with the same arguments. */
+static PyObject *_pgr_cg_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                  PyObject *kwnames) {
+    PyObject *stack[8], **argv = stack, *res;
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, total = 1 + nargs + nkw, i;
+    if (total > 8 && (argv = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)total)) == NULL)
+        return PyErr_NoMemory();
+    argv[0] = self;
+    for (i = 0; i < nargs + nkw; i++) argv[1 + i] = args[i];
+    res = PyObject_Vectorcall(_pgr_cg.fallback[m], argv, (size_t)(1 + nargs), kwnames);
+    if (argv != stack) PyMem_Free(argv);
+    return res;
+}
+
+/* ---- Var.read() / Var.write() ---- */
+
+static PyObject *_pgr_var_access(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames) {
+    PyObject *slot, *rec, *obj, *list;
+    if (!_pgr_cg.bound || nargs != 0 || kwnames != NULL || !_pgr_cg_plain_var(self))
+        return _pgr_cg_fallback(m, self, args, nargs, kwnames);
+    if ((slot = _pgr_cg_slot()) == NULL || Py_TYPE(slot) != _pgr_cg.slot_cls) {
+        PyErr_Clear();
+        return _pgr_cg_fallback(m, self, args, nargs, kwnames);
+    }
+    /* (inside a closure of a graph of the variable's manager, the variable bound) */
+    rec = _PGR_MEMBER(slot, _pgr_cg.s_rec);
+    if (rec == NULL || Py_TYPE(rec) != _pgr_cg.ctx_cls || _PGR_MEMBER(rec, _pgr_cg.c_manager) == NULL ||
+        _PGR_MEMBER(self, _pgr_cg.v_manager) != _PGR_MEMBER(rec, _pgr_cg.c_manager) ||
+        _PGR_MEMBER(self, _pgr_cg.v_bound) != Py_True || (obj = _PGR_MEMBER(self, _pgr_cg.v_obj)) == NULL)
+        return _pgr_cg_fallback(m, self, args, nargs, kwnames);
+    list = _PGR_MEMBER(rec, m == _PGR_CG_READ ? _pgr_cg.c_reads : _pgr_cg.c_writes);
+    if (list == NULL || !PyList_CheckExact(list)) return _pgr_cg_fallback(m, self, args, nargs, kwnames);
+    Py_INCREF(obj);
+    if (PyList_Append(list, self) < 0) Py_CLEAR(obj);
+    return obj;
+}
+
+static PyObject *_pgr_var_read(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return _pgr_var_access(_PGR_CG_READ, self, args, nargs, kwnames);
+}
+
+static PyObject *_pgr_var_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return _pgr_var_access(_PGR_CG_WRITE, self, args, nargs, kwnames);
+}
+
+/* ---- ComputeGraph._evaluate(n, phase, slot=None) ---- */
+
+/* var._solo, a new reference */
+static PyObject *_pgr_cg_solo(PyObject *var) {
+    PyObject *t;
+    if (_pgr_cg_plain_var(var) && (t = _PGR_MEMBER(var, _pgr_cg.v_solo)) != NULL) return Py_NewRef(t);
+    return PyObject_GetAttr(var, _pgr_cg.s_solo);
+}
+
+/* A context's recorded accesses as the evaluation returns them: each variable once, in the
+ * order first accessed (one: the variable's own 1-tuple, its _solo), as a new reference. */
+static PyObject *_pgr_cg_accesses(PyObject *seq) {
+    PyObject *d, *t;
+    Py_ssize_t n, i;
+    if (seq == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the node's context lost its record of accesses");
+        return NULL;
+    }
+    if (!PyList_CheckExact(seq)) {  /* (a closure replaced it: as the Python method, generally) */
+        if ((n = PyObject_Size(seq)) < 0) return NULL;
+        if (n == 1) {
+            PyObject *v = PySequence_GetItem(seq, 0);
+            if (v == NULL) return NULL;
+            t = _pgr_cg_solo(v);
+            Py_DECREF(v);
+            return t;
+        }
+        if ((d = PyObject_CallMethod((PyObject *)&PyDict_Type, "fromkeys", "O", seq)) == NULL) return NULL;
+    } else {
+        if ((n = PyList_GET_SIZE(seq)) == 1) return _pgr_cg_solo(PyList_GET_ITEM(seq, 0));
+        if ((d = PyDict_New()) == NULL) return NULL;
+        for (i = 0; i < PyList_GET_SIZE(seq); i++) {
+            PyObject *v = Py_NewRef(PyList_GET_ITEM(seq, i));
+            int rc = PyDict_SetItem(d, v, Py_None);
+            Py_DECREF(v);
+            if (rc < 0) {
+                Py_DECREF(d);
+                return NULL;
+            }
+        }
+    }
+    t = PySequence_Tuple(d);
+    Py_DECREF(d);
+    return t;
+}
+
+/* Empty a spared context's record (list.clear()). */
+static int _pgr_cg_clear(PyObject *seq) {
+    PyObject *r;
+    if (PyList_CheckExact(seq)) return PyList_SetSlice(seq, 0, PY_SSIZE_T_MAX, NULL);
+    if ((r = PyObject_CallMethod(seq, "clear", NULL)) == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *_pgr_evaluate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *n, *phase, *slot, *fn = NULL, *name = NULL, *manager = NULL, *ctx = NULL, *r,
+        *reads = NULL, *writes = NULL, *items = NULL, *out = NULL;
+    if (!_pgr_cg.bound || kwnames != NULL || nargs < 2 || nargs > 3)
+        return _pgr_cg_fallback(_PGR_CG_EVALUATE, self, args, nargs, kwnames);
+    n = args[0];
+    phase = args[1];
+    slot = nargs == 3 ? args[2] : Py_None;
+    if (slot == Py_None && (slot = _pgr_cg_slot()) == NULL) PyErr_Clear();
+    /* (a node with a device, an evaluation inside another, anything unusual: the Python method) */
+    if (slot == NULL || Py_TYPE(slot) != _pgr_cg.slot_cls || _PGR_MEMBER(slot, _pgr_cg.s_rec) != Py_None ||
+        Py_TYPE(n) != _pgr_cg.node_cls || _PGR_MEMBER(n, _pgr_cg.n_device) != Py_None ||
+        (fn = _PGR_MEMBER(n, _pgr_cg.n_fn)) == NULL || (name = _PGR_MEMBER(n, _pgr_cg.n_name)) == NULL ||
+        (ctx = _PGR_MEMBER(slot, _pgr_cg.s_spare)) == NULL || (ctx != Py_None && Py_TYPE(ctx) != _pgr_cg.ctx_cls) ||
+        (manager = _pgr_attr(self, _pgr_cg.s_manager)) == NULL)
+        return _pgr_cg_fallback(_PGR_CG_EVALUATE, self, args, nargs, kwnames);
+    Py_INCREF(fn);
+    Py_INCREF(name);
+    /* A context of its own for each evaluation (a closure may keep it), made anew only where the
+       previous one was kept. */
+    if (ctx == Py_None) {
+        if ((ctx = PyObject_CallFunctionObjArgs((PyObject *)_pgr_cg.ctx_cls, name, phase, self, NULL)) == NULL)
+            goto done;
+    } else {
+        PyObject *fresh = PyList_New(0);
+        if (fresh == NULL) {
+            ctx = NULL;
+            goto done;
+        }
+        Py_INCREF(ctx);
+        _pgr_member_set(slot, _pgr_cg.s_spare, Py_None);
+        _pgr_member_set(ctx, _pgr_cg.c_node, name);
+        _pgr_member_set(ctx, _pgr_cg.c_phase, phase);
+        _pgr_member_set(ctx, _pgr_cg.c_items, fresh);
+        Py_DECREF(fresh);
+        _pgr_member_set(ctx, _pgr_cg.c_graph, self);
+        _pgr_member_set(ctx, _pgr_cg.c_manager, manager);
+    }
+    _pgr_member_set(slot, _pgr_cg.s_rec, ctx);
+    r = PyObject_CallOneArg(fn, ctx);
+    _pgr_member_set(slot, _pgr_cg.s_rec, Py_None);
+    if (r == NULL) goto done;
+    Py_DECREF(r);
+    if ((reads = _pgr_cg_accesses(_PGR_MEMBER(ctx, _pgr_cg.c_reads))) == NULL ||
+        (writes = _pgr_cg_accesses(_PGR_MEMBER(ctx, _pgr_cg.c_writes))) == NULL)
+        goto done;
+    if ((items = _PGR_MEMBER(ctx, _pgr_cg.c_items)) == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the node's context lost its work items");
+        goto done;
+    }
+    Py_INCREF(items);
+    if (Py_REFCNT(ctx) == 1) {  /* nothing but this evaluation holds it: the thread's next one takes it */
+        /* (emptied: a spare keeps neither this graph nor its variables nor its work alive) */
+        if (_pgr_cg_clear(_PGR_MEMBER(ctx, _pgr_cg.c_reads)) < 0 || _pgr_cg_clear(_PGR_MEMBER(ctx, _pgr_cg.c_writes)) < 0)
+            goto done;
+        _pgr_member_set(ctx, _pgr_cg.c_items, Py_None);
+        _pgr_member_set(ctx, _pgr_cg.c_graph, Py_None);
+        _pgr_member_set(ctx, _pgr_cg.c_manager, Py_None);
+        _pgr_member_set(slot, _pgr_cg.s_spare, ctx);
+    }
+    out = PyTuple_Pack(3, reads, writes, items);
+done:
+    Py_XDECREF(ctx);
+    Py_XDECREF(reads);
+    Py_XDECREF(writes);
+    Py_XDECREF(items);
+    Py_DECREF(fn);
+    Py_DECREF(name);
+    Py_DECREF(manager);
+    return out;
+}
+
+/* ---- NodeContext.launch(kernel, grid, block, *args) and NodeContext.memcpy(dst, src, count) ----
+ * The work item the Python method appends, for a kernel of a class it has checked before and no
+ * keywords (shared_mem, launch attributes: the Python method), or a copy with its count given. */
+
+static PyObject *_pgr_ctx_items(PyObject *self) {
+    PyObject *items;
+    if (Py_TYPE(self) != _pgr_cg.ctx_cls || (items = _PGR_MEMBER(self, _pgr_cg.c_items)) == NULL ||
+        !PyList_CheckExact(items))
+        return NULL;
+    return items;
+}
+
+static PyObject *_pgr_ctx_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *items, *item, *extra, *attributes;
+    Py_ssize_t i;
+    int known;
+    if (!_pgr_cg.bound || kwnames != NULL || nargs < 3 || (items = _pgr_ctx_items(self)) == NULL)
+        return _pgr_cg_fallback(_PGR_CG_LAUNCH, self, args, nargs, kwnames);
+    if ((known = PySet_Contains(_pgr_cg.kernel_classes, (PyObject *)Py_TYPE(args[0]))) <= 0) {
+        if (known < 0) PyErr_Clear();
+        return _pgr_cg_fallback(_PGR_CG_LAUNCH, self, args, nargs, kwnames);
+    }
+    if ((extra = PyTuple_New(nargs - 3)) == NULL) return NULL;
+    for (i = 3; i < nargs; i++) PyTuple_SET_ITEM(extra, i - 3, Py_NewRef(args[i]));
+    if ((attributes = PyDict_New()) == NULL) {  /* (**attributes: a new dict each call) */
+        Py_DECREF(extra);
+        return NULL;
+    }
+    item = PyTuple_Pack(7, _pgr_cg.kernel_work, args[0], args[1], args[2], extra, _pgr_cg.zero, attributes);
+    Py_DECREF(extra);
+    Py_DECREF(attributes);
+    if (item == NULL) return NULL;
+    i = PyList_Append(items, item);
+    Py_DECREF(item);
+    if (i < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *_pgr_ctx_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    PyObject *items, *item;
+    int rc;
+    if (!_pgr_cg.bound || kwnames != NULL || nargs != 3 || args[2] == Py_None || (items = _pgr_ctx_items(self)) == NULL)
+        return _pgr_cg_fallback(_PGR_CG_MEMCPY, self, args, nargs, kwnames);
+    if ((item = PyTuple_Pack(4, _pgr_cg.memcpy_work, args[0], args[1], args[2])) == NULL) return NULL;
+    rc = PyList_Append(items, item);
+    Py_DECREF(item);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef _pgr_cg_defs[_PGR_CG_METHODS] = {
+    {"_evaluate", (PyCFunction)(void (*)(void))_pgr_evaluate, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"read", (PyCFunction)(void (*)(void))_pgr_var_read, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"write", (PyCFunction)(void (*)(void))_pgr_var_write, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"launch", (PyCFunction)(void (*)(void))_pgr_ctx_launch, METH_FASTCALL | METH_KEYWORDS, NULL},
+    {"memcpy", (PyCFunction)(void (*)(void))_pgr_ctx_memcpy, METH_FASTCALL | METH_KEYWORDS, NULL},
+};
+
+PyDoc_STRVAR(_pgr_bind_compute_doc,
+"bind_compute(local, classes, var_classes, work, fallbacks, docs)\n--\n\n"
+"The compute graph's methods in C: returns the method descriptors of ComputeGraph._evaluate,\n"
+"Var.read, Var.write, NodeContext.launch and NodeContext.memcpy (``classes``: _Slot, NodeContext,\n"
+"ComputeGraph, ComputeNode, Var; ``work``: the set of kernel classes NodeContext.launch has\n"
+"checked, KernelWork, MemcpyWork; ``fallbacks``: the Python methods, in the order above, each\n"
+"called as fallback(self, ...) for what the C does not do; ``docs``: their __doc__).  ``local`` is\n"
+"compute._vars' thread-local whose ``slot`` attribute is each thread's slot.  The __slots__ of\n"
+"_Slot (``rec``, ``spare``), NodeContext (``node``, ``phase``, ``items``, ``graph``, ``manager``,\n"
+"``reads``, ``writes``), ComputeNode (``name``, ``fn``, ``device``) and Var (``manager``, ``_bound``,\n"
+"``_obj``, ``_solo``) are read at their offsets, Var's on objects of exactly ``var_classes`` (Var and\n"
+"up to three subclasses of it) only.  Made once: a second call returns the same descriptors.");
+
+static PyObject *_pgr_cg_work[3];  /* (bind_compute's `work`, as parsed) */
+
+static PyObject *_pgr_cg_descrs(void) {
+    return PyTuple_Pack(5, _pgr_cg.descr[0], _pgr_cg.descr[1], _pgr_cg.descr[2], _pgr_cg.descr[3], _pgr_cg.descr[4]);
+}
+
+static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
+    PyObject *local, *classes, *var_classes, *work, *fallbacks, *docs;
+    PyTypeObject *cls[5], *var_cls[4];
+    Py_ssize_t off[16], n_var;
+    static const char *const slots[16] = {"rec", "spare", "node", "phase", "items", "graph", "manager", "reads",
+                                          "writes", "name", "fn", "device", "manager", "_bound", "_obj", "_solo"};
+    static const int slot_cls[16] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 4, 4, 4, 4};  /* _Slot, NodeContext, ComputeNode, Var */
+    static const char *const names[3] = {"slot", "manager", "_solo"};
+    PyObject **const cells[3] = {&_pgr_cg.s_slot, &_pgr_cg.s_manager, &_pgr_cg.s_solo};
+    int i;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO!O!(O!O!O!)O!O!", &local, &PyTuple_Type, &classes, &PyTuple_Type, &var_classes,
+                          &PySet_Type, &_pgr_cg_work[0], &PyType_Type, &_pgr_cg_work[1], &PyType_Type, &_pgr_cg_work[2],
+                          &PyTuple_Type, &fallbacks, &PyTuple_Type, &docs))
+        return NULL;
+#ifdef Py_GIL_DISABLED
+    /* (the evaluation spares a context by its reference count and remembers one thread's slot:
+       both assume the GIL) */
+    PyErr_SetString(PyExc_NotImplementedError, "bind_compute: not on a free-threaded build");
+    return NULL;
+#else
+    if (_pgr_cg.bound) return _pgr_cg_descrs();
+    /* _Slot, NodeContext, ComputeGraph, ComputeNode, Var */
+    if (_pgr_classes(classes, 5, "bind_compute", cls) < 0) return NULL;
+    n_var = PyTuple_GET_SIZE(var_classes);
+    if (n_var < 1 || n_var > 4 || _pgr_classes(var_classes, n_var, "bind_compute", var_cls) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "bind_compute: var_classes takes 1 to 4 classes");
+        return NULL;
+    }
+    for (i = 0; i < n_var; i++)
+        if (!PyType_IsSubtype(var_cls[i], cls[4])) {
+            PyErr_SetString(PyExc_TypeError, "bind_compute: var_classes must be Var and subclasses of it");
+            return NULL;
+        }
+    if (PyTuple_GET_SIZE(fallbacks) != _PGR_CG_METHODS || PyTuple_GET_SIZE(docs) != _PGR_CG_METHODS) {
+        PyErr_SetString(PyExc_TypeError, "bind_compute: fallbacks and docs take 5 each");
+        return NULL;
+    }
+    for (i = 0; i < 16; i++)
+        if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
+    for (i = 0; i < _PGR_CG_METHODS; i++) {
+        if (!PyCallable_Check(PyTuple_GET_ITEM(fallbacks, i)) || !PyUnicode_Check(PyTuple_GET_ITEM(docs, i))) {
+            PyErr_SetString(PyExc_TypeError, "bind_compute: fallbacks must be callable, docs str");
+            return NULL;
+        }
+    }
+    for (i = 0; i < 3; i++)
+        if (*cells[i] == NULL && (*cells[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    for (i = 0; i < _PGR_CG_METHODS; i++) {
+        if ((_pgr_cg_defs[i].ml_doc = PyUnicode_AsUTF8(PyTuple_GET_ITEM(docs, i))) == NULL) return NULL;
+        Py_XSETREF(_pgr_cg.doc[i], Py_NewRef(PyTuple_GET_ITEM(docs, i)));
+        Py_XSETREF(_pgr_cg.fallback[i], Py_NewRef(PyTuple_GET_ITEM(fallbacks, i)));
+        Py_XSETREF(_pgr_cg.descr[i], PyDescr_NewMethod(cls[i == _PGR_CG_EVALUATE ? 2 : i <= _PGR_CG_WRITE ? 4 : 1],
+                                                       &_pgr_cg_defs[i]));
+        if (_pgr_cg.descr[i] == NULL) return NULL;
+    }
+    _pgr_cg.s_rec = off[0];
+    _pgr_cg.s_spare = off[1];
+    _pgr_cg.c_node = off[2];
+    _pgr_cg.c_phase = off[3];
+    _pgr_cg.c_items = off[4];
+    _pgr_cg.c_graph = off[5];
+    _pgr_cg.c_manager = off[6];
+    _pgr_cg.c_reads = off[7];
+    _pgr_cg.c_writes = off[8];
+    _pgr_cg.n_name = off[9];
+    _pgr_cg.n_fn = off[10];
+    _pgr_cg.n_device = off[11];
+    _pgr_cg.v_manager = off[12];
+    _pgr_cg.v_bound = off[13];
+    _pgr_cg.v_obj = off[14];
+    _pgr_cg.v_solo = off[15];
+    for (i = 0; i < n_var; i++) _pgr_cg.var_cls[i] = (PyTypeObject *)Py_NewRef(var_cls[i]);
+    _pgr_cg.n_var_cls = (int)n_var;
+    _pgr_cg.local = Py_NewRef(local);
+    _pgr_cg.slot_cls = (PyTypeObject *)Py_NewRef(cls[0]);
+    _pgr_cg.ctx_cls = (PyTypeObject *)Py_NewRef(cls[1]);
+    _pgr_cg.node_cls = (PyTypeObject *)Py_NewRef(cls[3]);
+    if (_pgr_cg.zero == NULL && (_pgr_cg.zero = PyLong_FromLong(0)) == NULL) return NULL;
+    _pgr_cg.kernel_classes = Py_NewRef(_pgr_cg_work[0]);
+    _pgr_cg.kernel_work = Py_NewRef(_pgr_cg_work[1]);
+    _pgr_cg.memcpy_work = Py_NewRef(_pgr_cg_work[2]);
+    _pgr_cg.bound = 1;
+    return _pgr_cg_descrs();
+#endif
+}
+
 PyDoc_STRVAR(_pgr_symbols_doc,
 "symbols()\n--\n\n"
 "{method name: the runtime function it calls}, for the methods this build can run (the\n"
@@ -1627,6 +2035,7 @@ static PyMethodDef _pgr_hot_module_defs[] = {
     {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},
     {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
     {"index_accesses", _pgr_index_accesses, METH_VARARGS, _pgr_index_doc},
+    {"bind_compute", _pgr_bind_compute, METH_VARARGS, _pgr_bind_compute_doc},
     {"make_nodes", _pgr_make_nodes, METH_VARARGS, _pgr_make_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},

@@ -86,6 +86,10 @@ def info(out=sys.stdout) -> int:
 
         p(f"    kernel launches: {_launch_hot.status(active)}")
         p(f"    straight to the driver: {_hot.direct_status(active)}")
+        from .compute import _graph as _compute, _hot as _compute_hot
+
+        _compute_hot.install(_compute.ComputeGraph, _compute.ComputeNode)  # (as a first topology phase would)
+        p(f"    compute graph evaluation: {_compute_hot.status()}")
     p(f"    driver version: {version_str(bi.vendor, bi.driver_version)}"
       + ("" if bi.driver_version else " (no driver found)"))
     if bi.device_error:

@@ -579,3 +579,152 @@ def test_a_compute_graphs_index_in_c_equals_the_python_function(fake_cudart, mod
     assert out == ["c" if mode == "1" else "py", "2000", "True AttributeError", "True TypeError",
                    "True ([0, 1], [1, 2])", "True", out[-1]]
     assert out[-1].endswith(" True") and int(out[-1].split()[0]) > 40
+
+
+EVALUATION_PROBE = """
+    import gc, sys, threading, weakref
+    import pygraphrt as rt
+    from pygraphrt import errors
+    from pygraphrt.compute import BufferVar, ComputeGraph, VarManager, _hot
+    from pygraphrt.compute._vars import thread_slot
+
+    s = rt.Stream()  # (a backend active: the first topology phase installs the C evaluation)
+
+    class Tagged(BufferVar):  # a subclass: its accesses take the Python methods
+        pass
+
+    vm, other = VarManager(), VarManager()
+    x, y, z = (vm.buffer(n, a + 8 * i, nbytes=8) for i, n in enumerate("xyz"))
+    t = Tagged(vm, "t")
+    vm._vars["t"] = t
+    t.update(a + 32, 8)
+    n = vm.value("n", 3)
+    loose = vm.buffer("loose")             # never bound
+    foreign = other.buffer("f", a + 40, nbytes=8)
+    g = ComputeGraph(vm, "probe")
+    kept = []
+    g.node("w", lambda ctx: (x.write(), ctx.memset(x.value, 1, 8)))
+    g.node("many", lambda ctx: (y.read(), x.read(), y.read(), z.read_write(), z.write(), n.read(),
+                                ctx.memcpy(y.value, x.value, 8)))
+    g.node("none", lambda ctx: ctx.memset(z.value, 0, 8))
+    g.node("sub", lambda ctx: (t.read(), x.write(), ctx.memset(x.value, 2, 8)))
+    g.node("keeper", lambda ctx: (kept.append(ctx), y.write(), ctx.memset(y.value, 3, 8)))
+    g.node("dev", lambda ctx: (z.read(), ctx.memset(z.value, 4, 8)), device=0)
+    kern = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    for i in range(3):  # (the first launch of a kernel class checks it: the Python method)
+        g.node(f"k{i}", lambda ctx: ctx.launch(kern, 1, 32, x.read()))
+    g.node("kw", lambda ctx: ctx.launch(kern, (2, 1), 64, y.write(), shared_mem=16, priority=1))
+    g.node("cp", lambda ctx: (ctx.memcpy(y.write(), z.read(), 8), ctx.memcpy(dst=y.value, src=z.value, count=4)))
+    print([(x_.name, y_.name, [str(h) for h in hz]) for x_, y_, hz in g.topology()])
+    print(_hot.status())
+    print([(c.name, [v.name for v in c.reads], [v.name for v in c.writes], c.work) for c in g.nodes()])
+
+    def operand(v):  # (addresses as offsets into the buffer, which moves from process to process)
+        if isinstance(v, tuple):
+            return tuple(map(operand, v))
+        return v - a if isinstance(v, int) and a <= v < a + 64 else getattr(v, "name", v)
+
+    print([[(w[0].kind, *map(operand, w[1:])) for w in c.items] for c in g.nodes()])
+    print([(c.node, c.phase, len(c.items)) for c in kept], thread_slot().rec)
+    g.check()  # (topology and check phases; the fake runtime has no edges to build a graph with)
+    print([(c.node, c.phase, len(c.items)) for c in kept], [c.name for c in g["w"].dependents])
+
+    def refused(fn):
+        gr = ComputeGraph(vm, "bad")
+        gr.node("only", fn)
+        try:
+            gr.topology()
+        except Exception as exc:
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            assert thread_slot().rec is None  # (no recorder left behind)
+        return "no error"
+
+    print(refused(lambda ctx: loose.read()))
+    print(refused(lambda ctx: foreign.write()))
+    print(refused(lambda ctx: n.write()))
+    print(refused(lambda ctx: x.read(1)))
+    print(refused(lambda ctx: g.topology()))
+    print(refused(lambda ctx: 1 / 0))
+    print(refused(lambda ctx: ctx.launch("tiny", 1, 1)))
+    print(refused(lambda ctx: ctx.memcpy(x.value, y.value)))
+    print(refused(lambda ctx: ctx.memcpy(x.value)))
+    try:
+        x.read()
+    except errors.IllegalState as exc:
+        print("outside:", exc)
+
+    # Two threads evaluating at once: each records its own accesses.
+    inside, release = threading.Event(), threading.Event()
+    g1, g2 = ComputeGraph(vm, "g1"), ComputeGraph(vm, "g2")
+
+    def slow(ctx):
+        x.write()
+        inside.set()
+        assert release.wait(30)
+        y.read()
+
+    g1.node("slow", slow)
+    g2.node("quick", lambda ctx: (z.write(), y.read()))
+    th = threading.Thread(target=g1.topology)
+    th.start()
+    assert inside.wait(30)
+    g2.topology()
+    release.set()
+    th.join(30)
+    print(th.is_alive(), [(c.name, [v.name for v in c.reads], [v.name for v in c.writes]) for c in (*g1, *g2)])
+
+    # No reference kept: the variables' counts come back, an evaluated graph is freed.
+    h = ComputeGraph(vm, "counted")
+    for name in ("w", "many", "none", "sub"):
+        h.node(name, g[name].fn)
+    h.check()
+    before = [sys.getrefcount(v) for v in (x, y, z, t, n)]
+    for _ in range(200):
+        h.check()
+    print([sys.getrefcount(v) for v in (x, y, z, t, n)] == before)
+    gw = weakref.ref(g)
+    del g, kept[:]
+    gc.collect()
+    print(gw() is None)
+"""
+
+
+@needs_fast
+def test_a_compute_graphs_evaluation_in_c_behaves_as_the_python_methods(fake_cudart):
+    """ComputeGraph._evaluate, Var.read and Var.write in C (bindgen/hot_methods.c, installed by
+    compute._hot in compiled mode) record what the Python methods record -- each variable once, in
+    the order first accessed; a subclass, a node with a device and every refusal through the
+    Python methods, with their messages; a kept context left alone; two threads at once; no
+    reference kept -- and are what compiled mode runs (ABI mode: the Python methods)."""
+    abi = run_mode(fake_cudart, "0", EVALUATION_PROBE).splitlines()
+    api = run_mode(fake_cudart, "1", EVALUATION_PROBE).splitlines()
+    assert abi[1] == "in Python (the active backend has no compiled extension: ABI mode or the simulator)"
+    assert api[1] == ("in C: ComputeGraph._evaluate, Var.read, Var.write, NodeContext.launch, "
+                      "NodeContext.memcpy")
+    assert abi[:1] + abi[2:] == api[:1] + api[2:]
+    assert api[2] == ("[('w', [], ['x'], ['memset']), ('many', ['y', 'x', 'z', 'n'], ['z'], ['memcpy']), "
+                      "('none', [], [], ['memset']), ('sub', ['t'], ['x'], ['memset']), "
+                      "('keeper', [], ['y'], ['memset']), ('dev', ['z'], [], ['memset']), "
+                      "('k0', ['x'], [], ['kernel']), ('k1', ['x'], [], ['kernel']), ('k2', ['x'], [], ['kernel']), "
+                      "('kw', [], ['y'], ['kernel']), ('cp', ['z'], ['y'], ['memcpy', 'memcpy'])]")
+    assert api[3] == ("[[('memset', 0, 1, 8)], [('memcpy', 8, 0, 8)], [('memset', 16, 0, 8)], [('memset', 0, 2, 8)], "
+                      "[('memset', 8, 3, 8)], [('memset', 16, 4, 8)], [('kernel', 'tiny', 1, 32, (0,), 0, {})], "
+                      "[('kernel', 'tiny', 1, 32, (0,), 0, {})], [('kernel', 'tiny', 1, 32, (0,), 0, {})], "
+                      "[('kernel', 'tiny', (2, 1), 64, (8,), 16, {'priority': 1})], "
+                      "[('memcpy', 8, 16, 8), ('memcpy', 8, 16, 4)]]")
+    assert api[4] == "[('keeper', 'topology', 1)] None"
+    assert api[5] == ("[('keeper', 'topology', 1), ('keeper', 'topology', 1), ('keeper', 'check', 1)] "
+                      "['many', 'sub']")
+    assert api[6].startswith("IllegalState") and "not bound" in api[6]
+    assert api[7].startswith("InvalidValue") and "another VarManager" in api[7]
+    assert api[8].startswith("InvalidValue") and "value variable" in api[8]
+    assert api[9].startswith("TypeError")
+    assert api[10].startswith("IllegalState") and "nested" in api[10]
+    assert api[11].startswith("ZeroDivisionError")
+    assert api[12].startswith("InvalidValue") and "is not a pygraphrt Kernel" in api[12]
+    assert api[13].startswith("InvalidValue") and "pass count=" in api[13]
+    assert api[14].startswith("TypeError") and "src" in api[14]
+    assert api[15].startswith("outside:")
+    assert api[16] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
+    assert api[17:] == ["True", "True"]

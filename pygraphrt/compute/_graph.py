@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
+from . import _hot
 from ._topology import Hazard, index_function, infer
 from ._vars import Var, VarManager, _Slot, thread_slot
 from ._work import CannotSet, Item, NodeContext, same_shapes
@@ -70,6 +71,11 @@ class UpdateReport:
 
 class ComputeNode:
     """One node of a compute graph: a name, a closure, and what it did when last evaluated."""
+
+    # (slots: the compiled evaluation, compute._hot, reads them at fixed offsets; __dict__ keeps
+    # users' own attributes, __weakref__ weak references, as before)
+    __slots__ = ("graph", "index", "name", "fn", "device", "reads", "writes", "items", "_gnodes", "__dict__",
+                 "__weakref__")
 
     def __init__(self, graph: "ComputeGraph", index: int, name: str, fn: Callable[[NodeContext], Any],
                  device: int | None = None) -> None:
@@ -315,6 +321,7 @@ class ComputeGraph:
     def _infer_topology(self) -> None:
         """The topology phase: every closure evaluated, the edges and the variable index made
         from what they accessed (the hazards wait until asked for: :meth:`_inferred`)."""
+        _hot.install(ComputeGraph, ComputeNode)  # (compiled mode: the evaluation in C, from the first topology phase on)
         evaluate, slot = self._evaluate, thread_slot()
         reads_of: list[tuple[Var, ...]] = []
         writes_of: list[tuple[Var, ...]] = []

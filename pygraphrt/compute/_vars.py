@@ -82,6 +82,9 @@ class Var:
     #: reads and writes; value variables, baked into parameters and never written by a node,
     #: order nothing: leaving them out spares the inference their reads).
     orders = False
+    # (slots: the compiled accesses, compute._hot, read them at fixed offsets; __dict__ keeps
+    # subclasses' and users' own attributes, __weakref__ weak references, as before)
+    __slots__ = ("manager", "name", "_solo", "_obj", "_bound", "__dict__", "__weakref__")
 
     def __init__(self, manager: "VarManager", name: str) -> None:
         self.manager = manager

@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = '405d4b4399cd53095bd29e70ecc0e8c1a6167125b09dfc555c6baafb498ef688'
+FAST_SHA256 = 'aca77a1b0f44dbea4694efc1322de62342ae2afd4b85ca58d71301de793d9de5'
 
 
 def __getattr__(name):
