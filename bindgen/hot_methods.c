@@ -1584,14 +1584,15 @@ static struct {
     PyTypeObject *var_cls[4];        /* the variable classes whose slots are read at their offsets */
     int n_var_cls;
     /* _Slot's rec, spare; NodeContext's node, phase, items, graph, manager, reads, writes;
-       ComputeNode's name, fn, device; Var's manager, _bound, _obj, _solo */
+       ComputeNode's name, fn, device, reads, writes, items, _gnodes; Var's manager, _bound, _obj, _solo */
     Py_ssize_t s_rec, s_spare, c_node, c_phase, c_items, c_graph, c_manager, c_reads, c_writes, n_name, n_fn,
-        n_device, v_manager, v_bound, v_obj, v_solo;
+        n_device, n_reads, n_writes, n_items, n_gnodes, v_manager, v_bound, v_obj, v_solo;
     PyObject *fallback[_PGR_CG_METHODS], *descr[_PGR_CG_METHODS], *doc[_PGR_CG_METHODS];
     PyInterpreterState *interp;      /* the thread whose slot is remembered */
     uint64_t thread_id;
     PyObject *slot;
-    PyObject *s_slot, *s_manager, *s_solo;  /* attribute names */
+    PyObject *s_slot, *s_manager, *s_solo, *s_build, *s_add_kernel, *s_add_memcpy;  /* attribute names, "build" */
+    PyObject *kernel_kwnames;  /* ("shared_mem", "attributes") */
     /* compute._work's set of kernel classes NodeContext.launch has checked, KernelWork, MemcpyWork */
     PyObject *kernel_classes, *kernel_work, *memcpy_work;
     PyObject *zero;  /* NodeContext.launch's default shared_mem */
@@ -1874,6 +1875,130 @@ PyDoc_STRVAR(_pgr_bind_compute_doc,
 "``_obj``, ``_solo``) are read at their offsets, Var's on objects of exactly ``var_classes`` (Var and\n"
 "up to three subclasses of it) only.  Made once: a second call returns the same descriptors.");
 
+/* ---- the build phase's loop (ComputeGraph._build_template) ---- */
+
+/* Whether a node's recorded item and its new one have the one shape the loop takes: the same
+ * kind, a kernel launch (7 fields) without launch attributes or a 1-D copy (4 fields).  1 yes,
+ * 0 no (the Python loop compares), -1 error. */
+static int _pgr_cg_plain_pair(PyObject *w, PyObject *o) {
+    PyObject *kind;
+    if (!PyTuple_CheckExact(w) || !PyTuple_CheckExact(o) || PyTuple_GET_SIZE(w) < 1 || PyTuple_GET_SIZE(o) < 1)
+        return 0;
+    kind = PyTuple_GET_ITEM(w, 0);
+    if (kind != PyTuple_GET_ITEM(o, 0)) return 0;
+    if (kind == _pgr_cg.memcpy_work) return PyTuple_GET_SIZE(w) == 4 && PyTuple_GET_SIZE(o) == 4;
+    if (kind != _pgr_cg.kernel_work || PyTuple_GET_SIZE(w) != 7 || PyTuple_GET_SIZE(o) != 7) return 0;
+    /* (attributes: the dict NodeContext.launch made, empty) */
+    return PyDict_CheckExact(PyTuple_GET_ITEM(w, 6)) && PyDict_GET_SIZE(PyTuple_GET_ITEM(w, 6)) == 0 &&
+           PyDict_CheckExact(PyTuple_GET_ITEM(o, 6)) && PyDict_GET_SIZE(PyTuple_GET_ITEM(o, 6)) == 0;
+}
+
+/* Whether node n's new evaluation (reads, writes, items) is the one the loop takes: n a
+ * ComputeNode without a device, the accesses equal to its record, one item of the plain shape
+ * as its recorded one.  1, 0, -1 (an error an equality raised, as the Python comparison would). */
+static int _pgr_cg_plain_node(PyObject *n, PyObject *ev) {
+    PyObject *items = PyTuple_GET_ITEM(ev, 2), *old, *v;
+    int i, eq;
+    if (Py_TYPE(n) != _pgr_cg.node_cls || _PGR_MEMBER(n, _pgr_cg.n_device) != Py_None) return 0;
+    for (i = 0; i < 2; i++) {  /* reads == n.reads and writes == n.writes */
+        if ((v = _PGR_MEMBER(n, i == 0 ? _pgr_cg.n_reads : _pgr_cg.n_writes)) == NULL) return 0;
+        if ((eq = PyObject_RichCompareBool(PyTuple_GET_ITEM(ev, i), v, Py_EQ)) <= 0) return eq;
+    }
+    old = _PGR_MEMBER(n, _pgr_cg.n_items);
+    if (old == NULL || !PyList_CheckExact(old) || !PyList_CheckExact(items) || PyList_GET_SIZE(old) != 1 ||
+        PyList_GET_SIZE(items) != 1)
+        return 0;
+    return _pgr_cg_plain_pair(PyList_GET_ITEM(items, 0), PyList_GET_ITEM(old, 0));
+}
+
+PyDoc_STRVAR(_pgr_build_nodes_doc,
+"build_nodes(cg, nodes, i, slot, graph, first, last)\n--\n\n"
+"ComputeGraph._build_template's loop from node ``i`` on, while each node is the common one: its\n"
+"closure evaluated in the build phase (ComputeGraph._evaluate in C), its accesses and its one\n"
+"work item -- a kernel launch without attributes, or a copy -- the same as recorded; the item's\n"
+"graph node added to ``graph`` (its add_kernel or add_memcpy method), ``n.items`` and ``n._gnodes``\n"
+"set, the node's handle appended to ``first`` and ``last``.  Returns ``(j, evaluation)``: node ``j``\n"
+"(``len(nodes)``: none) is not the common one and was evaluated only, ``evaluation`` its\n"
+"(reads, writes, items) for the Python loop to go on with.");
+
+static PyObject *_pgr_build_nodes(PyObject *mod, PyObject *args) {
+    PyObject *cg, *nodes, *slot, *graph, *first, *last, *ev = NULL, *argv[7], *made, *gnodes, *h;
+    Py_ssize_t i;
+    int plain;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "OO!nOOO!O!", &cg, &PyList_Type, &nodes, &i, &slot, &graph, &PyList_Type, &first,
+                          &PyList_Type, &last))
+        return NULL;
+    if (!_pgr_cg.bound) {
+        PyErr_SetString(PyExc_RuntimeError, "build_nodes: bind_compute() first");
+        return NULL;
+    }
+    for (; i >= 0 && i < PyList_GET_SIZE(nodes); i++) {
+        PyObject *n = PyList_GET_ITEM(nodes, i), *w, *items;
+        argv[0] = n;
+        argv[1] = _pgr_cg.s_build;
+        argv[2] = slot;
+        Py_INCREF(n);  /* (the list may change under the closure) */
+        ev = _pgr_evaluate(cg, argv, 3, NULL);
+        if (ev == NULL || !PyTuple_CheckExact(ev) || PyTuple_GET_SIZE(ev) != 3) {
+            Py_DECREF(n);
+            if (ev == NULL) return NULL;
+            break;  /* (a fallback's odd answer: the Python loop unpacks it) */
+        }
+        if ((plain = _pgr_cg_plain_node(n, ev)) <= 0) {
+            Py_DECREF(n);
+            if (plain < 0) Py_CLEAR(ev);
+            if (ev == NULL) return NULL;
+            break;
+        }
+        items = PyTuple_GET_ITEM(ev, 2);
+        _pgr_member_set(n, _pgr_cg.n_items, items);
+        w = PyList_GET_ITEM(items, 0);
+        Py_INCREF(w);
+        argv[0] = graph;
+        if (PyTuple_GET_ITEM(w, 0) == _pgr_cg.kernel_work) {  /* KernelWork.add */
+            argv[1] = PyTuple_GET_ITEM(w, 1);
+            argv[2] = PyTuple_GET_ITEM(w, 2);
+            argv[3] = PyTuple_GET_ITEM(w, 3);
+            argv[4] = PyTuple_GET_ITEM(w, 4);
+            argv[5] = PyTuple_GET_ITEM(w, 5);
+            argv[6] = Py_None;  /* (attributes or None) */
+            made = PyObject_VectorcallMethod(_pgr_cg.s_add_kernel, argv, 5,
+                                             _pgr_cg.kernel_kwnames);
+        } else {  /* MemcpyWork.add */
+            argv[1] = PyTuple_GET_ITEM(w, 1);
+            argv[2] = PyTuple_GET_ITEM(w, 2);
+            argv[3] = PyTuple_GET_ITEM(w, 3);
+            made = PyObject_VectorcallMethod(_pgr_cg.s_add_memcpy, argv, 4, NULL);
+        }
+        Py_DECREF(w);
+        Py_CLEAR(ev);
+        if (made == NULL) {
+            Py_DECREF(n);
+            return NULL;
+        }
+        gnodes = PyList_New(1);
+        h = gnodes == NULL ? NULL : PyObject_GetAttr(made, _pgr_s_handle);
+        if (gnodes != NULL) PyList_SET_ITEM(gnodes, 0, made);
+        else Py_DECREF(made);
+        if (h == NULL) {
+            Py_XDECREF(gnodes);
+            Py_DECREF(n);
+            return NULL;
+        }
+        _pgr_member_set(n, _pgr_cg.n_gnodes, gnodes);
+        Py_DECREF(gnodes);
+        Py_DECREF(n);
+        plain = PyList_Append(first, h) < 0 || PyList_Append(last, h) < 0;
+        Py_DECREF(h);
+        if (plain) return NULL;
+    }
+    if (ev == NULL) return Py_BuildValue("(nO)", i, Py_None);
+    h = Py_BuildValue("(nO)", i, ev);
+    Py_DECREF(ev);
+    return h;
+}
+
 static PyObject *_pgr_cg_work[3];  /* (bind_compute's `work`, as parsed) */
 
 static PyObject *_pgr_cg_descrs(void) {
@@ -1883,12 +2008,15 @@ static PyObject *_pgr_cg_descrs(void) {
 static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
     PyObject *local, *classes, *var_classes, *work, *fallbacks, *docs;
     PyTypeObject *cls[5], *var_cls[4];
-    Py_ssize_t off[16], n_var;
-    static const char *const slots[16] = {"rec", "spare", "node", "phase", "items", "graph", "manager", "reads",
-                                          "writes", "name", "fn", "device", "manager", "_bound", "_obj", "_solo"};
-    static const int slot_cls[16] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 4, 4, 4, 4};  /* _Slot, NodeContext, ComputeNode, Var */
-    static const char *const names[3] = {"slot", "manager", "_solo"};
-    PyObject **const cells[3] = {&_pgr_cg.s_slot, &_pgr_cg.s_manager, &_pgr_cg.s_solo};
+    Py_ssize_t off[20], n_var;
+    static const char *const slots[20] = {"rec", "spare", "node", "phase", "items", "graph", "manager", "reads",
+                                          "writes", "name", "fn", "device", "reads", "writes", "items", "_gnodes",
+                                          "manager", "_bound", "_obj", "_solo"};
+    /* _Slot, NodeContext, ComputeNode, Var */
+    static const int slot_cls[20] = {0, 0, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4};
+    static const char *const names[6] = {"slot", "manager", "_solo", "build", "add_kernel", "add_memcpy"};
+    PyObject **const cells[6] = {&_pgr_cg.s_slot, &_pgr_cg.s_manager, &_pgr_cg.s_solo, &_pgr_cg.s_build,
+                                 &_pgr_cg.s_add_kernel, &_pgr_cg.s_add_memcpy};
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OO!O!(O!O!O!)O!O!", &local, &PyTuple_Type, &classes, &PyTuple_Type, &var_classes,
@@ -1918,7 +2046,7 @@ static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "bind_compute: fallbacks and docs take 5 each");
         return NULL;
     }
-    for (i = 0; i < 16; i++)
+    for (i = 0; i < 20; i++)
         if ((off[i] = _pgr_slot_offset(cls[slot_cls[i]], slots[i])) < 0) return NULL;
     for (i = 0; i < _PGR_CG_METHODS; i++) {
         if (!PyCallable_Check(PyTuple_GET_ITEM(fallbacks, i)) || !PyUnicode_Check(PyTuple_GET_ITEM(docs, i))) {
@@ -1926,8 +2054,11 @@ static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
             return NULL;
         }
     }
-    for (i = 0; i < 3; i++)
+    for (i = 0; i < 6; i++)
         if (*cells[i] == NULL && (*cells[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+    if (_pgr_cg.kernel_kwnames == NULL &&
+        (_pgr_cg.kernel_kwnames = PyTuple_Pack(2, _pgr_s_shared_mem, _pgr_s_attributes)) == NULL)
+        return NULL;
     for (i = 0; i < _PGR_CG_METHODS; i++) {
         if ((_pgr_cg_defs[i].ml_doc = PyUnicode_AsUTF8(PyTuple_GET_ITEM(docs, i))) == NULL) return NULL;
         Py_XSETREF(_pgr_cg.doc[i], Py_NewRef(PyTuple_GET_ITEM(docs, i)));
@@ -1948,10 +2079,14 @@ static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
     _pgr_cg.n_name = off[9];
     _pgr_cg.n_fn = off[10];
     _pgr_cg.n_device = off[11];
-    _pgr_cg.v_manager = off[12];
-    _pgr_cg.v_bound = off[13];
-    _pgr_cg.v_obj = off[14];
-    _pgr_cg.v_solo = off[15];
+    _pgr_cg.n_reads = off[12];
+    _pgr_cg.n_writes = off[13];
+    _pgr_cg.n_items = off[14];
+    _pgr_cg.n_gnodes = off[15];
+    _pgr_cg.v_manager = off[16];
+    _pgr_cg.v_bound = off[17];
+    _pgr_cg.v_obj = off[18];
+    _pgr_cg.v_solo = off[19];
     for (i = 0; i < n_var; i++) _pgr_cg.var_cls[i] = (PyTypeObject *)Py_NewRef(var_cls[i]);
     _pgr_cg.n_var_cls = (int)n_var;
     _pgr_cg.local = Py_NewRef(local);
@@ -2036,6 +2171,7 @@ static PyMethodDef _pgr_hot_module_defs[] = {
     {"add_nodes", _pgr_bulk_add, METH_VARARGS, _pgr_bulk_doc},
     {"index_accesses", _pgr_index_accesses, METH_VARARGS, _pgr_index_doc},
     {"bind_compute", _pgr_bind_compute, METH_VARARGS, _pgr_bind_compute_doc},
+    {"build_nodes", _pgr_build_nodes, METH_VARARGS, _pgr_build_nodes_doc},
     {"make_nodes", _pgr_make_nodes, METH_VARARGS, _pgr_make_doc},
     {"method", _pgr_method, METH_VARARGS, _pgr_method_doc},
     {"symbols", _pgr_symbols, METH_NOARGS, _pgr_symbols_doc},

@@ -728,3 +728,87 @@ def test_a_compute_graphs_evaluation_in_c_behaves_as_the_python_methods(fake_cud
     assert api[15].startswith("outside:")
     assert api[16] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
     assert api[17:] == ["True", "True"]
+
+
+BUILD_PROBE = """
+    import warnings
+    import pygraphrt as rt
+    from pygraphrt import errors
+    from pygraphrt.compute import ComputeGraph, VarManager, _hot
+
+    s = rt.Stream()
+    # (the fake's kernels take these parameters)
+    kern = rt.Kernel.wrap(0x5000, kind="kernel", name="tiny", signature="float *x, int n, double a, "
+                          "unsigned char c, short h, float f, long long q, unsigned int u")
+    REST = (7, 2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
+    vm = VarManager()
+    vs = [vm.buffer(f"v{i}", a + 8 * i, nbytes=8) for i in range(6)]
+
+    def operand(v):  # (addresses as offsets into the buffer, which moves from process to process)
+        if isinstance(v, list):
+            return [operand(x if isinstance(x, (int, float)) else int(x)) for x in v]
+        return v - a if isinstance(v, int) and a <= v < a + 64 else v
+
+    def program(g, odd=None):
+        for i in range(24):
+            src, dst = vs[i % 6], vs[(5 * i + 1) % 6]
+            if i == 7:  # two items, then a memset: the Python loop's nodes between the C loop's
+                g.node(f"n{i}", lambda ctx, s_=src, d=dst: (ctx.memcpy(d.write(), s_.read(), 4),
+                                                             ctx.memset(d.value, 1, 4)))
+            elif i == 11:
+                g.node(f"n{i}", lambda ctx, d=dst: ctx.memset(d.write(), 2, 8))
+            elif i == 13:
+                g.node(f"n{i}", lambda ctx, d=dst: ctx.launch(kern, 2, 64, d.write(), *REST, shared_mem=16))
+            elif i == 17:
+                g.node(f"n{i}", lambda ctx, d=dst: ctx.launch(kern, 1, 32, d.write(), *REST), device=0)
+            elif i == odd:  # a different variable in the build phase than in the topology phase
+                g.node(f"n{i}", lambda ctx, s_=src, d=dst: ctx.memcpy(d.write(), (vs[0] if ctx.phase == "build"
+                                                                                else s_).read(), 8))
+            elif i % 2:
+                g.node(f"n{i}", lambda ctx, s_=src, d=dst: ctx.memcpy(d.write(), s_.read(), 8))
+            else:
+                g.node(f"n{i}", lambda ctx, s_=src, d=dst: (s_.read(), ctx.launch(kern, 1, 32, d.write(), *REST)))
+        return g
+
+    g = program(ComputeGraph(vm, "built"))
+    g.launch(s)
+    s.synchronize()
+    print(_hot.status().split(" ")[1], _hot.build_loop(g) is not None)
+    name_of = {gn.handle: c.name for c in g for gn in c.graph_nodes}
+    for c in g:
+        print(c.name, [(gn.type.name, sorted(name_of[d.handle] for d, _ in gn.dependencies),
+                        {k: operand(v) for k, v in sorted(gn.params.items()) if k in ("dst", "src", "width", "value",
+                                                                                      "grid", "block", "shared_mem_bytes",
+                                                                                      "args")})
+                       for gn in c.graph_nodes])
+    bad = program(ComputeGraph(vm, "mismatched"), odd=9)
+    bad.topology()
+    try:
+        bad.build()
+    except errors.PhaseMismatch as exc:
+        print(type(exc).__name__, exc.detail)
+    print([c.graph_nodes for c in bad][:3], bad._graph)
+    g._evaluate = g._evaluate  # (replaced on the object: the Python loop calls it)
+    print(_hot.build_loop(g))
+"""
+
+
+@needs_fast
+def test_a_compute_graphs_build_loop_in_c_makes_the_graph_the_python_loop_makes(fake_cudart):
+    """The build phase's C loop (hot module's build_nodes, compiled mode) makes the graph the
+    Python loop makes -- the same nodes in the same order with the same parameters and edges,
+    the nodes it does not take (two items, a memset, a device, a keyword) left to the Python
+    loop in between -- and a phase mismatch raises the same error and leaves no graph."""
+    abi = run_mode(fake_cudart, "0", BUILD_PROBE).splitlines()
+    api = run_mode(fake_cudart, "1", BUILD_PROBE).splitlines()
+    assert abi[0] == "Python False" and api[0] == "C: True"
+    assert abi[1:] == api[1:]
+    assert len(api) == 1 + 24 + 3
+    assert api[2] == "n1 [('MEMCPY', ['n0'], {'dst': 0, 'src': 8, 'width': 8})]"  # (the C loop's)
+    assert api[8] == ("n7 [('MEMCPY', ['n1', 'n6'], {'dst': 0, 'src': 8, 'width': 4}), ('MEMSET', ['n7'], "
+                      "{'dst': 0, 'value': 1, 'width': 4})]")
+    assert api[14] == ("n13 [('KERNEL', ['n12', 'n7'], {'args': [0, 7, 2.5, 255, -3, 1.5, -9223372036854775808, "
+                       "4294967295], 'block': Dim3(x=64, y=1, z=1), 'grid': Dim3(x=2, y=1, z=1), "
+                       "'shared_mem_bytes': 16})]")
+    assert api[-3].startswith("PhaseMismatch node 'n9' read ['v3']")
+    assert api[-2:] == ["[[], [], []] None", "None"]

@@ -409,9 +409,23 @@ class ComputeGraph:
         tos: list[Any] = []
         first: list[Any] = []
         last: list[Any] = []
+        nodes = self._nodes
+        # (compiled mode: the common nodes -- one kernel launch or copy each, as recorded -- in
+        # one C loop, which stops at any other node, evaluated, for this loop to go on with)
+        in_c = _hot.build_loop(self)
+        i = 0
         try:
-            for n in self._nodes:
-                reads, writes, items = evaluate(n, "build", slot)
+            while i < len(nodes):
+                if in_c is None:
+                    n = nodes[i]
+                    reads, writes, items = evaluate(n, "build", slot)
+                else:
+                    i, got = in_c(self, nodes, i, slot, g, first, last)
+                    if got is None:
+                        break
+                    n = nodes[i]
+                    reads, writes, items = got
+                i += 1
                 if not (reads == n.reads and writes == n.writes and same_shapes(n.items, items)):
                     diff = mismatch(n, "topology", "build", reads, writes, items)
                     if diff:

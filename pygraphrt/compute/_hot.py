@@ -34,13 +34,16 @@ from ._work import NodeContext
 _lock = threading.Lock()
 #: None: not tried with a compiled backend yet; else what install did (``status``).
 _done: str | None = None
+#: The installed C evaluation (ComputeGraph._evaluate's descriptor) and the build phase's C loop.
+_evaluate_descr: Any = None
+_build_nodes: Any = None
 
 
 def install(graph_cls: type, node_cls: type) -> None:
     """Put the C evaluation on ``graph_cls`` (ComputeGraph, whose nodes are ``node_cls``:
     ComputeNode) and the C accesses on ``Var``, where
     the active backend's compiled extension has them (once per process; a cheap no-op after)."""
-    global _done
+    global _done, _evaluate_descr, _build_nodes
     if _done is not None:
         return
     backend = _runtime.active_or_none()
@@ -63,7 +66,17 @@ def install(graph_cls: type, node_cls: type) -> None:
             return
         for (cls, name), descr in zip(targets, descrs):
             setattr(cls, name, descr)
+        _evaluate_descr, _build_nodes = descrs[0], hot.build_nodes
         _done = "in C: " + ", ".join(f"{cls.__name__}.{name}" for cls, name in targets)
+
+
+def build_loop(cg: Any) -> Any:
+    """The C loop of ``cg``'s build phase (the hot module's ``build_nodes``), or None where the
+    evaluation is not the installed C method: not installed, or ``cg``'s ``_evaluate``
+    replaced (on the object or by a subclass), which the Python loop then calls."""
+    if _done is None or _build_nodes is None or "_evaluate" in getattr(cg, "__dict__", ()):
+        return None
+    return _build_nodes if type(cg)._evaluate is _evaluate_descr else None
 
 
 def status() -> str:

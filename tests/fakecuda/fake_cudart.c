@@ -10,7 +10,8 @@
  * callback with cudaGraphRecaptureEligibleForUpdate, and a non-success answer fails it).
  * Memsets write host memory; 1-D copy nodes keep their parameters (read back, never run); host
  * nodes call their function at launch; each node keeps its
- * dependencies (cudaGraphNodeGetDependencies; MAXDEPS of them).  Kernel nodes keep their
+ * dependencies, given when it is added or by cudaGraphAddDependencies (without edge data), read
+ * back by cudaGraphNodeGetDependencies; MAXDEPS of them.  Kernel nodes keep their
  * launch parameters and copies of their argument values, read back by
  * cudaGraphKernelNodeGetParams; every kernel has the parameters FAKE_KERNEL_PARAMS lays out
  * (cudaFuncGetParamInfo says so).  Built with -DFAKE_DRIVER_DIRECT, it also hands out
@@ -218,6 +219,18 @@ cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t *
   *n = k;
   return cudaSuccess;
 }
+cudaError_t cudaGraphAddDependencies(cudaGraph_t g, const cudaGraphNode_t *from, const cudaGraphNode_t *to,
+                                     const cudaGraphEdgeData *edges, size_t n) {
+  if (!g || (n && (!from || !to))) return fail(cudaErrorInvalidValue);
+  size_t added[MAXN] = {0};
+  for (size_t i = 0; i < n; i++) {  /* (checked first: a refused call adds none) */
+    if (!from[i] || !to[i] || from[i]->graph != g || to[i]->graph != g || (edges && edges[i].type))
+      return fail(cudaErrorInvalidValue);
+    if (to[i]->ndeps + ++added[to[i] - g->nodes] > MAXDEPS) return fail(cudaErrorNotSupported);
+  }
+  for (size_t i = 0; i < n; i++) to[i]->deps[to[i]->ndeps++] = from[i];
+  return cudaSuccess;
+}
 cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t *nodes, size_t *n) {
   if (!g || !n) return fail(cudaErrorInvalidValue);
   if (!nodes) { *n = (size_t)g->n; return cudaSuccess; }
@@ -231,6 +244,7 @@ static void to_params(cudaGraphNode_t node, struct cudaGraphNodeParams *p) {
   p->type = node->type;
   if (node->type == cudaGraphNodeTypeMemset) p->memset = node->memset;
   if (node->type == cudaGraphNodeTypeHost) p->host = node->host;
+  if (node->type == cudaGraphNodeTypeMemcpy) p->memcpy.copyParams = node->copy;
 }
 cudaError_t cudaGraphNodeGetParams(cudaGraphNode_t node, struct cudaGraphNodeParams *p) {
   if (!node || !p) return fail(cudaErrorInvalidValue);

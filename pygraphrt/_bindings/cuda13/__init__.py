@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = 'aca77a1b0f44dbea4694efc1322de62342ae2afd4b85ca58d71301de793d9de5'
+FAST_SHA256 = 'e038af87fbc4accacf201a35b16ec9e7cfecbbfe0259475e4f4ec1aa1f7a00e3'
 
 
 def __getattr__(name):
