@@ -790,6 +790,42 @@ BUILD_PROBE = """
     print([c.graph_nodes for c in bad][:3], bad._graph)
     g._evaluate = g._evaluate  # (replaced on the object: the Python loop calls it)
     print(_hot.build_loop(g))
+
+    # Random programs: each node's accesses (repeats, read_write, a value variable) and work (a
+    # kernel, a copy, a memset, two items, keywords) drawn at random, built and read back.
+    import random, zlib
+    rnd = random.Random(45)
+    n_val = vm.value("n", 3)
+    digests = []
+    for p_ in range(150):
+        gr = ComputeGraph(vm, f"random{p_}")
+        for i in range(rnd.randint(1, 30)):
+            acc = [(rnd.choice(vs), rnd.choice(("read", "write", "read_write"))) for _ in range(rnd.randint(0, 3))]
+            if rnd.random() < 0.2:
+                acc.append((n_val, "read"))
+            work = rnd.choice(("kernel", "kernel", "copy", "copy", "memset", "two", "keyword"))
+
+            def fn(ctx, acc=acc, work=work):
+                got = [getattr(v, how)() for v, how in acc]
+                d = next((x for x in got if isinstance(x, int) and x >= a), a)
+                if work in ("kernel", "two"):
+                    ctx.launch(kern, 1, 32, d, *REST)
+                if work in ("copy", "two"):
+                    ctx.memcpy(d, a + 48, 8)
+                if work == "memset":
+                    ctx.memset(d, 9, 8)
+                if work == "keyword":
+                    ctx.launch(kern, 1, 32, d, *REST, shared_mem=8)
+
+            gr.node(f"r{i}", fn)
+        gr.build()
+        names = {gn.handle: c.name for c in gr for gn in c.graph_nodes}
+        text = repr([(c.name, [v.name for v in c.reads], [v.name for v in c.writes],
+                      [(gn.type.name, sorted(names[d.handle] for d, _ in gn.dependencies)) for gn in c.graph_nodes])
+                     for c in gr])
+        digests.append(zlib.crc32(text.encode()))
+        gr.close()
+    print(len(digests), zlib.crc32(repr(digests).encode()))
 """
 
 
@@ -798,17 +834,19 @@ def test_a_compute_graphs_build_loop_in_c_makes_the_graph_the_python_loop_makes(
     """The build phase's C loop (hot module's build_nodes, compiled mode) makes the graph the
     Python loop makes -- the same nodes in the same order with the same parameters and edges,
     the nodes it does not take (two items, a memset, a device, a keyword) left to the Python
-    loop in between -- and a phase mismatch raises the same error and leaves no graph."""
+    loop in between -- and a phase mismatch raises the same error and leaves no graph; 150 random
+    programs (accesses, value variables, the kinds of work) give the same graphs."""
     abi = run_mode(fake_cudart, "0", BUILD_PROBE).splitlines()
     api = run_mode(fake_cudart, "1", BUILD_PROBE).splitlines()
     assert abi[0] == "Python False" and api[0] == "C: True"
     assert abi[1:] == api[1:]
-    assert len(api) == 1 + 24 + 3
+    assert len(api) == 1 + 24 + 4
     assert api[2] == "n1 [('MEMCPY', ['n0'], {'dst': 0, 'src': 8, 'width': 8})]"  # (the C loop's)
     assert api[8] == ("n7 [('MEMCPY', ['n1', 'n6'], {'dst': 0, 'src': 8, 'width': 4}), ('MEMSET', ['n7'], "
                       "{'dst': 0, 'value': 1, 'width': 4})]")
     assert api[14] == ("n13 [('KERNEL', ['n12', 'n7'], {'args': [0, 7, 2.5, 255, -3, 1.5, -9223372036854775808, "
                        "4294967295], 'block': Dim3(x=64, y=1, z=1), 'grid': Dim3(x=2, y=1, z=1), "
                        "'shared_mem_bytes': 16})]")
-    assert api[-3].startswith("PhaseMismatch node 'n9' read ['v3']")
-    assert api[-2:] == ["[[], [], []] None", "None"]
+    assert api[-4].startswith("PhaseMismatch node 'n9' read ['v3']")
+    assert api[-3:-1] == ["[[], [], []] None", "None"]
+    assert api[-1].startswith("150 ")  # (the random programs' digest: abi's, above)
