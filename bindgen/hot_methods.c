@@ -294,18 +294,24 @@ static int _pgr_device_here(PyObject *device) {
     return _pgr_hot.one_device || (_pgr_hot_get_device(&current) == 0 && current == 0);
 }
 
-/* The Python method this one replaced, called with the same arguments. */
-static PyObject *_pgr_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                               PyObject *kwnames) {
+/* fallback(self, ...) with a method call's arguments: the Python method a C one replaced. */
+static PyObject *_pgr_call_fallback(PyObject *fallback, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
     PyObject *stack[16], **argv = stack, *res;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, total = 1 + nargs + nkw, i;
     if (total > 16 && (argv = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)total)) == NULL)
         return PyErr_NoMemory();
     argv[0] = self;
     for (i = 0; i < nargs + nkw; i++) argv[1 + i] = args[i];
-    res = PyObject_Vectorcall(_pgr_hot.fallback[m], argv, (size_t)(1 + nargs), kwnames);
+    res = PyObject_Vectorcall(fallback, argv, (size_t)(1 + nargs), kwnames);
     if (argv != stack) PyMem_Free(argv);
     return res;
+}
+
+/* The Python method hot method m replaced, called with the same arguments. */
+static PyObject *_pgr_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames) {
+    return _pgr_call_fallback(_pgr_hot.fallback[m], self, args, nargs, kwnames);
 }
 
 /* Raise what the Python method raises for a failed runtime call: ops.error(rc, api). */
@@ -1631,18 +1637,10 @@ static PyObject *_pgr_cg_slot(void) {
     return slot;
 }
 
-/* The compute method m's Python fallback, called with the same arguments. */
+/* The Python method compute method m replaced, called with the same arguments. */
 static PyObject *_pgr_cg_fallback(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames) {
-    PyObject *stack[8], **argv = stack, *res;
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0, total = 1 + nargs + nkw, i;
-    if (total > 8 && (argv = (PyObject **)PyMem_Malloc(sizeof(PyObject *) * (size_t)total)) == NULL)
-        return PyErr_NoMemory();
-    argv[0] = self;
-    for (i = 0; i < nargs + nkw; i++) argv[1 + i] = args[i];
-    res = PyObject_Vectorcall(_pgr_cg.fallback[m], argv, (size_t)(1 + nargs), kwnames);
-    if (argv != stack) PyMem_Free(argv);
-    return res;
+    return _pgr_call_fallback(_pgr_cg.fallback[m], self, args, nargs, kwnames);
 }
 
 /* ---- Var.read() / Var.write() ---- */

@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = 'e038af87fbc4accacf201a35b16ec9e7cfecbbfe0259475e4f4ec1aa1f7a00e3'
+FAST_SHA256 = 'deef27027b1bd82589988827176c419f88bb4f15b276642d3931e142c463529b'
 
 
 def __getattr__(name):
