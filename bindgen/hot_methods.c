@@ -1684,15 +1684,20 @@ static PyObject *_pgr_cg_solo(PyObject *var) {
     return PyObject_GetAttr(var, _pgr_cg.s_solo);
 }
 
+/* Raise what reading the unset attribute `name` of `ctx` raises (a closure deleted it). */
+static void _pgr_cg_missing(PyObject *ctx, const char *name) {
+    PyObject *v = PyObject_GetAttrString(ctx, name);
+    if (v != NULL) {  /* (set again meanwhile: still a context without it when it was read) */
+        Py_DECREF(v);
+        PyErr_Format(PyExc_AttributeError, "'NodeContext' object has no attribute '%s'", name);
+    }
+}
+
 /* A context's recorded accesses as the evaluation returns them: each variable once, in the
  * order first accessed (one: the variable's own 1-tuple, its _solo), as a new reference. */
 static PyObject *_pgr_cg_accesses(PyObject *seq) {
     PyObject *d, *t;
     Py_ssize_t n, i;
-    if (seq == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "the node's context lost its record of accesses");
-        return NULL;
-    }
     if (!PyList_CheckExact(seq)) {  /* (a closure replaced it: as the Python method, generally) */
         if ((n = PyObject_Size(seq)) < 0) return NULL;
         if (n == 1) {
@@ -1731,7 +1736,7 @@ static int _pgr_cg_clear(PyObject *seq) {
 }
 
 static PyObject *_pgr_evaluate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *n, *phase, *slot, *fn = NULL, *name = NULL, *manager = NULL, *ctx = NULL, *r,
+    PyObject *n, *phase, *slot, *fn = NULL, *name = NULL, *manager = NULL, *ctx = NULL, *r, *w,
         *reads = NULL, *writes = NULL, *items = NULL, *out = NULL;
     if (!_pgr_cg.bound || kwnames != NULL || nargs < 2 || nargs > 3)
         return _pgr_cg_fallback(_PGR_CG_EVALUATE, self, args, nargs, kwnames);
@@ -1773,11 +1778,20 @@ static PyObject *_pgr_evaluate(PyObject *self, PyObject *const *args, Py_ssize_t
     _pgr_member_set(slot, _pgr_cg.s_rec, Py_None);
     if (r == NULL) goto done;
     Py_DECREF(r);
-    if ((reads = _pgr_cg_accesses(_PGR_MEMBER(ctx, _pgr_cg.c_reads))) == NULL ||
-        (writes = _pgr_cg_accesses(_PGR_MEMBER(ctx, _pgr_cg.c_writes))) == NULL)
+    /* (r, w = ctx.reads, ctx.writes, held: what hashing a variable runs may replace them) */
+    if ((r = _PGR_MEMBER(ctx, _pgr_cg.c_reads)) == NULL || _PGR_MEMBER(ctx, _pgr_cg.c_writes) == NULL) {
+        _pgr_cg_missing(ctx, r == NULL ? "reads" : "writes");
         goto done;
+    }
+    Py_INCREF(r);
+    w = Py_NewRef(_PGR_MEMBER(ctx, _pgr_cg.c_writes));
+    reads = _pgr_cg_accesses(r);
+    writes = reads == NULL ? NULL : _pgr_cg_accesses(w);
+    Py_DECREF(r);
+    Py_DECREF(w);
+    if (writes == NULL) goto done;
     if ((items = _PGR_MEMBER(ctx, _pgr_cg.c_items)) == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "the node's context lost its work items");
+        _pgr_cg_missing(ctx, "items");
         goto done;
     }
     Py_INCREF(items);

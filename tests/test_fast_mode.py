@@ -649,6 +649,8 @@ EVALUATION_PROBE = """
     print(refused(lambda ctx: ctx.launch("tiny", 1, 1)))
     print(refused(lambda ctx: ctx.memcpy(x.value, y.value)))
     print(refused(lambda ctx: ctx.memcpy(x.value)))
+    print(refused(lambda ctx: (x.read(), delattr(ctx, "writes"))))
+    print(refused(lambda ctx: (x.read(), delattr(ctx, "items"))))
     try:
         x.read()
     except errors.IllegalState as exc:
@@ -725,9 +727,11 @@ def test_a_compute_graphs_evaluation_in_c_behaves_as_the_python_methods(fake_cud
     assert api[12].startswith("InvalidValue") and "is not a pygraphrt Kernel" in api[12]
     assert api[13].startswith("InvalidValue") and "pass count=" in api[13]
     assert api[14].startswith("TypeError") and "src" in api[14]
-    assert api[15].startswith("outside:")
-    assert api[16] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
-    assert api[17:] == ["True", "True"]
+    assert api[15] == "AttributeError: 'NodeContext' object has no attribute 'writes'"
+    assert api[16] == "AttributeError: 'NodeContext' object has no attribute 'items'"
+    assert api[17].startswith("outside:")
+    assert api[18] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
+    assert api[19:] == ["True", "True"]
 
 
 BUILD_PROBE = """
