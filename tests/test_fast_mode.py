@@ -656,6 +656,22 @@ EVALUATION_PROBE = """
     except errors.IllegalState as exc:
         print("outside:", exc)
 
+    # Bad input to the methods themselves: an exception each, the Python code's, nothing left behind.
+    from pygraphrt.compute import Var
+    from pygraphrt.compute._graph import ComputeNode
+
+    def raised(f):
+        try:
+            f()
+        except Exception as exc:
+            return type(exc).__name__
+        return "none"
+
+    print([raised(f) for f in (lambda: g._evaluate(object(), "topology"), lambda: g._evaluate(g["w"], "x", 5),
+                               lambda: Var.__new__(Var).read(), lambda: g._evaluate(ComputeNode.__new__(ComputeNode), "x"))],
+          refused(lambda ctx: setattr(ctx, "reads", ["abc"])), refused(lambda ctx: (setattr(ctx, "writes", None), x.write())),
+          thread_slot().rec)
+
     # Two threads evaluating at once: each records its own accesses.
     inside, release = threading.Event(), threading.Event()
     g1, g2 = ComputeGraph(vm, "g1"), ComputeGraph(vm, "g2")
@@ -730,8 +746,10 @@ def test_a_compute_graphs_evaluation_in_c_behaves_as_the_python_methods(fake_cud
     assert api[15] == "AttributeError: 'NodeContext' object has no attribute 'writes'"
     assert api[16] == "AttributeError: 'NodeContext' object has no attribute 'items'"
     assert api[17].startswith("outside:")
-    assert api[18] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
-    assert api[19:] == ["True", "True"]
+    assert api[18] == ("['AttributeError', 'AttributeError', 'AttributeError', 'AttributeError'] AttributeError: 'str' "
+                       "object has no attribute '_solo' AttributeError: 'NoneType' object has no attribute 'append' None")
+    assert api[19] == "False [('slow', ['y'], ['x']), ('quick', ['y'], ['z'])]"
+    assert api[20:] == ["True", "True"]
 
 
 BUILD_PROBE = """
