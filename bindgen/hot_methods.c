@@ -6,7 +6,7 @@
  * _pgr_hot_bound, _pgr_hot_symbols, _PGR_HOT_NAME and _PGR_HOT_INIT).  pygraphrt._fast loads the module from the extension's
  * file once the cffi module is imported; pygraphrt.graph._hot installs the graph methods,
  * pygraphrt.kernels._hot the launches.  The module also holds a compute graph's index of its
- * nodes' accesses (index_accesses, which pygraphrt.compute._topology.index_function hands out)
+ * nodes' accesses (index_accesses, which pygraphrt.compute._hot.index_function hands out)
  * and its evaluation of a node's closure with the variables' accesses (bind_compute, which
  * pygraphrt.compute._hot installs).
  *
@@ -1584,7 +1584,7 @@ done:
  * as attributes. */
 enum { _PGR_CG_EVALUATE, _PGR_CG_READ, _PGR_CG_WRITE, _PGR_CG_LAUNCH, _PGR_CG_MEMCPY, _PGR_CG_METHODS };
 static struct {
-    int bound;
+    int bound;                       /* bind_compute ran: the methods exist only after it */
     PyObject *local;                 /* compute._vars._active: the thread-local of each thread's slot */
     PyTypeObject *slot_cls, *ctx_cls, *node_cls;
     PyTypeObject *var_cls[4];        /* the variable classes whose slots are read at their offsets */
@@ -1648,7 +1648,7 @@ static PyObject *_pgr_cg_fallback(int m, PyObject *self, PyObject *const *args, 
 static PyObject *_pgr_var_access(int m, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames) {
     PyObject *slot, *rec, *obj, *list;
-    if (!_pgr_cg.bound || nargs != 0 || kwnames != NULL || !_pgr_cg_plain_var(self))
+    if (nargs != 0 || kwnames != NULL || !_pgr_cg_plain_var(self))
         return _pgr_cg_fallback(m, self, args, nargs, kwnames);
     if ((slot = _pgr_cg_slot()) == NULL || Py_TYPE(slot) != _pgr_cg.slot_cls) {
         PyErr_Clear();
@@ -1738,7 +1738,7 @@ static int _pgr_cg_clear(PyObject *seq) {
 static PyObject *_pgr_evaluate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *n, *phase, *slot, *fn = NULL, *name = NULL, *manager = NULL, *ctx = NULL, *r, *w,
         *reads = NULL, *writes = NULL, *items = NULL, *out = NULL;
-    if (!_pgr_cg.bound || kwnames != NULL || nargs < 2 || nargs > 3)
+    if (kwnames != NULL || nargs < 2 || nargs > 3)
         return _pgr_cg_fallback(_PGR_CG_EVALUATE, self, args, nargs, kwnames);
     n = args[0];
     phase = args[1];
@@ -1832,7 +1832,7 @@ static PyObject *_pgr_ctx_launch(PyObject *self, PyObject *const *args, Py_ssize
     PyObject *items, *item, *extra, *attributes;
     Py_ssize_t i;
     int known;
-    if (!_pgr_cg.bound || kwnames != NULL || nargs < 3 || (items = _pgr_ctx_items(self)) == NULL)
+    if (kwnames != NULL || nargs < 3 || (items = _pgr_ctx_items(self)) == NULL)
         return _pgr_cg_fallback(_PGR_CG_LAUNCH, self, args, nargs, kwnames);
     if ((known = PySet_Contains(_pgr_cg.kernel_classes, (PyObject *)Py_TYPE(args[0]))) <= 0) {
         if (known < 0) PyErr_Clear();
@@ -1857,7 +1857,7 @@ static PyObject *_pgr_ctx_launch(PyObject *self, PyObject *const *args, Py_ssize
 static PyObject *_pgr_ctx_memcpy(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *items, *item;
     int rc;
-    if (!_pgr_cg.bound || kwnames != NULL || nargs != 3 || args[2] == Py_None || (items = _pgr_ctx_items(self)) == NULL)
+    if (kwnames != NULL || nargs != 3 || args[2] == Py_None || (items = _pgr_ctx_items(self)) == NULL)
         return _pgr_cg_fallback(_PGR_CG_MEMCPY, self, args, nargs, kwnames);
     if ((item = PyTuple_Pack(4, _pgr_cg.memcpy_work, args[0], args[1], args[2])) == NULL) return NULL;
     rc = PyList_Append(items, item);
@@ -2011,14 +2011,12 @@ static PyObject *_pgr_build_nodes(PyObject *mod, PyObject *args) {
     return h;
 }
 
-static PyObject *_pgr_cg_work[3];  /* (bind_compute's `work`, as parsed) */
-
 static PyObject *_pgr_cg_descrs(void) {
     return PyTuple_Pack(5, _pgr_cg.descr[0], _pgr_cg.descr[1], _pgr_cg.descr[2], _pgr_cg.descr[3], _pgr_cg.descr[4]);
 }
 
 static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
-    PyObject *local, *classes, *var_classes, *work, *fallbacks, *docs;
+    PyObject *local, *classes, *var_classes, *work[3], *fallbacks, *docs;
     PyTypeObject *cls[5], *var_cls[4];
     Py_ssize_t off[20], n_var;
     static const char *const slots[20] = {"rec", "spare", "node", "phase", "items", "graph", "manager", "reads",
@@ -2032,7 +2030,7 @@ static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
     int i;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OO!O!(O!O!O!)O!O!", &local, &PyTuple_Type, &classes, &PyTuple_Type, &var_classes,
-                          &PySet_Type, &_pgr_cg_work[0], &PyType_Type, &_pgr_cg_work[1], &PyType_Type, &_pgr_cg_work[2],
+                          &PySet_Type, &work[0], &PyType_Type, &work[1], &PyType_Type, &work[2],
                           &PyTuple_Type, &fallbacks, &PyTuple_Type, &docs))
         return NULL;
 #ifdef Py_GIL_DISABLED
@@ -2106,9 +2104,9 @@ static PyObject *_pgr_bind_compute(PyObject *mod, PyObject *args) {
     _pgr_cg.ctx_cls = (PyTypeObject *)Py_NewRef(cls[1]);
     _pgr_cg.node_cls = (PyTypeObject *)Py_NewRef(cls[3]);
     if (_pgr_cg.zero == NULL && (_pgr_cg.zero = PyLong_FromLong(0)) == NULL) return NULL;
-    _pgr_cg.kernel_classes = Py_NewRef(_pgr_cg_work[0]);
-    _pgr_cg.kernel_work = Py_NewRef(_pgr_cg_work[1]);
-    _pgr_cg.memcpy_work = Py_NewRef(_pgr_cg_work[2]);
+    _pgr_cg.kernel_classes = Py_NewRef(work[0]);
+    _pgr_cg.kernel_work = Py_NewRef(work[1]);
+    _pgr_cg.memcpy_work = Py_NewRef(work[2]);
     _pgr_cg.bound = 1;
     return _pgr_cg_descrs();
 #endif

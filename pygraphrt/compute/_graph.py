@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 from .. import errors
 from . import _hot
-from ._topology import Hazard, index_function, infer
+from ._topology import Hazard, infer
 from ._vars import Var, VarManager, _Slot, thread_slot
 from ._work import CannotSet, Item, NodeContext, same_shapes
 
@@ -329,7 +329,7 @@ class ComputeGraph:
             n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology", slot)
             reads_of.append(reads)
             writes_of.append(writes)
-        sources, targets, users = index_function()(reads_of, writes_of)
+        sources, targets, users = _hot.index_function()(reads_of, writes_of)
         self._pairs = sources, targets
         self._edges = None
         self._users = users

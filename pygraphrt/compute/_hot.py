@@ -1,5 +1,6 @@
-"""The compute graph's evaluation in C: ``ComputeGraph._evaluate``, ``Var.read``, ``Var.write``,
-``NodeContext.launch`` and ``NodeContext.memcpy``.
+"""The compute graph's compiled paths: the index of its accesses (:func:`index_function`) and its
+evaluation in C -- ``ComputeGraph._evaluate``, ``Var.read``, ``Var.write``, ``NodeContext.launch``,
+``NodeContext.memcpy`` and the build phase's loop.
 
 Every node's closure runs once a phase through ``ComputeGraph._evaluate``, and each access it
 makes through ``Var.read`` / ``Var.write``, each piece of work through its context's verbs: in
@@ -25,10 +26,11 @@ compute/_graph hands it.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable, Sequence
 
 from .. import _fast, _runtime
 from . import _vars, _work
+from ._topology import index_accesses
 from ._work import NodeContext
 
 _lock = threading.Lock()
@@ -39,6 +41,21 @@ _evaluate_descr: Any = None
 _build_nodes: Any = None
 
 
+def _active_hot() -> Any:
+    """The active backend's hot module (bindgen/hot_methods.c), or None: no backend selected yet
+    (none is selected here), ABI mode, or the simulator."""
+    backend = _runtime.active_or_none()
+    return _fast.hot_module(backend) if backend is not None else None
+
+
+def index_function() -> Callable[[Sequence[Sequence[Any]], Sequence[Sequence[Any]]],
+                                 tuple[list[int], list[int], dict[Any, list[int]]]]:
+    """``compute._topology.index_accesses``, in C where the active backend's compiled extension
+    has it (the hot module's ``index_accesses``: the same results), else the Python function.  A
+    topology inferred before any runtime call takes the Python function."""
+    return getattr(_active_hot(), "index_accesses", None) or index_accesses
+
+
 def install(graph_cls: type, node_cls: type) -> None:
     """Put the C evaluation on ``graph_cls`` (ComputeGraph, whose nodes are ``node_cls``:
     ComputeNode) and the C accesses on ``Var``, where
@@ -46,8 +63,7 @@ def install(graph_cls: type, node_cls: type) -> None:
     global _done, _evaluate_descr, _build_nodes
     if _done is not None:
         return
-    backend = _runtime.active_or_none()
-    hot = _fast.hot_module(backend) if backend is not None else None
+    hot = _active_hot()
     if hot is None:
         return  # (ABI mode or the simulator, or no backend yet: asked again at the next phase)
     with _lock:
@@ -83,10 +99,9 @@ def status() -> str:
     """Where the compute graph's evaluation runs (``pygraphrt info``)."""
     if _done is not None:
         return _done
-    backend = _runtime.active_or_none()
-    if backend is not None and _fast.hot_module(backend) is None:
+    if _runtime.active_or_none() is not None and _active_hot() is None:
         return "in Python (the active backend has no compiled extension: ABI mode or the simulator)"
     return "in Python (no compute graph evaluated with a compiled backend yet)"
 
 
-__all__ = ["install", "status"]
+__all__ = ["build_loop", "index_function", "install", "status"]

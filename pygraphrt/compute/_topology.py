@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Hashable, Sequence
+from typing import Any, Hashable, Sequence
 
 from .. import errors
 from .._operands import listed
@@ -162,18 +162,6 @@ def index_accesses(reads_of: Sequence[Sequence[Any]], writes_of: Sequence[Sequen
                 add_target(j)
             u.readers.append(j)
     return sources, targets, {v: u.nodes for v, u in uses.items()}
-
-
-def index_function() -> Callable[[Sequence[Sequence[Any]], Sequence[Sequence[Any]]],
-                                 tuple[list[int], list[int], dict[Any, list[int]]]]:
-    """:func:`index_accesses`, in C where the active backend's compiled extension has it
-    (compiled mode: ``bindgen/hot_methods.c``, the same results), else this module's.  Selects
-    no backend: a topology inferred before any runtime call takes the Python function."""
-    from .. import _fast, _runtime
-
-    backend = _runtime.active_or_none()
-    hot = _fast.hot_module(backend) if backend is not None else None
-    return getattr(hot, "index_accesses", None) or index_accesses
 
 
 __all__ = ["Hazard", "HazardKind", "infer"]
