@@ -338,3 +338,79 @@ def test_a_kernel_node_set_on_an_executable_leaves_the_kernels_next_node_its_own
     assert exe._params_kept == []  # (the reused-buffer path: nothing packed kept)
     m = g.add_kernel(k, 1, 1, (a,))
     assert m.params["args"][0] == a.ptr and n.params["args"][0] == a.ptr
+
+
+def fragile_program() -> tuple[ComputeGraph, Any, list[str | None], Any]:
+    """Two nodes: ``first`` copies into z from x or from y, as the value variable ``mode`` says
+    (rebinding it changes the topology: from y, first must read y before ``second`` writes it);
+    ``second`` raises in the phase ``fail[0]`` names (None: never, "any": every phase)."""
+    vm = VarManager()
+    x, y, z = (vm.buffer(name, rt.malloc(NBYTES)) for name in "xyz")
+    mode = vm.value("mode", "x")
+    fail: list[str | None] = [None]
+    g = ComputeGraph(vm, "fragile")
+
+    @g.node("first")
+    def _(ctx: Any) -> None:
+        ctx.memcpy(z.write(), (x if mode.read() == "x" else y).read(), NBYTES)
+
+    @g.node("second")
+    def _(ctx: Any) -> None:
+        if fail[0] in (ctx.phase, "any"):
+            raise ValueError(f"second refuses in the {ctx.phase} phase")
+        ctx.memset(y.write(), 7, NBYTES)
+
+    return g, mode, fail, vm
+
+
+@pytest.mark.parametrize("phase", ["topology", "build"])
+def test_an_update_whose_rebuild_fails_leaves_nothing_the_next_update_trusts(sim1, phase):
+    """An update that must rebuild (the topology changed) and whose rebuild fails -- a closure
+    raising in the topology phase, or in the build phase after the C or Python loop added nodes --
+    raises the closure's error and leaves no graph built from half a phase: the next update
+    builds anew, with the edge the new topology has (before: it trusted the previous executable,
+    missing the edge, or failed on the half-built nodes with an IndexError)."""
+    g, mode, fail, _ = fragile_program()
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    assert g.edges() == []
+    mode.update("y")
+    fail[0] = phase
+    with pytest.raises(ValueError, match=f"second refuses in the {phase} phase"):
+        g.update()
+    fail[0] = None
+    if phase == "topology":  # (the records are the built graph's: the update finds the change)
+        with pytest.warns(compute.RebuildWarning, match=r"node 'first' read \['mode', 'x'\]"):
+            report = g.update()
+    else:  # (the built graph went with the failed build: the update is a first build)
+        report = g.update()
+        assert report.reason == "first build"
+    assert report.rebuilt and sorted(report.nodes) == ["first", "second"]
+    assert [(a.name, b.name) for a, b, _ in g.edges()] == [("first", "second")]
+    first, second = g["first"].graph_nodes, g["second"].graph_nodes
+    assert [(a, b) for a, b, _ in g.graph.edges()] == [(first[0], second[0])]
+    g.launch(s)
+    s.synchronize()
+    g.close()
+
+
+def test_a_failed_topology_phase_keeps_the_record_the_built_graph_was_made_from(sim1):
+    """A topology phase that fails part-way (here asked for by topology(), with the graph built)
+    changes no node's record: an update after it compares against what the executable holds."""
+    g, mode, fail, _ = fragile_program()
+    s = rt.Stream()
+    g.launch(s)
+    s.synchronize()
+    before = [(n.reads, n.writes, n.items) for n in g]
+    mode.update("y")
+    fail[0] = "topology"
+    with pytest.raises(ValueError, match="topology phase"):
+        g.topology()
+    assert [(n.reads, n.writes, n.items) for n in g] == before
+    fail[0] = None
+    with pytest.warns(compute.RebuildWarning, match="first"):
+        report = g.update()
+    assert report.rebuilt
+    assert [(a.name, b.name) for a, b, _ in g.edges()] == [("first", "second")]
+    g.close()

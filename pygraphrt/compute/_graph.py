@@ -325,11 +325,18 @@ class ComputeGraph:
         evaluate, slot = self._evaluate, thread_slot()
         reads_of: list[tuple[Var, ...]] = []
         writes_of: list[tuple[Var, ...]] = []
-        for n in self._nodes:
-            n.reads, n.writes, n.items = reads, writes, _ = evaluate(n, "topology", slot)
+        items_of: list[list[Item]] = []
+        # (the records change only once every closure has run: a phase a closure's error ends
+        # part-way leaves them what the built graph was made from, which updates compare with)
+        nodes = self._nodes
+        for n in nodes:
+            reads, writes, items = evaluate(n, "topology", slot)
             reads_of.append(reads)
             writes_of.append(writes)
+            items_of.append(items)
         sources, targets, users = _hot.index_function()(reads_of, writes_of)
+        for n, reads, writes, items in zip(nodes, reads_of, writes_of, items_of):
+            n.reads, n.writes, n.items = reads, writes, items
         self._pairs = sources, targets
         self._edges = None
         self._users = users
@@ -460,8 +467,14 @@ class ComputeGraph:
                 g._backend.ops.add_dependencies(g.handle, froms, tos, None)
         except BaseException:
             g.close()
+            # The graph built before (an update's rebuild) goes too, as close() lets it go: the
+            # nodes' records may be this phase's now, and its nodes are no longer theirs.  The
+            # next update or launch builds anew.
+            self._retired.append((self._exec, self._graph))
+            self._graph = self._exec = None
             for n in self._nodes:
                 n._gnodes = []
+            self._template_lag.clear()
             raise
         # The previous executable may still be running: it is released at the next
         # instantiation, which never happens during a capture.
