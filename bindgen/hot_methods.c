@@ -1707,7 +1707,7 @@ static PyObject *_pgr_cg_accesses(PyObject *seq) {
             Py_DECREF(v);
             return t;
         }
-        if ((d = PyObject_CallMethod((PyObject *)&PyDict_Type, "fromkeys", "O", seq)) == NULL) return NULL;
+        if ((d = PyObject_CallMethod((PyObject *)&PyDict_Type, "fromkeys", "(O)", seq)) == NULL) return NULL;
     } else {
         if ((n = PyList_GET_SIZE(seq)) == 1) return _pgr_cg_solo(PyList_GET_ITEM(seq, 0));
         if ((d = PyDict_New()) == NULL) return NULL;

@@ -884,3 +884,162 @@ def test_a_compute_graphs_build_loop_in_c_makes_the_graph_the_python_loop_makes(
     assert api[-4].startswith("PhaseMismatch node 'n9' read ['v3']")
     assert api[-3:-1] == ["[[], [], []] None", "None"]
     assert api[-1].startswith("150 ")  # (the random programs' digest: abi's, above)
+
+
+# Compute graphs whose closures misbehave at random: one node of each program raises, accesses
+# what it may not, issues bad work, tampers with its context or changes between phases -- in
+# the topology, build or update phase or in all -- while the other nodes are the C loops'
+# common ones.  Each program: a build with the fault, a build without it, an update after a
+# variable moved (with, then without the fault), a launch.  The outcomes are printed.
+FAULT_PROBE = r"""
+    import gc, random, re, warnings, zlib
+    import pygraphrt as rt
+    from pygraphrt import errors
+    from pygraphrt.compute import ComputeGraph, VarManager, _hot
+    from pygraphrt.compute._vars import thread_slot
+
+    import ctypes
+    big = ctypes.create_string_buffer(256)  # (the variables' memory: the fake runtime never touches it)
+    b0 = ctypes.addressof(big)
+    warnings.simplefilter("ignore")  # (the fake has no exec setters: updates rebuild, saying so)
+    s = rt.Stream()
+    kern = rt.Kernel.wrap(0x5000, kind="kernel", name="tiny", signature="float *x, int n, double a, "
+                          "unsigned char c, short h, float f, long long q, unsigned int u")
+    REST = (2.5, 255, -3, 1.5, -2**63, 2**32 - 1)
+    vm, other = VarManager(), VarManager()
+    vs = [vm.buffer(f"v{i}", b0 + 8 * i, nbytes=8) for i in range(6)]
+    n_val = vm.value("n", 3)
+    loose = vm.buffer("loose")                     # never bound
+    foreign = other.buffer("f", b0 + 240, nbytes=8)  # another manager's
+    armed = [True]
+    FAULTS = ("raise", "phase", "loose", "foreign", "value_write", "bad_arg", "no_count", "not_kernel",
+              "del_writes", "del_items", "set_reads", "nested", "extra_item", "no_item", "base_exc")
+
+
+    class Stop(BaseException):
+        pass
+
+
+    def closure(acc, work, fault, when, i, holder):
+        def fn(ctx):
+            on = armed[0] and fault is not None and (when == "any" or ctx.phase == when)
+            if on and fault == "raise":
+                raise ValueError(f"boom {i} in the {ctx.phase} phase")
+            if on and fault == "base_exc":
+                raise Stop(f"stop {i}")
+            got = [getattr(v, how)() for v, how in acc]
+            if on and fault == "phase":
+                vs[(i + 1) % 6].read()
+            if on and fault == "loose":
+                loose.read()
+            if on and fault == "foreign":
+                foreign.write()
+            if on and fault == "value_write":
+                n_val.write()
+            if on and fault == "del_writes":
+                del ctx.writes
+            if on and fault == "del_items":
+                del ctx.items
+            if on and fault == "set_reads":
+                ctx.reads = ("not", "a", "list")
+            if on and fault == "nested":
+                holder[0]._evaluate(holder[0].nodes()[0], "topology")
+            d = next((x for x in got if isinstance(x, int) and x >= b0), b0)
+            if on and fault == "bad_arg":
+                ctx.launch(kern, 1, 32, d, "three", *REST)
+            elif on and fault == "no_count":
+                ctx.memcpy(d, b0 + 200)
+            elif on and fault == "not_kernel":
+                ctx.launch("tiny", 1, 32, d, 3, *REST)
+            elif on and fault == "no_item":
+                pass
+            else:
+                if work in ("kernel", "two"):
+                    ctx.launch(kern, 1, 32, d, 3, *REST)
+                if work in ("copy", "two"):
+                    ctx.memcpy(d, b0 + 200, 8)
+                if work == "memset":
+                    ctx.memset(d, 9, 8)
+            if on and fault == "extra_item":
+                ctx.memset(d, 1, 8)
+        return fn
+
+
+    def outcome(f):
+        try:
+            f()
+        except (Exception, Stop) as exc:
+            text = f"{type(exc).__name__}: {exc}"
+        else:
+            text = "ok"
+        assert thread_slot().rec is None, "a recorder left behind"
+        assert not s.is_capturing
+        return re.sub(r"0x[0-9a-f]+|\d{6,}", "N", text)
+
+
+    def digest(gr):
+        names = {gn.handle: c.name for c in gr for gn in c.graph_nodes}
+        return zlib.crc32(repr([(c.name, [v.name for v in c.reads], [v.name for v in c.writes],
+                                 [(gn.type.name, sorted(names[d.handle] for d, _ in gn.dependencies))
+                                  for gn in c.graph_nodes]) for c in gr]).encode())
+
+
+    rnd = random.Random(1128)
+    lines = []
+    for p_ in range(400):
+        holder = [None]
+        gr = holder[0] = ComputeGraph(vm, f"p{p_}")
+        n_nodes = rnd.randint(1, 25)
+        bad = rnd.randrange(n_nodes)
+        for i in range(n_nodes):
+            acc = [(rnd.choice(vs), rnd.choice(("read", "write", "read_write"))) for _ in range(rnd.randint(0, 3))]
+            if rnd.random() < 0.2:
+                acc.append((n_val, "read"))
+            work = rnd.choice(("kernel", "kernel", "copy", "copy", "memset", "two"))
+            fault = rnd.choice(FAULTS) if i == bad else None
+            when = rnd.choice(("topology", "build", "build", "update", "any"))
+            gr.node(f"r{i}", closure(acc, work, fault, when, i, holder))
+        armed[0] = True
+        first = outcome(gr.build)
+        left = (gr._graph is None, [len(c.graph_nodes) for c in gr].count(0) == n_nodes) if first != "ok" else ""
+        armed[0] = False
+        again = outcome(gr.build)
+        d1 = digest(gr) if again == "ok" else None
+        # an update with the fault armed, after one variable moved
+        vs[p_ % 6].update(b0 + 64 + 8 * (p_ % 6), 8)
+        armed[0] = True
+        upd = outcome(gr.update)
+        armed[0] = False
+        upd2 = outcome(gr.update)
+        vs[p_ % 6].update(b0 + 8 * (p_ % 6), 8)
+        launched = outcome(lambda: (gr.launch(s), s.synchronize()))
+        lines.append(f"{p_} {first} {left} {again} {d1} | {upd} | {upd2} | {launched}")
+        gr.close()
+    gc.collect()
+    print(_hot.status().split(" ")[1])
+    for line in lines:
+        print(line)
+"""
+
+
+@needs_fast
+def test_compute_graphs_with_misbehaving_closures_fail_alike_in_both_modes_and_recover(fake_cudart):
+    """400 random compute graphs, one misbehaving closure each (FAULT_PROBE): the C evaluation
+    and build loop raise what the Python methods raise, at the same step; a failed build or
+    update leaves no recorder, no capture and no half-built graph (the builds and updates after
+    it succeed); no error is pygraphrt's own (an IndexError, say) rather than the closure's."""
+    abi = run_mode(fake_cudart, "0", FAULT_PROBE).splitlines()
+    api = run_mode(fake_cudart, "1", FAULT_PROBE).splitlines()
+    assert abi[0] == "Python" and api[0] == "C:"
+    assert len(api) == 401 and abi[1:] == api[1:]
+    text = "\n".join(api)
+    for internal in ("IndexError", "KeyError", "SystemError", "recorder left behind"):
+        assert internal not in text
+    firsts = [line.split(" ", 1)[1].split(" | ")[0] for line in api[1:]]
+    kinds = {f.split(":")[0].split()[0] for f in firsts}
+    assert {"ok", "ValueError", "Stop", "PhaseMismatch", "InvalidValue", "IllegalState", "AttributeError"} <= kinds, kinds
+    assert any("in the build phase" in f for f in firsts)  # (a closure failing amid the build loop)
+    # a failed first build leaves no graph and no node's graph nodes; the build without the fault works
+    failed = [f for f in firsts if not f.startswith("ok")]
+    assert failed and all(" (True, True) " in f for f in failed)
+    assert sum(" (True, True) ok " in f for f in failed) > len(failed) // 2

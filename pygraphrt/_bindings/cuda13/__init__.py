@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = '0f8490ed9dd3efe48fbb9c97449d5baf55d8f0554eaf65bd48b7b4e9835aacf1'
+FAST_SHA256 = 'f6a22ce2459e6ea71284c997bfd7ac07e3aed55296233ea14f664b93f841ca82'
 
 
 def __getattr__(name):
