@@ -419,3 +419,14 @@ def test_default_stream_torch_cupy_and_a_foreign_capture():
     torch.cuda.synchronize()
     assert torch.equal(t[N:], ref) and torch.equal(torch.as_tensor(c_arr, device="cuda"), 3 * ref)
     g.close()
+
+
+def test_random_sequences_of_rebinds_changes_and_additions_launch_what_one_stream_runs(stream):
+    """tests/test_compute_sequences.py's random sequences (variables rebound, value variables
+    changed, nodes added, updates, close, a launch into a capture) on the GPU -- compiled mode:
+    the C evaluation and build loop; ABI mode: the Python methods: after every launch, the
+    graph's results are the single-stream run's."""
+    from ..test_compute_sequences import SEQUENCES, run_sequences
+
+    launched, rebuilt = run_sequences(SEQUENCES // 2)
+    assert launched > SEQUENCES and rebuilt > SEQUENCES // 8, (launched, rebuilt)
