@@ -127,11 +127,18 @@ class Device:
             This device.
         """
         b = self._backend
-        b.ops.call("SetDevice", self.ordinal)
         if self.ordinal and not b.several:  # a second device in use (pygraphrt.multidevice)
-            from .multidevice import now_several
+            from .multidevice import current, now_several
 
-            now_several(b)
+            previous = current(b)
+            b.ops.call("SetDevice", self.ordinal)
+            try:
+                now_several(b)
+            except BaseException:  # (nothing changed where the bookkeeping failed)
+                b.ops.call("SetDevice", previous)
+                raise
+            return self
+        b.ops.call("SetDevice", self.ordinal)
         return self
 
     def synchronize(self) -> None:
@@ -319,7 +326,11 @@ class Stream(Owned):
             ops.call("StreamCreateWithPriority", out, flags, level)
             _handle = out[0]
             # A stream belongs to the device current at its creation (the runtime's rule).
-            device: int | None = _current_ordinal(backend)
+            try:
+                device: int | None = _current_ordinal(backend)
+            except BaseException:  # (nothing owns the new stream yet: destroyed here)
+                ops.fn("StreamDestroy")(_handle)
+                raise
         else:
             device = None  # a borrowed stream: asked of the runtime when first wanted
         super().__init__(backend, _handle, _owned)

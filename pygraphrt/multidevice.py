@@ -149,7 +149,11 @@ def enter(backend: Any, device: int) -> int | None:
         return None
     backend.ops.call("SetDevice", device)
     if device and not backend.several:
-        now_several(backend)
+        try:
+            now_several(backend)
+        except BaseException:  # (the caller's leave() will not run: switch back here)
+            backend.ops.call("SetDevice", previous)
+            raise
     return previous
 
 
@@ -185,7 +189,11 @@ def scope_enter(device: "Device") -> None:
     if previous != d:
         b.ops.call("SetDevice", d)
         if d and not b.several:
-            now_several(b)
+            try:
+                now_several(b)
+            except BaseException:  # (no scope began: its __exit__ will not run to switch back)
+                b.ops.call("SetDevice", previous)
+                raise
     _scopes.stack.append((b, previous, device))
 
 
@@ -199,7 +207,11 @@ def scope_exit(device: "Device") -> None:
         raise errors.IllegalState("Device.__exit__", detail=f"{device!r} is not the innermost `with Device(n):` "
                                                             "scope of this thread (an __exit__ without its __enter__)")
     b, previous, _ = stack.pop()
-    if current(b) != previous:
+    try:
+        now: int | None = current(b)
+    except errors.GraphRTError:
+        now = None  # (the question refused: switch back regardless)
+    if now != previous:
         b.ops.call("SetDevice", previous)
 
 
@@ -351,9 +363,9 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
         try:
             if switch:  # (the previous device is known: enter() would ask again)
                 b.ops.call("SetDevice", d)
-                if d and not b.several:
-                    now_several(b)
                 try:
+                    if d and not b.several:
+                        now_several(b)
                     node = add()
                 finally:
                     b.ops.call("SetDevice", previous)

@@ -50,11 +50,15 @@ overlapping memory, one of them writing -- a missing dependency that runs fine h
 a time) and bites on a GPU.  Memset / memcpy nodes touch the bytes their parameters name (2-D
 rows precisely); kernel nodes the whole allocation each pointer argument points into (read-only
 through ``const T *``, else read and write); see :mod:`pygraphrt._vendors.sim._races`.
+
+Refusals: :func:`failing_calls` makes chosen runtime calls fail with a chosen error, to test what
+code does when the runtime refuses.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import contextlib
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from ._vendors.sim._api import SimRuntime
@@ -244,6 +248,66 @@ def undefined_calls(clear: bool = False) -> list[tuple[str, str]]:
         if clear:
             rt.undefined.clear()
     return out
+
+
+@contextlib.contextmanager
+def failing_calls(choose: Callable[[str], "str | None"]) -> Iterator[None]:
+    """Make calls into the simulated runtime fail, as a refusing runtime would.
+
+    Inside the block, ``choose(name)`` is asked before each C function the simulator serves
+    runs (``name``: its symbol, such as ``"cudaGraphInstantiateWithFlags"``), from any thread --
+    pygraphrt's own calls included (queries, destroys, a finalizer's).  Returning an error name
+    without its prefix (``"MemoryAllocation"``, ``"InvalidValue"``) makes that call return
+    ``cudaError<name>`` without doing anything; None lets it run.
+
+    Parameters
+    ----------
+    choose : callable
+        ``choose(name) -> str | None``.  It runs with the simulator's lock held: it must not
+        call into pygraphrt.
+
+    Raises
+    ------
+    pygraphrt.errors.IllegalState
+        Another ``failing_calls`` block is active.
+    pygraphrt.errors.InvalidValue
+        ``choose`` is not callable; or, at the call, it returned what is not an error name
+        (that call then fails with ``cudaErrorUnknown``, saying so).
+
+    Examples
+    --------
+    >>> with sim.failing_calls(lambda name: "MemoryAllocation" if name == "cudaMalloc" else None):
+    ...     rt.malloc(16)                                         # doctest: +SKIP
+    Traceback (most recent call last):
+    pygraphrt.errors.OutOfMemory: cudaMalloc failed: cudaErrorMemoryAllocation (2): ...
+    """
+    from . import errors
+    from ._vendors.sim._core import SimError, code
+
+    if not callable(choose):
+        raise errors.InvalidValue("pygraphrt.sim.failing_calls", detail=f"{choose!r} is not callable")
+    rt = runtime()
+
+    def fail(name: str) -> str | None:
+        chosen = choose(name)
+        if chosen is None:
+            return None
+        try:
+            code(chosen)
+        except (KeyError, AttributeError, TypeError):
+            raise SimError("Unknown", f"pygraphrt.sim.failing_calls: {chosen!r}, which choose() gave for "
+                           f"{name}, is not a cudaError name") from None
+        return str(chosen)
+
+    with rt.lock:
+        if rt.fail_call is not None:
+            raise errors.IllegalState("pygraphrt.sim.failing_calls", detail="another failing_calls block is active")
+        rt.fail_call = fail
+    try:
+        yield
+    finally:
+        with rt.lock:
+            rt.fail_call = None
 
 
 def memory(address: int, nbytes: int) -> memoryview:

@@ -102,6 +102,9 @@ class SimLib:
             t.failure = None
             try:
                 with lock:
+                    fail = rt.fail_call
+                    if fail is not None and (name := fail(symbol)) is not None:
+                        raise SimError(name, f"{symbol} failed as pygraphrt.sim.failing_calls asked")
                     impl(*args)
                 return 0
             except SimError as e:

@@ -104,6 +104,9 @@ class RuntimeBase:
         # False: a machine whose devices cannot reach each other's memory (no NVLink or PCIe P2P:
         # cudaDeviceCanAccessPeer answers 0); copies between devices still work (staged)
         self.peer_capable = peer_access
+        # pygraphrt.sim.failing_calls: asked before each C call the simulator serves; an error
+        # name it returns makes that call fail with it, before it changes anything
+        self.fail_call: Callable[[str], str | None] | None = None
 
     def set_order(self, mode: str, seed: int | None = None) -> None:
         """``"creation"``: ready nodes run in creation order; ``"random"``: a random valid order."""
