@@ -1,12 +1,14 @@
-"""What pygraphrt does when the runtime refuses: every runtime call of seven workflows made to
+"""What pygraphrt does when the runtime refuses: every runtime call of eight workflows made to
 fail in turn (pygraphrt.sim.failing_calls), on the simulator with two devices.
 
 Each workflow uses one area the way users do -- stream capture and exec update; explicit graphs
 with every common node type, clone, upload and parameter setters; the compute graph (build,
 rebind, update, a launch into a capture); stream-ordered memory, pools, events, host functions
 and graph memory; conditional nodes, explicit and captured; two devices (peer access, a placed
-node, a capture across devices' streams); NCCL (init_all, a grouped all-reduce).  For each call
-it makes, in order, one run in which that call alone returns ``cudaErrorInvalidValue`` must:
+node, a capture across devices' streams); NCCL (init_all, a grouped all-reduce); editing (bulk
+adds, edges added and removed, a capture into a graph, executable setters).  For each call
+it makes, in order, one run in which that call alone fails (with ``cudaErrorInvalidValue``,
+``NotSupported``, ``MemoryAllocation``, ``StreamCaptureInvalidated`` or ``IllegalState`` in turn) must:
 
 * raise a pygraphrt error (a :class:`~pygraphrt.errors.GraphRTError`) or succeed -- nothing
   else (no ``AttributeError``, ``IndexError``, ... from pygraphrt's own code);
@@ -269,8 +271,36 @@ def w_nccl() -> None:
             x.close()
 
 
-WORKFLOWS = [w_capture, w_explicit, w_compute, w_memory, w_conditional, w_multidevice, w_nccl]
+def w_editing() -> None:
+    """Bulk adds, edges added and removed, a capture into an existing graph, node parameters and
+    enabling on an executable, the graph drawn, cloned and compared.  (Not a recapture: the
+    simulator does not implement cudaStreamBeginRecaptureToGraph.)"""
+    s = rt.Stream()
+    a, b = rt.malloc(NB), rt.malloc(NB)
+    k = rt.Program(SRC).kernel("fi_add", signature="unsigned char *x, int n")
+    g = rt.Graph()
+    nodes = g.add_nodes([("empty", {}), ("memset", {"dst": a, "value": 1, "count": NB}, [0]),
+                         ("memset", {"dst": b, "value": 2, "count": NB}, [0]),
+                         ("kernel", {"kernel": k, "grid": 1, "block": 1, "args": (b, NB)}, [2])])
+    g.add_dependencies([nodes[1]], [nodes[3]])
+    g.remove_dependencies([nodes[1]], [nodes[3]])
+    with s.capture(graph=g, dependencies=[nodes[3]]):
+        s.memcpy(a, b, NB)
+    g.debug_dot()
+    exe = g.instantiate()
+    exe.set_enabled(nodes[2], False)
+    exe.set_kernel_params(nodes[3], kernel=k, grid=1, block=1, args=(a, NB), shared_mem=0)
+    exe.launch(s)
+    s.synchronize()
+    assert g.same_structure(g.clone())
+    exe.close(); g.close(); s.close()
+
+
+WORKFLOWS = [w_capture, w_explicit, w_compute, w_memory, w_conditional, w_multidevice, w_nccl, w_editing]
 SKIP = ("Destroy", "cudaFree")  # (and any call inside pygraphrt's _handles._destroy: eligible())
+# The errors the refused calls return, in turn: some make pygraphrt take another way (a query
+# the runtime does not support has fallbacks; an invalidated capture ends its capture).
+REFUSALS = ("InvalidValue", "NotSupported", "MemoryAllocation", "StreamCaptureInvalidated", "IllegalState")
 
 
 def live_objects() -> dict[str, int]:
@@ -311,7 +341,7 @@ def failing_at(index: int, failed: list[str]) -> Callable[[str], "str | None"]:
         count[0] += 1
         if count[0] - 1 == index:
             failed.append(name)
-            return "InvalidValue"
+            return REFUSALS[index % len(REFUSALS)]
         return None
 
     return choose
