@@ -1037,11 +1037,16 @@ class Communicator:
         self._settle("ncclCommFinalize", self._close_timeout)
         if self._closed:  # (the wait expired and aborted it)
             return
-        self._closed = True
-        self._finalizer.detach()
+        # (closed once the destroy was called, whatever NCCL answered: never a second destroy;
+        # but a device switch that fails before it leaves the communicator open, for a later
+        # close or its finalizer -- not forgotten alive)
         with _on_device(self._backend, self._device):
-            self._lib.call("ncclCommDestroy", comm, rank=self._rank)
-        self._cell[0] = self._lib.ffi.NULL
+            try:
+                self._lib.call("ncclCommDestroy", comm, rank=self._rank)
+            finally:
+                self._closed = True
+                self._finalizer.detach()
+                self._cell[0] = self._lib.ffi.NULL
 
     def abort(self) -> None:
         """``ncclCommAbort``: end this rank's part now, without the peers (what a failed peer or
@@ -1049,16 +1054,22 @@ class Communicator:
         if self._closed:
             return
         comm = self._handle_or_none()
-        self._closed = True
-        self._finalizer.detach()
         if comm is None:
+            self._closed = True
+            self._finalizer.detach()
             return
-        for op in self._redops:
-            op._destroyed = True
-        self._redops.clear()
+        # (closed once the abort was called, as in _destroy_finalized: a device switch that
+        # fails before it leaves the communicator open)
         with _on_device(self._backend, self._device):
-            self._lib.call("ncclCommAbort", comm, rank=self._rank)
-        self._cell[0] = self._lib.ffi.NULL
+            try:
+                self._lib.call("ncclCommAbort", comm, rank=self._rank)
+            finally:
+                self._closed = True
+                self._finalizer.detach()
+                for op in self._redops:
+                    op._destroyed = True
+                self._redops.clear()
+                self._cell[0] = self._lib.ffi.NULL
 
     # -- operations ------------------------------------------------------
     def premul_sum(self, scalar: Any, dtype: Any = None) -> RedOp:

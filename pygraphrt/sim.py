@@ -258,7 +258,9 @@ def failing_calls(choose: Callable[[str], "str | None"]) -> Iterator[None]:
     runs (``name``: its symbol, such as ``"cudaGraphInstantiateWithFlags"``), from any thread --
     pygraphrt's own calls included (queries, destroys, a finalizer's).  Returning an error name
     without its prefix (``"MemoryAllocation"``, ``"InvalidValue"``) makes that call return
-    ``cudaError<name>`` without doing anything; None lets it run.
+    ``cudaError<name>`` without doing anything; None lets it run.  The simulator's NCCL calls
+    (``"ncclAllReduce"``, ...) are asked too: for them, an ``ncclResult_t`` name without its
+    prefix (``"InvalidUsage"``, ``"SystemError"``, ``"RemoteError"``, ...).
 
     Parameters
     ----------
@@ -288,10 +290,17 @@ def failing_calls(choose: Callable[[str], "str | None"]) -> Iterator[None]:
         raise errors.InvalidValue("pygraphrt.sim.failing_calls", detail=f"{choose!r} is not callable")
     rt = runtime()
 
+    from ._vendors.sim._nccl import RESULTS
+
     def fail(name: str) -> str | None:
         chosen = choose(name)
         if chosen is None:
             return None
+        if name.startswith("nccl"):
+            if chosen not in RESULTS:
+                raise SimError("Unknown", f"pygraphrt.sim.failing_calls: {chosen!r}, which choose() gave for "
+                               f"{name}, is not an ncclResult_t name ({', '.join(RESULTS)})")
+            return str(chosen)
         try:
             code(chosen)
         except (KeyError, AttributeError, TypeError):

@@ -8,14 +8,16 @@ and graph memory; conditional nodes, explicit and captured; two devices (peer ac
 node, a capture across devices' streams); NCCL (init_all, a grouped all-reduce); editing (bulk
 adds, edges added and removed, a capture into a graph, executable setters).  For each call
 it makes, in order, one run in which that call alone fails (with ``cudaErrorInvalidValue``,
-``NotSupported``, ``MemoryAllocation``, ``StreamCaptureInvalidated`` or ``IllegalState`` in turn) must:
+``NotSupported``, ``MemoryAllocation``, ``StreamCaptureInvalidated`` or ``IllegalState`` in turn;
+an NCCL call with ``ncclInvalidArgument``, ``InvalidUsage``, ``SystemError``, ``RemoteError`` or
+``InternalError``) must:
 
 * raise a pygraphrt error (a :class:`~pygraphrt.errors.GraphRTError`) or succeed -- nothing
   else (no ``AttributeError``, ``IndexError``, ... from pygraphrt's own code);
 * leave no capture running, and the device current that was (unless the refused call was
   ``cudaSetDevice`` itself: a switch back the runtime refused leaves the device where it is);
 * leave, once its objects are gone, no runtime object alive that was not alive before it (graphs,
-  executables, streams, events, allocations, pools, libraries, nodes);
+  executables, streams, events, allocations, pools, libraries, nodes, NCCL communicators);
 * leave pygraphrt working: the workflow then runs cleanly.
 
 Calls made while destroying something are left alone: a runtime that refuses a destroy keeps
@@ -301,6 +303,8 @@ SKIP = ("Destroy", "cudaFree")  # (and any call inside pygraphrt's _handles._des
 # The errors the refused calls return, in turn: some make pygraphrt take another way (a query
 # the runtime does not support has fallbacks; an invalidated capture ends its capture).
 REFUSALS = ("InvalidValue", "NotSupported", "MemoryAllocation", "StreamCaptureInvalidated", "IllegalState")
+# ... and the simulator's NCCL calls' (a rank whose call fails: its peers' waits must end)
+NCCL_REFUSALS = ("InvalidArgument", "InvalidUsage", "SystemError", "RemoteError", "InternalError")
 
 
 def live_objects() -> dict[str, int]:
@@ -310,7 +314,8 @@ def live_objects() -> dict[str, int]:
     r = sim.runtime()
     return dict(graphs=len(r.graphs), execs=len(r.execs), streams=len(r.streams), events=len(r.events),
                 nodes=len(r.nodes), allocations=len(r.memory.blocks), libraries=len(r.libraries),
-                pools=sum(not p.destroyed for p in r.memory.pools.values()), captures=len(r.captures))
+                pools=sum(not p.destroyed for p in r.memory.pools.values()), captures=len(r.captures),
+                communicators=len(nccl.library().lib._comms))
 
 
 def eligible(name: str) -> bool:
@@ -341,7 +346,7 @@ def failing_at(index: int, failed: list[str]) -> Callable[[str], "str | None"]:
         count[0] += 1
         if count[0] - 1 == index:
             failed.append(name)
-            return REFUSALS[index % len(REFUSALS)]
+            return (NCCL_REFUSALS if name.startswith("nccl") else REFUSALS)[index % len(REFUSALS)]
         return None
 
     return choose

@@ -54,6 +54,10 @@ _RESULT_TEXT = {
     7: "NCCL operation in progress", 8: "NCCL timeout",
 }
 SUCCESS, CUDA_ERROR, INTERNAL, INVALID_ARGUMENT, INVALID_USAGE, REMOTE, IN_PROGRESS, TIMEOUT = 0, 1, 3, 4, 5, 6, 7, 8
+# ncclResult_t by name without its prefix (what pygraphrt.sim.failing_calls' choose returns for
+# an nccl* call)
+RESULTS = {"UnhandledCudaError": 1, "SystemError": 2, "InternalError": 3, "InvalidArgument": 4,
+           "InvalidUsage": 5, "RemoteError": 6, "InProgress": 7, "Timeout": 8}
 
 # ncclDataType_t -> numpy dtype name (bfloat16: widened to float32 and rounded back)
 _DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16",
@@ -213,6 +217,15 @@ class SimNccl:
                     self.calls += 1
                 self._local.last = ""
                 try:
+                    fail = self._runtime.fail_call
+                    if fail is not None and (chosen := fail(name)) is not None:
+                        if name == "ncclGroupEnd" and self._depth():
+                            # (NCCL's group end ends the group whatever it answers: the refused
+                            # one ends it too, its operations dropped)
+                            self._local.depth -= 1
+                            if not self._depth():
+                                self._local.batches, self._local.joining = {}, []
+                        raise NcclFailure(RESULTS[chosen], f"{name} failed as pygraphrt.sim.failing_calls asked")
                     return int(impl(*args) or 0)
                 except NcclFailure as exc:
                     self._local.last = exc.message
