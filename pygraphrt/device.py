@@ -128,17 +128,11 @@ class Device:
         """
         b = self._backend
         if self.ordinal and not b.several:  # a second device in use (pygraphrt.multidevice)
-            from .multidevice import current, now_several
+            from .multidevice import current, switch
 
-            previous = current(b)
+            switch(b, self.ordinal, current(b))
+        else:
             b.ops.call("SetDevice", self.ordinal)
-            try:
-                now_several(b)
-            except BaseException:  # (nothing changed where the bookkeeping failed)
-                b.ops.call("SetDevice", previous)
-                raise
-            return self
-        b.ops.call("SetDevice", self.ordinal)
         return self
 
     def synchronize(self) -> None:

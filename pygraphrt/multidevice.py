@@ -147,14 +147,21 @@ def enter(backend: Any, device: int) -> int | None:
     previous = current(backend)
     if previous == device:
         return None
+    switch(backend, device, previous)
+    return previous
+
+
+def switch(backend: Any, device: int, previous: int) -> None:
+    """``SetDevice(device)``, noting a second device in use (:func:`now_several`); where that
+    bookkeeping raises, ``previous`` is made current again first: the caller's own switch back
+    (``leave``, a scope's exit) will not run for a switch that raised."""
     backend.ops.call("SetDevice", device)
     if device and not backend.several:
         try:
             now_several(backend)
-        except BaseException:  # (the caller's leave() will not run: switch back here)
+        except BaseException:
             backend.ops.call("SetDevice", previous)
             raise
-    return previous
 
 
 def leave(backend: Any, previous: int | None) -> None:
@@ -187,13 +194,7 @@ def scope_enter(device: "Device") -> None:
     d = checked_ordinal(b, device.ordinal, "Device.__enter__")
     previous = current(b)
     if previous != d:
-        b.ops.call("SetDevice", d)
-        if d and not b.several:
-            try:
-                now_several(b)
-            except BaseException:  # (no scope began: its __exit__ will not run to switch back)
-                b.ops.call("SetDevice", previous)
-                raise
+        switch(b, d, previous)
     _scopes.stack.append((b, previous, device))
 
 
@@ -352,8 +353,8 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
     if what == "add_kernel" and graph._owner is not None:
         check_body_device(graph, d)
     previous = current(b)
-    switch = previous != d
-    if not switch and not b.several:
+    switching = previous != d
+    if not switching and not b.several:
         # Already current, one device in use: no switch to make or undo, and no node record
         # that would ask the runtime (record_node runs only with several in use).
         node = add()
@@ -361,7 +362,7 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
         outer = getattr(_placing, "device", None)
         _placing.device = d  # (record_node: the device is known, no need to ask the runtime)
         try:
-            if switch:  # (the previous device is known: enter() would ask again)
+            if switching:  # (the previous device is known: enter() would ask again)
                 b.ops.call("SetDevice", d)
                 try:
                     if d and not b.several:
