@@ -273,8 +273,8 @@ def failing_calls(choose: Callable[[str], "str | None"]) -> Iterator[None]:
     pygraphrt.errors.IllegalState
         Another ``failing_calls`` block is active.
     pygraphrt.errors.InvalidValue
-        ``choose`` is not callable; or, at the call, it returned what is not an error name
-        (that call then fails with ``cudaErrorUnknown``, saying so).
+        ``choose`` is not callable.  (Where it returns what is not an error name, the call it
+        was asked for fails saying so: ``cudaErrorUnknown``, or ``ncclInvalidArgument``.)
 
     Examples
     --------
@@ -285,21 +285,21 @@ def failing_calls(choose: Callable[[str], "str | None"]) -> Iterator[None]:
     """
     from . import errors
     from ._vendors.sim._core import SimError, code
+    from ._vendors.sim._nccl import failure_results
 
     if not callable(choose):
         raise errors.InvalidValue("pygraphrt.sim.failing_calls", detail=f"{choose!r} is not callable")
     rt = runtime()
-
-    from ._vendors.sim._nccl import RESULTS
 
     def fail(name: str) -> str | None:
         chosen = choose(name)
         if chosen is None:
             return None
         if name.startswith("nccl"):
-            if chosen not in RESULTS:
+            results = failure_results()
+            if chosen not in results:
                 raise SimError("Unknown", f"pygraphrt.sim.failing_calls: {chosen!r}, which choose() gave for "
-                               f"{name}, is not an ncclResult_t name ({', '.join(RESULTS)})")
+                               f"{name}, is not an ncclResult_t name ({', '.join(results)})")
             return str(chosen)
         try:
             code(chosen)

@@ -37,6 +37,7 @@ type numpy has, bfloat16 through float32.  FP8 types are refused (``ncclInvalidA
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -54,10 +55,16 @@ _RESULT_TEXT = {
     7: "NCCL operation in progress", 8: "NCCL timeout",
 }
 SUCCESS, CUDA_ERROR, INTERNAL, INVALID_ARGUMENT, INVALID_USAGE, REMOTE, IN_PROGRESS, TIMEOUT = 0, 1, 3, 4, 5, 6, 7, 8
-# ncclResult_t by name without its prefix (what pygraphrt.sim.failing_calls' choose returns for
-# an nccl* call)
-RESULTS = {"UnhandledCudaError": 1, "SystemError": 2, "InternalError": 3, "InvalidArgument": 4,
-           "InvalidUsage": 5, "RemoteError": 6, "InProgress": 7, "Timeout": 8}
+
+
+@functools.lru_cache(maxsize=None)
+def failure_results() -> dict[str, int]:
+    """The ``ncclResult_t`` values a call can fail with, by name without the prefix (what
+    pygraphrt.sim.failing_calls' ``choose`` returns for an nccl* call), from the binding's enum."""
+    from ..._bindings.nccl import ffi
+
+    return {name[len("nccl"):]: value for name, value in ffi.typeof("ncclResult_t").relements.items()
+            if name not in ("ncclSuccess", "ncclNumResults")}
 
 # ncclDataType_t -> numpy dtype name (bfloat16: widened to float32 and rounded back)
 _DTYPES = {0: "int8", 1: "uint8", 2: "int32", 3: "uint32", 4: "int64", 5: "uint64", 6: "float16",
@@ -225,7 +232,8 @@ class SimNccl:
                             self._local.depth -= 1
                             if not self._depth():
                                 self._local.batches, self._local.joining = {}, []
-                        raise NcclFailure(RESULTS[chosen], f"{name} failed as pygraphrt.sim.failing_calls asked")
+                        raise NcclFailure(failure_results()[chosen],
+                                          f"{name} failed as pygraphrt.sim.failing_calls asked")
                     return int(impl(*args) or 0)
                 except NcclFailure as exc:
                     self._local.last = exc.message
