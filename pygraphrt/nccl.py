@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import numbers
 import os
 import threading
 import time
@@ -377,17 +378,19 @@ class UniqueId:
         os.replace(tmp, path)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str], timeout: float = 60.0) -> "UniqueId":
-        """Read an id :meth:`to_file` wrote, waiting up to ``timeout`` seconds for it to appear."""
+    def from_file(cls, path: str | os.PathLike[str], timeout: float | None = 60.0) -> "UniqueId":
+        """Read an id :meth:`to_file` wrote, waiting up to ``timeout`` seconds for it to appear
+        (None: as long as it takes)."""
+        timeout = _seconds(timeout, "UniqueId.from_file")
         path = os.fspath(path)
-        deadline = time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         delay = 0.001
         while True:
             try:
                 with open(path, "rb") as f:
                     return cls(f.read())
             except FileNotFoundError:
-                if time.monotonic() >= deadline:
+                if deadline is not None and time.monotonic() >= deadline:
                     raise errors.CommTimeout("UniqueId.from_file",
                                              detail=f"{path} did not appear within {timeout} s") from None
             time.sleep(delay)
@@ -734,8 +737,7 @@ class Communicator:
         if not 0 <= rank < nranks:
             raise errors.InvalidValue(api, detail=f"rank {rank} is outside the communicator of {nranks} rank(s)")
         uid = _as_unique_id(unique_id, api)
-        if timeout is not None and not timeout > 0:
-            raise errors.InvalidValue(api, detail=f"timeout must be positive seconds, got {timeout!r}")
+        timeout = _seconds(timeout, api)
         self._lib = library()
         _refuse_two_copies(api)
         self._backend = _runtime.active()
@@ -783,6 +785,7 @@ class Communicator:
         ``devices[i]``): for eager use from one thread (group every operation over them with
         :func:`group`).  NCCL advises one GPU per process where graphs capture collectives."""
         api = "Communicator.init_all"
+        timeout = _seconds(timeout, api)
         ordinals = [_device_ordinal(d, api) for d in devices]
         if not ordinals:
             raise errors.InvalidValue(api, detail="no devices given")
@@ -805,6 +808,7 @@ class Communicator:
         ``name`` keeps several communicators of one job apart (made in the same order on every
         rank)."""
         api = "Communicator.from_env"
+        timeout = _seconds(timeout, api, optional=False)  # (torch's store needs a bound)
         env = os.environ
         missing = [v for v in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if not env.get(v)]
         if missing:
@@ -837,6 +841,7 @@ class Communicator:
                            timeout: float | None = None) -> "Communicator":
         """A communicator over the ranks of a ``torch.distributed`` process group (default: the
         world): the group's rank 0 makes the unique id and broadcasts it through the group."""
+        timeout = _seconds(timeout, "Communicator.from_process_group")
         import torch.distributed as dist
 
         group_ = pg if pg is not None else dist.group.WORLD
@@ -863,7 +868,7 @@ class Communicator:
             if c < 0:
                 raise errors.InvalidValue(api, detail=f"color must be >= 0 or None, got {c}")
         k = _index(key, api, "key")
-        timeout = self.timeout if timeout is None else timeout
+        timeout = self.timeout if timeout is None else _seconds(timeout, api)
         child = Communicator._new(self._lib, 0, 0, self._device, self._blocking and timeout is None, timeout)
         with _on_device(self._backend, self._device):
             self._lib.call(api, comm, c, k, child._cell, child._config, rank=self._rank, comm=comm)
@@ -984,7 +989,8 @@ class Communicator:
 
     def synchronize(self, stream: Any, timeout: float | None = None) -> None:
         """Wait for ``stream`` and this communicator (see :func:`synchronize`)."""
-        synchronize(stream, [self], timeout=self.timeout if timeout is None else timeout)
+        timeout = self.timeout if timeout is None else _seconds(timeout, "Communicator.synchronize")
+        synchronize(stream, [self], timeout=timeout)
 
     # -- lifetime --------------------------------------------------------
     def _graphs_holding(self) -> list[Any]:
@@ -999,6 +1005,8 @@ class Communicator:
         destroy would wait for them), naming them -- or, with ``destroy_graphs``, those are
         closed first.  One process driving several ranks closes them inside :func:`group`
         (each finalize waits for the others; the destroys come at the group's end)."""
+        if timeout is not None:
+            timeout = _seconds(timeout, "Communicator.close")
         if self._closed:
             return
         holders = self._graphs_holding()
@@ -1089,7 +1097,12 @@ class Communicator:
                      "int64": "int64_t", "uint64": "uint64_t", "float32": "float", "float64": "double"}.get(name)
             if ctype is None:
                 raise errors.InvalidValue(api, detail=f"a host scalar of {name}: give it in device memory")
-            cell = ffi.new(f"{ctype} *", scalar)
+            if ctype != "float" and ctype != "double" and not isinstance(scalar, int):
+                raise errors.InvalidValue(api, detail=f"a host scalar of {name} must be an int, got {scalar!r}")
+            try:
+                cell = ffi.new(f"{ctype} *", scalar)
+            except OverflowError:
+                raise errors.InvalidValue(api, detail=f"the scalar {scalar!r} does not fit {name}") from None
             residence = lib.enum("ncclScalarHostImmediate")
             ptr, keep = ffi.cast("void *", cell), cell
         else:
@@ -1193,7 +1206,7 @@ class Communicator:
             return default.elements // per
         if count.__class__ is int and 0 <= count < (1 << 63):
             return count
-        n = _index(count, api, "count")
+        n = _index(count, api, "count", _SIZE)
         if n < 0:
             raise errors.InvalidValue(api, detail=f"count must be >= 0, got {n}")
         return n
@@ -1442,8 +1455,9 @@ def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
     api = "nccl.synchronize"
     if not isinstance(stream, Stream):
         raise errors.InvalidValue(api, detail=f"expected a pygraphrt Stream, got {type(stream).__name__}")
+    timeout = _seconds(timeout, api)
     found: dict[int, Communicator] = {}  # (those given first: the first error found is theirs)
-    for item in watch or ():
+    for item in _watched(watch, api):
         for c in [item] if isinstance(item, Communicator) else communicators_of(item):
             found.setdefault(id(c), c)
     for c in list(_stream_comms.get(stream, ())):
@@ -1470,6 +1484,31 @@ def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
                 f"the stream was not done after {timeout} s; aborted communicators: {ranks}"))
         time.sleep(delay)
         delay = min(delay * 2, 0.01)
+
+
+def _watched(watch: Any, api: str) -> list[Any]:
+    """``watch`` of :func:`synchronize`, checked: communicators, graphs, executable graphs
+    (anything else would be watched for nothing -- a wait that could not end as asked)."""
+    from ._handles import Owned
+
+    def graph_like(x: Any) -> bool:  # a Graph or GraphExec: the keep list holds what it captured
+        return isinstance(x, Owned) and x._keeps_for_runtime
+
+    if watch is None:
+        return []
+    if isinstance(watch, (Communicator, str, bytes)) or graph_like(watch):
+        raise errors.InvalidValue(api, detail=f"watch: a sequence of communicators and graphs, got one "
+                                              f"{type(watch).__name__} (put it in a list)")
+    try:
+        items = list(watch)
+    except TypeError:
+        raise errors.InvalidValue(api, detail=f"watch: a sequence of communicators and graphs, got "
+                                              f"{type(watch).__name__}") from None
+    for item in items:
+        if not (isinstance(item, Communicator) or graph_like(item)):
+            raise errors.InvalidValue(api, detail=f"watch: {type(item).__name__} is not a Communicator, "
+                                                  "Graph or GraphExec")
+    return items
 
 
 def _abort_all(comms: Sequence[Communicator]) -> None:
@@ -1512,7 +1551,13 @@ def _check_body(api: str, rank: int, body: Any, before: set[Any]) -> None:
 
 
 # ---------------------------------------------------------------- helpers
-def _index(value: Any, api: str, what: str) -> int:
+_INT = (-(1 << 31), 1 << 31)  # NCCL's int parameters: ranks, colors, keys, roots, peers, devices
+_SIZE = (-(1 << 63), 1 << 63)  # counts (size_t; a negative one is refused by the caller, saying so)
+
+
+def _index(value: Any, api: str, what: str, bounds: tuple[int, int] = _INT) -> int:
+    """``value`` as an int within ``bounds`` (the C parameter's range: cffi would raise a bare
+    OverflowError for one outside it)."""
     import operator
 
     if isinstance(value, bool):
@@ -1521,9 +1566,20 @@ def _index(value: Any, api: str, what: str) -> int:
         v = operator.index(value)
     except TypeError:
         raise errors.InvalidValue(api, detail=f"{what} must be an int, got {value!r}") from None
-    if not -(1 << 31) <= v < (1 << 63):
-        raise errors.InvalidValue(api, detail=f"{what} {v} is out of range")
+    if not bounds[0] <= v < bounds[1]:
+        raise errors.InvalidValue(api, detail=f"{what} {v} is out of range ({bounds[0]} to {bounds[1] - 1})")
     return v
+
+
+def _seconds(timeout: Any, api: str, optional: bool = True) -> Any:
+    """``timeout``, checked: a positive number of seconds, or None (no bound) where ``optional``.
+    (A bound that has passed already would abort the communicators at once.)"""
+    if timeout is None and optional:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not float(timeout) > 0:  # (NaN too)
+        raise errors.InvalidValue(api, detail=f"timeout must be positive seconds{' or None' if optional else ''}, "
+                                              f"got {timeout!r}")
+    return timeout
 
 
 def _device_ordinal(device: Any, api: str) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -274,6 +275,155 @@ def test_bad_input_is_refused_before_the_library(sim2):
     for x in comms:
         x.abort()
     refused(lambda: c.all_reduce(b, b, s[0], dtype="float32"), "closed")
+
+
+def test_numbers_out_of_their_c_range_and_bad_timeouts_are_refused_naming_the_call(sim2):
+    """What cffi would refuse with a bare OverflowError or TypeError (an int parameter of NCCL's
+    past 32 bits, a host scalar that does not fit its type), and timeouts that are not positive
+    seconds (a bound already past would abort the communicators at once), are InvalidValue
+    naming the call, before the library; the communicators stay usable."""
+    comms = nccl.Communicator.init_all([0, 1])
+    s, bufs = streams_and(comms, lambda r: rt.malloc(64))
+    c = comms[0]
+    lib = nccl.library().lib
+    uid = nccl.unique_id()
+
+    def refused(fn, api, *words):
+        before = lib.calls
+        with pytest.raises(errors.InvalidValue) as info:
+            fn()
+        assert info.value.api == api, (info.value.api, api)
+        assert lib.calls == before, "the library was called"
+        for w in words:
+            assert w in str(info.value), (w, str(info.value))
+
+    big = 1 << 31
+    refused(lambda: nccl.Communicator(big, 0, uid), "ncclCommInitRankConfig", f"nranks {big} is out of range")
+    refused(lambda: nccl.Communicator(-big - 1, 0, uid), "ncclCommInitRankConfig", "out of range")
+    with nccl.group():
+        refused(lambda: c.split(big), "ncclCommSplit", f"color {big} is out of range")
+        refused(lambda: c.split(0, key=big), "ncclCommSplit", f"key {big} is out of range")
+        refused(lambda: c.split(0, key=1.0), "ncclCommSplit", "key must be an int")
+        refused(lambda: c.split(-1), "ncclCommSplit", "color must be >= 0 or None")
+    assert nccl._group_depth() == 0
+    refused(lambda: c.all_reduce(bufs[0], bufs[0], s[0], dtype="float32", count=-1), "ncclAllReduce",
+            "count must be >= 0")
+    refused(lambda: c.all_reduce(bufs[0], bufs[0], s[0], dtype="float32", count=big), "ncclAllReduce",
+            f"the call needs {big}")  # (a size_t: past 32 bits is a count, too large for the buffer)
+    premul = "ncclRedOpCreatePreMulSum"
+    refused(lambda: c.premul_sum(big, dtype="int32"), premul, f"the scalar {big} does not fit int32")
+    refused(lambda: c.premul_sum(-1, dtype="uint8"), premul, "the scalar -1 does not fit uint8")
+    refused(lambda: c.premul_sum(1.5, dtype="int64"), premul, "a host scalar of int64 must be an int")
+    refused(lambda: c.premul_sum(3), premul, "a host scalar needs dtype=")
+    refused(lambda: c.premul_sum(3, dtype="float16"), premul, "a host scalar of float16: give it in device memory")
+    refused(lambda: c.premul_sum(True, dtype="int32"), premul, "bool is not device memory")
+    for bad in (0, -1, float("nan"), True, "3"):
+        refused(lambda: nccl.synchronize(s[0], timeout=bad), "nccl.synchronize", "timeout must be positive")
+        refused(lambda: c.synchronize(s[0], timeout=bad), "Communicator.synchronize", "timeout must be positive")
+        refused(lambda: nccl.Communicator.init_all([0], timeout=bad), "Communicator.init_all", "timeout must")
+        refused(lambda: nccl.Communicator(2, 0, uid, timeout=bad), "ncclCommInitRankConfig", "timeout must")
+        refused(lambda: c.close(timeout=bad), "Communicator.close", "timeout must be positive")
+        refused(lambda: nccl.UniqueId.from_file("/nonexistent/id", timeout=bad), "UniqueId.from_file",
+                "timeout must be positive")
+        with nccl.group():
+            refused(lambda: c.split(0, timeout=bad), "ncclCommSplit", "timeout must be positive")
+    refused(lambda: nccl.Communicator.from_env(timeout=None), "Communicator.from_env",
+            "timeout must be positive seconds, got None")
+    # watch: communicators and graphs, in a sequence (anything else would be watched for nothing)
+    refused(lambda: nccl.synchronize(s[0], [c, 5]), "nccl.synchronize", "int is not a Communicator")
+    refused(lambda: nccl.synchronize(s[0], c), "nccl.synchronize", "got one Communicator (put it in a list)")
+    refused(lambda: nccl.synchronize(s[0], 5), "nccl.synchronize", "a sequence of communicators and graphs")
+    refused(lambda: nccl.synchronize(bufs[0]), "nccl.synchronize", "expected a pygraphrt Stream")
+    assert not any(x.is_closed for x in comms)
+    each(comms, lambda r, x: x.all_reduce(bufs[r], bufs[r], s[r], dtype="float32"))
+    for r, x in enumerate(comms):
+        x.synchronize(s[r], timeout=5)
+    with nccl.group():
+        for x in comms:
+            x.close()
+
+
+def test_synchronize_waits_are_bounded_and_abort_what_they_watch(sim2, monkeypatch):
+    """A stream that never finishes (on a GPU: a peer that never arrives, and NCCL says nothing):
+    ``synchronize(timeout=)`` gives up after the timeout, aborts every communicator it watched
+    -- those given (first) and those that ran eager work on the stream -- and says which; the
+    others stay open."""
+    comms = nccl.Communicator.init_all([0, 1])
+    other = nccl.Communicator.init_all([0, 1])
+    s, bufs = streams_and(comms, lambda r: rt.malloc(64))
+    each(comms, lambda r, c: c.all_reduce(bufs[r], bufs[r], s[r], dtype="float32"))  # s[r] ran comms[r]'s work
+    nccl.synchronize(s[0], [other[1]], timeout=5)  # done: returns, aborting nothing
+    assert not any(c.is_closed for c in comms + other)
+    monkeypatch.setattr(rt.Stream, "is_done", property(lambda self: False))
+    raised: list[BaseException] = []
+
+    def wait() -> None:  # (in a thread: were the wait unbounded, this test would not hang with it)
+        try:
+            nccl.synchronize(s[0], [other[1]], timeout=0.2)
+        except BaseException as exc:
+            raised.append(exc)
+
+    start = time.monotonic()
+    waiter = threading.Thread(target=wait, daemon=True)
+    waiter.start()
+    waiter.join(10)
+    took = time.monotonic() - start
+    assert not waiter.is_alive(), "synchronize(timeout=0.2) was still waiting after 10 s"
+    assert 0.2 <= took < 10, took
+    assert len(raised) == 1 and isinstance(raised[0], errors.CommTimeout), raised
+    exc = raised[0]
+    assert exc.api == "nccl.synchronize" and exc.vendor == "nccl"
+    assert "not done after 0.2 s; aborted communicators: rank 1, rank 0" in str(exc), str(exc)
+    assert comms[0].is_closed and other[1].is_closed
+    assert not comms[1].is_closed and not other[0].is_closed
+    with pytest.raises(errors.CommTimeout):  # the communicator's own timeout= bounds its wait too
+        comms[1].synchronize(s[1], timeout=0.05)
+    assert comms[1].is_closed
+    monkeypatch.undo()
+    other[0].abort()
+
+
+def test_split_orders_the_new_ranks_by_key(sim2):
+    """ncclCommSplit: ranks of one color form a communicator ordered by ``key`` (here the reverse
+    of their ranks; color 0 is a color), which an all-gather shows."""
+    comms = nccl.Communicator.init_all([0, 1])
+    with nccl.group():
+        kids = [c.split(0, key=10 - c.rank) for c in comms]
+    assert [(k.rank, k.size) for k in kids] == [(1, 2), (0, 2)]
+    xs = [np.full(4, 10 + r, np.int32) for r in range(2)]
+    s, bufs = streams_and(comms, lambda r: (buffer_of(xs[r]), rt.malloc(8 * 4)))
+    each(kids, lambda r, k: k.all_gather(bufs[r][0], bufs[r][1], s[r], dtype="int32"))
+    for r in range(2):  # the child's rank 0 is the parent's rank 1
+        assert (read(bufs[r][1], np.int32, 8) == np.concatenate([xs[1], xs[0]])).all(), r
+    with nccl.group():
+        for k in kids + comms:
+            k.close()
+
+
+def test_premul_sum_of_host_scalars_is_read_when_made(sim2):
+    """A Python number (``ncclScalarHostImmediate``) of an integer or a float type."""
+    comms = nccl.Communicator.init_all([0, 1])
+    xs = [np.arange(N, dtype=np.int64) + 100 * r for r in range(2)]
+    fs = [x.astype(np.float64) for x in xs]
+    s, bufs = streams_and(comms, lambda r: (buffer_of(xs[r]), buffer_of(fs[r]), rt.malloc(N * 8)))
+    iops = [c.premul_sum(3, dtype="int64") for c in comms]
+    fops = [c.premul_sum(0.5, dtype="float64") for c in comms]
+    assert [(o.dtype, o.comm) for o in iops] == [("int64", c) for c in comms]
+    each(comms, lambda r, c: c.all_reduce(bufs[r][0], bufs[r][2], s[r], iops[r], dtype="int64"))
+    assert all((read(bufs[r][2], np.int64, N) == 3 * (xs[0] + xs[1])).all() for r in range(2))
+    each(comms, lambda r, c: c.all_reduce(bufs[r][1], bufs[r][2], s[r], fops[r], dtype="float64"))
+    assert all((read(bufs[r][2], np.float64, N) == 0.5 * (fs[0] + fs[1])).all() for r in range(2))
+    with pytest.raises(errors.InvalidValue, match="the reduction is for int64, the buffers are float64"):
+        comms[0].all_reduce(bufs[0][1], bufs[0][2], s[0], iops[0], dtype="float64")
+    with pytest.raises(errors.InvalidValue, match="belongs to another communicator"):
+        comms[0].all_reduce(bufs[0][0], bufs[0][2], s[0], iops[1], dtype="int64")
+    iops[0].destroy()
+    iops[0].destroy()  # (a second destroy does nothing)
+    with pytest.raises(errors.InvalidValue, match="the reduction was destroyed"):
+        comms[0].all_reduce(bufs[0][0], bufs[0][2], s[0], iops[0], dtype="int64")
+    with nccl.group():
+        for c in comms:
+            c.close()
 
 
 def test_a_collective_in_a_conditional_body(sim2, monkeypatch):
