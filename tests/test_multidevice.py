@@ -185,6 +185,33 @@ def test_device_keyword_on_the_current_one_of_two_devices_asks_once_and_switches
     assert m.device == 1 and rt.current_device() == rt.Device(0)
 
 
+def test_device_keyword_before_a_second_device_is_used_records_and_marks_nothing(sim2):
+    """Of two devices, only the first used so far: ``device=0`` (current) makes the node there
+    with no switch, records it, and leaves the one-device state (the compiled paths' C stays on);
+    the first node placed on device 1 is the second device's first use, which ends that state."""
+    multidevice._reset_several(sim2)  # (the process's 2-device simulator: earlier tests used device 1)
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    with runtime_calls(sim2) as calls:
+        n = g.add_memset(buf, 1, 64, device=0)
+    assert "SetDevice" not in calls and n.device == 0
+    assert not sim2.several and multidevice.node_devices(g) == {n.handle: 0}
+    with rt.Device(1):
+        buf1 = rt.malloc(64)
+    sim2_several = sim2.several  # (the scope above used device 1: several since)
+    m = g.add_memset(buf1, 2, 64, device=1, dependencies=[n])
+    assert sim2_several and sim2.several and m.device == 1 and rt.current_device() == rt.Device(0)
+    assert multidevice.node_devices(g) == {n.handle: 0, m.handle: 1}
+
+
+def test_a_node_placed_on_a_second_device_first_marks_several_devices_in_use(sim2):
+    multidevice._reset_several(sim2)
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    m = g.add_memset(buf, 2, 64, device=1)  # (device 1's first use: no scope, no allocation there)
+    assert sim2.several and m.device == 1 and rt.current_device() == rt.Device(0)
+
+
 def test_objects_know_their_device(sim1):
     s, e, buf, pool = rt.Stream(), rt.Event(), rt.malloc(64), rt.MemPool()
     ab = s.malloc_async(64)
