@@ -16,8 +16,10 @@ backend is refused instead of reaching its runtime.
 
 from __future__ import annotations
 
+import operator
 import sys
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from . import errors
 
@@ -80,9 +82,9 @@ def array_address(obj: Any) -> int | None:
     own = getattr(obj, "__pygraphrt_pointer__", None)
     if own is not None:
         return int(own)
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return int(cai["data"][0] or 0)
+    cai = _interface_dict(obj, "__cuda_array_interface__", "pointer")
+    if cai is not None:  # (only its address is read here: the caller gives the byte count)
+        return _interface_address(obj, cai, "__cuda_array_interface__", "pointer")[0]
     data_ptr = getattr(obj, "data_ptr", None)  # torch.Tensor (CPU tensors too: checked below)
     if callable(data_ptr) and hasattr(obj, "is_cuda"):
         if not obj.is_cuda:
@@ -328,6 +330,69 @@ def byte(v: Any) -> int:
     return v
 
 
+class ArrayInterface(NamedTuple):
+    """An array interface (``__cuda_array_interface__`` / ``__array_interface__``), checked."""
+
+    address: int
+    readonly: bool
+    typestr: str  # e.g. '<f4': byte order, kind, item size
+    itemsize: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None  # bytes; None: C order
+    masked: bool
+
+
+def _interface_dict(obj: Any, attr: str, api: str) -> Any:
+    """``obj``'s ``attr`` (None: it has none), refused unless it is a mapping."""
+    iface = getattr(obj, attr, None)
+    if iface is not None and not isinstance(iface, Mapping):
+        raise errors.InvalidValue(api, detail=f"{type(obj).__name__}.{attr} is a {type(iface).__name__}, "
+                                              "not a dict")
+    return iface
+
+
+def _interface_address(obj: Any, iface: Any, attr: str, api: str) -> tuple[int, bool]:
+    """An interface's ``data``: (address, read-only); an address of None is 0 (an empty array)."""
+    data = iface.get("data")
+    try:
+        address, readonly = data
+        address = 0 if address is None else operator.index(address)
+    except (TypeError, ValueError):
+        raise errors.InvalidValue(api, detail=f"{type(obj).__name__}.{attr}['data'] must be "
+                                              f"(address, read-only), got {data!r}") from None
+    if address < 0:
+        raise errors.InvalidValue(api, detail=f"{type(obj).__name__}.{attr}['data']: negative address {address}")
+    return address, bool(readonly)
+
+
+def array_interface(obj: Any, api: str, attr: str = "__cuda_array_interface__") -> ArrayInterface | None:
+    """``obj``'s array interface ``attr`` checked whole (None: ``obj`` has none): what an array
+    of another library hands over is refused as InvalidValue naming ``api``, saying which field is
+    wrong, never a KeyError or TypeError from reading it."""
+    iface = _interface_dict(obj, attr, api)
+    if iface is None:
+        return None
+    where = f"{type(obj).__name__}.{attr}"
+    address, readonly = _interface_address(obj, iface, attr, api)
+    typestr = iface.get("typestr")
+    if (not isinstance(typestr, str) or len(typestr) < 3 or typestr[0] not in "<>|="
+            or not typestr[2:].isdigit() or int(typestr[2:]) < 1):
+        raise errors.InvalidValue(api, detail=f"{where}['typestr'] {typestr!r} is not an array-interface "
+                                              "type string (such as '<f4')")
+    shape, strides = iface.get("shape"), iface.get("strides")
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+        strides = None if strides is None else tuple(operator.index(n) for n in strides)
+    except TypeError:
+        raise errors.InvalidValue(api, detail=f"{where}: shape {shape!r} and strides {strides!r} must be "
+                                              "sequences of ints (strides: or None)") from None
+    if any(n < 0 for n in shape) or (strides is not None and len(strides) != len(shape)):
+        raise errors.InvalidValue(api, detail=f"{where}: shape {shape} (sizes >= 0) and strides {strides} "
+                                              "(one per dimension) do not describe an array")
+    return ArrayInterface(address, readonly, typestr, int(typestr[2:]), shape, strides,
+                          iface.get("mask") is not None)
+
+
 def _strided_extent(shape: Any, strides: Any, itemsize: int) -> tuple[int, int]:
     """(lowest byte offset, bytes spanned) of a strided array; strides in bytes (None: C order)."""
     shape = [int(n) for n in shape]
@@ -370,13 +435,12 @@ def extent(obj: Any, nbytes: int | None = None) -> tuple[int, int]:
     if own is not None:
         address, size = int(own), int(obj.size)
     else:
-        iface = getattr(obj, "__cuda_array_interface__", None)
+        iface = array_interface(obj, "extent")
         if iface is None:
-            iface = getattr(obj, "__array_interface__", None)
+            iface = array_interface(obj, "extent", "__array_interface__")
         if iface is not None:
-            itemsize = int(iface["typestr"][2:])
-            low, size = _strided_extent(iface["shape"], iface.get("strides"), itemsize)
-            address = int(iface["data"][0] or 0) + low
+            low, size = _strided_extent(iface.shape, iface.strides, iface.itemsize)
+            address = iface.address + low
         elif callable(getattr(obj, "data_ptr", None)) and hasattr(obj, "element_size"):  # torch
             itemsize = int(obj.element_size())
             strides = [int(s) * itemsize for s in obj.stride()]

@@ -572,27 +572,27 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
     """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its typestr, shape,
     strides and data; its device where the object says (``.device.index`` / ``.device.id``),
     else the runtime's (``PointerGetAttributes``: None for host memory)."""
-    cai = buf.__cuda_array_interface__
-    typestr = cai.get("typestr", "")
-    shape = cai.get("shape", ())
-    kind, size = typestr[1:2], int(typestr[2:] or 0)
-    if cai.get("mask") is not None:
+    from ._operands import array_interface
+
+    cai = array_interface(buf, api)
+    if cai is None:  # (its class has the attribute; this object's is None)
+        raise errors.InvalidValue(api, detail=f"{role}: {type(buf).__name__}.__cuda_array_interface__ is None")
+    typestr, size, shape, strides = cai.typestr, cai.itemsize, cai.shape, cai.strides
+    if cai.masked:
         raise errors.InvalidValue(api, detail=f"{role}: a masked array (__cuda_array_interface__ mask)")
-    strides = cai.get("strides")
     if not _contiguous(shape, strides, size):
         raise errors.InvalidValue(api, detail=f"{role}: the array is not contiguous (strides {strides})")
-    name = _given(dtype, _TYPESTR.get((kind, size)), api, role, f"typestr {typestr!r}")
-    address, readonly = cai["data"]
-    if writable and readonly:
+    name = _given(dtype, _TYPESTR.get((typestr[1], size)), api, role, f"typestr {typestr!r}")
+    if writable and cai.readonly:
         raise errors.InvalidValue(api, detail=f"{role}: the array is read-only (__cuda_array_interface__)")
     n = 1
     for s in shape:
-        n *= int(s)
+        n *= s
     dev = getattr(buf, "device", None)
     device = getattr(dev, "index", None)  # torch.device
     if device is None:
         device = getattr(dev, "id", None)  # cupy.cuda.Device
-    address = int(address or 0)
+    address = cai.address
     if not isinstance(device, int):  # (the array does not say: one runtime query)
         from .multidevice import pointer_device
 

@@ -343,6 +343,42 @@ def test_numbers_out_of_their_c_range_and_bad_timeouts_are_refused_naming_the_ca
             x.close()
 
 
+def test_malformed_cuda_array_interfaces_are_refused_naming_the_call(sim2):
+    """A buffer whose ``__cuda_array_interface__`` is malformed (CuPy's, Numba's or one's own)
+    is InvalidValue naming the collective, before the library (it was a KeyError or TypeError)."""
+    from tests.test_operands import MALFORMED_INTERFACES, MALFORMED_LAYOUTS
+
+    comms = nccl.Communicator.init_all([0, 1])
+    s, bufs = streams_and(comms, lambda r: rt.malloc(64))
+    lib = nccl.library().lib
+
+    class Array:
+        def __init__(self, iface):
+            self.__cuda_array_interface__ = iface
+
+    for iface, detail in MALFORMED_INTERFACES + MALFORMED_LAYOUTS:
+        for role in ("sendbuf", "recvbuf"):
+            before = lib.calls
+            args = [bufs[0], bufs[0]]
+            args[role == "recvbuf"] = Array(iface)
+            with pytest.raises(errors.InvalidValue) as info:
+                comms[0].all_reduce(*args, s[0], dtype="float32", count=4)
+            assert info.value.api == "ncclAllReduce" and detail in str(info.value), (iface, str(info.value))
+            assert lib.calls == before
+    masked = Array({"shape": (4,), "typestr": "<f4", "data": (bufs[0].ptr, False), "mask": object()})
+    with pytest.raises(errors.InvalidValue, match="sendbuf: a masked array"):
+        comms[0].all_reduce(masked, bufs[0], s[0], count=4)
+
+    class NoInterface:
+        __cuda_array_interface__ = None  # (the class has the attribute; the object has none)
+
+    with pytest.raises(errors.InvalidValue, match=r"sendbuf: NoInterface.__cuda_array_interface__ is None"):
+        comms[0].all_reduce(NoInterface(), bufs[0], s[0], dtype="float32", count=4)
+    each(comms, lambda r, c: c.all_reduce(bufs[r], bufs[r], s[r], dtype="float32"))  # still usable
+    for c in comms:
+        c.abort()
+
+
 def test_synchronize_waits_are_bounded_and_abort_what_they_watch(sim2, monkeypatch):
     """A stream that never finishes (on a GPU: a peer that never arrives, and NCCL says nothing):
     ``synchronize(timeout=)`` gives up after the timeout, aborts every communicator it watched

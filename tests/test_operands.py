@@ -453,3 +453,53 @@ def test_extent_refusals():
     for call, detail in cases:
         e = refusal(call)
         assert (e.api, e.detail) == ("extent", detail)
+
+
+MALFORMED_INTERFACES = [
+    ([1, 2], "is a list, not a dict"),
+    ({"shape": (4,), "typestr": "<f4"}, "['data'] must be (address, read-only), got None"),
+    ({"shape": (4,), "typestr": "<f4", "data": None}, "['data'] must be (address, read-only), got None"),
+    ({"shape": (4,), "typestr": "<f4", "data": ("x", False)}, "['data'] must be (address, read-only), got ('x', False)"),
+    ({"shape": (4,), "typestr": "<f4", "data": (0x1000,)}, "['data'] must be (address, read-only), got (4096,)"),
+    ({"shape": (4,), "typestr": "<f4", "data": (1.5, False)}, "['data'] must be (address, read-only)"),
+    ({"shape": (4,), "typestr": "<f4", "data": (-8, False)}, "['data']: negative address -8"),
+]
+MALFORMED_LAYOUTS = [
+    ({"shape": (4,), "data": (0x1000, False)}, "['typestr'] None is not an array-interface type string"),
+    ({"shape": (4,), "typestr": 5, "data": (0x1000, False)}, "['typestr'] 5 is not an array-interface type string"),
+    ({"shape": (4,), "typestr": "zz", "data": (0x1000, False)}, "['typestr'] 'zz' is not an array-interface"),
+    ({"shape": (4,), "typestr": "<f0", "data": (0x1000, False)}, "['typestr'] '<f0' is not an array-interface"),
+    ({"shape": None, "typestr": "<f4", "data": (0x1000, False)}, "shape None and strides None must be sequences of ints"),
+    ({"shape": "4", "typestr": "<f4", "data": (0x1000, False)}, "shape '4' and strides None must be sequences of ints"),
+    ({"shape": (4,), "typestr": "<f4", "data": (0x1000, False), "strides": "x"}, "must be sequences of ints"),
+    ({"shape": (-4,), "typestr": "<f4", "data": (0x1000, False)}, "shape (-4,) (sizes >= 0) and strides None"),
+    ({"shape": (4, 4), "typestr": "<f4", "data": (0x1000, False), "strides": (4,)}, "do not describe an array"),
+]
+
+
+def test_malformed_array_interfaces_are_refused_saying_which_field(backend):
+    """An array of another library hands over its array interface: a malformed one is
+    InvalidValue naming the call and the field (it was a KeyError, TypeError or ValueError from
+    reading it). Where only the address is read (a copy's or a kernel's pointer), only ``data``
+    is checked; an extent (the compute graph's variables) reads the whole layout."""
+    buf = rt.malloc(64)
+    s = rt.Stream()
+    for iface, detail in MALFORMED_INTERFACES + MALFORMED_LAYOUTS:
+        arr = SimpleNamespace(__cuda_array_interface__=iface)
+        e = refusal(lambda: op.extent(arr))
+        assert e.api == "extent" and detail in e.detail, (iface, e.detail)
+        assert e.detail.startswith("SimpleNamespace.__cuda_array_interface__"), e.detail
+    for iface, detail in MALFORMED_INTERFACES:
+        arr = SimpleNamespace(__cuda_array_interface__=iface)
+        for call in (lambda: op.array_address(arr), lambda: s.memcpy(arr, buf, 16),
+                     lambda: rt.Graph().add_memset(arr, 0, 4)):
+            e = refusal(call)
+            assert detail in str(e), (iface, str(e))
+    host = SimpleNamespace(__array_interface__={"shape": (4,), "typestr": "<f4", "data": ("x", False)})
+    e = refusal(lambda: op.extent(host))
+    assert "SimpleNamespace.__array_interface__['data'] must be (address, read-only)" in e.detail
+    # (the well-formed ones, in every spelling the interface allows, are read as before)
+    ok = {"shape": [4], "typestr": "|u1", "data": [0x1000, True], "strides": None, "mask": None}
+    assert op.array_interface(SimpleNamespace(__cuda_array_interface__=ok), "x") == op.ArrayInterface(
+        0x1000, True, "|u1", 1, (4,), None, False)
+    assert op.array_interface(object(), "x") is None
