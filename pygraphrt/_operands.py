@@ -28,9 +28,21 @@ from . import errors
 _DLPACK_GPU_DEVICES = {2, 3, 10, 11, 13}
 
 
-def _dltensor(capsule: Any) -> Any:
+def dlpack_device(obj: Any, api: str = "pointer") -> tuple[int, int]:
+    """``obj.__dlpack_device__()`` checked: (DLPack device type, device id), ints."""
+    dev = obj.__dlpack_device__()
+    try:
+        device_type, device_id = dev
+        return operator.index(device_type), operator.index(device_id)
+    except (TypeError, ValueError):
+        raise errors.InvalidValue(api, detail=f"{type(obj).__name__}.__dlpack_device__() must return "
+                                              f"(device type, device id), got {dev!r}") from None
+
+
+def _dltensor(capsule: Any, api: str = "pointer", owner: Any = None) -> Any:
     """The DLTensor a DLPack capsule ("dltensor", not consumed) points to, as a ctypes struct:
-    valid while the capsule lives.
+    valid while the capsule lives.  Anything else ``owner.__dlpack__()`` returned is refused
+    (InvalidValue naming ``api``).
 
     ctypes is imported here, on the first DLPack operand, not with the module: the cold start
     would otherwise pay for it."""
@@ -53,7 +65,12 @@ def _dltensor(capsule: Any) -> Any:
         _DLTensor = DLTensor
     get = ctypes.pythonapi.PyCapsule_GetPointer
     get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    return _DLTensor.from_address(get(capsule, b"dltensor"))
+    try:
+        return _DLTensor.from_address(get(capsule, b"dltensor"))
+    except ValueError:  # (not a capsule, or one of another name: PyCapsule_GetPointer says so)
+        raise errors.InvalidValue(api, detail=f"{type(owner).__name__}.__dlpack__() returned a "
+                                              f"{type(capsule).__name__}, not a DLPack capsule "
+                                              "('dltensor', unconsumed)") from None
 
 
 _DLTensor: Any = None  # the ctypes struct, made by the first _dltensor call
@@ -63,12 +80,12 @@ def _gpu_dltensor(obj: Any) -> tuple[Any, Any, int]:
     """(capsule, tensor, data address) of a DLPack producer on a GPU (the capsule is not
     consumed).  The capsule keeps its name, so its destructor returns the tensor to the
     producer: the caller holds it while it reads the tensor."""
-    device_type, _ = obj.__dlpack_device__()
-    if int(device_type) not in _DLPACK_GPU_DEVICES:
+    device_type, _ = dlpack_device(obj)
+    if device_type not in _DLPACK_GPU_DEVICES:
         raise errors.InvalidValue("pointer", detail=f"{type(obj).__name__} lives on DLPack device "
-                                                    f"type {int(device_type)}, not on a GPU")
+                                                    f"type {device_type}, not on a GPU")
     capsule = obj.__dlpack__()
-    tensor = _dltensor(capsule)
+    tensor = _dltensor(capsule, "pointer", obj)
     return capsule, tensor, int(tensor.data or 0) + int(tensor.byte_offset)
 
 

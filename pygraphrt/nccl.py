@@ -603,14 +603,14 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
 def _dlpack_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
     """A DLPack producer (``__dlpack__`` / ``__dlpack_device__``) on one CUDA device: the
     tensor is read while its capsule lives (the capsule is not consumed)."""
-    from ._operands import _dltensor
+    from ._operands import _dltensor, dlpack_device
 
-    dev_type, dev_id = buf.__dlpack_device__()
-    if int(dev_type) not in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
+    dev_type, dev_id = dlpack_device(buf, api)
+    if dev_type not in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
         raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} on DLPack device type "
-                                              f"{int(dev_type)} is not CUDA device memory")
+                                              f"{dev_type} is not CUDA device memory")
     capsule = buf.__dlpack__()
-    t = _dltensor(capsule)
+    t = _dltensor(capsule, api, buf)
     code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
     own = _DLPACK_DTYPES.get((code, bits)) if lanes == 1 else None
     name = _given(dtype, own, api, role, f"DLPack type (code {code}, {bits} bits, {lanes} lanes)")

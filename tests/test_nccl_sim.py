@@ -344,8 +344,9 @@ def test_numbers_out_of_their_c_range_and_bad_timeouts_are_refused_naming_the_ca
 
 
 def test_malformed_cuda_array_interfaces_are_refused_naming_the_call(sim2):
-    """A buffer whose ``__cuda_array_interface__`` is malformed (CuPy's, Numba's or one's own)
-    is InvalidValue naming the collective, before the library (it was a KeyError or TypeError)."""
+    """A buffer whose ``__cuda_array_interface__`` is malformed (CuPy's, Numba's or one's own),
+    or a DLPack producer whose device or capsule is, is InvalidValue naming the collective, before
+    the library (it was a KeyError, TypeError or ValueError)."""
     from tests.test_operands import MALFORMED_INTERFACES, MALFORMED_LAYOUTS
 
     comms = nccl.Communicator.init_all([0, 1])
@@ -374,6 +375,12 @@ def test_malformed_cuda_array_interfaces_are_refused_naming_the_call(sim2):
 
     with pytest.raises(errors.InvalidValue, match=r"sendbuf: NoInterface.__cuda_array_interface__ is None"):
         comms[0].all_reduce(NoInterface(), bufs[0], s[0], dtype="float32", count=4)
+    from tests.test_operands import MALFORMED_DLPACK
+
+    for producer, detail in MALFORMED_DLPACK:  # (DLPack producers: their device and capsule)
+        with pytest.raises(errors.InvalidValue) as info:
+            comms[0].all_reduce(producer, bufs[0], s[0], dtype="float32", count=4)
+        assert info.value.api == "ncclAllReduce" and detail in str(info.value), (detail, str(info.value))
     each(comms, lambda r, c: c.all_reduce(bufs[r], bufs[r], s[r], dtype="float32"))  # still usable
     for c in comms:
         c.abort()

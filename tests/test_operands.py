@@ -503,3 +503,45 @@ def test_malformed_array_interfaces_are_refused_saying_which_field(backend):
     assert op.array_interface(SimpleNamespace(__cuda_array_interface__=ok), "x") == op.ArrayInterface(
         0x1000, True, "|u1", 1, (4,), None, False)
     assert op.array_interface(object(), "x") is None
+
+
+class OddDlpack(GpuDlpack):
+    """A DLPack producer whose device or capsule is not what the protocol says."""
+
+    def __init__(self, device=(2, 0), capsule=None, name=b"dltensor") -> None:
+        super().__init__(0x10000, 0, 8)
+        self._device, self._capsule, self._name = device, capsule, name
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None):
+        if self._capsule is not None:
+            return self._capsule
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._tensor), self._name, None)
+
+
+MALFORMED_DLPACK = [
+    (OddDlpack(device=None), "OddDlpack.__dlpack_device__() must return (device type, device id), got None"),
+    (OddDlpack(device="cuda"), "must return (device type, device id), got 'cuda'"),
+    (OddDlpack(device=(2,)), "must return (device type, device id), got (2,)"),
+    (OddDlpack(device=(2.0, 0)), "must return (device type, device id), got (2.0, 0)"),
+    (OddDlpack(capsule=5), "OddDlpack.__dlpack__() returned a int, not a DLPack capsule ('dltensor', unconsumed)"),
+    (OddDlpack(name=b"used_dltensor"), "returned a PyCapsule, not a DLPack capsule ('dltensor', unconsumed)"),
+]
+
+
+def test_malformed_dlpack_producers_are_refused_saying_what(backend):
+    """A DLPack producer whose ``__dlpack_device__()`` is not a pair of ints, or whose
+    ``__dlpack__()`` is not an unconsumed "dltensor" capsule: InvalidValue naming the call (it
+    was the ValueError or TypeError of unpacking it, or ctypes' PyCapsule_GetPointer error)."""
+    buf = rt.malloc(64)
+    s = rt.Stream()
+    assert op.array_address(OddDlpack()) == 0x10000  # (the well-formed default)
+    for producer, detail in MALFORMED_DLPACK:
+        for call in (lambda: op.array_address(producer), lambda: op.extent(producer),
+                     lambda: s.memcpy(producer, buf, 16)):
+            e = refusal(call)
+            assert detail in str(e), (detail, str(e))
