@@ -877,8 +877,7 @@ class Communicator:
         child._size = -1  # asked of NCCL once the new communicator exists (see size / rank)
         child._rank = -1
         if color is None:
-            child._closed = True
-            child._finalizer.detach()
+            child._mark_closed()
             return None
         if _group_depth() == 0:  # (in a group, asked once the group has ended)
             child.rank, child.size
@@ -1021,8 +1020,7 @@ class Communicator:
                 "close them first (or close(destroy_graphs=True)): NCCL's destroy would wait for them"))
         comm = self._handle_or_none()
         if comm is None:
-            self._closed = True
-            self._finalizer.detach()
+            self._mark_closed()
             return
         self._close_timeout = self.timeout if timeout is None else timeout
         lib = self._lib
@@ -1052,9 +1050,13 @@ class Communicator:
             try:
                 self._lib.call("ncclCommDestroy", comm, rank=self._rank)
             finally:
-                self._closed = True
-                self._finalizer.detach()
-                self._cell[0] = self._lib.ffi.NULL
+                self._mark_closed()
+
+    def _mark_closed(self) -> None:
+        """Closed for good: no call reaches its handle again, and its finalizer will not abort it."""
+        self._closed = True
+        self._finalizer.detach()
+        self._cell[0] = self._lib.ffi.NULL
 
     def abort(self) -> None:
         """``ncclCommAbort``: end this rank's part now, without the peers (what a failed peer or
@@ -1063,8 +1065,7 @@ class Communicator:
             return
         comm = self._handle_or_none()
         if comm is None:
-            self._closed = True
-            self._finalizer.detach()
+            self._mark_closed()
             return
         # (closed once the abort was called, as in _destroy_finalized: a device switch that
         # fails before it leaves the communicator open)
@@ -1072,12 +1073,10 @@ class Communicator:
             try:
                 self._lib.call("ncclCommAbort", comm, rank=self._rank)
             finally:
-                self._closed = True
-                self._finalizer.detach()
+                self._mark_closed()
                 for op in self._redops:
                     op._destroyed = True
                 self._redops.clear()
-                self._cell[0] = self._lib.ffi.NULL
 
     # -- operations ------------------------------------------------------
     def premul_sum(self, scalar: Any, dtype: Any = None) -> RedOp:
