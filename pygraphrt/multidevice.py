@@ -363,10 +363,8 @@ def placed(graph: Any, device: Any, what: str, add: Callable[[], T]) -> T:
         _placing.device = d  # (record_node: the device is known, no need to ask the runtime)
         try:
             if switching:  # (the previous device is known: enter() would ask again)
-                b.ops.call("SetDevice", d)
+                switch(b, d, previous)
                 try:
-                    if d and not b.several:
-                        now_several(b)
                     node = add()
                 finally:
                     b.ops.call("SetDevice", previous)
