@@ -229,9 +229,7 @@ class SimNccl:
                         if name == "ncclGroupEnd" and self._depth():
                             # (NCCL's group end ends the group whatever it answers: the refused
                             # one ends it too, its operations dropped)
-                            self._local.depth -= 1
-                            if not self._depth():
-                                self._local.batches, self._local.joining = {}, []
+                            self._leave_group()
                         raise NcclFailure(failure_results()[chosen],
                                           f"{name} failed as pygraphrt.sim.failing_calls asked")
                     return int(impl(*args) or 0)
@@ -431,15 +429,23 @@ class SimNccl:
             self._local.joining = []
         self._local.depth = self._depth() + 1
 
+    def _leave_group(self) -> "tuple[dict[tuple[int, int], Batch], list[Any]] | None":
+        """One group level ended; at the outermost, the group's batches and joining communicators,
+        taken out of the thread's state (None: still inside a group)."""
+        self._local.depth -= 1
+        if self._depth():
+            return None
+        ended = self._local.batches, self._local.joining
+        self._local.batches, self._local.joining = {}, []
+        return ended
+
     def _ncclGroupEnd(self) -> int:
         if not self._depth():
             raise NcclFailure(INVALID_USAGE, "ncclGroupEnd without ncclGroupStart")
-        self._local.depth -= 1
-        if self._depth():
+        ended = self._leave_group()
+        if ended is None:
             return SUCCESS
-        batches: dict[tuple[int, int], Batch] = self._local.batches
-        joining = self._local.joining
-        self._local.batches, self._local.joining = {}, []
+        batches, joining = ended
         for c, ready, what in joining:  # inits and splits of the group: every rank has called by now
             if not ready():
                 if not c.blocking:
