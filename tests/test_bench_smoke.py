@@ -239,11 +239,11 @@ def test_multidevice_group_runs_on_a_two_device_simulator():
     names = set(figs)
     assert {"2-GPU step, graph replay", "2-GPU step, streams", "launch, 8 nodes on 1 device",
             "launch, 8 nodes over 2 devices", "add_memset", "add_memset device=<current>",
-            "captured 1 MiB copy device 1 -> 0, peer access off",
+            "add_memset, then the current device asked", "captured 1 MiB copy device 1 -> 0, peer access off",
             "captured 1 MiB copy device 1 -> 0, peer access on"} <= names, names
     assert all(f.group == "several GPUs" and f.trials_us for f in figs.values())
     assert figs["captured 1 MiB copy device 1 -> 0, peer access on"].unit == "GB/s"
-    assert {r.name for r in ratios(figs)} == {"md:step", "md:launch", "md:device=", "md:peer"}
+    assert {r.name for r in ratios(figs)} == {"md:step", "md:launch", "md:device=", "md:device=ask", "md:peer"}
     with simulator(1):
         figs = {}
         why = bench_multidevice(figs, quick=True)

@@ -186,22 +186,41 @@ def test_device_keyword_on_the_current_one_of_two_devices_asks_once_and_switches
 
 
 def test_device_keyword_before_a_second_device_is_used_records_and_marks_nothing(sim2):
-    """Of two devices, only the first used so far: ``device=0`` (current) makes the node there
-    with no switch, records it, and leaves the one-device state (the compiled paths' C stays on);
-    the first node placed on device 1 is the second device's first use, which ends that state."""
+    """Of two devices, only the first used so far: ``device=0`` (current) asks which device is
+    current, once, and makes the node there with no switch and no record (every node is device
+    0's in the one-device state, which it leaves on: the compiled paths' C stays on).  Where
+    device 1 was made current behind pygraphrt's back, ``device=0`` switches there and back and
+    records the node.  The first node placed on device 1 is the second device's first use,
+    which ends that state; the nodes made before are recorded as device 0's then."""
     multidevice._reset_several(sim2)  # (the process's 2-device simulator: earlier tests used device 1)
     buf = rt.malloc(64)
     g = rt.Graph()
+    k = kernels()["md_copy"]
+    assert rt.device_count() == 2  # (counted once per backend; a placed node's first check asks)
     with runtime_calls(sim2) as calls:
-        n = g.add_memset(buf, 1, 64, device=0)
-    assert "SetDevice" not in calls and n.device == 0
-    assert not sim2.several and multidevice.node_devices(g) == {n.handle: 0}
+        first = g.add_memset(buf, 1, 64, device=0)
+    assert calls == ["GetDevice"] and first.device == 0
+    warm = g.add_kernel(k, 1, 16, (buf, buf, 16), dependencies=[first])  # (the kernel's first node: loads)
+    with runtime_calls(sim2) as calls:
+        n = g.add_kernel(k, 1, 16, (buf, buf, 16), dependencies=[warm], device=0)
+    assert calls == ["GetDevice"] and n.device == 0
+    assert not sim2.several and multidevice.node_devices(g) == {}
+    sim2.ops.call("SetDevice", 1)  # (as torch.cuda.set_device(1) would: behind pygraphrt's back)
+    try:
+        with runtime_calls(sim2) as calls:
+            behind = g.add_memset(buf, 3, 64, device=0, dependencies=[n])
+        # (asked, then there and back; placing asks again in this rare case)
+        assert calls[0] == "GetDevice" and calls[-2:] == ["SetDevice", "SetDevice"] and len(calls) <= 4
+        assert multidevice.current(sim2) == 1
+    finally:
+        sim2.ops.call("SetDevice", 0)
+    assert not sim2.several and multidevice.node_devices(g) == {behind.handle: 0} and behind.device == 0
     with rt.Device(1):
         buf1 = rt.malloc(64)
     sim2_several = sim2.several  # (the scope above used device 1: several since)
-    m = g.add_memset(buf1, 2, 64, device=1, dependencies=[n])
+    m = g.add_memset(buf1, 2, 64, device=1, dependencies=[behind])
     assert sim2_several and sim2.several and m.device == 1 and rt.current_device() == rt.Device(0)
-    assert multidevice.node_devices(g) == {n.handle: 0, m.handle: 1}
+    assert multidevice.node_devices(g) == {first.handle: 0, warm.handle: 0, n.handle: 0, behind.handle: 0, m.handle: 1}
 
 
 def test_a_node_placed_on_a_second_device_first_marks_several_devices_in_use(sim2):

@@ -104,12 +104,30 @@ def _record_node(graph: "Graph", node: Node) -> None:
     record_node(graph, node)
 
 
-def _only_device(graph: "Graph", device: Any) -> bool:
-    """Whether ``device`` is ordinal 0 of a runtime that has one device (counted already): the
-    node goes where it would go without ``device=``, with nothing to switch, check or record --
-    the ABI build path then skips the placing call (its cost was measured in
-    benchmarks/multidevice: "the cost of device= on the one-device build path")."""
-    return device.__class__ is int and device == 0 and graph._backend.memo.get("_device_count") == 1
+def _unplaced(graph: "Graph", device: Any) -> bool:
+    """Whether a node made without ``device=`` lands where ``device`` says, with nothing to
+    switch, check or record: ordinal 0 of a runtime that has one device (counted already), or
+    ordinal 0 while it is current and no other device has been used through pygraphrt (every
+    node is device 0's then: multidevice.node_device).  The ABI build path then skips the
+    placing call (its cost is measured in benchmarks/multidevice: "the cost of device= on the
+    one-device build path"); asking which device is current is the one call it cannot skip --
+    torch, CuPy or the user may have switched behind pygraphrt's back."""
+    if device.__class__ is not int or device != 0:
+        return False
+    b = graph._backend
+    count = b.memo.get("_device_count")
+    if count == 1:
+        return True
+    return bool(count) and not b.several and _current_device(b) == 0
+
+
+def _current_device(backend: Any) -> int:
+    """pygraphrt.multidevice.current (imported by the first call, then called directly)."""
+    global _current_device
+    from ..multidevice import current
+
+    _current_device = current
+    return current(backend)
 
 
 def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
@@ -559,10 +577,10 @@ class Graph(Owned):
         if (dst is not l_dst or value is not l_value or count is not l_count
                 or element_size is not l_size or height is not l_height or pitch is not l_pitch
                 or l_open._handle is None or _kw_only is not KEYWORDS or edges is not None
-                or (device is not None and not _only_device(self, device))):
+                or (device is not None and not _unplaced(self, device))):
             if _kw_only is not KEYWORDS:
                 raise positional_error("Graph.add_memset")
-            if device is not None and not _only_device(self, device):
+            if device is not None and not _unplaced(self, device):
                 # (a partial, not a lambda: a closure would make every argument a cell variable,
                 # created on every call of this method, the hot ones included)
                 return _placed(self, device, "add_memset", _partial(
@@ -893,15 +911,15 @@ class Graph(Owned):
         """
         # A kernel with a hot adder (its later nodes: graph/_kernel.build_adder) goes straight
         # to it, as _kernel.add would send it (a Python call less on the hot path).
+        if device is not None and _unplaced(self, device):
+            device = None
         if (kernel.__class__ is _Kernel and attributes is None and edges is None and _kw_only is KEYWORDS
-                and (device is None or _only_device(self, device)) and not self._backend.several):
+                and device is None and not self._backend.several):
             hot = kernel._node_hot
             if hot:
                 return hot(self, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
         if _kw_only is not KEYWORDS:
             raise positional_error("Graph.add_kernel")
-        if device is not None and _only_device(self, device):
-            device = None
         if device is not None:
             from ..multidevice import check_kernel_buffers
 
