@@ -686,10 +686,16 @@ def test_sim_exec_update_keeps_kernel_contexts_and_memcpy_operand_devices(sim2):
         g1.add_kernel(k, 1, 16, (a0.ptr, b0.ptr, 16))  # without device=: current device 0
         with rt.Device(1):
             g2.add_kernel(k, 1, 16, (a0.ptr, b0.ptr, 16))  # device 1 current
+            s1 = rt.Stream()
+            with s1.capture() as cap:  # captured: a node pygraphrt did not make, so has no record of
+                s1.launch(k, 1, 16, a0.ptr, b0.ptr, 16)
         exe = g1.instantiate()
         with pytest.raises(errors.GraphExecUpdateError) as e:  # pygraphrt has no record: the runtime's
-            exe.update(g2)
+            exe.update(cap.graph)
         assert e.value.result is UpdateResult.UNSUPPORTED_FUNCTION_CHANGE
+        with pytest.raises(errors.GraphExecUpdateError) as e:  # recorded (device 1 current): pygraphrt's
+            exe.update(g2)
+        assert e.value.result is UpdateResult.ERROR and "runs on device 0 in the executable graph and on device 1" in str(e.value)
     c1, c2, c3 = rt.Graph(), rt.Graph(), rt.Graph()
     c1.add_memcpy(a0, b0, 64)
     c2.add_memcpy(a1, b0, 64)  # the destination moves to device 1
@@ -859,6 +865,19 @@ class TestTwoDevices:
         # from the runtime where it tells (13.2+), else pygraphrt's record of the current device
         # (kept once several devices are in use: `with rt.Device(1)` made it so)
         assert node.device == 1
+
+    def test_every_kernel_node_made_without_the_keyword_records_its_device(self, two_devices):
+        """A kernel's later nodes (ABI mode and the simulator make them by its generated hot
+        adder while one device is in use) record the current device as its first node does."""
+        k = kernels()["md_copy"]
+        with rt.Device(1):
+            buf = rt.malloc(64)
+            g = rt.Graph()
+            nodes = [g.add_kernel(k, 1, 16, (buf, buf, 16))]
+            for _ in range(3):
+                nodes.append(g.add_kernel(k, 1, 16, (buf, buf, 16), dependencies=[nodes[-1]]))
+        nodes.append(g.add_kernel(k, 1, 16, (buf, buf, 16), dependencies=[nodes[-1]], device=1))
+        assert [n.device for n in nodes] == [1] * 5
 
     @pytest.mark.parametrize("size", [1, 4096, 64 << 20])
     def test_peer_copies(self, two_devices, size):

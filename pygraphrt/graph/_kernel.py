@@ -56,8 +56,9 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
         edges: Sequence[EdgeData] | None) -> "KernelNode":
     # Where the C method does not make them (ABI mode, the simulator), a kernel's later nodes
     # go to its generated hot adder (:func:`build_adder`), which takes the general path below
-    # for anything it does not handle.
-    if type(kernel) is Kernel and edges is None and attributes is None:
+    # for anything it does not handle -- while one device is in use: the hot adder records no
+    # node's device, which the general path's Graph._add does once several are in use.
+    if type(kernel) is Kernel and edges is None and attributes is None and not graph._backend.several:
         hot = kernel._node_hot
         if hot:
             return hot(graph, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
