@@ -34,11 +34,38 @@ __all__ = ["Device", "Stream", "Event", "DeviceBuffer", "malloc", "current_devic
            "exchange_capture_mode"]
 
 
+# Modules above this one, and enums, imported by the first call that needs them and kept here:
+# an import statement costs about a microsecond even once its module is loaded, and the calls
+# below run per copy, per allocation, per capture.
+_CaptureStatus: Any = None  # pygraphrt.enums.CaptureStatus (_capture_status)
+_mempool: Any = None  # pygraphrt.mempool (Stream.malloc_async / free_async)
+_graph: Any = None  # pygraphrt.graph (Stream.capture / recapture)
+
+
+def _load_mempool() -> Any:
+    global _mempool
+    from . import mempool
+
+    _mempool = mempool
+    return mempool
+
+
+def _load_graph() -> Any:
+    global _graph
+    from . import graph
+
+    _graph = graph
+    return graph
+
+
 def _capture_status() -> type[CaptureStatus]:
     """pygraphrt.enums.CaptureStatus (the module is loaded with the backend: see the imports)."""
-    from .enums import CaptureStatus
+    global _CaptureStatus
+    if _CaptureStatus is None:
+        from .enums import CaptureStatus
 
-    return CaptureStatus
+        _CaptureStatus = CaptureStatus
+    return _CaptureStatus  # type: ignore[no-any-return]
 
 
 def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first use (._records)
@@ -578,15 +605,11 @@ class Stream(Owned):
         From ``pool``, else the capture's pool, else the device's current pool.
         Inside a capture this adds a memory-allocation node.
         """
-        from .mempool import malloc_async
-
-        return malloc_async(self, size, pool)
+        return (_mempool or _load_mempool()).malloc_async(self, size, pool)  # type: ignore[no-any-return]
 
     def free_async(self, buf: "AsyncBuffer | int") -> None:
         """Free stream-ordered memory in stream order (a free node inside a capture)."""
-        from .mempool import free_async
-
-        free_async(self, buf)
+        (_mempool or _load_mempool()).free_async(self, buf)
 
     def launch(self, kernel: "Kernel", grid: Any, block: Any, *args: Any, shared_mem: int = 0,
                **attributes: Any) -> None:
@@ -715,9 +738,8 @@ class Stream(Owned):
         ``pool``: the MemPool that ``malloc_async`` without a pool uses during
         the capture, or ``"private"`` for a new pool of this capture's own.
         """
-        from .graph import Capture
-
-        return Capture(self, mode, graph, dependencies, edges, pool=pool)
+        return (_graph or _load_graph()).Capture(self, mode, graph, dependencies, edges,  # type: ignore[no-any-return]
+                                                 pool=pool)
 
     def recapture(self, graph: "Graph", mode: str | CaptureMode = "global", *,
                   on_mismatch: Any = None) -> "Recapture":
@@ -730,9 +752,7 @@ class Stream(Owned):
         A failed recapture leaves the graph undefined: pygraphrt closes it.  See
         :mod:`pygraphrt.graph._recapture`.
         """
-        from .graph import Recapture
-
-        return Recapture(self, graph, mode, on_mismatch)
+        return (_graph or _load_graph()).Recapture(self, graph, mode, on_mismatch)  # type: ignore[no-any-return]
 
     def begin_capture(self, mode: str | CaptureMode = "global", **kw: Any) -> "Capture":
         """Explicit form: ``cap = s.begin_capture(); ...; graph = cap.end()``."""

@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 from . import _runtime, errors
 from ._handles import Owned, captures, kept_by_live_graphs
 from ._operands import DeviceMemory, count, ordinal
+from .device import Stream  # (device sits below this module: Stream.malloc_async calls it)
 from .enums import MemPoolAttr
 
 if TYPE_CHECKING:
-    from .device import Device, Stream
+    from .device import Device
 
 __all__ = ["MemPool", "AsyncBuffer", "malloc_async", "free_async"]
 
@@ -281,8 +282,6 @@ class AsyncBuffer(DeviceMemory, Owned):
 
     def free(self, stream: "Stream") -> None:
         """Free in stream order on ``stream`` (a free node when ``stream`` is capturing)."""
-        from .device import Stream  # (device sits below this module: Stream.malloc_async calls it)
-
         self._same_backend(stream, "AsyncBuffer.free", Stream)
         free_async(stream, self)
 

@@ -36,7 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from . import _fast, _runtime, errors
+from ._handles import Owned
+from ._operands import DeviceMemory, ptr
 from ._operands import ordinal as _ordinal
+from .enums import NodeType, UpdateResult
 
 if TYPE_CHECKING:
     from .device import Device
@@ -309,8 +312,6 @@ def p2p_attributes(device: Any, peer: Any) -> P2PAttributes:
 def pointer_device(address: Any) -> int | None:
     """The device whose memory ``address`` (an int or a pygraphrt buffer) is, from
     ``PointerGetAttributes``; None for host memory and addresses the runtime does not know."""
-    from ._operands import ptr
-
     b = _runtime.active()
     return b.ops.pointer_device(int(b.ffi.cast("uintptr_t", ptr(b, address))))
 
@@ -427,8 +428,6 @@ def node_device(node: Any) -> int | None:
     table = node._graph._node_devices
     if table and handle in table:
         return int(table[handle])
-    from .enums import NodeType
-
     t = node.type
     if t is NodeType.MEM_ALLOC:
         return int(node.params["device"])
@@ -452,8 +451,6 @@ def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> Non
     """Refuse a kernel on ``device`` whose arguments include a pygraphrt buffer of another
     device that ``device`` has no peer access to (as far as pygraphrt enabled it): on the GPU
     the kernel would fault with an illegal address and poison the context."""
-    from ._operands import DeviceMemory
-
     d = checked_ordinal(backend, device, what)
     if not isinstance(args, (list, tuple)):
         return  # (the argument check of the call says what is wrong)
@@ -472,8 +469,6 @@ def kernel_devices(graph: Any) -> list[int | None] | None:
     table = graph._node_devices
     if not table:
         return None
-    from .enums import NodeType
-
     return [table.get(n._handle) for n in graph.nodes() if n.type is NodeType.KERNEL]
 
 
@@ -485,8 +480,6 @@ def check_update_devices(before: list[int | None] | None, graph: Any, backend: A
         return after if after is not None else before
     for i, (a, b) in enumerate(zip(before, after)):
         if a is not None and b is not None and a != b:
-            from .enums import UpdateResult
-
             raise errors.GraphExecUpdateError(
                 f"{backend.ops.prefix}GraphExecUpdate", None, None, backend.ops.name,
                 f"kernel node {i} (in node order) runs on device {a} in the executable graph and on device {b} "
@@ -526,8 +519,6 @@ def now_several(backend: Any) -> None:
             return
         backend.several = True
         hooks = list(backend.memo.get("_several_hooks", ()))
-    from ._handles import Owned
-
     for obj in list(backend.live):  # (graphs by what they answer to: the graph layer sits above this one)
         if isinstance(obj, Owned) and obj._handle is not None:
             several = getattr(obj, "_several_devices", None)

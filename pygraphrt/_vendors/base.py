@@ -19,6 +19,19 @@ from ..enums import (CaptureMode, CaptureStatus, DebugDotFlags, DependencyType, 
 if TYPE_CHECKING:  # imported where used: defining it imports dataclasses (see pygraphrt._records)
     from ..enums import EdgeData
 
+_EdgeData: Any = None  # pygraphrt.enums.EdgeData, once _edge_data has imported it
+
+
+def _edge_data() -> "type[EdgeData]":
+    """pygraphrt.enums.EdgeData, imported by the first query that reads edges and then kept (an
+    import statement costs about a microsecond even once its module is loaded)."""
+    global _EdgeData
+    if _EdgeData is None:
+        from ..enums import EdgeData
+
+        _EdgeData = EdgeData
+    return _EdgeData  # type: ignore[no-any-return]
+
 class KernelParams:
     """Launch parameters of a kernel node, with the vendor struct they came from."""
 
@@ -387,8 +400,7 @@ class Vendor:
         return arr
 
     def _edges_from(self, arr: Any, n: int) -> list[EdgeData]:
-        from ..enums import EdgeData
-
+        EdgeData = _edge_data()
         return [EdgeData(arr[i].from_port, arr[i].to_port, DependencyType(arr[i].type))
                 if arr[i].type in (0, 1) else EdgeData(arr[i].from_port, arr[i].to_port, arr[i].type)
                 for i in range(n)]
@@ -437,8 +449,7 @@ class Vendor:
             return [], [], []
         a = ffi.new(f"{self.prefix}GraphNode_t[]", n)
         b = ffi.new(f"{self.prefix}GraphNode_t[]", n) if two_lists else None
-        from ..enums import EdgeData
-
+        EdgeData = _edge_data()
         e = self._edge_array([EdgeData()] * n) if sym else None
         lists = (a, b) if two_lists else (a,)
         rc = fn(*head, *lists, *((e,) if sym else ()), count)

@@ -10,6 +10,7 @@ from .. import errors
 from .._handles import HostPayload, captures
 from .._operands import listed as _listed
 from ..enums import CaptureMode, CaptureStatus, EdgeData, capture_mode
+from ..mempool import MemPool
 from ._graph import Graph
 from ._node import Node
 from ._node import check_edges as _check_edges
@@ -66,8 +67,6 @@ class Capture:
         self._keep: list[Any] = []
         self._streams: set["Stream"] = set()
         # The pool malloc_async uses on the capturing stream (None: the device's).
-        from ..mempool import MemPool
-
         if pool == "private":
             pool = MemPool()
         elif pool is not None and not isinstance(pool, MemPool):

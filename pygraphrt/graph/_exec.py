@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import errors
 from .._handles import HostPayload, Owned, host_payloads
@@ -16,9 +16,9 @@ from . import _params
 from ._node import (ChildGraphNode, EventRecordNode, EventWaitNode, ExternalSemaphoreSignalNode,
                     ExternalSemaphoreWaitNode, HostNode, KernelNode, MemcpyNode, MemsetNode, Node,
                     _apply_dims)
-
-if TYPE_CHECKING:
-    from ._graph import Graph
+from ..multidevice import check_update_devices, kernel_devices
+# (graph/_graph imports this module on first use -- Graph.instantiate -- so this one may import it)
+from ._graph import Graph
 
 
 _kernel: Any = None  # graph._kernel, once a kernel node is set (GraphExec._set_kernel)
@@ -47,8 +47,6 @@ class GraphExec(Owned):
         # what update() holds the new graph's to (pygraphrt.multidevice.check_update_devices).
         self._kernel_devices: list[int | None] | None = None
         if graph._node_devices is not None:
-            from ..multidevice import kernel_devices
-
             self._kernel_devices = kernel_devices(graph)
         self._sinks = [graph._sink]
         # What each node's current parameters set on this executable use (node handle -> its
@@ -159,7 +157,6 @@ class GraphExec(Owned):
         """
         from .. import _runtime
         from ._foreign import exec_handle
-        from ._graph import Graph
 
         if isinstance(obj, GraphExec):
             raise errors.InvalidValue("GraphExec.wrap", detail=f"{obj!r} is a pygraphrt GraphExec already: use it "
@@ -313,8 +310,6 @@ class GraphExec(Owned):
     def update(self, graph: "Graph") -> UpdateResult:
         """Update in place from ``graph`` (same topology).  Raises GraphExecUpdateError
         carrying ``result`` (e.g. TOPOLOGY_CHANGED) and ``error_node`` when refused."""
-        from ._graph import Graph
-
         self._same_backend(graph, "GraphExec.update", Graph)
         if graph._draws is not None:
             from ._foreign import check_draws
@@ -324,8 +319,6 @@ class GraphExec(Owned):
         ops = self._backend.ops
         devices = self._kernel_devices
         if devices is not None or graph._node_devices is not None:  # (several devices: before the runtime)
-            from ..multidevice import check_update_devices
-
             devices = check_update_devices(devices, graph, self._backend)
         rc, result, node = ops.exec_update(self.handle, graph.handle)
         if rc == 0 and result is UpdateResult.SUCCESS:
@@ -369,8 +362,6 @@ class GraphExec(Owned):
 
         Same keywords as :meth:`Graph.add_node` for the node's type.
         """
-        from ._graph import Graph
-
         h = self._node(node)
         kept: list[Any] = []
         p = _params.fill(self._graph, node.type, params, self._sinks[0], kept.append, Graph)
@@ -435,8 +426,6 @@ class GraphExec(Owned):
         The runtime requires ``child`` to have the same topology as the node's
         current graph (node count, types and edges); only parameters may differ.
         """
-        from ._graph import Graph
-
         h = self._node(node, ChildGraphNode)
         self._graph._same_backend(child, "set_child_graph", Graph)
         self._backend.ops.call("GraphExecChildGraphNodeSetParams", self.handle, h, child.handle)

@@ -15,6 +15,11 @@ from .._operands import keep as _keep_alive
 from .._operands import listed as _listed
 from .._operands import ptr as _ptr
 from ..device import Device, DeviceBuffer, Event, Stream
+from ..multidevice import check_kernel_buffers, check_launch, check_one_device, checked_ordinal, device_exists
+from ..multidevice import current as _current_device
+from ..multidevice import launch_device, record_existing_nodes
+from ..multidevice import placed as _placed
+from ..multidevice import record_node as _record_node
 from . import _params
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
 from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode,
@@ -35,6 +40,7 @@ _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it
 
 
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
+_GraphExec: Any = None  # graph/_exec.GraphExec, loaded by the first instantiate (_exec imports this module)
 _Kernel: Any = None  # kernels.Kernel, set with _kernel_nodes (add_kernel's hot dispatch tests it)
 
 
@@ -45,6 +51,14 @@ def _load_kernel_nodes() -> Any:
     _kernel_nodes = _kernel
     _Kernel = _kernel.Kernel
     return _kernel
+
+
+def _load_graph_exec() -> Any:
+    global _GraphExec
+    from ._exec import GraphExec
+
+    _GraphExec = GraphExec
+    return GraphExec
 
 
 class _Calls:
@@ -97,13 +111,6 @@ def install_hot(backend: Any) -> None:
                            "MemsetNode": MemsetNode, "MemcpyNode": MemcpyNode, "KernelNode": KernelNode})
 
 
-def _record_node(graph: "Graph", node: Node) -> None:
-    """Record the current device as ``node``'s (several devices in use: pygraphrt.multidevice)."""
-    from ..multidevice import record_node
-
-    record_node(graph, node)
-
-
 def _unplaced(graph: "Graph", device: Any) -> bool:
     """Whether a node made without ``device=`` lands where ``device`` says, with nothing to
     switch, check or record: ordinal 0 of a runtime that has one device (counted already), or
@@ -119,25 +126,6 @@ def _unplaced(graph: "Graph", device: Any) -> bool:
     if count == 1:
         return True
     return bool(count) and not b.several and _current_device(b) == 0
-
-
-def _current_device(backend: Any) -> int:
-    """pygraphrt.multidevice.current (imported by the first call, then called directly)."""
-    global _current_device
-    from ..multidevice import current
-
-    _current_device = current
-    return current(backend)
-
-
-def _placed(graph: "Graph", device: Any, what: str, add: Callable[[], Any]) -> Any:
-    """``add()`` with ``device`` current (pygraphrt.multidevice.placed; imported by the first
-    call that names a device, then called directly)."""
-    global _placed
-    from ..multidevice import placed
-
-    _placed = placed
-    return placed(graph, device, what, add)
 
 
 def _live(entry: Node | _WeakRef[Node] | None) -> Node | None:
@@ -306,8 +294,6 @@ class Graph(Owned):
         """The backend is now used with several devices (pygraphrt.multidevice.now_several,
         once): the nodes made so far are device 0's (all there was), and add_memset stops taking
         its remembered struct, whose path records no device."""
-        from ..multidevice import record_existing_nodes
-
         self._memset_last = _params.NO_MEMSET
         record_existing_nodes(self)
 
@@ -790,8 +776,6 @@ class Graph(Owned):
         b = self._backend
         switch = False
         if device is not None or peers is not None:
-            from ..multidevice import checked_ordinal, device_exists
-
             # A device that does not exist is the runtime's to refuse here (InvalidValue: the
             # location it is given names none), as it was before device= switched devices.
             switch = device is not None and device_exists(b, device, "Graph.add_mem_alloc")
@@ -921,15 +905,11 @@ class Graph(Owned):
         if _kw_only is not KEYWORDS:
             raise positional_error("Graph.add_kernel")
         if device is not None:
-            from ..multidevice import check_kernel_buffers
-
             check_kernel_buffers(self._backend, device, args, "Graph.add_kernel")
             return _placed(self, device, "add_kernel", _partial(  # (a partial: see add_memset)
                 self.add_kernel, kernel, grid, block, args, shared_mem=shared_mem, attributes=attributes,
                 dependencies=dependencies, edges=edges))
         if self._backend.several:  # several devices in use: checked for the current device
-            from ..multidevice import check_launch, launch_device
-
             kernel = check_launch(self._backend, kernel, launch_device(self._backend), args, "Graph.add_kernel")
         kernel_nodes = _kernel_nodes or _load_kernel_nodes()
         return kernel_nodes.add(self, kernel, grid, block, args, shared_mem, attributes, dependencies, edges)
@@ -1257,8 +1237,7 @@ class Graph(Owned):
         (``pygraphrt.errors.FixedRandomness``: its launches would repeat the same draws) unless
         ``allow_fixed_rng=True``, which warns instead.
         """
-        from ._exec import GraphExec
-
+        make_exec = _GraphExec or _load_graph_exec()
         if self._draws is not None:
             from ._foreign import check_draws
 
@@ -1278,8 +1257,6 @@ class Graph(Owned):
             if bit and bit in f and bit is not InstantiateFlags.UPLOAD:
                 vendor_flags |= ops.value(ops.instantiate_flags, bit, f"{ops.prefix}GraphInstantiate")
         if InstantiateFlags.DEVICE_LAUNCH in f and self._node_devices is not None:
-            from ..multidevice import check_one_device
-
             check_one_device(self, "Graph.instantiate")
         try:
             handle = ops.instantiate(self.handle, vendor_flags)
@@ -1292,7 +1269,7 @@ class Graph(Owned):
             raise errors.InvalidValue(err.api, err.code, err.name, err.vendor, err.message, err.sticky,
                                       detail=f"the graph has a cycle: {cycle} (remove_dependencies "
                                              "breaks it)") from None
-        exec_ = GraphExec(self, handle)
+        exec_ = make_exec(self, handle)
         if upload_stream is not None or InstantiateFlags.UPLOAD in f:
             if upload_stream is None:
                 raise errors.InvalidValue("Graph.instantiate", detail="UPLOAD needs upload_stream")

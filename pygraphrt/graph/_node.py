@@ -12,9 +12,22 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from .. import errors
 from .._operands import listed as _listed
 from ..enums import DEFAULT_EDGE, EdgeData, NodeType
+from ..multidevice import access_of, node_device, with_copy_devices
 
 if TYPE_CHECKING:
     from ._graph import Graph
+
+_kernel: Any = None  # graph/_kernel, loaded by the first kernel node read or set (_load_kernel)
+
+
+def _load_kernel() -> Any:
+    """graph/_kernel (it imports pygraphrt.kernels: loaded with the first kernel node, then kept --
+    an import statement costs about a microsecond even once its module is loaded)."""
+    global _kernel
+    from . import _kernel as kernel
+
+    _kernel = kernel
+    return kernel
 
 
 @dataclass(frozen=True)
@@ -144,8 +157,6 @@ class Node:
         """The device the node runs on, where known: the ``device=`` it was made with, or a graph
         allocation's device; None for a node made without ``device=`` (it runs on the device
         that was current then: see :func:`pygraphrt.multidevice.node_device`)."""
-        from ..multidevice import node_device
-
         return node_device(self)
 
     def __init_subclass__(cls, **kw: Any) -> None:
@@ -263,8 +274,6 @@ class MemcpyNode(Node):
         """``dst``, ``src`` (addresses), pitches, ``width``/``height``/``depth``, ``kind``, and
         ``dst_device``/``src_device`` (None: host memory)."""
         p = self._query(self._graph._backend.ops.memcpy3d_params_type, "GraphMemcpyNodeGetParams")
-        from ..multidevice import with_copy_devices
-
         # dst_device / src_device: the devices whose memory the operands are (None: host memory)
         return with_copy_devices({"dst": self._addr(p.dstPtr.ptr), "src": self._addr(p.srcPtr.ptr),
                                   "dst_pitch": p.dstPtr.pitch, "src_pitch": p.srcPtr.pitch,
@@ -361,8 +370,6 @@ class MemAllocNode(Node):
     def params(self) -> dict[str, Any]:
         """``dptr`` (the address), ``bytesize``, ``device`` and ``peers`` (devices given access,
         with their access)."""
-        from ..multidevice import access_of
-
         p = self._query(self._graph._backend.ops.mem_alloc_params_type, "GraphMemAllocNodeGetParams")
         # peers: the other devices given access (its access descriptors), as {device: access}
         return {"dptr": self._addr(p.dptr), "bytesize": p.bytesize,
@@ -402,9 +409,7 @@ class KernelNode(Node):
     def params(self) -> dict[str, Any]:
         """``func``, ``grid``, ``block``, ``shared_mem_bytes``, ``kernel`` (a Kernel or
         None) and ``args`` (decoded values, or None without a known signature)."""
-        from . import _kernel
-
-        return _kernel.read(self)
+        return (_kernel or _load_kernel()).read(self)
 
     @property
     def args(self) -> list[Any] | None:
@@ -420,9 +425,7 @@ class KernelNode(Node):
         knows it, is ``params["kernel"]``; ``node.kernel(...)`` is the builder
         that adds a kernel node after this one.)
         """
-        from . import _kernel
-
-        _kernel.update(self, None, self._graph._keep, kernel, grid, block, args, shared_mem)
+        (_kernel or _load_kernel()).update(self, None, self._graph._keep, kernel, grid, block, args, shared_mem)
 
     def set_launch_dims(self, grid: Any = None, block: Any = None,
                         shared_mem_bytes: int | None = None) -> None:
@@ -434,15 +437,11 @@ class KernelNode(Node):
 
     def attribute(self, name: str) -> Any:
         """A kernel-node attribute by name (``priority``, ``cluster_dim``, ``cooperative``, ...)."""
-        from . import _kernel
-
-        return _kernel.attribute(self, name)
+        return (_kernel or _load_kernel()).attribute(self, name)
 
     def set_attribute(self, name: str, value: Any) -> None:
         """Set a kernel-node attribute by name (see :meth:`attribute`)."""
-        from . import _kernel
-
-        _kernel.set_attribute(self, name, value)
+        (_kernel or _load_kernel()).set_attribute(self, name, value)
 
     def copy_attributes_to(self, other: "KernelNode") -> None:
         """Copy all of this node's attributes to another kernel node (of any graph)."""

@@ -9,11 +9,12 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .. import _fast, _runtime, errors
+from .. import _fast, _runtime, errors, multidevice
 from .._handles import Owned, kept_by_live_graphs
 from .._operands import as_address as _as_address
 from .._operands import count, device_address
 from ..device import Launchable, Stream
+from ..multidevice import checked_ordinal
 from ._signature import PackedArgs, Signature, infer_signature, parse_signature
 
 if TYPE_CHECKING:
@@ -144,15 +145,11 @@ class Library(Owned):
         """This code as the runtime runs it on ``device``: the library itself where its kernels
         run on every device (CUDA's context-independent libraries) or it was loaded there; else
         (HIP) a copy loaded with ``device`` current, once, kept while this library is open."""
-        from ..multidevice import checked_ordinal
-
         device = checked_ordinal(self._backend, device, "Library.on_device")
         if not self._backend.ops.library_per_device or device == self.device or self.device is None:
             return self
         copy = self._copies.get(device)
         if copy is None or not copy.is_valid:
-            from .. import multidevice
-
             data, path = self._image
             copy = multidevice.on_device(self._backend, device,
                                          lambda: Library(path if data is None else bytes(self._backend.ffi.buffer(data))))
@@ -345,8 +342,6 @@ class Kernel(Launchable):
 
     def _for_device(self, device: int, _what: str) -> "Kernel":
         """:meth:`for_device`, naming ``_what`` (the call made) in its errors."""
-        from ..multidevice import checked_ordinal
-
         device = checked_ordinal(self._backend, device, _what)
         on = self._on_devices
         if device in on:  # None: this kernel itself (kept so, not as a reference to itself)
@@ -484,8 +479,6 @@ class Kernel(Launchable):
             # The stream's device may not reach an argument's memory or run the code (checked at
             # a kernel's first launches, and at every launch once several devices are in use).
             if backend.several:
-                from .. import multidevice
-
                 runs = multidevice.check_launch(backend, self, stream.device, args, "Kernel.launch")
                 if runs is not self:
                     return runs._launch(stream, grid, block, args, shared_mem, attributes)

@@ -8,6 +8,7 @@ bodies are graphs owned by their node; a snapshot copies them recursively.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
@@ -331,8 +332,6 @@ def check_edge(src_type: int, dst_type: int, e: EdgeData) -> None:
 def order(nodes: list[Any], deps_of: Any, rng: Any = None) -> list[Any]:
     """A topological order of ``nodes`` (every edge respected): creation order among the ready
     nodes, or a random choice among them with ``rng``.  Raises InvalidValue on a cycle."""
-    import heapq
-
     index = {id(n): i for i, n in enumerate(nodes)}
     waiting = [0] * len(nodes)
     outs: list[list[int]] = [[] for _ in nodes]

@@ -27,6 +27,16 @@ from ._core import SimError, new_handle
 
 IMAGE_MAGIC = b"\x7fPGRTSIM"  # then a little-endian u64 payload length, then JSON
 
+_numpy: Any = None  # numpy, imported by the first kernel that asks for an array (KernelContext.array)
+
+
+def _load_numpy() -> Any:
+    global _numpy
+    import numpy
+
+    _numpy = numpy
+    return numpy
+
 
 # -- the registry -------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -250,8 +260,7 @@ class KernelContext:
 
     def array(self, address: int, dtype: Any, count: int) -> Any:
         """A writable numpy array of ``count`` elements of ``dtype`` at ``address`` (needs numpy)."""
-        import numpy as np
-
+        np = _numpy or _load_numpy()
         dt = np.dtype(dtype)
         return np.frombuffer(self.memory(address, dt.itemsize * int(count)), dtype=dt)
 

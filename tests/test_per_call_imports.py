@@ -1,0 +1,156 @@
+"""No import statement runs per call on the paths a program runs per node, copy, launch or capture.
+
+pygraphrt imports many modules where they are first used, to keep start-up short (see
+tests/test_cold_start.py and ARCHITECTURE.md).  An import statement costs about a
+microsecond even once its module is loaded (the package's name resolved, ``sys.modules``
+searched, the names bound), which is a third of an ABI-mode node add: a module imported on
+first use is kept in a module global after that (``_kernel or _load_kernel()``), or imported at
+the top where start-up allows.  This test counts the import statements that pygraphrt's own
+code executes while one workload runs twice, with 2 and with 5 rounds of the same calls: a
+statement whose count grows with the rounds runs per call.  The workload runs on the
+simulator with two devices, first while one device is in use, then with several in use (the
+paths that check and record devices).  It is not a timing: it counts.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import sys
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pytest
+
+import pygraphrt as rt
+from pygraphrt import multidevice, sim
+
+from .backends import simulator
+
+SOURCE = r"""
+extern "C" __global__ void per_call_imports_add(unsigned *p, unsigned v, unsigned n) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] += v;
+}
+"""
+
+
+@sim.register_kernel("per_call_imports_add")
+def _add(ctx: Any, p: int, v: int, n: int) -> None:
+    k = max(0, min(int(n), ctx.grid[0] * ctx.block[0]))
+    a = ctx.array(p, "u4", k)
+    a[:] = (a.astype(np.uint64) + v) & 0xFFFFFFFF
+
+
+def workload(rounds: int, kernel: Any) -> None:
+    """The calls a program makes per node, per launch, per copy and per capture, ``rounds``
+    times each (plus what it does once: a graph, its executable)."""
+    buf, buf2 = rt.malloc(256), rt.malloc(256)
+    host = bytearray(256)
+    s, e = rt.Stream(), rt.Event()
+    g = rt.Graph()
+    prev = g.add_empty()
+    kernel_nodes = []
+    for i in range(rounds):
+        prev = g.add_memset(buf, i & 255, 64, dependencies=[prev])
+        prev = g.add_memset(buf, 1, 64, dependencies=[prev], device=0)
+        prev = g.add_memcpy(buf2, buf, 64, dependencies=[prev])
+        prev = g.add_memcpy(buf2, buf, 64, dependencies=[prev], device=0)
+        prev = g.add_kernel(kernel, 1, 32, (buf, i, 16), dependencies=[prev])
+        kernel_nodes.append(prev)
+        prev = g.add_kernel(kernel, 1, 32, (buf, i, 16), dependencies=[prev], device=0)
+        prev = g.add_empty(dependencies=[prev])
+        prev = g.add_event_record(e, dependencies=[prev])
+    for node in kernel_nodes:
+        assert node.params["args"] is not None and node.device == 0 and node.dependencies
+    for node in g.nodes():
+        node.type, node.device
+    g.edges()
+    exe = g.instantiate()
+    for i, node in enumerate(kernel_nodes):
+        exe.set_kernel_params(node, args=(buf, i + 1, 16))
+    for _ in range(rounds):
+        exe.launch(s)
+        s.launch(kernel, 1, 32, buf, 1, 16)
+        s.memcpy(buf2, buf, 64)
+        s.memcpy(host, buf, 64)
+        s.memset(buf, 3, 64)
+        s.record(e)
+        s.wait(e)
+        assert not s.is_capturing
+        s.capture_status, s.is_done, e.is_done
+        s.malloc_async(64).free(s)
+    s.synchronize()
+    for _ in range(rounds):
+        with s.capture() as cap:
+            s.launch(kernel, 1, 32, buf, 1, 16)
+            s.memcpy(buf2, buf, 64)
+        cap.graph.instantiate().launch(s)
+    for _ in range(rounds):
+        exe.update(g)
+    s.synchronize()
+
+
+def imports_run(call: Callable[[], None]) -> collections.Counter[str]:
+    """The import statements in pygraphrt's functions that ``call()`` executes, by place."""
+    seen: collections.Counter[str] = collections.Counter()
+    real = builtins.__import__
+
+    def counting(name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0) -> Any:
+        frame = sys._getframe(1)
+        code = frame.f_code
+        if "pygraphrt" in code.co_filename.replace("\\", "/").split("/") and code.co_name != "<module>":
+            where = code.co_filename.replace("\\", "/").split("/pygraphrt/")[-1]
+            seen[f"{where}:{frame.f_lineno} ({code.co_name}) imports {'.' * level}{name}"] += 1
+        return real(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = counting
+    try:
+        call()
+    finally:
+        builtins.__import__ = real
+    return seen
+
+
+@pytest.fixture
+def two_simulated_devices() -> Iterator[Any]:
+    with simulator(2) as backend:
+        multidevice._reset_several(backend)  # (the process's 2-device simulator: a test used device 1)
+        try:
+            yield backend
+        finally:
+            multidevice._reset_several(backend)
+
+
+@pytest.mark.parametrize("devices_in_use", ["one", "several"])
+def test_no_import_statement_runs_per_call(two_simulated_devices, devices_in_use):
+    backend = two_simulated_devices
+    kernel = rt.Program(SOURCE, name="per_call_imports.cu").kernel(
+        "per_call_imports_add", signature="unsigned *p, unsigned v, unsigned n")
+    if devices_in_use == "several":
+        with rt.Device(1):
+            pass
+    assert backend.several is (devices_in_use == "several")
+    workload(2, kernel)  # (first uses: what is imported once is imported here)
+    few = imports_run(lambda: workload(2, kernel))
+    many = imports_run(lambda: workload(5, kernel))
+    assert backend.several is (devices_in_use == "several")
+    per_call = {place: (few[place], n) for place, n in many.items() if n > few[place]}
+    assert not per_call, ("import statements run per call (place: count with 2 rounds, with 5): "
+                          + "; ".join(f"{p}: {c}" for p, c in sorted(per_call.items())))
+
+
+def test_the_count_sees_an_import_statement_in_a_pygraphrt_function():
+    """The counter itself: a function compiled as if it were pygraphrt's, importing a module
+    that is loaded already, is counted once per call (and one elsewhere is not counted)."""
+    ours: dict[str, Any] = {}
+    exec(compile("def per_call():\n    import json\n    return json\n", "/site/pygraphrt/_example.py", "exec"), ours)
+    theirs: dict[str, Any] = {}
+    exec(compile("def per_call():\n    import json\n    return json\n", "/site/other/_example.py", "exec"), theirs)
+
+    def calls() -> None:
+        for _ in range(3):
+            ours["per_call"]()
+            theirs["per_call"]()
+
+    assert imports_run(calls) == {"_example.py:2 (per_call) imports json": 3}
