@@ -76,6 +76,16 @@ def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _range_unknown(backend: Any, operand: Any, pointer: Any) -> int | None:
+    """The address of an eager copy's operand whose range the runtime must be asked about
+    (``check_copy_range``), or None where it is known to fit: a pygraphrt buffer (check_fits held
+    the count to its size, and it spans its own allocation) or a Python buffer's host memory
+    (``pointer`` is the char[] pygraphrt made of it) -- two driver queries a copy need not make."""
+    if isinstance(operand, DeviceMemory) or (pointer is not operand and backend.ffi.typeof(pointer).kind == "array"):
+        return None
+    return int(backend.ffi.cast("uintptr_t", pointer))
+
+
 class Device:
     """A GPU by ordinal.  ``Device(0).set_current()`` selects it for this thread.
 
@@ -480,7 +490,7 @@ class Stream(Owned):
             # Eager copies only: a captured copy is checked by the runtime (and refused
             # without a crash), and an invalidated capture must answer as the runtime does.
             if self.capture_status is _capture_status().NONE:
-                b.ops.check_copy_range(int(b.ffi.cast("uintptr_t", d)), int(b.ffi.cast("uintptr_t", s)), n, api)
+                b.ops.check_copy_range(_range_unknown(b, dst, d), _range_unknown(b, src, s), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
         if self._capture is None:
             # from_buffer's char[] (not a cffi object the caller passed, whose memory is the caller's

@@ -720,6 +720,33 @@ def test_memory_copies_and_checks(stream):
         rt.malloc(big + 1)
 
 
+def test_an_eager_copy_looks_up_only_the_operands_whose_range_it_does_not_know(stream, monkeypatch):
+    """The copy range check asks the runtime where a raw address's allocation ends (one driver
+    query each); a pygraphrt buffer (the count was held to its size) and a Python buffer (host
+    memory) need no question.  A raw address running past its allocation is still refused, also
+    beside a buffer."""
+    ops = rt.lowlevel.backend_object().ops
+    asked: list[int] = []
+    real = ops.allocation_range
+
+    def allocation_range(address: int) -> tuple[int, int] | None:
+        asked.append(address)
+        return real(address)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(ops, "allocation_range", allocation_range)
+    a, b = rt.malloc(64), rt.malloc(64)
+    host = bytearray(64)
+    for dst, src in ((b, a), (host, b), (a, host), (b, np.zeros(16, np.float32)), (memoryview(host), a)):
+        stream.memcpy(dst, src, 64)
+    assert asked == []
+    stream.memcpy(b.ptr, a, 64)
+    stream.memcpy(host, a.ptr + 8, 56)
+    assert asked == [b.ptr, a.ptr + 8]
+    with pytest.raises(errors.InvalidValue, match="past the end"):
+        stream.memcpy(b, a.ptr + 8, 64)
+    stream.synchronize()
+
+
 def test_a_host_buffer_shorter_than_the_count_is_refused_before_the_copy(stream):
     # A host address carries no size, so neither the runtime nor the simulator can refuse a copy
     # past a host buffer's end: pygraphrt must, from the object (found by the mutation check:

@@ -567,8 +567,9 @@ class Vendor:
         runtime does not know as a device allocation (host memory) or where it cannot tell."""
         return None
 
-    def check_copy_range(self, dst: int, src: int, count: int, what: str) -> None:
-        """Refuse an eager copy running past the end of a device allocation.
+    def check_copy_range(self, dst: int | None, src: int | None, count: int, what: str) -> None:
+        """Refuse an eager copy running past the end of a device allocation (None: an operand
+        whose range is known to fit, which is not looked up).
 
         Seen on an H100 with the CUDA 12.9, 13.0 and 13.5 runtimes: an eager cudaMemcpyAsync
         (cudaMemcpyDefault) from an address just past the end of a device allocation is not
@@ -578,6 +579,8 @@ class Vendor:
         operand's allocation first (one driver call each).  A raw address outside every
         allocation cannot be told from host memory; that stays the caller's to get right."""
         for role, address in (("destination", dst), ("source", src)):
+            if address is None:
+                continue
             r = self.allocation_range(address)
             if r is not None and address + count > r[0] + r[1]:
                 base, size = r
