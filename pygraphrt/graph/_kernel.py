@@ -24,6 +24,7 @@ from .._operands import keep as keep_alive
 from ..enums import EdgeData
 from ..kernels._hot import _KIND_POINTER, argument_lines, c_layout, memory_types
 from ..kernels._library import Dims, Kernel, Library, as_dims, as_shared_mem, lookup
+from ..multidevice import record_node
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
@@ -56,9 +57,8 @@ def add(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Sequence[Any],
         edges: Sequence[EdgeData] | None) -> "KernelNode":
     # Where the C method does not make them (ABI mode, the simulator), a kernel's later nodes
     # go to its generated hot adder (:func:`build_adder`), which takes the general path below
-    # for anything it does not handle -- while one device is in use: the hot adder records no
-    # node's device, which the general path's Graph._add does once several are in use.
-    if type(kernel) is Kernel and edges is None and attributes is None and not graph._backend.several:
+    # for anything it does not handle.
+    if type(kernel) is Kernel and edges is None and attributes is None:
         hot = kernel._node_hot
         if hot:
             return hot(graph, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]
@@ -105,8 +105,6 @@ def _add_general(graph: "Graph", kernel: Any, grid: Any, block: Any, args: Seque
         h = ops.add_kernel_node_unlinked(graph.handle, k.handle, k.form, g, b, smem, argv)
         node = graph._wrap(h, KernelNode)
         if graph._backend.several:
-            from ..multidevice import record_node
-
             record_node(graph, node)
         try:
             if deps:
@@ -275,6 +273,9 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "    node._graph = graph",
         "    node._handle = out[0]",
         "    graph._fresh.append(node)",
+        # several devices in use: the node's device recorded, as Graph._new_node records it
+        "    if backend.several:",
+        "        record_node(graph, node)",
         "    if scratch is None:  # the objects of the graph's last node: kept already",
         "        return node",
         # the runtime copied the values: the graph keeps the objects pointers came from, and
@@ -312,6 +313,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
         "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
         "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "keep_alive": keep_alive,
+        "record_node": record_node,
     }
     exec(compile("\n".join(body) + "\n", f"<pygraphrt kernel node of {kernel.name}>", "exec"), env)
     hot = env["hot"]
