@@ -248,6 +248,27 @@ def test_multidevice_group_runs_on_a_two_device_simulator():
         figs = {}
         why = bench_multidevice(figs, quick=True)
     assert figs == {} and "needs 2 devices" in why and "reports 1" in why
+
+
+def test_per_call_figures_run_on_a_two_device_simulator():
+    """benchmarks/per_call.py end to end on the simulator with 2 devices (the harness, not its
+    figures): every figure of both states, each a positive time."""
+    from benchmarks.per_call import measure
+    from pygraphrt import multidevice
+    from tests.backends import simulator
+
+    with simulator(2) as backend:
+        multidevice._reset_several(backend)
+        try:
+            figs = measure(quick=True)
+        finally:
+            multidevice._reset_several(backend)
+    calls = ["stream.memcpy 64 B", "capture of one memcpy", "malloc_async + free", "node.device",
+             "add_memset (chain)", "add_kernel (chain)", "stream.launch (kernel)"]
+    assert set(figs) == {f"{state}: {c}" for state in ("one", "several") for c in calls}, figs
+    assert all(v > 0 for v in figs.values()), figs
+
+
 def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
     """benchmarks/collectives.py's timing functions, (a) graph replay and (b) eager, on two
     simulated ranks in threads (tiny sizes; no timing asserts): they run the all-reduces they
