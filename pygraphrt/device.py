@@ -76,12 +76,18 @@ def __getattr__(name: str) -> Any:  # DeviceInfo: a dataclass, defined on first 
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _python_buffer(backend: Any, operand: Any, pointer: Any) -> bool:
+    """Whether ``pointer`` is the char[] pygraphrt made of a Python buffer ``operand`` (host
+    memory; from_buffer), not a cffi object the caller passed (whose memory is the caller's)."""
+    return pointer is not operand and backend.ffi.typeof(pointer).kind == "array"
+
+
 def _range_unknown(backend: Any, operand: Any, pointer: Any) -> int | None:
     """The address of an eager copy's operand whose range the runtime must be asked about
     (``check_copy_range``), or None where it is known to fit: a pygraphrt buffer (check_fits held
     the count to its size, and it spans its own allocation) or a Python buffer's host memory
-    (``pointer`` is the char[] pygraphrt made of it) -- two driver queries a copy need not make."""
-    if isinstance(operand, DeviceMemory) or (pointer is not operand and backend.ffi.typeof(pointer).kind == "array"):
+    -- two driver queries a copy need not make."""
+    if isinstance(operand, DeviceMemory) or _python_buffer(backend, operand, pointer):
         return None
     return int(backend.ffi.cast("uintptr_t", pointer))
 
@@ -493,9 +499,8 @@ class Stream(Owned):
                 b.ops.check_copy_range(_range_unknown(b, dst, d), _range_unknown(b, src, s), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
         if self._capture is None:
-            # from_buffer's char[] (not a cffi object the caller passed, whose memory is the caller's
-            # to keep): host memory the runtime may read or write after we return
-            host = [x for x, c in ((dst, d), (src, s)) if c is not x and b.ffi.typeof(c).kind == "array"]
+            # a Python buffer's host memory, which the runtime may read or write after we return
+            host = [x for x, c in ((dst, d), (src, s)) if _python_buffer(b, x, c)]
             # (a capture pygraphrt did not begin would take the host function as a node)
             if host and n and self.capture_status is _capture_status().NONE:
                 self._keep_until_run(host)
