@@ -42,38 +42,42 @@ def dlpack_device(obj: Any, api: str = "pointer") -> tuple[int, int]:
 def _dltensor(capsule: Any, api: str = "pointer", owner: Any = None) -> Any:
     """The DLTensor a DLPack capsule ("dltensor", not consumed) points to, as a ctypes struct:
     valid while the capsule lives.  Anything else ``owner.__dlpack__()`` returned is refused
-    (InvalidValue naming ``api``).
-
-    ctypes is imported here, on the first DLPack operand, not with the module: the cold start
-    would otherwise pay for it."""
-    global _DLTensor
-    import ctypes
-
-    if _DLTensor is None:
-        class DLDevice(ctypes.Structure):
-            _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
-
-        class DLDataType(ctypes.Structure):
-            _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-        class DLTensor(ctypes.Structure):
-            # DLManagedTensor (the unversioned capsule "dltensor") begins with this.
-            _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int),
-                        ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                        ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-        _DLTensor = DLTensor
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    (InvalidValue naming ``api``)."""
+    tensor, pointer = _dlpack_ctypes or _load_dlpack_ctypes()
     try:
-        return _DLTensor.from_address(get(capsule, b"dltensor"))
+        return tensor.from_address(pointer(capsule, b"dltensor"))
     except ValueError:  # (not a capsule, or one of another name: PyCapsule_GetPointer says so)
         raise errors.InvalidValue(api, detail=f"{type(owner).__name__}.__dlpack__() returned a "
                                               f"{type(capsule).__name__}, not a DLPack capsule "
                                               "('dltensor', unconsumed)") from None
 
 
-_DLTensor: Any = None  # the ctypes struct, made by the first _dltensor call
+# (DLTensor as a ctypes struct, PyCapsule_GetPointer): made by the first DLPack operand, not
+# with the module (the cold start would pay for ctypes), and kept (an import statement per
+# operand costs about a microsecond).  The function is pygraphrt's own object, not
+# ctypes.pythonapi's, whose argtypes other code may set.
+_dlpack_ctypes: tuple[Any, Any] | None = None
+
+
+def _load_dlpack_ctypes() -> tuple[Any, Any]:
+    global _dlpack_ctypes
+    import ctypes
+
+    class DLDevice(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        # DLManagedTensor (the unversioned capsule "dltensor") begins with this.
+        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int),
+                    ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+    prototype = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
+    _dlpack_ctypes = (DLTensor, prototype(("PyCapsule_GetPointer", ctypes.pythonapi)))
+    return _dlpack_ctypes
 
 
 def _gpu_dltensor(obj: Any) -> tuple[Any, Any, int]:

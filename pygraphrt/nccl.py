@@ -74,6 +74,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import numbers
+import operator
 import os
 import threading
 import time
@@ -81,6 +82,10 @@ import weakref
 from typing import Any, Iterator, Sequence
 
 from . import _runtime, errors
+from ._handles import Owned, live_graphs_keeping
+from ._operands import DeviceMemory, _dltensor, array_interface, dlpack_device
+from .device import Stream, current_device
+from .multidevice import pointer_device
 
 __all__ = ["Library", "library", "UniqueId", "unique_id", "Communicator", "RedOp", "group",
            "synchronize", "communicators_of", "collectives_in_conditional_bodies", "RESULT_CLASSES",
@@ -572,8 +577,6 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
     """An object with ``__cuda_array_interface__`` (CuPy, Numba, ...): its typestr, shape,
     strides and data; its device where the object says (``.device.index`` / ``.device.id``),
     else the runtime's (``PointerGetAttributes``: None for host memory)."""
-    from ._operands import array_interface
-
     cai = array_interface(buf, api)
     if cai is None:  # (its class has the attribute; this object's is None)
         raise errors.InvalidValue(api, detail=f"{role}: {type(buf).__name__}.__cuda_array_interface__ is None")
@@ -594,8 +597,6 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
         device = getattr(dev, "id", None)  # cupy.cuda.Device
     address = cai.address
     if not isinstance(device, int):  # (the array does not say: one runtime query)
-        from .multidevice import pointer_device
-
         device = pointer_device(address) if address else None
     return _Operand(address, n * size, name, device, buf)
 
@@ -603,8 +604,6 @@ def _cai_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _
 def _dlpack_operand(buf: Any, dtype: Any, api: str, role: str, writable: bool) -> _Operand:
     """A DLPack producer (``__dlpack__`` / ``__dlpack_device__``) on one CUDA device: the
     tensor is read while its capsule lives (the capsule is not consumed)."""
-    from ._operands import _dltensor, dlpack_device
-
     dev_type, dev_id = dlpack_device(buf, api)
     if dev_type not in (_DLPACK_CUDA, _DLPACK_CUDA_MANAGED):
         raise errors.InvalidValue(api, detail=f"{role}: a {type(buf).__name__} on DLPack device type "
@@ -634,8 +633,6 @@ _readers: dict[type, Any] = {}
 def _reader(buf: Any) -> Any:
     """The reader of ``buf``'s kind (None: not device memory): pygraphrt buffers, torch tensors,
     ``__cuda_array_interface__`` objects, then DLPack producers -- cached per type."""
-    from ._operands import DeviceMemory
-
     cls = type(buf)
     if isinstance(buf, DeviceMemory):
         reader: Any = _own_operand
@@ -993,8 +990,6 @@ class Communicator:
 
     # -- lifetime --------------------------------------------------------
     def _graphs_holding(self) -> list[Any]:
-        from ._handles import live_graphs_keeping
-
         return live_graphs_keeping(self._backend, lambda o: o is self)
 
     def close(self, *, destroy_graphs: bool = False, timeout: float | None = None) -> None:
@@ -1150,8 +1145,6 @@ class Communicator:
         return self._prepare_stream(api, stream)
 
     def _prepare_stream(self, api: str, stream: Any) -> tuple[Any, Any]:
-        from .device import Stream
-
         comm = self._comm(api)
         if not isinstance(stream, Stream):
             raise errors.InvalidValue(api, detail=f"stream: expected a pygraphrt Stream (Stream.wrap "
@@ -1449,8 +1442,6 @@ def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
     stream has run eager work of.  An error a communicator reports aborts them all and is
     raised; when ``timeout`` seconds pass first (a peer that died may make NCCL report
     nothing), they are aborted and :class:`~pygraphrt.errors.CommTimeout` is raised."""
-    from .device import Stream
-
     api = "nccl.synchronize"
     if not isinstance(stream, Stream):
         raise errors.InvalidValue(api, detail=f"expected a pygraphrt Stream, got {type(stream).__name__}")
@@ -1488,8 +1479,6 @@ def synchronize(stream: Any, watch: "Sequence[Any] | None" = None, *,
 def _watched(watch: Any, api: str) -> list[Any]:
     """``watch`` of :func:`synchronize`, checked: communicators, graphs, executable graphs
     (anything else would be watched for nothing -- a wait that could not end as asked)."""
-    from ._handles import Owned
-
     def graph_like(x: Any) -> bool:  # a Graph or GraphExec: the keep list holds what it captured
         return isinstance(x, Owned) and x._keeps_for_runtime
 
@@ -1557,8 +1546,6 @@ _SIZE = (-(1 << 63), 1 << 63)  # counts (size_t; a negative one is refused by th
 def _index(value: Any, api: str, what: str, bounds: tuple[int, int] = _INT) -> int:
     """``value`` as an int within ``bounds`` (the C parameter's range: cffi would raise a bare
     OverflowError for one outside it)."""
-    import operator
-
     if isinstance(value, bool):
         raise errors.InvalidValue(api, detail=f"{what} must be an int, got {value!r}")
     try:
@@ -1583,8 +1570,6 @@ def _seconds(timeout: Any, api: str, optional: bool = True) -> Any:
 
 def _device_ordinal(device: Any, api: str) -> int:
     if device is None:
-        from .device import current_device
-
         return current_device().ordinal
     ordinal = getattr(device, "ordinal", None)  # pygraphrt Device
     if ordinal is None:

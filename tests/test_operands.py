@@ -372,6 +372,20 @@ def test_a_gpu_dlpack_producers_address_and_extent(backend):
     assert op.array_address(GpuDlpack(0, 0x40, 8)) == 0x40  # (a NULL data pointer: the offset alone)
 
 
+
+def test_reading_a_dlpack_capsule_leaves_ctypes_pythonapi_alone(backend):
+    """pygraphrt reads a capsule through its own PyCapsule_GetPointer function object: the one
+    ctypes.pythonapi shares with every other library keeps the types another library set on it
+    (and what they set does not break pygraphrt's reads)."""
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    saved = get.restype, get.argtypes
+    get.restype, get.argtypes = ctypes.c_int, None
+    try:
+        assert op.array_address(GpuDlpack(0x10000, 0x40, 8)) == 0x10040
+        assert (get.restype, get.argtypes) == (ctypes.c_int, None)
+    finally:
+        get.restype, get.argtypes = saved
+
 # -- extent: the byte range an operand covers (compute's overlap checks) -------------------------
 
 class TorchStrided:

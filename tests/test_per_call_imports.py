@@ -9,7 +9,8 @@ the top where start-up allows.  This test counts the import statements that pygr
 code executes while one workload runs twice, with 2 and with 5 rounds of the same calls: a
 statement whose count grows with the rounds runs per call.  The workload runs on the
 simulator with two devices, first while one device is in use, then with several in use (the
-paths that check and record devices).  It is not a timing: it counts.
+paths that check and record devices); a second workload runs the eager and captured
+collectives of :mod:`pygraphrt.nccl` on the simulator's NCCL.  It is not a timing: it counts.
 """
 
 from __future__ import annotations
@@ -17,15 +18,17 @@ from __future__ import annotations
 import builtins
 import collections
 import sys
+import threading
 from typing import Any, Callable, Iterator
 
 import pytest
 
 import pygraphrt as rt
-from pygraphrt import multidevice
+from pygraphrt import multidevice, nccl
 from tests import sim_kernels  # noqa: F401  (registers the simulator's twin of add_u32)
 
 from .backends import simulator
+from .test_operands import GpuDlpack
 
 # the conformance suite's add_u32 (pygraphrt/conformance/_case.py), whose twin tests/sim_kernels has
 SOURCE = r"""
@@ -83,6 +86,69 @@ def workload(rounds: int, kernel: Any) -> None:
     s.synchronize()
 
 
+class ArrayInterface:
+    """A CuPy-like array over a pygraphrt buffer that does not say its device (the runtime is
+    asked where its address lives)."""
+
+    def __init__(self, buf: Any, n: int) -> None:
+        self.buf, self.n = buf, n
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return {"shape": (self.n,), "typestr": "<f4", "data": (self.buf.ptr, False), "version": 3}
+
+
+def nccl_workload(rounds: int, comms: list[Any]) -> None:
+    """Eager collectives of both ranks in a group, ``rounds`` times, on pygraphrt buffers,
+    ``__cuda_array_interface__`` arrays and a DLPack producer, alternating two streams per rank
+    (a new stream is checked again); then captured, replayed (a thread per rank) and waited for,
+    every wait bounded."""
+    n = 16
+    streams, bufs = [], []
+    for c in comms:
+        with rt.Device(c.device):
+            streams.append((rt.Stream(), rt.Stream()))
+            bufs.append((rt.malloc(4 * n), rt.malloc(4 * n)))
+    dl = GpuDlpack(bufs[0][0].ptr, 0, n)  # (rank 0's: on device 0)
+    for i in range(rounds):
+        with nccl.group():
+            for r, c in enumerate(comms):
+                c.all_reduce(bufs[r][0], bufs[r][1], streams[r][i % 2], "sum", dtype="float32", count=n)
+        with nccl.group():
+            for r, c in enumerate(comms):
+                c.all_reduce(ArrayInterface(bufs[r][0], n), ArrayInterface(bufs[r][1], n), streams[r][0])
+        with nccl.group():
+            comms[0].all_reduce(dl, bufs[0][1], streams[0][0])
+            comms[1].all_reduce(bufs[1][0], bufs[1][1], streams[1][0], dtype="float32", count=n)
+    for r in range(2):
+        for s in streams[r]:
+            nccl.synchronize(s, comms, timeout=30)
+    exes = []
+    for r, c in enumerate(comms):  # (one rank's graph at a time: each needs the other's to run)
+        with rt.Device(c.device), streams[r][0].capture() as cap:
+            for _ in range(rounds):
+                c.all_reduce(bufs[r][0], bufs[r][1], streams[r][0], "sum", dtype="float32", count=n)
+        exes.append(cap.graph.instantiate())
+    problems: list[str] = []
+
+    def replay(r: int) -> None:  # (a rank's graph waits for the other's: one thread per rank)
+        try:
+            with rt.Device(comms[r].device):
+                for _ in range(rounds):
+                    exes[r].launch(streams[r][0])
+                nccl.synchronize(streams[r][0], [exes[r]], timeout=30)
+        except BaseException as exc:  # reported below
+            problems.append(f"rank {r}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=replay, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads), "a replay thread hung"
+    assert problems == []
+
+
 def imports_run(call: Callable[[], None]) -> collections.Counter[str]:
     """The import statements in pygraphrt's functions that ``call()`` executes, by place."""
     seen: collections.Counter[str] = collections.Counter()
@@ -130,6 +196,21 @@ def test_no_import_statement_runs_per_call(two_simulated_devices, devices_in_use
     per_call = {place: (few[place], n) for place, n in many.items() if n > few[place]}
     assert not per_call, ("import statements run per call (place: count with 2 rounds, with 5): "
                           + "; ".join(f"{p}: {c}" for p, c in sorted(per_call.items())))
+
+
+def test_no_import_statement_runs_per_collective(two_simulated_devices):
+    comms = nccl.Communicator.init_all([0, 1])
+    try:
+        nccl_workload(2, comms)
+        few = imports_run(lambda: nccl_workload(2, comms))
+        many = imports_run(lambda: nccl_workload(5, comms))
+    finally:
+        for c in comms:
+            c.close(destroy_graphs=True, timeout=30)
+    per_call = {place: (few[place], n) for place, n in many.items() if n > few[place]}
+    assert not per_call, ("import statements run per call (place: count with 2 rounds, with 5): "
+                          + "; ".join(f"{p}: {c}" for p, c in sorted(per_call.items())))
+    assert few, "the workload ran no import statement at all (is the counter counting?)"
 
 
 def test_the_count_sees_an_import_statement_in_a_pygraphrt_function():

@@ -27,6 +27,19 @@ def code(name: str) -> int:
 
 SUCCESS = 0
 
+_numpy: Any = None  # numpy, imported on first use (kernels' arrays, collectives): not at start-up
+
+
+def numpy() -> Any:
+    """The numpy module: imported by the first caller, then read from a module global (an import
+    statement costs a microsecond or so per call even once numpy is loaded)."""
+    global _numpy
+    if _numpy is None:
+        import numpy as np
+
+        _numpy = np
+    return _numpy
+
 
 class SimError(Exception):
     """A simulated call fails with ``cudaError<name>``; ``detail`` says why (shown by pygraphrt).

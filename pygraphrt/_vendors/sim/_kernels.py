@@ -23,20 +23,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ._core import SimError, new_handle
+from ._core import SimError, new_handle, numpy
 
 IMAGE_MAGIC = b"\x7fPGRTSIM"  # then a little-endian u64 payload length, then JSON
-
-_numpy: Any = None  # numpy, imported by the first kernel that asks for an array (KernelContext.array)
-
-
-def _load_numpy() -> Any:
-    global _numpy
-    import numpy
-
-    _numpy = numpy
-    return numpy
-
 
 # -- the registry -------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -260,7 +249,7 @@ class KernelContext:
 
     def array(self, address: int, dtype: Any, count: int) -> Any:
         """A writable numpy array of ``count`` elements of ``dtype`` at ``address`` (needs numpy)."""
-        np = _numpy or _load_numpy()
+        np = numpy()
         dt = np.dtype(dtype)
         return np.frombuffer(self.memory(address, dt.itemsize * int(count)), dtype=dt)
 

@@ -43,7 +43,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from ._core import SimError
+from ._core import SimError, numpy
 
 LIBRARY_PATH = "<pygraphrt simulator: collectives among simulated devices>"
 VERSION_CODE = 22809  # the NCCL whose behaviour this stands in for (the GPU machine's 2.28.9)
@@ -691,14 +691,14 @@ class SimNccl:
         return data
 
     def _array(self, raw: bytes, dtype: int) -> Any:
-        import numpy as np
+        np = numpy()
 
         if dtype == 9:  # bfloat16: the upper half of a float32
             return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
         return np.frombuffer(raw, _DTYPES[dtype]).copy()
 
     def _bytes(self, values: Any, dtype: int) -> bytes:
-        import numpy as np
+        np = numpy()
 
         if dtype == 9:
             u = np.asarray(values, np.float32).view(np.uint32)
@@ -709,7 +709,7 @@ class SimNccl:
         self._runtime.memory.view(address, len(data), what)[:] = data
 
     def _reduce(self, arrays: list[Any], op: Op) -> Any:
-        import numpy as np
+        np = numpy()
 
         kind = op.redop if op.redop < _NUM_OPS else 0  # premul_sum: a sum of the multiplied inputs
         out = arrays[0].copy()
@@ -750,7 +750,7 @@ class SimNccl:
                 if r != op.root:
                     self._write(ranks[r][1].recv, data, f"rank {r}'s recvbuff")
         elif op.kind == "all_gather":
-            import numpy as np
+            np = numpy()
 
             data = self._bytes(np.concatenate([ranks[r][2] for r in order]), dt)
             for r in order:
