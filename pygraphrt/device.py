@@ -489,22 +489,26 @@ class Stream(Owned):
         d = _ptr(b, dst, "Stream.memcpy", "dst", True)
         s = _ptr(b, src, "Stream.memcpy", "src")
         n = _count(count)
+        eager = False
         if n:
             api = f"{b.ops.prefix}MemcpyAsync"
             _check_fits(b, dst, n, api, "destination")
             _check_fits(b, src, n, api, "source")
+            # Asked once, before the copy: a capture pygraphrt did not begin (torch's) must be
+            # seen, and a copy that succeeds leaves the answer as it was.
+            eager = self.capture_status is _capture_status().NONE
             # Eager copies only: a captured copy is checked by the runtime (and refused
             # without a crash), and an invalidated capture must answer as the runtime does.
-            if self.capture_status is _capture_status().NONE:
+            if eager:
                 b.ops.check_copy_range(_range_unknown(b, dst, d), _range_unknown(b, src, s), n, api)
         self._work("MemcpyAsync", d, s, n, kind, self.handle)
-        if self._capture is None:
+        if eager:
             # a Python buffer's host memory, which the runtime may read or write after we return
+            # (not while capturing: a capture would take the host function as a node)
             host = [x for x, c in ((dst, d), (src, s)) if _python_buffer(b, x, c)]
-            # (a capture pygraphrt did not begin would take the host function as a node)
-            if host and n and self.capture_status is _capture_status().NONE:
+            if host:
                 self._keep_until_run(host)
-        else:
+        elif self._capture is not None:
             self._retain(dst)
             self._retain(src)
 

@@ -747,6 +747,39 @@ def test_an_eager_copy_looks_up_only_the_operands_whose_range_it_does_not_know(s
     stream.synchronize()
 
 
+def test_an_eager_copy_asks_the_capture_status_once(stream, monkeypatch):
+    """An eager copy asks whether the stream is capturing (a capture pygraphrt did not begin
+    must be seen) once, before the copy: that answer also says whether a host buffer is kept
+    until the copy has run, or left to a capture's graph."""
+    ops = rt.lowlevel.backend_object().ops
+    calls: list[str] = []
+
+    def call(api: str, *args):
+        calls.append(api)
+        return type(ops).call(ops, api, *args)
+
+    kept: list[list[object]] = []
+    keep = type(stream)._keep_until_run
+
+    def keep_until_run(self, operands):
+        kept.append(operands)
+        return keep(self, operands)
+
+    monkeypatch.setattr(ops, "call", call)
+    monkeypatch.setattr(type(stream), "_keep_until_run", keep_until_run)
+    a, host = rt.malloc(64), bytearray(64)
+    array = np.zeros(16, np.float32)
+    # (dst, src, what is kept until the copy has run: host buffers, not device buffers)
+    for dst, src, want in ((a, host, [host]), (host, a, [host]), (a, array, [array]), (a, a, None)):
+        calls.clear()
+        kept.clear()
+        stream.memcpy(dst, src, 64)
+        assert calls.count("StreamIsCapturing") == 1, calls
+        assert kept == ([want] if want else []), kept
+    stream.synchronize()
+    assert host == bytearray(64)
+
+
 def test_a_host_buffer_shorter_than_the_count_is_refused_before_the_copy(stream):
     # A host address carries no size, so neither the runtime nor the simulator can refuse a copy
     # past a host buffer's end: pygraphrt must, from the object (found by the mutation check:
