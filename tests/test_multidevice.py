@@ -211,16 +211,21 @@ def test_device_keyword_before_a_second_device_is_used_records_and_marks_nothing
             behind = g.add_memset(buf, 3, 64, device=0, dependencies=[n])
         # (asked, then there and back; placing asks again in this rare case)
         assert calls[0] == "GetDevice" and calls[-2:] == ["SetDevice", "SetDevice"] and len(calls) <= 4
+        with runtime_calls(sim2) as again_calls:  # (the same arguments: the struct's fast test first)
+            again = g.add_memset(buf, 3, 64, device=0, dependencies=[behind])
+        assert again_calls == calls  # (which device is current: asked as often, not once more)
         assert multidevice.current(sim2) == 1
     finally:
         sim2.ops.call("SetDevice", 0)
-    assert not sim2.several and multidevice.node_devices(g) == {behind.handle: 0} and behind.device == 0
+    assert not sim2.several and multidevice.node_devices(g) == {behind.handle: 0, again.handle: 0}
+    assert behind.device == 0 and again.device == 0
     with rt.Device(1):
         buf1 = rt.malloc(64)
     sim2_several = sim2.several  # (the scope above used device 1: several since)
-    m = g.add_memset(buf1, 2, 64, device=1, dependencies=[behind])
+    m = g.add_memset(buf1, 2, 64, device=1, dependencies=[again])
     assert sim2_several and sim2.several and m.device == 1 and rt.current_device() == rt.Device(0)
-    assert multidevice.node_devices(g) == {first.handle: 0, warm.handle: 0, n.handle: 0, behind.handle: 0, m.handle: 1}
+    assert multidevice.node_devices(g) == {first.handle: 0, warm.handle: 0, n.handle: 0, behind.handle: 0,
+                                           again.handle: 0, m.handle: 1}
 
 
 def test_a_node_placed_on_a_second_device_first_marks_several_devices_in_use(sim2):

@@ -559,14 +559,16 @@ class Graph(Owned):
         # in __init__).  (The test is written as "anything differs" so that each failing part
         # jumps into the block right below it, and the hot path pays one far jump, not one per
         # part: a jump past a long block costs CPython an EXTENDED_ARG each.)
+        # (device= is tested first, so that ``here`` is set whenever a device was given: _unplaced
+        # may ask the runtime, and is asked once)
         l_dst, l_value, l_count, l_size, l_height, l_pitch, p, fn, arr, out, l_open, h, append = self._memset_last
-        if (dst is not l_dst or value is not l_value or count is not l_count
+        if ((device is not None and not (here := _unplaced(self, device)))
+                or dst is not l_dst or value is not l_value or count is not l_count
                 or element_size is not l_size or height is not l_height or pitch is not l_pitch
-                or l_open._handle is None or _kw_only is not KEYWORDS or edges is not None
-                or (device is not None and not _unplaced(self, device))):
+                or l_open._handle is None or _kw_only is not KEYWORDS or edges is not None):
             if _kw_only is not KEYWORDS:
                 raise positional_error("Graph.add_memset")
-            if device is not None and not _unplaced(self, device):
+            if device is not None and not here:
                 # (a partial, not a lambda: a closure would make every argument a cell variable,
                 # created on every call of this method, the hot ones included)
                 return _placed(self, device, "add_memset", _partial(
