@@ -6,7 +6,8 @@ the runtime has two or more devices -- with several in use (``with rt.Device(1)`
 that check and record devices):
 
 * ``stream.memcpy`` of 64 bytes between two pygraphrt buffers (the stream synchronized after
-  the loop), a capture of one such copy, ``malloc_async`` and its ``free``;
+  the loop), the same from a ``bytearray`` (host memory, kept alive until the copy has run), a
+  capture of one copy between buffers, ``malloc_async`` and its ``free``;
 * ``node.device`` of a memset node;
 * ``add_memset`` and ``add_kernel`` in a chain (each node after the last);
 * ``stream.launch`` of a one-block kernel.
@@ -60,6 +61,7 @@ def measure(quick: bool = False) -> dict[str, float]:
         _sim_twin()
     kernel = rt.Program(SOURCE, name="per_call.cu").kernel("per_call_add", signature=SIGNATURE)
     buf, buf2 = rt.malloc(1 << 12), rt.malloc(1 << 12)
+    host = bytearray(64)
     s = rt.Stream()
     node = rt.Graph().add_memset(buf, 1, 64)
     scale = 20 if quick else 1
@@ -79,6 +81,11 @@ def measure(quick: bool = False) -> dict[str, float]:
     def memcpy(n: int) -> None:
         for _ in range(n):
             s.memcpy(buf2, buf, 64)
+        s.synchronize()
+
+    def memcpy_host(n: int) -> None:
+        for _ in range(n):
+            s.memcpy(buf, host, 64)
         s.synchronize()
 
     def capture(n: int) -> None:
@@ -119,6 +126,7 @@ def measure(quick: bool = False) -> dict[str, float]:
                 pass
             assert active().several
         timed(f"{state}: stream.memcpy 64 B", memcpy, 2000)
+        timed(f"{state}: stream.memcpy 64 B from host", memcpy_host, 1000)
         timed(f"{state}: capture of one memcpy", capture, 300)
         timed(f"{state}: malloc_async + free", allocate, 1000)
         timed(f"{state}: node.device", node_device, 5000)

@@ -263,7 +263,7 @@ def test_per_call_figures_run_on_a_two_device_simulator():
             figs = measure(quick=True)
         finally:
             multidevice._reset_several(backend)
-    calls = ["stream.memcpy 64 B", "capture of one memcpy", "malloc_async + free", "node.device",
+    calls = ["stream.memcpy 64 B", "stream.memcpy 64 B from host", "capture of one memcpy", "malloc_async + free", "node.device",
              "add_memset (chain)", "add_kernel (chain)", "stream.launch (kernel)"]
     assert set(figs) == {f"{state}: {c}" for state in ("one", "several") for c in calls}, figs
     assert all(v > 0 for v in figs.values()), figs
