@@ -191,7 +191,7 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
         if cl is not None:
             contenders[f"{C_IN} cudaGraphAddEmptyNode ({shape})"] = lambda: _c_adds(rt, cl, shape, nodes)
         contenders.update(_memset_contenders(rt, ffi, lib, cbr, mbuf, shape, nodes))
-        for name, vals in rotated(contenders, build_trials(q), collect=True).items():
+        for name, vals in rotated(contenders, 3 if q else 5, collect=True).items():
             add(name, "instantiate per node" if " instantiate " in name else "build per node", vals)
     s.close()
 
@@ -199,15 +199,6 @@ def bench_pygraphrt(figs: dict[str, Figure], q: bool) -> None:
 def build_nodes(quick: bool) -> int:
     """How many nodes each build/instantiate graph has (the C baseline builds the same size)."""
     return 1000 if quick else 10000
-
-
-def build_trials(quick: bool) -> int:
-    """How many graphs each build contender builds per run (after its warm-up), the order
-    rotating; a run's figure is their median.  Eleven, not five (2026-11-28): on the shared
-    H200 hosts single trials of every contender ran at two speeds (a floor node 1.2-1.3 us
-    or 1.8-3.0), and where two of five trials of one contender fell into a slow period and
-    none of another's, a run's ratio moved by 30 % (docs/guide/performance.md, runs S to W7)."""
-    return 3 if quick else 11
 
 
 def _raw_adds(ffi, lib, api: str, nodes: int, chain: bool, params=None) -> float:
@@ -463,7 +454,7 @@ def bench_kernel_launch(figs: dict[str, Figure], q: bool) -> None:
         figs[name] = Figure("kernel launch on a stream", name, vals)
     s.close()
     nodes = build_nodes(q)
-    for name, vals in _bench_kernel_nodes(rt, k, buf, nodes, build_trials(q)).items():
+    for name, vals in _bench_kernel_nodes(rt, k, buf, nodes, 3 if q else 5).items():
         figs[name] = Figure("build per node", name, vals)
 
 
@@ -476,7 +467,7 @@ def bench_stub_kernel_nodes(figs: dict[str, Figure], q: bool) -> None:
 
     k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
     buf = rt.malloc(4)
-    for name, vals in _bench_kernel_nodes(rt, k, buf, build_nodes(q), build_trials(q)).items():
+    for name, vals in _bench_kernel_nodes(rt, k, buf, build_nodes(q), 3 if q else 5).items():
         figs[name] = Figure("build per node", name, vals)
     buf.close()
 
