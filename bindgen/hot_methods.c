@@ -70,6 +70,10 @@ static struct {
     /* one_device(): the bound backend's runtime has exactly one device, so `device=0` on an add
        names the current device and the C may take the call (multidevice.placed's answer) */
     int one_device;
+    /* record(): while several devices are in use, pygraphrt.multidevice.record_node, handed each
+       node an add made here (its device: the current one, or the one being placed on); NULL
+       while one device is in use (every node is device 0's then) */
+    PyObject *record;
     PyObject *fallback[_PGR_ALL_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_ALL_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_ALL_METHODS];       /* the UTF-8 text ml_doc points into */
@@ -276,10 +280,11 @@ static int _pgr_bind_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
 }
 
 /* Whether an add's `device=` value lets the C take the call: not given, None, or 0 where
- * device 0 is current -- on a one-device runtime always; else asked of the runtime.  The hot
- * adds run only while one device is in use (pygraphrt.multidevice turns them off with a
- * second), so a node on device 0 needs no switch and no record, as multidevice.placed finds.
- * Anything else -- another ordinal, a Device, a bad value -- takes the Python method. */
+ * device 0 is current -- on a one-device runtime always; else asked of the runtime.  A node on
+ * the current device needs no switch: while one device is in use no record either (as
+ * multidevice.placed finds), and while several are, record() records the current device, as
+ * placing it there would.  Anything else -- another ordinal, a Device, a bad value -- takes the
+ * Python method. */
 static int _pgr_device_here(PyObject *device) {
     long d;
     int current = -1;
@@ -447,9 +452,19 @@ static PyObject *_pgr_node_new(PyObject *self, PyObject *nodes, PyTypeObject *cl
     return node;
 }
 
+/* ... and, while several devices are in use, its device recorded (record(): the Python adds
+ * record it the same way; a failure to ask leaves the node made, as there) */
 static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
-    PyObject *handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
-    return handle == NULL ? NULL : _pgr_node_new(self, nodes, cls, handle);
+    PyObject *node, *record, *r, *handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
+    if (handle == NULL) return NULL;
+    node = _pgr_node_new(self, nodes, cls, handle);
+    if (node == NULL || _pgr_hot.record == NULL) return node;
+    record = Py_NewRef(_pgr_hot.record);  /* (another thread may set it while it runs) */
+    r = PyObject_CallFunctionObjArgs(record, self, node, NULL);
+    Py_DECREF(record);
+    if (r == NULL) Py_CLEAR(node);
+    else Py_DECREF(r);
+    return node;
 }
 
 /* Graph.add_empty(*, dependencies=None, edges=None) */
@@ -2173,8 +2188,25 @@ static PyObject *_pgr_one_device_set(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(_pgr_record_doc,
+"record(fn)\n--\n\n"
+"While ``fn`` is not None, each node the C adds make is handed to ``fn(graph, node)`` once made:\n"
+"pygraphrt.graph._hot sets pygraphrt.multidevice.record_node while several devices are in use\n"
+"(the node's device is recorded, as the Python adds record it), and None when that ends.");
+
+static PyObject *_pgr_record_set(PyObject *mod, PyObject *fn) {
+    (void)mod;
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "record: a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(_pgr_hot.record, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"one_device", _pgr_one_device_set, METH_VARARGS, _pgr_one_device_doc},
+    {"record", _pgr_record_set, METH_O, _pgr_record_doc},
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},

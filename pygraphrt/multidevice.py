@@ -512,8 +512,9 @@ def access_of(backend: Any, p: Any) -> dict[int, str]:
 def now_several(backend: Any) -> None:
     """Note that ``backend`` is used with more than one device (once): the graphs made so far
     record their nodes as device 0's (all there was), and the hooks the upper layers
-    registered (:func:`when_several`) run -- they hand the compiled hot methods' calls to
-    their Python methods, which make the several-device checks."""
+    registered (:func:`when_several`) run -- the compiled adds record each node's device from
+    then on, and hand add_kernel's calls to its Python method, which checks its arguments'
+    devices."""
     with _several_lock:
         if backend.several:
             return

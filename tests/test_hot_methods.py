@@ -715,6 +715,53 @@ def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
     assert len(paths) == KERNEL.count("case(\"")
 
 
+SEVERAL = PROBE + FAKE_KERNEL + """
+    import ctypes as C
+    from pygraphrt import multidevice
+    fake = C.CDLL(rt.backend().library_path)
+    C.c_int.in_dll(fake, "fake_device_count").value = 2
+    current = C.c_int.in_dll(fake, "fake_current_device")
+    backend = lowlevel.backend_object()
+    g = rt.Graph()
+    r = g.add_empty()
+    g.add_kernel(k, 1, 32, ARGS, dependencies=[r])  # (the kernel's first node: Python in both modes)
+    case("one device in use: no record", lambda: (g.add_memset(a, 1, 4, dependencies=[r]).device,
+                                                   multidevice.node_devices(g)))
+    multidevice.now_several(backend)  # (as a scope or an allocation on device 1 makes it)
+    def made(node):
+        return type(node).__name__, node.device, multidevice.node_devices(g).get(node.handle)
+    for device in (1, 0):
+        current.value = device  # (set behind pygraphrt's back, as torch.cuda.set_device would)
+        case(f"empty on {device}", lambda: made(g.add_empty(dependencies=[r])))
+        case(f"memset on {device}", lambda: made(g.add_memset(a, 1, 4, dependencies=[r])))
+        case(f"memset buffer on {device}", lambda: made(g.add_memset(buf, 2, 8, dependencies=[r])))
+        case(f"copy on {device}", lambda: made(g.add_memcpy(a, a + 32, 16, dependencies=[r])))
+        case(f"kernel on {device}", lambda: made(g.add_kernel(k, 1, 32, ARGS, dependencies=[r])))
+    current.value = 0
+    case("device=0 current", lambda: made(g.add_memset(a, 3, 4, dependencies=[r], device=0)))
+    multidevice._reset_several(backend)
+    case("one device again: no record", lambda: (g.add_empty(dependencies=[r]).device, len(multidevice.node_devices(g))))
+"""
+
+
+@needs_fast
+def test_with_several_devices_in_use_the_c_adds_record_each_nodes_device(either_fake):
+    """Once several devices are in use, the compiled empty, memset and copy adds stay in C and
+    record each node's device (the current one) as the Python adds do; add_kernel takes the
+    Python method, which checks its arguments' devices.  Back to one device, nothing is recorded."""
+    paths = _same_results_and_paths(either_fake, SEVERAL)
+    rows = {label: result for label, result, _ in _rows(run_mode(either_fake, "1", SEVERAL))}
+    assert rows["one device in use: no record"] == "(0, {})"
+    for device in (1, 0):
+        for what, cls in (("empty", "EmptyNode"), ("memset", "MemsetNode"), ("memset buffer", "MemsetNode"),
+                          ("copy", "MemcpyNode"), ("kernel", "KernelNode")):
+            assert rows[f"{what} on {device}"] == f"('{cls}', {device}, {device})", (what, device)
+            assert paths[f"{what} on {device}"] == ("py" if what == "kernel" else "c"), (what, device)
+    assert rows["device=0 current"] == "('MemsetNode', 0, 0)" and paths["device=0 current"] == "c"
+    assert paths["one device in use: no record"] == paths["one device again: no record"] == "c"
+    assert rows["one device again: no record"] == "(0, 14)"  # (the 3 nodes before several began: as 0)
+
+
 def test_kernel_nodes_results(fake_cudart):  # noqa: F811
     """What the KERNEL script prints (ABI mode): the cases mean what their labels say."""
     out = run_mode(fake_cudart, "0", KERNEL)

@@ -101,7 +101,7 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
                 bound = (c["Graph"], c["GraphExec"], Stream, c["Node"], c["EmptyNode"], c["MemsetNode"],
                          DeviceBuffer, c["MemcpyNode"])
                 hot.bind(backend, backend.ops.error, api, ctypes, bound)
-                _python_with_several_devices(backend, hot, api, ctypes, bound)
+                _record_with_several_devices(backend, hot, api, ctypes, bound)
                 for i, ((cls_name, method, _name), on) in enumerate(zip(HOT_METHODS, api)):
                     if i == _KERNEL:
                         continue  # (add_kernel: install_kernel_nodes)
@@ -116,16 +116,26 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
         backend.memo["_hot_methods"] = done if why is None else why
 
 
-def _python_with_several_devices(backend: Any, hot: Any, api: tuple[str | None, ...], ctypes: tuple[Any, ...],
+def _record_with_several_devices(backend: Any, hot: Any, api: tuple[str | None, ...], ctypes: tuple[Any, ...],
                                  classes: tuple[type, ...]) -> None:
-    """Once ``backend`` is used with several devices, its node adds take the Python methods
-    (the C hands them every call: their API names None), which record each node's device and
-    check kernel arguments' devices (pygraphrt.multidevice); a one-device program keeps the C."""
-    from ..multidevice import when_several
+    """Once ``backend`` is used with several devices, the C adds hand each node they make to
+    ``multidevice.record_node``, which records its device as the Python adds do; ``add_kernel``
+    takes the Python method then (the C hands it every call: its API name None), which also
+    checks each kernel argument's device against the node's (``multidevice``).  A one-device
+    program records nothing."""
+    from ..multidevice import record_node, when_several
 
-    python_adds = (api[0],) + (None,) * (len(api) - 1)  # GraphExec.launch stays C
-    when_several(backend, lambda: hot.bind(backend, backend.ops.error, python_adds, ctypes, classes),
-                 lambda: hot.bind(backend, backend.ops.error, api, ctypes, classes))
+    kernels_in_python = tuple(None if i == _KERNEL else name for i, name in enumerate(api))
+
+    def several() -> None:
+        hot.record(record_node)  # (first: an add between the two calls records, as it must)
+        hot.bind(backend, backend.ops.error, kernels_in_python, ctypes, classes)
+
+    def one() -> None:
+        hot.bind(backend, backend.ops.error, api, ctypes, classes)
+        hot.record(None)
+
+    when_several(backend, several, one)
 
 
 def install_kernel_nodes(backend: Any) -> bool:
@@ -178,7 +188,7 @@ def in_c(backend: Any) -> bool:
     install(backend)
     done = backend.memo["_hot_methods"]
     return (isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
-            and not backend.several)  # (several devices: the Python adds record node devices)
+            and not backend.several)  # (several devices: add_nodes' Python loop records node devices)
 
 
 def status(backend: Any) -> str:

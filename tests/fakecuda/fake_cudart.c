@@ -67,16 +67,17 @@ static cudaError_t fail(cudaError_t e) { last_error = e; return e; }
 
 cudaError_t cudaRuntimeGetVersion(int *v) { *v = CUDART_VERSION; return cudaSuccess; }
 cudaError_t cudaDriverGetVersion(int *v) { *v = FAKE_DRIVER_VERSION; return cudaSuccess; }
-/* fake_device_count devices (1 unless a test says otherwise), of which device 0 is current
- * and the only one usable (there is no cudaSetDevice); fake_runtime_device_queries counts
- * the runtime's answers to "which device" (fake_driver_device_queries the driver's
- * cuCtxGetDevice's, with FAKE_DRIVER_DIRECT). */
+/* fake_device_count devices (1 unless a test says otherwise), of which fake_current_device
+ * (0 unless a test sets it, as another library switching devices would) is current; there is
+ * no cudaSetDevice.  fake_runtime_device_queries counts the runtime's answers to "which
+ * device" (fake_driver_device_queries the driver's cuCtxGetDevice's, with FAKE_DRIVER_DIRECT). */
 int fake_device_count = 1;
+int fake_current_device;
 cudaError_t cudaGetDeviceCount(int *n) { *n = fake_device_count; return cudaSuccess; }
 int fake_runtime_device_queries;
 cudaError_t cudaGetDevice(int *d) {
   fake_runtime_device_queries++;
-  *d = 0;
+  *d = fake_current_device;
   return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { cudaError_t e = last_error; last_error = cudaSuccess; return e; }
@@ -348,7 +349,7 @@ static CUresult drv_ctx_get_device(CUdevice *d) {
   fake_driver_device_queries++;
   if (fake_driver_refuses) return CUDA_ERROR_UNKNOWN;
   if (fake_no_context) return CUDA_ERROR_INVALID_CONTEXT;
-  *d = 0;
+  *d = fake_current_device;
   return CUDA_SUCCESS;
 }
 static CUresult drv_add_memset(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,

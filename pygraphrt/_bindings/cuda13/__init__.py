@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = 'f6a22ce2459e6ea71284c997bfd7ac07e3aed55296233ea14f664b93f841ca82'
+FAST_SHA256 = '44bc5ca652aa554400bb4a37806621779d026bbcd0c9baf3de74ac3d11f5ab35'
 
 
 def __getattr__(name):
