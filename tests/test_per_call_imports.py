@@ -56,6 +56,7 @@ def workload(rounds: int, kernel: Any) -> None:
         prev = g.add_kernel(kernel, 1, 32, (buf, i, 16), dependencies=[prev], device=0)
         prev = g.add_empty(dependencies=[prev])
         prev = g.add_event_record(e, dependencies=[prev])
+        prev = g.add_nodes([("empty", {}, [prev]), ("memset", {"dst": buf, "value": 1, "count": 64}, [0])])[-1]
     for node in kernel_nodes:
         assert node.params["args"] is not None and node.device == 0 and node.dependencies
     for node in g.nodes():

@@ -42,6 +42,7 @@ _MEMSET_LIMIT = {1: 1 << 8, 2: 1 << 16, 4: 1 << 32}  # element size -> values it
 _kernel_nodes: Any = None  # graph/_kernel, loaded by the first add_kernel (it brings in pygraphrt.kernels)
 _GraphExec: Any = None  # graph/_exec.GraphExec, loaded by the first instantiate (_exec imports this module)
 _Kernel: Any = None  # kernels.Kernel, set with _kernel_nodes (add_kernel's hot dispatch tests it)
+_bulk: Any = None  # graph/_bulk, loaded by the first add_nodes / add_networkx
 
 
 def _load_kernel_nodes() -> Any:
@@ -51,6 +52,14 @@ def _load_kernel_nodes() -> Any:
     _kernel_nodes = _kernel
     _Kernel = _kernel.Kernel
     return _kernel
+
+
+def _load_bulk() -> Any:
+    global _bulk
+    from . import _bulk as bulk
+
+    _bulk = bulk
+    return bulk
 
 
 def _load_graph_exec() -> Any:
@@ -826,9 +835,7 @@ class Graph(Owned):
         objects until read); other specs go through the one-node methods.  If a spec fails,
         the nodes made before it stay in the graph and the exception says which spec failed.
         """
-        from . import _bulk
-
-        return _bulk.add_nodes(self, specs, names)
+        return (_bulk or _load_bulk()).add_nodes(self, specs, names)  # type: ignore[no-any-return]
 
     def add_networkx(self, dag: Any, *, kind: str = "kind", params: str = "params") -> dict[Any, Node]:
         """Add a networkx DAG's nodes and edges in one call (:meth:`add_nodes`).
@@ -837,9 +844,7 @@ class Graph(Owned):
         give its ``add_<kind>`` call; every DAG edge becomes a dependency.  Returns
         DAG node -> graph node.
         """
-        from . import _bulk
-
-        return _bulk.add_networkx(self, dag, kind, params)
+        return (_bulk or _load_bulk()).add_networkx(self, dag, kind, params)  # type: ignore[no-any-return]
 
     def add_node(self, node_type: NodeType, *, dependencies: Iterable[Node] | None = None,
                  edges: Sequence[EdgeData] | None = None, **params: Any) -> Node:
