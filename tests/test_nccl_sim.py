@@ -55,6 +55,31 @@ def each(comms, fn):
             fn(r, c)
 
 
+def replay_each_rank(exes, streams, steps: int, join_s: float) -> None:
+    """Launch rank r's executable graph ``steps`` times on ``streams[r]`` with device r current,
+    from a thread per rank (a rank's collective waits for the other's part), then wait for the
+    stream, watching the communicators the graph captured (``nccl.synchronize``, bounded); the threads are joined within ``join_s`` seconds, and
+    none may hang or fail."""
+    problems = []
+
+    def replay(r: int) -> None:
+        try:
+            with rt.Device(r):
+                for _ in range(steps):
+                    exes[r].launch(streams[r])
+                nccl.synchronize(streams[r], [exes[r]], timeout=30)
+        except BaseException as exc:  # reported below
+            problems.append(f"rank {r}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=replay, args=(r,)) for r in range(len(exes))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(join_s)
+    assert not any(t.is_alive() for t in threads), "a replay thread hung"
+    assert problems == []
+
+
 def test_the_library_is_the_simulators(sim2, monkeypatch):
     monkeypatch.delenv("PYGRAPHRT_NCCL", raising=False)
     lib = nccl.library()
@@ -163,24 +188,7 @@ def test_a_captured_step_replayed_100x_equals_eager_and_numpy(sim2):
         step(1, 3)
     exes = [cap.graph.instantiate() for cap in caps]
     assert [nccl.communicators_of(e) for e in exes] == [[comms[0]], [comms[1]]]
-    problems = []
-
-    def replay(r: int) -> None:
-        try:
-            with rt.Device(r):
-                for _ in range(STEPS):
-                    exes[r].launch(s[r])
-                nccl.synchronize(s[r], timeout=30)
-        except BaseException as exc:  # reported below
-            problems.append(f"rank {r}: {type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=replay, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "a replay thread hung"
-    assert problems == []
+    replay_each_rank(exes, s, STEPS, join_s=120)
     for r in range(2):
         assert (read(bufs[r][1], np.float32, N) == eager[r]).all(), r
         assert (read(bufs[r][3], np.float32, 2 * N) == np.concatenate(eager)).all(), r

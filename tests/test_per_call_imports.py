@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import collections
 import sys
-import threading
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -28,6 +27,7 @@ from pygraphrt import multidevice, nccl
 from tests import sim_kernels  # noqa: F401  (registers the simulator's twin of add_u32)
 
 from .backends import simulator
+from .test_nccl_sim import replay_each_rank
 from .test_operands import GpuDlpack
 
 # the conformance suite's add_u32 (pygraphrt/conformance/_case.py), whose twin tests/sim_kernels has
@@ -130,24 +130,7 @@ def nccl_workload(rounds: int, comms: list[Any]) -> None:
             for _ in range(rounds):
                 c.all_reduce(bufs[r][0], bufs[r][1], streams[r][0], "sum", dtype="float32", count=n)
         exes.append(cap.graph.instantiate())
-    problems: list[str] = []
-
-    def replay(r: int) -> None:  # (a rank's graph waits for the other's: one thread per rank)
-        try:
-            with rt.Device(comms[r].device):
-                for _ in range(rounds):
-                    exes[r].launch(streams[r][0])
-                nccl.synchronize(streams[r][0], [exes[r]], timeout=30)
-        except BaseException as exc:  # reported below
-            problems.append(f"rank {r}: {type(exc).__name__}: {exc}")
-
-    threads = [threading.Thread(target=replay, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not any(t.is_alive() for t in threads), "a replay thread hung"
-    assert problems == []
+    replay_each_rank(exes, [s[0] for s in streams], rounds, join_s=60)  # (rank r on device r)
 
 
 def imports_run(call: Callable[[], None]) -> collections.Counter[str]:
