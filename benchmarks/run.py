@@ -746,7 +746,8 @@ def run_mode(outdir: Path, mode: str, quick: bool) -> dict[str, Figure]:
     figs = {}
     for f in data["figures"]:
         name = f"{f['name']} [{mode}]"
-        figs[name] = Figure(f["group"], name, f["trials_us"], unit=f["unit"], note=f["note"])
+        figs[name] = Figure(f["group"], name, f["trials_us"], unit=f["unit"], note=f["note"],
+                            rounds=f.get("rounds", ""))
     return figs
 
 

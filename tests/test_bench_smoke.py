@@ -210,6 +210,73 @@ def test_repeated_runs_combine_ratio_by_ratio():
     assert "runs" not in single and single.rstrip().endswith("yes")
 
 
+def test_figures_timed_in_the_same_rounds_are_compared_round_by_round(tmp_path):
+    """Two figures from one rotated() call carry its round tag, and their ratio is the median of
+    the round-by-round ratios: a slow period that catches three of one contender's five trials
+    and two of the other's (each round's pair shares it) moves the ratio of the medians, not
+    this.  Figures from different calls, or given in only some rounds, are not paired; the tag
+    survives the child's JSON (run_mode), and the table says which ratios are paired."""
+    from benchmarks.run import run_mode
+    from benchmarks.stats import Figure, combine_ratios, pool_figures, ratio, rotated, table
+
+    # Per round: the floor's trial, and pygraphrt's at 1.2x it; rounds 2-4 are slow (x2) for
+    # both, but the rotation puts the floor's third trial before the slow period began.
+    floor = iter([1.0, 1.0, 1.0, 2.0, 2.0])
+    slow = iter([1, 1, 2, 2, 2])
+    res = rotated({"py": lambda: {"py": 1.2 * next(slow)}, "floor": lambda: {"floor": next(floor)}}, 4)
+    # (the warm-up round took the first value of each)
+    assert res["py"] == [1.2, 2.4, 2.4, 2.4] and res["floor"] == [1.0, 1.0, 2.0, 2.0]
+    figs = {n: Figure("g", n, v) for n, v in res.items()}
+    assert figs["py"].rounds and figs["py"].rounds == figs["floor"].rounds
+    r = ratio(figs, "T", "py", "floor", "<= 1.25", limit=1.25)
+    # round by round: 1.2, 2.4, 1.2, 1.2; the medians' ratio: 2.4 / 1.5 = 1.6
+    assert r.paired and abs(r.value - 1.2) < 1e-12 and r.met
+    assert abs(r.of_medians[0] - 1.6) < 1e-12
+    assert "[paired; of medians 1.600]" in table([], [r])
+
+    other = rotated({"floor": lambda: {"floor": 1.0}}, 4)["floor"]
+    assert other.rounds != figs["py"].rounds
+    figs2 = {"py": figs["py"], "floor": Figure("g", "floor", other)}
+    unpaired = ratio(figs2, "T", "py", "floor", "<= 1.25", limit=1.25)
+    assert not unpaired.paired and unpaired.value == 2.4 and "paired" not in table([], [unpaired])
+    # a figure given in only some rounds carries no tag
+    n = iter(range(10))
+    some = rotated({"a": lambda: {"a": 1.0, **({"b": 2.0} if next(n) % 2 else {})}}, 4)
+    assert some["a"].rounds and not some["b"].rounds
+
+    combined = combine_ratios([[r], [r]])[0]
+    assert combined.paired and combined.of_medians == r.of_medians * 2
+    assert not combine_ratios([[r], [unpaired]])[0].paired
+    assert not pool_figures([figs, figs])["py"].rounds  # (each run's rounds are its own)
+
+    # the child's JSON keeps the tag (the child is a stand-in writing figures as run.py's does)
+    import dataclasses
+    import json as _json
+    import subprocess
+
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "__init__.py").write_text("")
+    (tmp_path / "benchmarks" / "run.py").write_text(
+        "import json, sys\nfrom pathlib import Path\n"
+        f"figs = {_json.dumps([dataclasses.asdict(f) for f in figs.values()])}\n"
+        "Path(sys.argv[1], '.figures-abi.json').write_text(json.dumps({'mode': 'abi', 'figures': figs}))\n")
+    real = subprocess.run
+
+    def run_stand_in(cmd, env=None, **kw):
+        return real(cmd, env=dict(env, PYTHONPATH=str(tmp_path)), cwd=tmp_path, **kw)
+
+    import benchmarks.run as run
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(run.subprocess, "run", run_stand_in)
+    try:
+        back = run_mode(tmp_path, "abi", True)
+    finally:
+        mp.undo()
+    assert back["py [abi]"].rounds == figs["py"].rounds
+    assert ratio(back, "T", "py [abi]", "floor [abi]", "<= 1.25", limit=1.25).paired
+
+
 def test_cold_start_is_set_against_the_driver_floor():
     """The driver's own cold start (no binding) is measured beside the two bindings: `S*` is the
     best `S` any binding could reach on the machine, `<mode>:Sf` pygraphrt's over that floor."""
@@ -328,13 +395,6 @@ def test_collectives_group_runs_its_timing_on_the_simulator(capsys):
         assert "torch is not installed" in reason or "not cuda" in reason, reason
         assert collectives.run(Path("unused"), True) == 0
         assert "collectives group skipped" in capsys.readouterr().out
-
-
-def test_compute_group_runs_on_the_simulator(tmp_path):
-    """scripts/bench --group compute --quick end to end on the simulator (its figures describe the
-    simulator, not a GPU: the harness is what is checked): the figures of both quick sizes, the
-    nodes each update touched, the runtime's calls subtracted trial by trial, the target rows and
-    the garbage-collection setting stated."""
 
 
 def _fake_runtime(fail_at: int = -1):
