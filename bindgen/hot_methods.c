@@ -59,8 +59,9 @@ static struct {
        _signature, _node_layout, form slots (kernels_bound: 0 until then, add_kernel stays Python) */
     int kernels_bound;
     PyTypeObject *kernel_cls, *library_cls, *kernel_node_cls, *async_buffer_cls;
-    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form, l_handle, ab_backend, ab_handle;
-    /* (l_: Library's _handle slot; ab_: AsyncBuffer's _backend and _handle slots) */
+    Py_ssize_t k_backend, k_func, k_owner, k_signature, k_layout, k_form, l_handle, ab_backend, ab_handle, k_on_devices;
+    /* (l_: Library's _handle slot; ab_: AsyncBuffer's _backend and _handle slots; k_on_devices:
+       Kernel's device -> copy table, Kernel._for_device's) */
     /* bind_launch(): the Backend whose kernels and streams take the C launch, the cffi types of a
        stream and of void *, and Kernel's _launch_layout slot (the other slots and classes it reads
        are those above: the same classes, whichever bind filled them) */
@@ -74,6 +75,10 @@ static struct {
        node an add made here (its device: the current one, or the one being placed on); NULL
        while one device is in use (every node is device 0's then) */
     PyObject *record;
+    /* several(): the backend is used with several devices (pygraphrt.multidevice.when_several):
+       a kernel's node or launch takes the C only where _pgr_runs_on finds what the Python
+       methods' device checks would pass */
+    int several;
     PyObject *fallback[_PGR_ALL_METHODS];  /* the Python methods replaced */
     PyObject *descr[_PGR_ALL_METHODS];     /* the method descriptors made (once each) */
     PyObject *doc[_PGR_ALL_METHODS];       /* the UTF-8 text ml_doc points into */
@@ -82,7 +87,8 @@ static struct {
 static PyObject *_pgr_s_handle, *_pgr_s_stream, *_pgr_s_dependencies,
     *_pgr_s_edges, *_pgr_s_dst, *_pgr_s_value, *_pgr_s_count, *_pgr_s_element_size, *_pgr_s_height,
     *_pgr_s_pitch, *_pgr_s_kernel, *_pgr_s_grid, *_pgr_s_block, *_pgr_s_args, *_pgr_s_shared_mem,
-    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep, *_pgr_s_device, *_pgr_s_src;
+    *_pgr_s_attributes, *_pgr_s_backend, *_pgr_s_capture, *_pgr_s_keep, *_pgr_s_device, *_pgr_s_src,
+    *_pgr_s_private_device;
 
 /* ---- small helpers ---- */
 
@@ -729,12 +735,45 @@ static int _pgr_kernel_func(PyObject *kernel, PyObject *void_p, void **out) {
     return 1;
 }
 
+/* Several devices in use: whether `kernel` runs on device `d` as what the Python methods'
+ * checks (multidevice.check_launch) would pass -- the kernel itself there (its _on_devices maps
+ * d to None: Kernel._for_device put that there once it found the code runs on d), and every
+ * pygraphrt buffer among the `n` arguments `items` d's memory or of no known device
+ * (check_kernel_buffers refuses only another device's memory d has no peer access to; whether
+ * it has is the Python method's to judge, as is everything else).  1, or 0 (no exception). */
+static int _pgr_runs_on(PyObject *kernel, int d, PyObject *const *items, Py_ssize_t n) {
+    PyObject *on = _PGR_SLOT(kernel, _pgr_hot.k_on_devices), *key, *v, *md;
+    Py_ssize_t i;
+    int same;
+    if (on == NULL || !PyDict_CheckExact(on) || (key = PyLong_FromLong(d)) == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    v = PyDict_GetItemWithError(on, key);  /* (int keys: no Python code runs) */
+    Py_DECREF(key);
+    if (v != Py_None) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (i = 0; i < n; i++) {
+        if (!Py_IS_TYPE(items[i], _pgr_hot.buffer_cls) && !Py_IS_TYPE(items[i], _pgr_hot.async_buffer_cls)) continue;
+        if ((md = _pgr_attr(items[i], _pgr_s_device)) == NULL) return 0;  /* (an instance attribute of both) */
+        same = md == Py_None || (PyLong_CheckExact(md) && PyLong_AsLong(md) == d);
+        Py_DECREF(md);
+        if (!same) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *v[9] = {NULL, NULL, NULL, NULL, NULL, NULL, Py_None, Py_None, NULL};
     enum { KERNEL, GRID, BLOCK, ARGS, SMEM, ATTRS, DEPS, EDGES, DEVICE };
     PyObject *const names[9] = {_pgr_s_kernel, _pgr_s_grid, _pgr_s_block, _pgr_s_args, _pgr_s_shared_mem,
                                 _pgr_s_attributes, _pgr_s_dependencies, _pgr_s_edges, _pgr_s_device};
-    PyObject *kernel, *layout, *form, *keep = NULL, *res = NULL;
+    PyObject *kernel, *layout, *form, *keep = NULL, *res = NULL, *snapshot = NULL;
     PyObject *const *items = NULL;
     PyObject *owners[_PGR_KERNEL_MAX_PARAMS];  /* the buffers among the arguments (new references) */
     Py_ssize_t nitems = 0;
@@ -744,11 +783,15 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     unsigned int dims[7];
     unsigned long long smem = 0;
     unsigned int n, size;
-    int form_code;
+    int form_code, device = 0;
     const char *desc;
     _pgr_add_args a;
     int rc;
     if (!_pgr_bind_args(args, nargs, kwnames, names, 9, 4, 3, v)) goto fallback;
+    /* several devices in use: the node runs on the current device (a placed add has made it
+       current), and record() records it; without record() set -- the moment several() is
+       turned on or off -- the Python method takes the call */
+    if (_pgr_hot.several && (_pgr_hot.record == NULL || _pgr_hot_get_device(&device) != 0)) goto fallback;
     if (v[EDGES] != Py_None || !_pgr_device_here(v[DEVICE]) ||
         (v[ATTRS] != NULL && v[ATTRS] != Py_None) || !_pgr_hot.kernels_bound || !_pgr_on(_PGR_ADD_KERNEL))
         goto fallback;
@@ -775,9 +818,16 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
        meanwhile), packed at the signature's offsets */
     if (v[ARGS] != NULL) {
         if (!PyTuple_CheckExact(v[ARGS]) && !PyList_CheckExact(v[ARGS])) goto fallback;
-        items = PySequence_Fast_ITEMS(v[ARGS]);
-        nitems = PySequence_Fast_GET_SIZE(v[ARGS]);
+        /* (with several devices in use a list is read from a copy: the arguments' devices are
+           read as attributes, which packing from the list must not follow) */
+        if (_pgr_hot.several && PyList_CheckExact(v[ARGS]) && (snapshot = PyList_AsTuple(v[ARGS])) == NULL) {
+            PyErr_Clear();
+            goto fallback;
+        }
+        items = PySequence_Fast_ITEMS(snapshot ? snapshot : v[ARGS]);
+        nitems = PySequence_Fast_GET_SIZE(snapshot ? snapshot : v[ARGS]);
     }
+    if (_pgr_hot.several && !_pgr_runs_on(kernel, device, items, nitems)) goto fallback;
     if (nitems != (Py_ssize_t)n ||
         !_pgr_pack_args(items, n, desc, size, buf.bytes, argv, _pgr_hot.backend, _pgr_hot.ct_void_p))
         goto fallback;
@@ -801,6 +851,7 @@ fallback:
     res = _pgr_fallback(_PGR_ADD_KERNEL, self, args, nargs, kwnames);
 done:
     Py_XDECREF(keep);
+    Py_XDECREF(snapshot);
     for (k = 0; k < nown; k++) Py_DECREF(owners[k]);
     return res;
 }
@@ -836,7 +887,7 @@ static int _pgr_capture_keep(PyObject *keep, PyObject *kernel, PyObject *const *
 static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyObject *kernel,
                                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
     PyObject *layout, *failed = NULL, *smem_obj = NULL, *sb = NULL, *sh = NULL, *cap = NULL, *keep = NULL,
-             *res = NULL;
+             *res = NULL, *sd = NULL;
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     union { char bytes[_PGR_KERNEL_MAX_BYTES]; long double align_ld; void *align_p; long long align_ll; } buf;
     void *argv[_PGR_KERNEL_MAX_PARAMS], *func_p = NULL, *stream_p = NULL;
@@ -880,6 +931,18 @@ static PyObject *_pgr_kernel_launch(int m, PyObject *self, PyObject *stream, PyO
     if (cap == NULL) goto fallback;
     if (cap != Py_None && ((keep = _pgr_attr(cap, _pgr_s_keep)) == NULL || !PyList_CheckExact(keep)))
         goto fallback;
+    /* several devices in use: the kernel runs on the stream's device, as far as pygraphrt knows
+       it (a stream whose device it has not asked yet, or the legacy default stream's, takes the
+       Python method, which asks), with the checks of _pgr_runs_on */
+    if (_pgr_hot.several) {
+        long d;
+        sd = _pgr_attr(stream, _pgr_s_private_device);
+        if (sd == NULL || !PyLong_CheckExact(sd) || (d = PyLong_AsLong(sd)) < 0 || d > INT_MAX ||
+            !_pgr_runs_on(kernel, (int)d, args + 3, n)) {
+            PyErr_Clear();
+            goto fallback;
+        }
+    }
     Py_BEGIN_ALLOW_THREADS
     rc = ((_pgr_launch_fn)(uintptr_t)address)(func_p, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
                                               (unsigned int)smem, stream_p, n ? argv : NULL, NULL);
@@ -908,6 +971,7 @@ done:
     Py_XDECREF(sh);
     Py_XDECREF(cap);
     Py_XDECREF(keep);
+    Py_XDECREF(sd);
     return res;
 }
 
@@ -1287,11 +1351,11 @@ PyDoc_STRVAR(_pgr_bind_kernels_doc,
  * same classes, the same offsets). */
 static int _pgr_kernel_slots(PyTypeObject *kernel, PyTypeObject *library, PyTypeObject *async_buffer,
                              Py_ssize_t *off) {
-    static const char *const slots[7] = {"_backend", "_func", "_owner", "_signature", "_handle", "_backend",
-                                         "_handle"};
-    PyTypeObject *const cls[7] = {kernel, kernel, kernel, kernel, library, async_buffer, async_buffer};
+    static const char *const slots[8] = {"_backend", "_func", "_owner", "_signature", "_handle", "_backend",
+                                         "_handle", "_on_devices"};
+    PyTypeObject *const cls[8] = {kernel, kernel, kernel, kernel, library, async_buffer, async_buffer, kernel};
     int i;
-    for (i = 0; i < 7; i++)
+    for (i = 0; i < 8; i++)
         if ((off[i] = _pgr_slot_offset(cls[i], slots[i])) < 0) return -1;
     return 0;
 }
@@ -1305,6 +1369,7 @@ static void _pgr_set_kernel_slots(PyTypeObject *kernel, PyTypeObject *library, P
     _pgr_hot.l_handle = off[4];
     _pgr_hot.ab_backend = off[5];
     _pgr_hot.ab_handle = off[6];
+    _pgr_hot.k_on_devices = off[7];
     Py_XSETREF(_pgr_hot.kernel_cls, (PyTypeObject *)Py_NewRef(kernel));
     Py_XSETREF(_pgr_hot.library_cls, (PyTypeObject *)Py_NewRef(library));
     Py_XSETREF(_pgr_hot.async_buffer_cls, (PyTypeObject *)Py_NewRef(async_buffer));
@@ -1313,7 +1378,7 @@ static void _pgr_set_kernel_slots(PyTypeObject *kernel, PyTypeObject *library, P
 static PyObject *_pgr_bind_kernels(PyObject *mod, PyObject *args) {
     PyObject *classes;
     PyTypeObject *cls[4];
-    Py_ssize_t off[7], layout, form;
+    Py_ssize_t off[8], layout, form;
     (void)mod;
     if (!PyArg_ParseTuple(args, "O!", &PyTuple_Type, &classes)) return NULL;
     if (_pgr_hot.node_cls == NULL) {
@@ -1348,7 +1413,7 @@ PyDoc_STRVAR(_pgr_bind_launch_doc,
 static PyObject *_pgr_bind_launch(PyObject *mod, PyObject *args) {
     PyObject *backend, *ctypes, *classes;
     PyTypeObject *cls[5];
-    Py_ssize_t off[7], launch, b_backend, b_handle;
+    Py_ssize_t off[8], launch, b_backend, b_handle;
     (void)mod;
     if (!PyArg_ParseTuple(args, "OO!O!", &backend, &PyTuple_Type, &ctypes, &PyTuple_Type, &classes)) return NULL;
     if (PyTuple_GET_SIZE(ctypes) != 2) {
@@ -2204,8 +2269,32 @@ static PyObject *_pgr_record_set(PyObject *mod, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(_pgr_several_doc,
+"several(flag[, record])\n--\n\n"
+"Whether the bound backend is used with several devices (pygraphrt.graph._hot and\n"
+"pygraphrt.kernels._hot set it from pygraphrt.multidevice.when_several), and with ``record``\n"
+"given, record()'s function in the same step (so that no add runs between the two).  A kernel's\n"
+"node or launch then takes the C only where the kernel runs on the node's or stream's device as\n"
+"itself and no pygraphrt buffer among its arguments is another device's memory; a kernel node\n"
+"also needs record() set.  Anything else goes to the Python methods, which check it.");
+
+static PyObject *_pgr_several_set(PyObject *mod, PyObject *args) {
+    int flag;
+    PyObject *fn = NULL;
+    (void)mod;
+    if (!PyArg_ParseTuple(args, "p|O", &flag, &fn)) return NULL;
+    if (fn != NULL && fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_SetString(PyExc_TypeError, "several: record must be a callable or None");
+        return NULL;
+    }
+    _pgr_hot.several = flag;
+    if (fn != NULL) Py_XSETREF(_pgr_hot.record, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"one_device", _pgr_one_device_set, METH_VARARGS, _pgr_one_device_doc},
+    {"several", _pgr_several_set, METH_VARARGS, _pgr_several_doc},
     {"record", _pgr_record_set, METH_O, _pgr_record_doc},
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
@@ -2232,12 +2321,13 @@ PyMODINIT_FUNC _PGR_HOT_INIT(void) {
     static const char *const names[] = {"_handle", "stream", "dependencies", "edges", "dst",
                                         "value", "count", "element_size", "height", "pitch", "kernel", "grid",
                                         "block", "args", "shared_mem", "attributes", "_backend", "_capture", "_keep", "device",
-                                        "src"};
+                                        "src", "_device"};
     PyObject **const cells[] = {&_pgr_s_handle, &_pgr_s_stream,
                                 &_pgr_s_dependencies, &_pgr_s_edges, &_pgr_s_dst, &_pgr_s_value, &_pgr_s_count,
                                 &_pgr_s_element_size, &_pgr_s_height, &_pgr_s_pitch, &_pgr_s_kernel, &_pgr_s_grid,
                                 &_pgr_s_block, &_pgr_s_args, &_pgr_s_shared_mem, &_pgr_s_attributes,
-                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep, &_pgr_s_device, &_pgr_s_src};
+                                &_pgr_s_backend, &_pgr_s_capture, &_pgr_s_keep, &_pgr_s_device, &_pgr_s_src,
+                                &_pgr_s_private_device};
     size_t i;
     /* cffi fills its export table when this file's cffi module is imported */
     if (_cffi_exports[10] == NULL || _cffi_exports[11] == NULL) {

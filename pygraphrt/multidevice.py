@@ -462,6 +462,25 @@ def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> Non
                                                    f"with Device({d}).enable_peer_access({md}))")
 
 
+def runs_on(kernel: Any, device: int | None, args: Any) -> bool:
+    """Whether the checks before a kernel runs on ``device`` (:func:`check_launch`) would pass
+    with nothing to do: the kernel runs there as itself (``Kernel._for_device`` found so once,
+    and recorded it), and no pygraphrt buffer among ``args`` (a list or tuple) is another
+    device's memory.  False sends a call to those checks.  The generated Python launches and
+    node adders ask this while several devices are in use; the compiled ones ask the same in C
+    (``bindgen/hot_methods.c``: ``_pgr_runs_on``)."""
+    if device is None or getattr(kernel, "_on_devices", {}).get(device, kernel) is not None:
+        return False
+    if args.__class__ is not tuple and args.__class__ is not list:
+        return False
+    for arg in args:
+        if isinstance(arg, DeviceMemory):
+            md = getattr(arg, "device", None)
+            if isinstance(md, int) and md != device:
+                return False
+    return True
+
+
 def kernel_devices(graph: Any) -> list[int | None] | None:
     """The recorded device of each kernel node of ``graph``, in the runtime's node order (the
     order exec update pairs nodes in), or None where no node of it was made with ``device=``

@@ -737,6 +737,7 @@ SEVERAL = PROBE + FAKE_KERNEL + """
         case(f"memset buffer on {device}", lambda: made(g.add_memset(buf, 2, 8, dependencies=[r])))
         case(f"copy on {device}", lambda: made(g.add_memcpy(a, a + 32, 16, dependencies=[r])))
         case(f"kernel on {device}", lambda: made(g.add_kernel(k, 1, 32, ARGS, dependencies=[r])))
+        case(f"kernel again on {device}", lambda: made(g.add_kernel(k, 1, 32, ARGS, dependencies=[r])))
     current.value = 0
     case("device=0 current", lambda: made(g.add_memset(a, 3, 4, dependencies=[r], device=0)))
     multidevice._reset_several(backend)
@@ -746,20 +747,24 @@ SEVERAL = PROBE + FAKE_KERNEL + """
 
 @needs_fast
 def test_with_several_devices_in_use_the_c_adds_record_each_nodes_device(either_fake):
-    """Once several devices are in use, the compiled empty, memset and copy adds stay in C and
-    record each node's device (the current one) as the Python adds do; add_kernel takes the
-    Python method, which checks its arguments' devices.  Back to one device, nothing is recorded."""
+    """Once several devices are in use, the compiled empty, memset, copy and kernel adds stay in C
+    and record each node's device (the current one) as the Python adds do; a kernel's first node
+    on a device takes the Python method, which checks that the kernel runs there (the C takes
+    the later ones: its arguments here are no pygraphrt buffers).  Back to one device, nothing is
+    recorded."""
     paths = _same_results_and_paths(either_fake, SEVERAL)
     rows = {label: result for label, result, _ in _rows(run_mode(either_fake, "1", SEVERAL))}
     assert rows["one device in use: no record"] == "(0, {})"
     for device in (1, 0):
         for what, cls in (("empty", "EmptyNode"), ("memset", "MemsetNode"), ("memset buffer", "MemsetNode"),
-                          ("copy", "MemcpyNode"), ("kernel", "KernelNode")):
+                          ("copy", "MemcpyNode"), ("kernel", "KernelNode"), ("kernel again", "KernelNode")):
             assert rows[f"{what} on {device}"] == f"('{cls}', {device}, {device})", (what, device)
-            assert paths[f"{what} on {device}"] == ("py" if what == "kernel" else "c"), (what, device)
+            # (the kernel's first node on device 1 checks it there; device 0's was its first node)
+            first_there = what == "kernel" and device == 1
+            assert paths[f"{what} on {device}"] == ("py" if first_there else "c"), (what, device)
     assert rows["device=0 current"] == "('MemsetNode', 0, 0)" and paths["device=0 current"] == "c"
     assert paths["one device in use: no record"] == paths["one device again: no record"] == "c"
-    assert rows["one device again: no record"] == "(0, 14)"  # (the 3 nodes before several began: as 0)
+    assert rows["one device again: no record"] == "(0, 16)"  # (the 3 nodes before several began: as 0)
 
 
 def test_kernel_nodes_results(fake_cudart):  # noqa: F811

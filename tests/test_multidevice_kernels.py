@@ -269,14 +269,15 @@ STUB_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.headers  # (the stub is built from the pinned headers; a failed build fails the test)
-@pytest.mark.parametrize("mode, first, reset", [("0", "1 1", "0 0"), ("1", "1 1", "0 0")])
+@pytest.mark.parametrize("mode, first, several, reset", [("0", "1 1", "2 0 4", "0 0"), ("1", "1 1", "2 0 4", "0 0")])
 def test_compiled_launch_paths_hand_calls_to_python_once_several_devices_are_in_use(stub_cudart, tmp_path, mode,
-                                                                                     first, reset):
-    """The C Stream.launch, Kernel.launch and Graph.add_kernel stay untouched: with one device in
-    use they run (the Python methods see only a kernel's first launch and node), with several
-    every call reaches the Python methods, which refuse another device's memory; back to C when
-    the record is reset.  ABI mode: the same counts -- a kernel's later launches and nodes go from
-    the methods straight to its generated Python launch and node adder, as they go to C."""
+                                                                                     first, several, reset):
+    """With one device in use the C Stream.launch, Kernel.launch and Graph.add_kernel run (the
+    Python methods see only a kernel's first launch and node); with several, a call whose
+    argument is another device's memory reaches the Python methods, which refuse it, while the
+    valid launch and node stay in C; back to the unchecked C when the record is reset.  ABI
+    mode: the same counts -- a kernel's later launches and nodes go from the methods straight
+    to its generated Python launch and node adder, as they go to C, with the same checks."""
     if mode == "1":
         from pygraphrt import _fast
 
@@ -290,7 +291,104 @@ def test_compiled_launch_paths_hand_calls_to_python_once_several_devices_are_in_
     assert r.returncode == 0, r.stderr
     # (Python launches, Python kernel-node adds) per stage; the refused calls reach _launch, and
     # Graph.add_kernel refuses before its adder; then one valid launch and node
-    assert r.stdout.split("\n")[:6] == [first, "refused True", "refused True", "refused True", "3 1 4", reset]
+    assert r.stdout.split("\n")[:6] == [first, "refused True", "refused True", "refused True", several, reset]
+
+
+SEVERAL_HOT_SCRIPT = textwrap.dedent("""
+    import pygraphrt as rt
+    from pygraphrt import _runtime, errors, multidevice
+    from pygraphrt.graph import _graph, _kernel as kernel_nodes
+    from pygraphrt.kernels import _library
+
+    b = _runtime.active()
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    s, buf, other = rt.Stream(), rt.malloc(4), rt.malloc(4)
+    s._device = 0
+    other.device = 1  # stands for device 1's memory (the stub has one device)
+    calls = []
+    def counted(name, fn):
+        return lambda *a: (calls.append(name), fn(*a))[1]
+    multidevice.check_launch = counted("launch check", multidevice.check_launch)
+    _graph.check_launch = counted("node check", _graph.check_launch)
+    kernel_nodes.add = counted("python adder", kernel_nodes.add)
+    multidevice.stream_device = counted("stream device asked", lambda backend, handle: 0)
+    g = rt.Graph()
+    s.launch(k, 1, 32, buf); g.add_kernel(k, 1, 32, (buf,))  # first launch and node: Python (one device)
+    multidevice.now_several(b)
+    made = []
+    def step(label, call):
+        calls.clear()
+        try:
+            out = call()
+            if out is not None:
+                made.append(out)
+        except errors.InvalidValue as e:
+            out = "refused: " + ("device 1's memory" in str(e) and "other device" or str(e))
+        print(label, "|", " ".join(calls) or "hot", "|", getattr(out, "device", out))
+    step("launch", lambda: s.launch(k, 1, 32, buf))
+    step("kernel.launch", lambda: k.launch(s, 1, 32, buf))
+    step("node", lambda: g.add_kernel(k, 1, 32, (buf,)))
+    step("node, args a list", lambda: g.add_kernel(k, 1, 32, [buf]))
+    step("node, int pointer", lambda: g.add_kernel(k, 1, 32, (0x1000,)))
+    step("launch other", lambda: s.launch(k, 1, 32, other))
+    step("node other", lambda: g.add_kernel(k, 1, 32, [other]))
+    k._on_devices.clear()  # not yet checked on this device
+    step("launch unchecked", lambda: s.launch(k, 1, 32, buf))
+    step("launch again", lambda: s.launch(k, 1, 32, buf))
+    k._on_devices.clear()
+    step("node unchecked", lambda: g.add_kernel(k, 1, 32, (buf,)))
+    step("node again", lambda: g.add_kernel(k, 1, 32, (buf,)))
+    s._device = None  # a stream whose device pygraphrt has not asked
+    step("launch, stream device unknown", lambda: s.launch(k, 1, 32, buf))
+    step("launch, stream device known", lambda: s.launch(k, 1, 32, buf))
+    print("recorded", [g._node_devices.get(n._handle, "none") for n in made])
+    multidevice._reset_several(b)
+    step("launch other, one device", lambda: s.launch(k, 1, 32, other))
+    step("node other, one device", lambda: g.add_kernel(k, 1, 32, (other,)))
+""")
+
+
+@pytest.mark.headers  # (the stub is built from the pinned headers; a failed build fails the test)
+@pytest.mark.parametrize("mode", ["0", "1"])
+def test_with_several_devices_kernel_launches_and_adds_stay_hot_where_the_checks_pass(stub_cudart, tmp_path, mode):
+    """Several devices in use: Stream.launch, Kernel.launch and Graph.add_kernel stay on their hot
+    paths (compiled: the C methods; ABI: the kernel's generated launch and node adder) where the
+    kernel runs on the stream's (the current) device as itself -- checked there once by the
+    general path -- and no pygraphrt buffer among the arguments is another device's memory; each
+    node's device is recorded.  Another device's memory, a kernel not yet checked on the device
+    and a stream whose device is unknown take the general path (which refuses, checks, or asks
+    once).  Back to the unchecked hot paths once one device is in use."""
+    if mode == "1":
+        from pygraphrt import _fast
+
+        if _fast.extension_path("cuda13") is None:
+            pytest.skip("the fast path is not built")
+    script = tmp_path / "run.py"
+    script.write_text(SEVERAL_HOT_SCRIPT)
+    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    if mode == "1":
+        env["PYGRAPHRT_REQUIRE_FAST"] = "1"
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "launch | hot | None",
+        "kernel.launch | hot | None",
+        "node | hot | 0",
+        "node, args a list | hot | 0",
+        "node, int pointer | hot | 0",
+        "launch other | launch check | refused: other device",
+        "node other | node check | refused: other device",
+        "launch unchecked | launch check | None",
+        "launch again | hot | None",
+        "node unchecked | node check python adder | 0",
+        "node again | hot | 0",
+        "launch, stream device unknown | stream device asked launch check | None",
+        "launch, stream device known | hot | None",
+        "recorded [0, 0, 0, 0, 0]",
+        "launch other, one device | hot | None",
+        "node other, one device | hot | 0",
+    ]
 
 
 # ============================================================================ node.device (sim)

@@ -18,6 +18,7 @@ from ..device import Device, DeviceBuffer, Event, Stream
 from ..multidevice import check_kernel_buffers, check_launch, check_one_device, checked_ordinal, device_exists
 from ..multidevice import current as _current_device
 from ..multidevice import launch_device, record_existing_nodes
+from ..multidevice import runs_on as _runs_on
 from ..multidevice import placed as _placed
 from ..multidevice import record_node as _record_node
 from . import _params
@@ -904,8 +905,10 @@ class Graph(Owned):
         # to it, as _kernel.add would send it (a Python call less on the hot path).
         if device is not None and _unplaced(self, device):
             device = None
+        # (several devices in use: where the checks below would pass with nothing to do, as
+        # multidevice.runs_on finds, the hot adder too -- it records the node's device)
         if (kernel.__class__ is _Kernel and attributes is None and edges is None and _kw_only is KEYWORDS
-                and device is None and not self._backend.several):
+                and device is None and (not (b := self._backend).several or _runs_on(kernel, launch_device(b), args))):
             hot = kernel._node_hot
             if hot:
                 return hot(self, kernel, grid, block, args, shared_mem, dependencies)  # type: ignore[no-any-return]

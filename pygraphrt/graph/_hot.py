@@ -101,7 +101,7 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
                 bound = (c["Graph"], c["GraphExec"], Stream, c["Node"], c["EmptyNode"], c["MemsetNode"],
                          DeviceBuffer, c["MemcpyNode"])
                 hot.bind(backend, backend.ops.error, api, ctypes, bound)
-                _record_with_several_devices(backend, hot, api, ctypes, bound)
+                _record_with_several_devices(backend, hot)
                 for i, ((cls_name, method, _name), on) in enumerate(zip(HOT_METHODS, api)):
                     if i == _KERNEL:
                         continue  # (add_kernel: install_kernel_nodes)
@@ -116,26 +116,17 @@ def install(backend: Any, classes: dict[str, type] | None = None) -> None:
         backend.memo["_hot_methods"] = done if why is None else why
 
 
-def _record_with_several_devices(backend: Any, hot: Any, api: tuple[str | None, ...], ctypes: tuple[Any, ...],
-                                 classes: tuple[type, ...]) -> None:
+def _record_with_several_devices(backend: Any, hot: Any) -> None:
     """Once ``backend`` is used with several devices, the C adds hand each node they make to
-    ``multidevice.record_node``, which records its device as the Python adds do; ``add_kernel``
-    takes the Python method then (the C hands it every call: its API name None), which also
-    checks each kernel argument's device against the node's (``multidevice``).  A one-device
-    program records nothing."""
+    ``multidevice.record_node``, which records its device as the Python adds do, and
+    ``add_kernel`` stays in C only where the kernel runs on the current device as itself and no
+    pygraphrt buffer among its arguments is another device's memory (what ``multidevice``'s
+    checks would pass; the C hands anything else to the Python method, which checks it).  Both
+    are set in one call (``hot.several``): no add runs between them.  A one-device program
+    records nothing."""
     from ..multidevice import record_node, when_several
 
-    kernels_in_python = tuple(None if i == _KERNEL else name for i, name in enumerate(api))
-
-    def several() -> None:
-        hot.record(record_node)  # (first: an add between the two calls records, as it must)
-        hot.bind(backend, backend.ops.error, kernels_in_python, ctypes, classes)
-
-    def one() -> None:
-        hot.bind(backend, backend.ops.error, api, ctypes, classes)
-        hot.record(None)
-
-    when_several(backend, several, one)
+    when_several(backend, lambda: hot.several(True, record_node), lambda: hot.several(False, None))
 
 
 def install_kernel_nodes(backend: Any) -> bool:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .. import _fast, errors
 from .._fast import LAUNCH_HEADER, LAUNCH_MAX_PARAMS, compiled_helper
 from .._operands import device_address
+from ..multidevice import runs_on
 
 if TYPE_CHECKING:
     from ._library import Kernel
@@ -57,8 +58,6 @@ KERNEL_MAX_PARAMS, KERNEL_MAX_BYTES = 64, 4096
 #: struct codes the C packs; a pointer is 'P' in the layout (its own checks), 'Q' in the signature.
 _C_CODES = frozenset("bBhHiIqQfd")
 _lock = threading.Lock()
-#: What the C launches are bound to while several devices are in use: no kernel's backend.
-_NO_BACKEND = object()
 
 
 def c_layout(kernel: "Kernel") -> tuple[Any, bytes] | bool:
@@ -101,12 +100,12 @@ def install_launch(backend: Any) -> bool:
                     ctypes = (ffi.typeof(f"{backend.ops.prefix}Stream_t"), ffi.typeof("void *"))
                     classes = (Stream, Kernel, Library, DeviceBuffer, AsyncBuffer)
                     hot.bind_launch(backend, ctypes, classes)
-                    # Several devices in use: the C launches hand every call to the Python ones
-                    # (bound to no backend, they take none), which check the arguments' devices.
+                    # Several devices in use: the C launches take a call only where the kernel
+                    # runs on the stream's device as itself and no pygraphrt buffer among the
+                    # arguments is another device's memory; the Python ones check the rest.
                     from ..multidevice import when_several
 
-                    when_several(backend, lambda: hot.bind_launch(_NO_BACKEND, ctypes, classes),
-                                 lambda: hot.bind_launch(backend, ctypes, classes))
+                    when_several(backend, lambda: hot.several(True), lambda: hot.several(False))
                     # (in place since the backend's first stream and kernel, which install them:
                     # a bound method taken before the first launch is the C one too)
                     done = [_fast.install_method(backend, cls, "launch", key)
@@ -201,8 +200,10 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
     body = [
         "def hot(kernel, stream, grid, block, args, smem):",
         "    sh = stream._handle",
-        "    if (stream._backend is not backend or backend.several or sh is None or kernel._func is None"
-        + (" or library._handle is None" if library is not None else "") + "):",
+        # (several devices in use: checked as the C launch checks, multidevice.runs_on)
+        "    if (stream._backend is not backend or sh is None or kernel._func is None"
+        + (" or library._handle is None" if library is not None else "")
+        + " or backend.several and not runs_on(kernel, stream._device, args)):",
         f"        {slow}",
         "    if grid.__class__ is int and 0 < grid < 4294967296:",
         "        g0 = grid; g1 = g2 = 1",
@@ -270,7 +271,7 @@ def build(kernel: "Kernel") -> Callable[..., None] | None:
         "backend": backend, "library": library, "as_dims": _library.as_dims, "NO_ATTRS": {},
         "memory": memory_types(), "pointer_of": functools.partial(device_address, backend),
         "StructError": struct.error,
-        "failed": failed, "retain": retain, "sig": sig,
+        "failed": failed, "retain": retain, "sig": sig, "runs_on": runs_on,
     }
     if packed_launch is not None:
         header = "<7I%dx" % (LAUNCH_HEADER - 28)

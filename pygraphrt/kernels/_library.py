@@ -352,6 +352,7 @@ class Kernel(Launchable):
                 return k
         lib = self._owner if isinstance(self._owner, Library) else None
         if lib is None:  # a foreign kernel: the runtime says whether it runs there
+            on[device] = None  # (what the compiled launches and adds read: this kernel, as it is)
             return self
         lib.check_device(device, _what)
         copy = lib.on_device(device)

@@ -13,7 +13,7 @@ NAME = 'cuda13'
 VENDOR = 'cuda'
 VERSION = '13.5'
 ABI_SHA256 = '17d4bcadbe2c9729c1ffe7bea6277d32b614d4dd4692825e105cabd9ded15cb6'
-FAST_SHA256 = '44bc5ca652aa554400bb4a37806621779d026bbcd0c9baf3de74ac3d11f5ab35'
+FAST_SHA256 = '786a7e9a84149143acd8ffe3d1aca17c3f82b36364ef12a398ae8e4c95eb0b33'
 
 
 def __getattr__(name):
