@@ -469,7 +469,7 @@ def runs_on(kernel: Any, device: int | None, args: Any) -> bool:
     device's memory.  False sends a call to those checks.  The generated Python launches and
     node adders ask this while several devices are in use; the compiled ones ask the same in C
     (``bindgen/hot_methods.c``: ``_pgr_runs_on``)."""
-    if device is None or getattr(kernel, "_on_devices", {}).get(device, kernel) is not None:
+    if device is None or kernel._on_devices.get(device, kernel) is not None:
         return False
     if args.__class__ is not tuple and args.__class__ is not list:
         return False
