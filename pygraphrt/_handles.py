@@ -16,16 +16,21 @@ from typing import Any, Callable
 from . import _runtime, errors
 
 
-def _destroy(backend: _runtime.Backend, api: "str | Callable[[Any, Any], int]", handle: Any,
+def _destroy(backend: _runtime.Backend, api: "str | Callable[[Any, Any], Any]", handle: Any,
              report: list[Any] | None) -> None:
     """``api(handle)``: the runtime's destroy function by name, or a function of (backend,
-    handle) that returns the runtime's code (a destroy that needs more than one call)."""
+    handle) that returns the runtime's code (a destroy that needs more than one call) -- or,
+    where the call that failed is not the destroy itself, ``(code, that call's name without
+    the prefix, what it means for the object)``."""
     try:
         rc = api(backend, handle) if callable(api) else backend.ops.fn(api)(handle)
     except Exception:  # interpreter shutdown: the library may be gone
         return
+    name, detail = (api if isinstance(api, str) else api.__name__), ""
+    if isinstance(rc, tuple):
+        rc, name, detail = rc
     if rc and report is not None:
-        report.append(backend.ops.error(rc, backend.ops.prefix + (api if isinstance(api, str) else api.__name__)))
+        report.append(backend.ops.error(rc, backend.ops.prefix + name, detail))
 
 
 class _Captures:

@@ -20,11 +20,12 @@ capturing stream without an explicit pool come from it.
 from __future__ import annotations
 
 import functools
+import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
-from ._handles import Owned, captures, kept_by_live_graphs
+from ._handles import Owned, _destroy, captures, kept_by_live_graphs
 from ._operands import DeviceMemory, count, ordinal
 from .device import Stream  # (device sits below this module: Stream.malloc_async calls it)
 from .enums import MemPoolAttr
@@ -53,25 +54,41 @@ class _PoolLease:
 @functools.lru_cache(maxsize=None)
 def _after_device(device: int, api: str) -> Any:
     """A destroy (``api``: ``Free``, ``MemPoolDestroy``) made once the work queued on ``device``
-    has run; returns the runtime's code.  ``cudaFree`` does not wait for stream-ordered work
-    on memory from a pool: a kernel or memset still queued on it failed, and the context with
-    it (sticky cudaErrorLaunchFailure, CUDA 12.9 and 13.0 on an H100).  Finalizers run it
-    after the running captures have ended (a device synchronization would break them)."""
+    has run; returns the runtime's code, or ``(code, call, meaning)`` where a call before or
+    after the destroy failed (:func:`pygraphrt._handles._destroy`).  ``cudaFree`` does not wait
+    for stream-ordered work on memory from a pool: a kernel or memset still queued on it failed,
+    and the context with it (sticky cudaErrorLaunchFailure, CUDA 12.9 and 13.0 on an H100).  So
+    where the wait cannot be made (the device not made current, its synchronize refused) the
+    destroy is not made either: the memory stays allocated rather than freed under queued work,
+    and the error says so.  Finalizers run it after the running captures have ended (a device
+    synchronization would break them)."""
+    what = "pool" if api == "MemPoolDestroy" else "memory"
+    kept = f"the {what} was not destroyed ({api} not called): work still queued on device {device} could use it"
 
-    def destroy_after_device(backend: Any, handle: Any) -> int:
+    def destroy_after_device(backend: Any, handle: Any) -> Any:
         ops, ffi = backend.ops, backend.ffi
         current = ffi.new("int *")
         rc = ops.fn("GetDevice")(current)
         if rc:
-            return int(rc)
-        if current[0] != device:
-            ops.fn("SetDevice")(device)
+            return int(rc), "GetDevice", kept
+        was = current[0]
+        if was != device:
+            rc = ops.fn("SetDevice")(device)
+            if rc:
+                return int(rc), "SetDevice", f"device {device} could not be made current to wait for its work: {kept}"
         try:
             rc = ops.fn("DeviceSynchronize")()
         finally:
-            if current[0] != device:
-                ops.fn("SetDevice")(current[0])
-        return int(rc or ops.fn(api)(handle))
+            back = ops.fn("SetDevice")(was) if was != device else 0
+        if rc:
+            return int(rc), "DeviceSynchronize", kept + (f"; device {device} stays current" if back else "")
+        rc = ops.fn(api)(handle)
+        if rc:
+            return (int(rc), api, f"device {device} stays current") if back else int(rc)
+        if back:
+            return int(back), "SetDevice", (f"the {what} was destroyed, but device {was} could not be made "
+                                            f"current again: device {device} stays current")
+        return 0
 
     destroy_after_device.__name__ = api
     return destroy_after_device
@@ -148,19 +165,32 @@ class MemPool(Owned):
         The runtime destroys it once nothing needs it: now, or when the last allocation from
         it is freed (and a stream-ordered free has run), or -- while a live graph, executable
         graph or capture refers to it -- when this object and they are gone.  A borrowed pool
-        is only forgotten.
+        is only forgotten.  A destroy made now first waits for the pool's device; a refusal
+        raises, naming the call refused (a refused wait leaves the pool in place, and says so).
         """
         lease = self._lease
         if self._handle is None or lease is None:
             super().close()
             return
         self._handle = None
-        self._finalizer = None
+        fin, self._finalizer = self._finalizer, None
         self._backend.live.discard(self)
         if kept_by_live_graphs(self._backend, lambda o: o is self or o is lease):
             return  # (this object keeps the lease; the graphs keep this object)
         self._lease = None
-        del lease  # the last holder: destroyed now
+        # The last holder (memory from the pool holds the lease too, until it is freed; the
+        # finalizer only a weak reference): the destroy is made now, and a refusal is this
+        # call's error.  While a capture runs, the finalizer's way: deferred until it ends.
+        if sys.getrefcount(lease) > 2 or captures.active or fin is None:
+            return
+        info = fin.detach()
+        del lease
+        if info is not None:
+            backend, api, handle = info[2][:3]
+            report: list[Any] = []
+            _destroy(backend, api, handle, report)
+            if report:
+                raise report[0]
 
     @classmethod
     def default(cls, device: "Device | int | None" = None) -> "MemPool":

@@ -416,3 +416,60 @@ def test_failing_calls_fails_what_it_is_told_and_nothing_after_its_block(sim2):
     with pytest.raises(errors.InvalidValue, match="is not callable"):
         with sim.failing_calls("cudaMalloc"):  # type: ignore[arg-type]
             pass
+
+
+def _nth(name: str, n: int, error: str = "InvalidValue") -> Callable[[str], "str | None"]:
+    """A choose() that fails the ``n``-th call (from 1) of ``name`` in its block."""
+    seen = [0]
+
+    def choose(called: str) -> "str | None":
+        if called != name:
+            return None
+        seen[0] += 1
+        return error if seen[0] == n else None
+
+    return choose
+
+
+@pytest.mark.parametrize("what", ["buffer", "pool"])
+def test_a_pool_or_its_memory_whose_device_cannot_be_waited_for_stays_and_the_error_names_the_call(sim2, what):
+    """Closing stream-ordered memory or a pool first waits for its device's work (freeing under
+    queued work faults the context).  Where that wait cannot be made -- device 1 refused as
+    current, or its synchronize refused -- the object is not destroyed, and the error names the
+    refused call (not the destroy never made) and says so; where only the switch back to the
+    caller's device is refused, the object is gone and the error says which device stays current."""
+    s1 = None
+
+    def make() -> Any:
+        nonlocal s1
+        with rt.Device(1):
+            if what == "pool":
+                return rt.MemPool()
+            s1 = rt.Stream()
+            made = s1.malloc_async(NB)
+            s1.synchronize()
+            return made
+
+    kind = "pools" if what == "pool" else "allocations"
+    api = "cudaMemPoolDestroy" if what == "pool" else "cudaFree"
+    for refused, n, says, destroyed, current in (
+            ("cudaDeviceSynchronize", 1, "was not destroyed", False, 0),
+            ("cudaSetDevice", 1, "device 1 could not be made current to wait for its work", False, 0),
+            ("cudaSetDevice", 2, "was destroyed, but device 0 could not be made current again: device 1 stays current",
+             True, 1),
+            ("cudaGetDevice", 1, "was not destroyed", False, 0)):
+        rt.Device(0).set_current()
+        obj = make()
+        before = live_objects()[kind]
+        with pytest.raises(errors.GraphRTError) as e:
+            with sim.failing_calls(_nth(refused, n)):
+                obj.close()
+        assert e.value.api == refused, (refused, n, str(e.value))
+        assert says in str(e.value), (refused, n, str(e.value))
+        if not destroyed:
+            assert f"({api[4:]} not called)" in str(e.value)
+        assert live_objects()[kind] == before - destroyed, (refused, n)
+        assert rt.current_device() == rt.Device(current), (refused, n)
+    rt.Device(0).set_current()
+    if s1 is not None:
+        s1.close()
