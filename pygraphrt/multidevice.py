@@ -603,12 +603,13 @@ def record_node(graph: Any, node: Any) -> None:
     node_devices(graph).setdefault(node._handle, current(graph._backend) if d is None else d)
 
 
-def record_nodes(graph: Any, nodes: Any) -> None:
-    """:func:`record_node` for each of ``nodes`` (one ``Graph.add_nodes`` call's)."""
+def record_handles(graph: Any, handles: Any) -> None:
+    """:func:`record_node` for the nodes of ``handles`` (one ``Graph.add_nodes`` call's, by
+    handle: no node object is made for it)."""
     d = current(graph._backend)
     table = node_devices(graph)
-    for node in nodes:
-        table.setdefault(node._handle, d)
+    for h in handles:
+        table.setdefault(h, d)
 
 
 def _reset_several(backend: Any) -> None:

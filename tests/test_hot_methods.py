@@ -595,13 +595,14 @@ def _rows(out: str) -> list[tuple[str, str, str]]:
 
 def _same_results_and_paths(lib, code: str) -> dict[str, str]:
     """Run ``code`` in both modes: the results must agree (but for the "mixed:" cases) and ABI
-    mode runs the Python methods throughout (but for "bulk specs": add_nodes' own Python loop
-    makes plain specs there, calling no one-node method); returns the path compiled mode took,
-    by label."""
+    mode runs the Python methods throughout (but for "bulk specs" and "mixed: bulk ...": add_nodes'
+    own Python loop makes plain specs there, calling no one-node method); returns the path
+    compiled mode took, by label."""
     abi, api = _rows(run_mode(lib, "0", code)), _rows(run_mode(lib, "1", code))
     assert [(label, result) for label, result, _ in abi if not label.startswith("mixed:")] == \
         [(label, result) for label, result, _ in api if not label.startswith("mixed:")]
-    assert {path for label, _, path in abi if label != "bulk specs"} <= {"py", "?", ""}
+    assert {path for label, _, path in abi if label != "bulk specs" and not label.startswith("mixed: bulk")} \
+        <= {"py", "?", ""}
     return {label: path for label, _, path in api if path}
 
 
@@ -718,6 +719,7 @@ def test_kernel_nodes_same_results_c_for_the_common_calls(either_fake):
 SEVERAL = PROBE + FAKE_KERNEL + """
     import ctypes as C
     from pygraphrt import multidevice
+    from pygraphrt.graph import _hot as graph_hot
     fake = C.CDLL(rt.backend().library_path)
     C.c_int.in_dll(fake, "fake_device_count").value = 2
     current = C.c_int.in_dll(fake, "fake_current_device")
@@ -738,6 +740,13 @@ SEVERAL = PROBE + FAKE_KERNEL + """
         case(f"copy on {device}", lambda: made(g.add_memcpy(a, a + 32, 16, dependencies=[r])))
         case(f"kernel on {device}", lambda: made(g.add_kernel(k, 1, 32, ARGS, dependencies=[r])))
         case(f"kernel again on {device}", lambda: made(g.add_kernel(k, 1, 32, ARGS, dependencies=[r])))
+        # add_nodes: the C loop (compiled) or its Python form (ABI); the devices recorded by
+        # handle, no node object made for that
+        case(f"mixed: bulk on {device}", lambda: (lambda m: (graph_hot.in_c(backend) or lowlevel.backend_object().ffi_mode,
+                                                      [c is None for c in m._cache],
+                                                      [multidevice.node_devices(g).get(h) for h in m._entry_handles()],
+                                                      [n.device for n in m]))(
+            g.add_nodes([("empty", None, [r]), ("memset", {"dst": a, "value": 5, "count": 4}, [0])])))
     current.value = 0
     case("device=0 current", lambda: made(g.add_memset(a, 3, 4, dependencies=[r], device=0)))
     multidevice._reset_several(backend)
@@ -754,6 +763,7 @@ def test_with_several_devices_in_use_the_c_adds_record_each_nodes_device(either_
     recorded."""
     paths = _same_results_and_paths(either_fake, SEVERAL)
     rows = {label: result for label, result, _ in _rows(run_mode(either_fake, "1", SEVERAL))}
+    abi_rows = {label: result for label, result, _ in _rows(run_mode(either_fake, "0", SEVERAL))}
     assert rows["one device in use: no record"] == "(0, {})"
     for device in (1, 0):
         for what, cls in (("empty", "EmptyNode"), ("memset", "MemsetNode"), ("memset buffer", "MemsetNode"),
@@ -762,9 +772,15 @@ def test_with_several_devices_in_use_the_c_adds_record_each_nodes_device(either_
             # (the kernel's first node on device 1 checks it there; device 0's was its first node)
             first_there = what == "kernel" and device == 1
             assert paths[f"{what} on {device}"] == ("py" if first_there else "c"), (what, device)
+        # (compiled: the C loop, True; the objects made only when read, after the record)
+        bulk = rows[f"mixed: bulk on {device}"]
+        assert bulk == f"(True, [True, True], [{device}, {device}], [{device}, {device}])", bulk
+        # (ABI: add_nodes' Python form of the loop, the same record)
+        bulk = abi_rows[f"mixed: bulk on {device}"]
+        assert bulk.startswith("('abi") and bulk.endswith(f", [True, True], [{device}, {device}], [{device}, {device}])"), bulk
     assert rows["device=0 current"] == "('MemsetNode', 0, 0)" and paths["device=0 current"] == "c"
     assert paths["one device in use: no record"] == paths["one device again: no record"] == "c"
-    assert rows["one device again: no record"] == "(0, 16)"  # (the 3 nodes before several began: as 0)
+    assert rows["one device again: no record"] == "(0, 20)"  # (the 3 nodes before several began: as 0)
 
 
 def test_kernel_nodes_results(fake_cudart):  # noqa: F811

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from .. import _fast, _operands, _optional, errors
 from ..device import DeviceBuffer
-from ..multidevice import record_nodes
+from ..multidevice import record_handles
 from . import _hot, _params
 from ._node import Node
 from ._nodelist import NodeList
@@ -181,7 +181,7 @@ def add_nodes(graph: "Graph", specs: Iterable[Sequence[Any]], names: dict[Any, N
         exc.add_note(f"(Graph.add_nodes: spec {i}; {i} node(s) added before it stay)")
         raise
     if graph._backend.several:  # several devices in use: each node's device (multidevice.node_device)
-        record_nodes(graph, made)
+        record_handles(graph, made._entry_handles())
     return made
 
 

@@ -178,8 +178,8 @@ def in_c(backend: Any) -> bool:
         return False
     install(backend)
     done = backend.memo["_hot_methods"]
-    return (isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
-            and not backend.several)  # (several devices: add_nodes' Python loop records node devices)
+    # (several devices in use: add_nodes records its nodes' devices by handle after the loop)
+    return isinstance(done, list) and "Graph.add_empty" in done and "Graph.add_memset" in done
 
 
 def status(backend: Any) -> str:

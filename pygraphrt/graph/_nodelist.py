@@ -73,6 +73,21 @@ class NodeList(Sequence[Node]):
             n += 1
         return n
 
+    def _entry_handles(self) -> list[Any]:
+        """The runtime's handles of the entries made, without making their node objects (as
+        the graph's table keys them: cffi pointers, which compare by address)."""
+        ffi = self._graph._backend.ffi
+        ctype = ffi.typeof(f"{self._graph._backend.ops.prefix}GraphNode_t")
+        cast, handles = ffi.cast, self._handles
+        out = []
+        for i, node in enumerate(self._cache[:self._n]):
+            if node is not None:
+                if node._handle is not None:
+                    out.append(node._handle)
+            elif handles[i]:
+                out.append(cast(ctype, handles[i]))
+        return out
+
     # -- nodes that went (called by the graph) -------------------------------
     def _gone(self, is_gone: Callable[[int], bool], objects: dict[int, Node]) -> None:
         """Entries whose address ``is_gone`` says no longer names a node of the graph
