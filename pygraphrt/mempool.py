@@ -20,12 +20,11 @@ capturing stream without an explicit pool come from it.
 from __future__ import annotations
 
 import functools
-import sys
 import weakref
 from typing import TYPE_CHECKING, Any
 
 from . import _runtime, errors
-from ._handles import Owned, _destroy, captures, kept_by_live_graphs
+from ._handles import Owned, captures, kept_by_live_graphs
 from ._operands import DeviceMemory, count, ordinal
 from .device import Stream  # (device sits below this module: Stream.malloc_async calls it)
 from .enums import MemPoolAttr
@@ -146,8 +145,11 @@ class MemPool(Owned):
         assert self._finalizer is not None
         self._finalizer.detach()
         lease = self._lease = _PoolLease()
+        # (what close() raises of a destroy made in it: the finalizer reports into this list)
+        self._destroy_report: list[Any] = []
         self._finalizer = weakref.finalize(lease, captures.finalize, backend,
-                                           _after_device(self.device, "MemPoolDestroy"), handle, None, None)
+                                           _after_device(self.device, "MemPoolDestroy"), handle,
+                                           self._destroy_report, None)
         if release_threshold is not None:
             self.set_attribute(MemPoolAttr.RELEASE_THRESHOLD, release_threshold)
 
@@ -178,19 +180,13 @@ class MemPool(Owned):
         if kept_by_live_graphs(self._backend, lambda o: o is self or o is lease):
             return  # (this object keeps the lease; the graphs keep this object)
         self._lease = None
-        # The last holder (memory from the pool holds the lease too, until it is freed; the
-        # finalizer only a weak reference): the destroy is made now, and a refusal is this
-        # call's error.  While a capture runs, the finalizer's way: deferred until it ends.
-        if sys.getrefcount(lease) > 2 or captures.active or fin is None:
-            return
-        info = fin.detach()
-        del lease
-        if info is not None:
-            backend, api, handle = info[2][:3]
-            report: list[Any] = []
-            _destroy(backend, api, handle, report)
-            if report:
-                raise report[0]
+        report = self._destroy_report
+        report.clear()
+        del lease  # the last holder: destroyed now (its finalizer), else once its memory is freed
+        # A destroy made just now (a capture running defers it) reported a refusal into the
+        # list its finalizer was given: this call's error.  A later one reports nowhere.
+        if fin is not None and not fin.alive and report:
+            raise report.pop()
 
     @classmethod
     def default(cls, device: "Device | int | None" = None) -> "MemPool":

@@ -471,5 +471,16 @@ def test_a_pool_or_its_memory_whose_device_cannot_be_waited_for_stays_and_the_er
         assert live_objects()[kind] == before - destroyed, (refused, n)
         assert rt.current_device() == rt.Device(current), (refused, n)
     rt.Device(0).set_current()
+    if what == "pool":  # memory from it still allocated: its close destroys nothing yet, refuses nothing
+        with rt.Device(1):
+            pool, s1 = rt.MemPool(), rt.Stream()
+            held = s1.malloc_async(NB, pool)
+            s1.synchronize()
+        before = live_objects()["pools"]
+        with sim.failing_calls(_nth("cudaDeviceSynchronize", 1)):
+            pool.close()
+        assert live_objects()["pools"] == before
+        held.close()  # the last of its memory: the pool goes with it
+        assert live_objects()["pools"] == before - 1
     if s1 is not None:
         s1.close()
