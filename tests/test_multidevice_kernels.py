@@ -229,6 +229,36 @@ def test_kernel_argument_of_a_device_without_peer_access_is_refused_on_every_pat
     s1.synchronize()
 
 
+def _on_stub(stub_cudart: Path, tmp_path: Path, mode: str, script: str) -> list[str]:
+    """The lines ``script`` prints, run on the do-nothing runtime (benchmarks/stub_cudart.c) in
+    a fresh interpreter: ABI mode (``mode`` "0") or the compiled path ("1", required to load;
+    skipped where it is not built)."""
+    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
+               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
+    if mode == "1":
+        from pygraphrt import _fast
+
+        if _fast.extension_path("cuda13") is None:
+            pytest.skip("the fast path is not built")
+        env["PYGRAPHRT_REQUIRE_FAST"] = "1"
+    path = tmp_path / "run.py"
+    path.write_text(script)
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, cwd=str(REPO))
+    assert r.returncode == 0, r.stderr
+    return r.stdout.splitlines()
+
+
+#: What both kernel scripts below start with: a wrapped kernel of the stub, a stream of device 0,
+#: a buffer of it and one standing for device 1's memory (the stub has one device).
+STUB_KERNEL = """
+    b = _runtime.active()
+    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
+    s, buf, other = rt.Stream(), rt.malloc(4), rt.malloc(4)
+    s._device = 0
+    other.device = 1
+    calls = []
+"""
+
 STUB_SCRIPT = textwrap.dedent("""
     import sys
     import pygraphrt as rt
@@ -237,12 +267,7 @@ STUB_SCRIPT = textwrap.dedent("""
     from pygraphrt.kernels import _library
 
     multidevice.current = lambda backend: 0  # (the stub has no cudaGetDevice)
-    b = _runtime.active()
-    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
-    s, buf, other = rt.Stream(), rt.malloc(4), rt.malloc(4)
-    s._device = 0
-    other.device = 1  # stands for device 1's memory (the stub has one device)
-    calls = []
+""" + STUB_KERNEL + """
     python_launch, python_add = _library.Kernel._launch, kernel_nodes.add
     _library.Kernel._launch = lambda self, *a: (calls.append("launch"), python_launch(self, *a))[1]
     kernel_nodes.add = lambda *a: (calls.append("add"), python_add(*a))[1]
@@ -278,20 +303,10 @@ def test_compiled_launch_paths_hand_calls_to_python_once_several_devices_are_in_
     valid launch and node stay in C; back to the unchecked C when the record is reset.  ABI
     mode: the same counts -- a kernel's later launches and nodes go from the methods straight
     to its generated Python launch and node adder, as they go to C, with the same checks."""
-    if mode == "1":
-        from pygraphrt import _fast
-
-        if _fast.extension_path("cuda13") is None:
-            pytest.skip("the fast path is not built")
-    script = tmp_path / "run.py"
-    script.write_text(STUB_SCRIPT)
-    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
-    assert r.returncode == 0, r.stderr
     # (Python launches, Python kernel-node adds) per stage; the refused calls reach _launch, and
     # Graph.add_kernel refuses before its adder; then one valid launch and node
-    assert r.stdout.split("\n")[:6] == [first, "refused True", "refused True", "refused True", several, reset]
+    assert _on_stub(stub_cudart, tmp_path, mode, STUB_SCRIPT)[:6] == [
+        first, "refused True", "refused True", "refused True", several, reset]
 
 
 SEVERAL_HOT_SCRIPT = textwrap.dedent("""
@@ -300,12 +315,7 @@ SEVERAL_HOT_SCRIPT = textwrap.dedent("""
     from pygraphrt.graph import _graph, _kernel as kernel_nodes
     from pygraphrt.kernels import _library
 
-    b = _runtime.active()
-    k = rt.Kernel.wrap(0x5000, signature="float *x", kind="kernel", name="tiny")
-    s, buf, other = rt.Stream(), rt.malloc(4), rt.malloc(4)
-    s._device = 0
-    other.device = 1  # stands for device 1's memory (the stub has one device)
-    calls = []
+""" + STUB_KERNEL + """
     def counted(name, fn):
         return lambda *a: (calls.append(name), fn(*a))[1]
     multidevice.check_launch = counted("launch check", multidevice.check_launch)
@@ -358,20 +368,7 @@ def test_with_several_devices_kernel_launches_and_adds_stay_hot_where_the_checks
     node's device is recorded.  Another device's memory, a kernel not yet checked on the device
     and a stream whose device is unknown take the general path (which refuses, checks, or asks
     once).  Back to the unchecked hot paths once one device is in use."""
-    if mode == "1":
-        from pygraphrt import _fast
-
-        if _fast.extension_path("cuda13") is None:
-            pytest.skip("the fast path is not built")
-    script = tmp_path / "run.py"
-    script.write_text(SEVERAL_HOT_SCRIPT)
-    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    if mode == "1":
-        env["PYGRAPHRT_REQUIRE_FAST"] = "1"
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [
+    assert _on_stub(stub_cudart, tmp_path, mode, SEVERAL_HOT_SCRIPT) == [
         "launch | hot | None",
         "kernel.launch | hot | None",
         "node | hot | 0",
@@ -578,16 +575,6 @@ def test_device_keyword_naming_the_only_device_stays_in_the_compiled_adds(stub_c
     InvalidValue).  With several devices (one in use) the C asks the runtime which is current
     and takes ``device=0`` where it is.  ABI mode: the Python add_memset and add_kernel skip the
     placing call for ``device=0`` of a one-device runtime too (graph/_graph._only_device)."""
-    if mode == "1":
-        from pygraphrt import _fast
-
-        if _fast.extension_path("cuda13") is None:
-            pytest.skip("the fast path is not built")
-    script = tmp_path / "run.py"
-    script.write_text(DEVICE_KEYWORD_SCRIPT)
-    env = dict(os.environ, PYGRAPHRT_BACKEND="cuda", PYGRAPHRT_CUDART=str(stub_cudart), PYGRAPHRT_FAST=mode,
-               PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=str(REPO))
-    assert r.returncode == 0, r.stderr
     # (no add placed by Python; the three refusals reach it; none after one_device(False) either)
-    assert r.stdout.split("\n")[:6] == ["0 8", "InvalidDevice", "InvalidValue", "InvalidValue", "3 8", "0 11"], r.stdout
+    out = _on_stub(stub_cudart, tmp_path, mode, DEVICE_KEYWORD_SCRIPT)
+    assert out[:6] == ["0 8", "InvalidDevice", "InvalidValue", "InvalidValue", "3 8", "0 11"], out
