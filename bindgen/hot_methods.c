@@ -71,7 +71,7 @@ static struct {
     /* one_device(): the bound backend's runtime has exactly one device, so `device=0` on an add
        names the current device and the C may take the call (multidevice.placed's answer) */
     int one_device;
-    /* record(): while several devices are in use, pygraphrt.multidevice.record_node, handed each
+    /* several()'s record: while several devices are in use, pygraphrt.multidevice.record_node, handed each
        node an add made here (its device: the current one, or the one being placed on); NULL
        while one device is in use (every node is device 0's then) */
     PyObject *record;
@@ -288,7 +288,7 @@ static int _pgr_bind_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
 /* Whether an add's `device=` value lets the C take the call: not given, None, or 0 where
  * device 0 is current -- on a one-device runtime always; else asked of the runtime.  A node on
  * the current device needs no switch: while one device is in use no record either (as
- * multidevice.placed finds), and while several are, record() records the current device, as
+ * multidevice.placed finds), and while several are, several()'s record records the current device, as
  * placing it there would.  Anything else -- another ordinal, a Device, a bad value -- takes the
  * Python method. */
 static int _pgr_device_here(PyObject *device) {
@@ -458,7 +458,7 @@ static PyObject *_pgr_node_new(PyObject *self, PyObject *nodes, PyTypeObject *cl
     return node;
 }
 
-/* ... and, while several devices are in use, its device recorded (record(): the Python adds
+/* ... and, while several devices are in use, its device recorded (several()'s record: the Python adds
  * record it the same way; a failure to ask leaves the node made, as there) */
 static PyObject *_pgr_add_made(PyObject *self, PyObject *nodes, PyTypeObject *cls, void *out) {
     PyObject *node, *record, *r, *handle = _cffi_from_c_pointer((char *)out, (struct _cffi_ctypedescr *)_pgr_hot.ct_node);
@@ -789,7 +789,7 @@ static PyObject *_pgr_add_kernel(PyObject *self, PyObject *const *args, Py_ssize
     int rc;
     if (!_pgr_bind_args(args, nargs, kwnames, names, 9, 4, 3, v)) goto fallback;
     /* several devices in use: the node runs on the current device (a placed add has made it
-       current), and record() records it; without record() set -- the moment several() is
+       current), and several()'s record records it; without a record set -- the moment several() is
        turned on or off -- the Python method takes the call */
     if (_pgr_hot.several && (_pgr_hot.record == NULL || _pgr_hot_get_device(&device) != 0)) goto fallback;
     if (v[EDGES] != Py_None || !_pgr_device_here(v[DEVICE]) ||
@@ -2253,30 +2253,16 @@ static PyObject *_pgr_one_device_set(PyObject *mod, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(_pgr_record_doc,
-"record(fn)\n--\n\n"
-"While ``fn`` is not None, each node the C adds make is handed to ``fn(graph, node)`` once made:\n"
-"pygraphrt.graph._hot sets pygraphrt.multidevice.record_node while several devices are in use\n"
-"(the node's device is recorded, as the Python adds record it), and None when that ends.");
-
-static PyObject *_pgr_record_set(PyObject *mod, PyObject *fn) {
-    (void)mod;
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_SetString(PyExc_TypeError, "record: a callable or None");
-        return NULL;
-    }
-    Py_XSETREF(_pgr_hot.record, fn == Py_None ? NULL : Py_NewRef(fn));
-    Py_RETURN_NONE;
-}
-
 PyDoc_STRVAR(_pgr_several_doc,
 "several(flag[, record])\n--\n\n"
 "Whether the bound backend is used with several devices (pygraphrt.graph._hot and\n"
 "pygraphrt.kernels._hot set it from pygraphrt.multidevice.when_several), and with ``record``\n"
-"given, record()'s function in the same step (so that no add runs between the two).  A kernel's\n"
+"given (a callable or None), the function each node the C adds make is handed to, as\n"
+"``record(graph, node)``, in the same step (so that no add runs between the two): graph._hot\n"
+"gives pygraphrt.multidevice.record_node while several devices are in use.  A kernel's\n"
 "node or launch then takes the C only where the kernel runs on the node's or stream's device as\n"
 "itself and no pygraphrt buffer among its arguments is another device's memory; a kernel node\n"
-"also needs record() set.  Anything else goes to the Python methods, which check it.");
+"also needs ``record`` set.  Anything else goes to the Python methods, which check it.");
 
 static PyObject *_pgr_several_set(PyObject *mod, PyObject *args) {
     int flag;
@@ -2295,7 +2281,6 @@ static PyObject *_pgr_several_set(PyObject *mod, PyObject *args) {
 static PyMethodDef _pgr_hot_module_defs[] = {
     {"one_device", _pgr_one_device_set, METH_VARARGS, _pgr_one_device_doc},
     {"several", _pgr_several_set, METH_VARARGS, _pgr_several_doc},
-    {"record", _pgr_record_set, METH_O, _pgr_record_doc},
     {"bind", _pgr_bind_backend, METH_VARARGS, _pgr_bind_doc},
     {"bind_kernels", _pgr_bind_kernels, METH_VARARGS, _pgr_bind_kernels_doc},
     {"bind_launch", _pgr_bind_launch, METH_VARARGS, _pgr_bind_launch_doc},
