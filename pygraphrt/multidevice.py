@@ -447,6 +447,13 @@ def with_copy_devices(params: dict[str, Any], backend: Any) -> dict[str, Any]:
     return params
 
 
+def _memory_device(arg: Any) -> int | None:
+    """The device whose memory a kernel argument is, where it is a pygraphrt buffer that says
+    so (its ``device``); else None."""
+    md = getattr(arg, "device", None) if isinstance(arg, DeviceMemory) else None
+    return md if isinstance(md, int) else None
+
+
 def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> None:
     """Refuse a kernel on ``device`` whose arguments include a pygraphrt buffer of another
     device that ``device`` has no peer access to (as far as pygraphrt enabled it): on the GPU
@@ -455,8 +462,8 @@ def check_kernel_buffers(backend: Any, device: Any, args: Any, what: str) -> Non
     if not isinstance(args, (list, tuple)):
         return  # (the argument check of the call says what is wrong)
     for i, arg in enumerate(args):
-        md = getattr(arg, "device", None) if isinstance(arg, DeviceMemory) else None
-        if isinstance(md, int) and not can_reach(backend, d, md):
+        md = _memory_device(arg)
+        if md is not None and not can_reach(backend, d, md):
             raise errors.InvalidValue(what, detail=f"argument {i} ({arg!r}) is device {md}'s memory and device {d} "
                                                    f"has no peer access to it: the kernel would fault (enable it "
                                                    f"with Device({d}).enable_peer_access({md}))")
@@ -474,10 +481,9 @@ def runs_on(kernel: Any, device: int | None, args: Any) -> bool:
     if args.__class__ is not tuple and args.__class__ is not list:
         return False
     for arg in args:
-        if isinstance(arg, DeviceMemory):
-            md = getattr(arg, "device", None)
-            if isinstance(md, int) and md != device:
-                return False
+        md = _memory_device(arg)
+        if md is not None and md != device:
+            return False
     return True
 
 
@@ -532,8 +538,8 @@ def now_several(backend: Any) -> None:
     """Note that ``backend`` is used with more than one device (once): the graphs made so far
     record their nodes as device 0's (all there was), and the hooks the upper layers
     registered (:func:`when_several`) run -- the compiled adds record each node's device from
-    then on, and hand add_kernel's calls to its Python method, which checks its arguments'
-    devices."""
+    then on, and the compiled kernel nodes and launches stay in C only where :func:`runs_on`'s
+    test passes (the Python methods check the rest)."""
     with _several_lock:
         if backend.several:
             return
