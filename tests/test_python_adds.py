@@ -6,7 +6,8 @@ Three things the hot paths do to cost less, and what must not change because of 
 * a node made by ``add_*`` enters the graph's node table lazily (``Graph._fresh``, entered by
   ``Graph._table`` when anything reads the table): every readback still gives the object the add
   returned, with its parameters and device; a node destroyed, or its graph closed, before the
-  table was read reads as gone; nothing is kept after ``close``;
+  table was read reads as gone; nothing is kept after ``close``; and a node nothing but the
+  graph refers to is let go at the next collection (``graph/_fresh``), made again when read;
 * ``add_memset`` does not check and pack again the very same objects it packed last
   (``Graph._memset_last``): equal values of another type still take the checks, a closed buffer
   is still refused, and whoever else writes the struct (the generic validation, ``add_nodes``'
@@ -22,6 +23,7 @@ Three things the hot paths do to cost less, and what must not change because of 
 
 from __future__ import annotations
 
+import functools
 import gc
 import sys
 import weakref
@@ -53,7 +55,9 @@ def test_every_readback_gives_the_object_the_add_returned():
     c = g.add_memset(buf, 1, 16, dependencies=[b])  # (the packed values reused)
     d = g.add_host(lambda: None, dependencies=[c])
     e = g.add_empty(dependencies=[a, d])
-    assert len(g._fresh) == 5  # none entered yet: what this test is about
+    # none entered yet: what this test is about (a collection would have entered them, as they
+    # are held: graph/_fresh, tested below)
+    assert len(g._fresh) == 5 or gc.get_count()[0] < 5
     assert _same(g.nodes(), [a, b, c, d, e])
     assert not g._fresh
     assert _same([n for n, _ in e.dependencies], [a, d]) and _same([n for n, _ in a.dependents], [b, e])
@@ -101,6 +105,73 @@ def test_a_closed_graph_keeps_no_node_and_its_nodes_read_as_closed():
     m = n.graph.add_empty(dependencies=[n])
     gc.collect()
     assert m.graph is n.graph and _same(n.graph.nodes(), [n, m]) and n.graph._wrap(m.handle) is m
+
+
+def test_nodes_only_their_graph_holds_are_let_go_at_a_collection():
+    """graph/_fresh: at a collection's start, the fresh nodes nothing else refers to are freed
+    before the collector walks them, and the held ones entered in the node table, each the one
+    object of its handle; a dropped node is made again from its handle, of its class and with
+    its values; a graph that made no node since the last collection is watched no more, and its
+    next add watches it again."""
+    from pygraphrt.graph import _fresh
+
+    buf = rt.malloc(64)
+    g = rt.Graph()
+    root = g.add_empty()
+    held = [g.add_memset(buf, 7, 16, dependencies=[root]) for _ in range(3)]
+    dropped = [weakref.ref(g.add_memset(buf, 7, 16, dependencies=[root])) for _ in range(40)]
+    dropped += [weakref.ref(g.add_empty(dependencies=[held[0]])) for _ in range(40)]
+    assert _fresh.active() is True and _fresh.watching(g)
+    gc.collect()
+    assert not g._fresh and all(r() is None for r in dropped)
+    assert _same([v for v in g._nodes.values() if type(v) is not weakref.ref], [root, *held])
+    nodes = g.nodes()
+    assert len(nodes) == 84 and sum(n is x for n in nodes for x in (root, *held)) == 4
+    remade = [n for n in nodes if not any(n is x for x in (root, *held))]
+    assert sorted(type(n).__name__ for n in remade) == ["EmptyNode"] * 40 + ["MemsetNode"] * 40
+    assert all(n.params["value"] == 7 for n in remade if isinstance(n, rt.graph.MemsetNode))
+    assert all(g._wrap(n.handle) is n for n in remade[:3]) and remade[0].is_valid
+    gc.collect()  # a collection that finds no fresh node: watched no more
+    assert not _fresh.watching(g)
+    last = g.add_memset(buf, 7, 16, dependencies=[held[1]])  # (the packed values reused)
+    assert _fresh.watching(g) and g._fresh == [last]
+    g.close()
+    gc.collect()
+    assert not g._fresh and not g._nodes and not _fresh.watching(g)
+
+
+def test_nodes_stay_fresh_where_no_graph_can_be_watched(monkeypatch):
+    """Where the reference counts cannot tell a held node (graph/_fresh._calibrate: no
+    ``sys.getrefcount``, a free-threaded build) no graph is watched: a collection leaves every
+    fresh node as it is, for the table to enter when read."""
+    from pygraphrt.graph import _fresh
+
+    assert isinstance(_fresh._calibrate(), int)
+    monkeypatch.setattr(_fresh, "_base", False)
+    g = rt.Graph()
+    a = g.add_empty()
+    refs = [weakref.ref(g.add_empty(dependencies=[a])) for _ in range(10)]
+    gc.collect()
+    assert not _fresh.watching(g) and len(g._fresh) == 11 and all(r() is not None for r in refs)
+    assert len(g.nodes()) == 11 and not g._fresh
+    # counts that tell nothing apart
+    monkeypatch.setattr(_fresh, "_enter_held", functools.partial(_fresh._enter_held, count=lambda obj: 5))
+    assert _fresh._calibrate() is False
+
+
+def test_only_conditional_nodes_have_state_of_their_own():
+    """graph/_fresh may let a node object go because no node made through ``Graph._fresh`` has
+    state of its own: only ConditionalNode has (its bodies), and it is made into the table."""
+    import pygraphrt.graph._hip_nodes  # noqa: F401  (its node classes too)
+    from pygraphrt.graph._node import ConditionalNode, Node
+
+    def below(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from below(sub)
+
+    own = {c for c in below(Node) if any(k.__dict__.get("__slots__") for k in c.__mro__[:c.__mro__.index(Node)])}
+    assert own == {ConditionalNode}
 
 
 def test_nodes_made_before_and_after_a_second_device_came_into_use_know_their_device():

@@ -22,6 +22,7 @@ from ..multidevice import runs_on as _runs_on
 from ..multidevice import placed as _placed
 from ..multidevice import record_node as _record_node
 from . import _params
+from ._fresh import watch as _watch_fresh
 from ..enums import DebugDotFlags, EdgeData, InstantiateFlags, NodeType, flag_set, member
 from ._node import (NODE_CLASSES, ChildGraphNode, ConditionalNode, EmptyNode,
                     EventRecordNode, EventWaitNode, ExternalSemaphoreSignalNode, ExternalSemaphoreWaitNode,
@@ -189,8 +190,12 @@ class Graph(Owned):
         # Nodes the Python add methods made and not yet entered in the table (a list append
         # costs a fraction of a dict entry keyed by a cffi pointer, and a graph built to be
         # instantiated may never read its table): _table() enters them.  Everything that reads
-        # the table reads it through _table(); only the compiled add methods write it directly.
+        # the table reads it through _table(); only the compiled add methods write it directly,
+        # and graph/_fresh: an add that finds this list empty has the graph watched, and at each
+        # collection's start the fresh nodes nothing else refers to are let go, the others
+        # entered in the table.
         self._fresh: list[Node] = []
+        self._fresh_watched = False
         # Scratch cells reused by node creation (graphs are not thread-safe in the
         # runtime either: one graph must not be modified from two threads at once).
         ffi, prefix = backend.ffi, backend.ops.prefix
@@ -212,7 +217,7 @@ class Graph(Owned):
         # into the cell's struct, the struct, and what the call takes that stays as long as the
         # graph -- the runtime's function, the dependency and output cells -- and what says
         # whether dst is still open (the buffer; _params.OPEN for an address), the graph's
-        # handle (whatever drops it drops this: close, _disown) and the node list's append:
+        # handle (whatever drops it drops this: close, _disown) and the fresh-node list:
         # one tuple unpacked per call costs less than reading each.  _params.NO_MEMSET while
         # the struct holds anything else (whoever else writes it -- the generic validation,
         # add_nodes' loop -- sets that) and while several devices are in use (the nodes' devices
@@ -458,7 +463,10 @@ class Graph(Owned):
     def _new_node(self, cls: type[Node], node_handle: Any) -> Node:
         """The node object of a handle the runtime just made, entered in the node table."""
         node = _node_of(cls, self, node_handle)
-        self._fresh.append(node)
+        fresh = self._fresh
+        if not fresh:
+            _watch_fresh(self)
+        fresh.append(node)
         if self._backend.several:  # several devices in use: where it runs (multidevice.node_device)
             _record_node(self, node)
         return node
@@ -547,7 +555,10 @@ class Graph(Owned):
                                 node = EmptyNode()
                                 node._graph = self
                                 node._handle = out[0]
-                                self._fresh.append(node)
+                                fresh = self._fresh
+                                if not fresh:
+                                    _watch_fresh(self)
+                                fresh.append(node)
                                 if self._backend.several:
                                     _record_node(self, node)
                                 return node
@@ -571,7 +582,7 @@ class Graph(Owned):
         # part: a jump past a long block costs CPython an EXTENDED_ARG each.)
         # (device= is tested first, so that ``here`` is set whenever a device was given: _unplaced
         # may ask the runtime, and is asked once)
-        l_dst, l_value, l_count, l_size, l_height, l_pitch, p, fn, arr, out, l_open, h, append = self._memset_last
+        l_dst, l_value, l_count, l_size, l_height, l_pitch, p, fn, arr, out, l_open, h, fresh = self._memset_last
         if ((device is not None and not (here := _unplaced(self, device)))
                 or dst is not l_dst or value is not l_value or count is not l_count
                 or element_size is not l_size or height is not l_height or pitch is not l_pitch
@@ -620,9 +631,9 @@ class Graph(Owned):
                                           what="add_memset")
                     self._keep_operand(dst)
                 return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
-            arr, out, append = self._dep1, self._out1, self._fresh.append
+            arr, out, fresh = self._dep1, self._out1, self._fresh
             self._memset_last = (dst, value, count, element_size, height, pitch, p, fn, arr, out,
-                                 dst if td is DeviceBuffer else _params.OPEN, h, append)
+                                 dst if td is DeviceBuffer else _params.OPEN, h, fresh)
             if edges is not None:
                 return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
         # Inlined as in add_empty: one live dependency of this graph, in a sequence of one (a
@@ -647,7 +658,9 @@ class Graph(Owned):
                             node = MemsetNode()
                             node._graph = self
                             node._handle = out[0]
-                            append(node)
+                            if not fresh:
+                                _watch_fresh(self)
+                            fresh.append(node)
                             return node
         return self._add("GraphAddMemsetNode", dependencies, edges, p, cls=MemsetNode)
 

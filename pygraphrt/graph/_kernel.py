@@ -28,6 +28,7 @@ from ..multidevice import record_node
 # At module level, not per call (a function-level import costs ~0.4-1 us): graph/_graph loads
 # this module lazily, from add_kernel, so both are there by then.
 from . import _hot
+from ._fresh import watch as watch_fresh
 from ._node import Dim3, KernelNode
 from ._node import check_edges as _check_edges
 
@@ -272,7 +273,10 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "    node = KernelNode()",
         "    node._graph = graph",
         "    node._handle = out[0]",
-        "    graph._fresh.append(node)",
+        "    fresh = graph._fresh",
+        "    if not fresh:",
+        "        watch_fresh(graph)",
+        "    fresh.append(node)",
         # several devices in use: the node's device recorded, as Graph._new_node records it
         "    if backend.several:",
         "        record_node(graph, node)",
@@ -313,7 +317,7 @@ def build_adder(graph: "Graph", kernel: Kernel) -> Callable[..., KernelNode] | N
         "pool": kernel._node_scratch, "new_scratch": _new_node_scratch, "pack_into": sig._struct.pack_into,
         "KernelNode": KernelNode, "NULL": backend.ffi.NULL,
         "calls": calls, "add_fn": add_fn, "API": "GraphAddKernelNode", "keep_alive": keep_alive,
-        "record_node": record_node,
+        "record_node": record_node, "watch_fresh": watch_fresh,
     }
     exec(compile("\n".join(body) + "\n", f"<pygraphrt kernel node of {kernel.name}>", "exec"), env)
     hot = env["hot"]
