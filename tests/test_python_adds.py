@@ -159,6 +159,38 @@ def test_nodes_stay_fresh_where_no_graph_can_be_watched(monkeypatch):
     assert _fresh._calibrate() is False
 
 
+def test_a_graph_built_while_another_thread_collects_loses_no_node():
+    """graph/_fresh sorts in whichever thread a collection starts in, while the graph's own thread
+    may be adding to it: each node the builder holds stays the one object of its handle (none
+    appended between the sort's copy of the list and its emptying is lost), with threads
+    switched as often as CPython allows."""
+    import threading
+
+    g = rt.Graph()
+    held = [g.add_empty()]
+    stop = threading.Event()
+
+    def collect():
+        while not stop.is_set():
+            gc.collect(0)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    collector = threading.Thread(target=collect)
+    collector.start()
+    try:
+        for _ in range(12000):
+            held.append(g.add_empty(dependencies=[held[-1]]))
+    finally:
+        stop.set()
+        collector.join(timeout=60)
+        sys.setswitchinterval(interval)
+    assert not collector.is_alive()
+    table = g._table()
+    assert sum(table.get(n.handle) is n for n in held) == len(held)
+    assert len(g.nodes()) == len(held)
+
+
 def test_only_conditional_nodes_have_state_of_their_own():
     """graph/_fresh may let a node object go because no node made through ``Graph._fresh`` has
     state of its own: only ConditionalNode has (its bodies), and it is made into the table."""

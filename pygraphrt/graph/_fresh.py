@@ -20,7 +20,7 @@ weak reference to a compiled add's node does.  Nodes with state of their own
 (``ConditionalNode``) never enter ``_fresh``: ``Graph._wrap`` makes them, into the table.
 
 Whether something else refers to a node is read from its reference count.  What the count of an
-object that only the sorted list holds reads as depends on the interpreter (CPython 3.14 counts
+object that nothing else holds reads as there depends on the interpreter (CPython 3.14 counts
 borrowed references on its stack no more), so it is measured once, by sorting two probes through
 the very function that sorts nodes (:func:`_calibrate`); where that does not give a consistent
 answer -- no ``sys.getrefcount``, a free-threaded build, whose counts other threads change -- no
@@ -44,18 +44,27 @@ from weakref import ref as _ref
 
 #: Weak references to the graphs watched now (see the module).
 _watched: list[Any] = []
-#: The reference count of a node nothing but the sorted list refers to, as :func:`_enter_held`
-#: reads it; None: not measured yet; False: no graph is watched (see the module).
+#: The reference count :func:`_enter_held` reads for a node nothing else refers to; None: not
+#: measured yet; False: no graph is watched (see the module).
 _base: int | bool | None = None
 _lock = threading.Lock()
 
 
-def _enter_held(items: list[Any], nodes: dict[Any, Any], base: int, count: Callable[[Any], int] = sys.getrefcount
-                ) -> None:
-    """Enter in ``nodes`` (a node table) each node of ``items`` that something besides ``items``
-    refers to, keyed by its handle (a destroyed node's, None, is left out, as ``Graph._table``
-    leaves it).  ``base``: what :func:`_calibrate` measured."""
-    for n in items:
+def _enter_held(fresh: list[Any], nodes: dict[Any, Any], base: int,
+                count: Callable[[Any], int] = sys.getrefcount) -> None:
+    """Take the nodes out of ``fresh`` (a graph's ``_fresh``), entering in ``nodes`` (its node
+    table) each one that something else refers to, keyed by its handle (a destroyed node's,
+    None, is left out, as ``Graph._table`` leaves it); the others go.  ``base``: what
+    :func:`_calibrate` measured.
+
+    This runs in whichever thread the collection started in, while another thread may be adding
+    to the same graph: the list is copied and emptied by two steps between which CPython does
+    not switch threads -- a slice and a ``del`` of a slice, no call, no backward jump, the only
+    places its eval loop lets another thread in -- so no node appended meanwhile is lost.  (A
+    ``len()`` or a method call between them would open that door.)"""
+    taken = fresh[:]
+    del fresh[:]
+    for n in taken:
         if count(n) > base:
             h = n._handle
             if h is not None:
@@ -72,9 +81,9 @@ class _Probe:
 
 
 def _calibrate() -> int | bool:
-    """The count :func:`_enter_held` reads for an object only the sorted list refers to, measured
-    by sorting a probe nothing else refers to beside one a variable holds; False where no count
-    separates them (no ``sys.getrefcount``, a free-threaded build)."""
+    """The count :func:`_enter_held` reads for a node nothing else refers to, measured by sorting
+    a probe nothing else refers to beside one a variable holds; False where no count separates
+    them (no ``sys.getrefcount``, a free-threaded build)."""
     if not hasattr(sys, "getrefcount"):
         return False
     gil = getattr(sys, "_is_gil_enabled", None)
@@ -82,9 +91,9 @@ def _calibrate() -> int | bool:
         return False
     for base in range(1, 16):
         held = _Probe(2)
-        items = [_Probe(1), held]
+        fresh = [_Probe(1), held]
         nodes: dict[Any, Any] = {}
-        _enter_held(items, nodes, base)
+        _enter_held(fresh, nodes, base)
         if 1 not in nodes:  # the lowest count that leaves the unheld probe out
             return base if nodes.get(2) is held and len(nodes) == 1 else False
     return False
@@ -112,25 +121,29 @@ def watch(graph: Any) -> None:
 
 def _on_collect(phase: str, info: dict[str, Any]) -> None:
     """``gc.callbacks``' hook: at a collection's start, sort each watched graph's fresh nodes (see
-    the module); a graph with none is watched no more."""
+    the module); a graph with none is watched no more.  (The list of graphs is taken as
+    :func:`_enter_held` takes a graph's nodes: a graph another thread's add watches meanwhile
+    stays for the next collection.)"""
     if phase != "start" or not _watched:
         return
     base = _base
     graphs = _watched[:]
     del _watched[:]
+    still: list[Any] = []
     for r in graphs:
         g = r()
         if g is None:
             continue
         fresh = g._fresh
-        if not fresh:
+        if fresh:
+            _enter_held(fresh, g._nodes, base)  # type: ignore[arg-type]
+            still.append(r)
+        else:
             g._fresh_watched = False
-            continue
-        items = fresh[:]  # (the list object stays: the adds hold it)
-        fresh.clear()
-        _enter_held(items, g._nodes, base)  # type: ignore[arg-type]
-        del items  # the others go now
-        _watched.append(r)
+            if fresh:  # (a node another thread added meanwhile, finding the graph watched)
+                g._fresh_watched = True
+                still.append(r)
+    _watched.extend(still)
 
 
 def watching(graph: Any) -> bool:
