@@ -138,11 +138,8 @@ def _on_collect(phase: str, info: dict[str, Any]) -> None:
         if fresh:
             _enter_held(fresh, g._nodes, base)  # type: ignore[arg-type]
             still.append(r)
-        else:
+        else:  # (read and set with no call between: no other thread's add comes in between)
             g._fresh_watched = False
-            if fresh:  # (a node another thread added meanwhile, finding the graph watched)
-                g._fresh_watched = True
-                still.append(r)
     _watched.extend(still)
 
 
