@@ -266,7 +266,6 @@ STUB_SCRIPT = textwrap.dedent("""
     from pygraphrt.graph import _kernel as kernel_nodes
     from pygraphrt.kernels import _library
 
-    multidevice.current = lambda backend: 0  # (the stub has no cudaGetDevice)
 """ + STUB_KERNEL + """
     python_launch, python_add = _library.Kernel._launch, kernel_nodes.add
     _library.Kernel._launch = lambda self, *a: (calls.append("launch"), python_launch(self, *a))[1]
