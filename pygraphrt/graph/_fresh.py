@@ -61,7 +61,8 @@ def _enter_held(fresh: list[Any], nodes: dict[Any, Any], base: int,
     to the same graph: the list is copied and emptied by two steps between which CPython does
     not switch threads -- a slice and a ``del`` of a slice, no call, no backward jump, the only
     places its eval loop lets another thread in -- so no node appended meanwhile is lost.  (A
-    ``len()`` or a method call between them would open that door.)"""
+    call of a Python function between them would open that door; the test that plants one,
+    tests/test_python_adds.py, then fails.)"""
     taken = fresh[:]
     del fresh[:]
     for n in taken:
@@ -74,7 +75,7 @@ def _enter_held(fresh: list[Any], nodes: dict[Any, Any], base: int,
 class _Probe:
     """What :func:`_calibrate` sorts: an object with a handle, as a node is to :func:`_enter_held`."""
 
-    __slots__ = ("_handle", "__weakref__")
+    __slots__ = ("_handle",)
 
     def __init__(self, handle: int) -> None:
         self._handle = handle
